@@ -30,21 +30,27 @@
 /* Longest .npy header accepted (numpy itself refuses more than 10000). */
 #define NPY_MAX_HEADER (1 << 20)
 
-static void io_err(char *err, size_t errlen, const char *path,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The file being worked on and where its error message goes. */
+typedef struct {
+    const char *path;
+    char *err;              /* may be NULL */
+    size_t errlen;
+} io_ctx;
 
-/* "path: message" into err (which may be NULL or empty). */
-static void io_err(char *err, size_t errlen, const char *path,
-                   const char *fmt, ...)
+static void io_err(const io_ctx *io, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* "path: message" into io->err. */
+static void io_err(const io_ctx *io, const char *fmt, ...)
 {
-    if (!err || errlen == 0)
+    if (!io->err || io->errlen == 0)
         return;
-    int n = snprintf(err, errlen, "%s: ", path);
-    if (n < 0 || (size_t)n >= errlen)
+    int n = snprintf(io->err, io->errlen, "%s: ", io->path);
+    if (n < 0 || (size_t)n >= io->errlen)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    vsnprintf(io->err + n, io->errlen - (size_t)n, fmt, ap);
     va_end(ap);
 }
 
@@ -55,44 +61,15 @@ static int has_ext(const char *path, const char *ext)
     return n >= m && strcasecmp(path + n - m, ext) == 0;
 }
 
-/* Element i (in elements from data) of any buffer, as double. */
-static double elem_get(const sc_buffer *b, int64_t i)
-{
-    switch (b->type) {
-    case SC_BOOL:
-    case SC_U8:  return ((const uint8_t *)b->data)[i];
-    case SC_U16: return ((const uint16_t *)b->data)[i];
-    case SC_U32: return ((const uint32_t *)b->data)[i];
-    case SC_I8:  return ((const int8_t *)b->data)[i];
-    case SC_I16: return ((const int16_t *)b->data)[i];
-    case SC_I32: return ((const int32_t *)b->data)[i];
-    case SC_F32: return ((const float *)b->data)[i];
-    default:     return 0;
-    }
-}
-
-/* Element offsets of b in dimension-0-fastest order: call with coord all
- * zero and *off = 0, then step after each element; strides are honoured. */
-static void step_coords(const sc_buffer *b, int *coord, int64_t *off)
-{
-    for (int d = 0; d < b->ndims; d++) {
-        *off += b->stride[d];
-        if (++coord[d] < b->extent[d])
-            return;
-        *off -= (int64_t)coord[d] * b->stride[d];
-        coord[d] = 0;
-    }
-}
-
 /* ---- PNG -------------------------------------------------------------------- */
 
 /*
- * State shared between a PNG function and libpng's error callback.  It
- * lives in the caller of the function that calls setjmp, so nothing the
- * longjmp path reads is an indeterminate local (C11 7.13.2.1).
+ * State shared between a PNG function and libpng's callbacks.  It lives in
+ * the caller of the function that calls setjmp, so nothing the longjmp
+ * path reads is an indeterminate local (C11 7.13.2.1).
  */
 typedef struct {
-    const char *path;
+    io_ctx io;
     FILE *f;
     png_structp png;
     png_infop info;
@@ -115,14 +92,22 @@ static void png_on_warning(png_structp png, png_const_charp msg)
     (void)msg;              /* warnings (e.g. odd iCCP profiles) are not errors */
 }
 
-/* Decodes an opened PNG into c->buf.  Returns 0, or -1 with err set. */
-static int png_read_body(png_ctx *c, char *err, size_t errlen)
+/* libpng's read callback; says why a read came up short. */
+static void png_on_read(png_structp png, png_bytep data, size_t n)
+{
+    png_ctx *c = png_get_io_ptr(png);
+    if (fread(data, 1, n, c->f) != n)
+        png_error(png, ferror(c->f) ? "read error" : "unexpected end of file");
+}
+
+/* Decodes an opened PNG into c->buf.  Returns 0, or -1 with the error set. */
+static int png_read_body(png_ctx *c)
 {
     if (setjmp(png_jmpbuf(c->png))) {
-        io_err(err, errlen, c->path, "corrupt or truncated PNG: %s", c->msg);
+        io_err(&c->io, "corrupt or truncated PNG: %s", c->msg);
         return -1;
     }
-    png_init_io(c->png, c->f);
+    png_set_read_fn(c->png, c, png_on_read);
     png_set_sig_bytes(c->png, 8);
     png_read_info(c->png, c->info);
 
@@ -143,25 +128,17 @@ static int png_read_body(png_ctx *c, char *err, size_t errlen)
     png_uint_32 h = png_get_image_height(c->png, c->info);
     int channels = png_get_channels(c->png, c->info);
     depth = png_get_bit_depth(c->png, c->info);
-    if ((depth != 8 && depth != 16) || channels < 1 || channels > 4) {
-        io_err(err, errlen, c->path,
-               "unsupported PNG layout (%d-bit, %d channels after expansion)",
-               depth, channels);
-        return -1;
-    }
-    if (w > INT_MAX || h > INT_MAX ||
-        (int64_t)w * h * channels > IO_MAX_ELEMS) {
-        io_err(err, errlen, c->path,
-               "image %lux%lu with %d channels is too large (limit %lld samples)",
-               (unsigned long)w, (unsigned long)h, channels,
-               (long long)IO_MAX_ELEMS);
-        return -1;
-    }
     size_t rowbytes = (size_t)w * (size_t)channels * (size_t)(depth / 8);
-    if (png_get_rowbytes(c->png, c->info) != rowbytes) {
-        io_err(err, errlen, c->path, "unexpected PNG row size %lu (expected %lu)",
-               (unsigned long)png_get_rowbytes(c->png, c->info),
-               (unsigned long)rowbytes);
+    if ((depth != 8 && depth != 16) || channels < 1 || channels > 4 ||
+        png_get_rowbytes(c->png, c->info) != rowbytes) {
+        io_err(&c->io, "unsupported PNG layout (%d-bit, %d channels after "
+               "expansion)", depth, channels);
+        return -1;
+    }
+    if (w > INT_MAX || h > INT_MAX || (int64_t)w * h * channels > IO_MAX_ELEMS) {
+        io_err(&c->io, "image %lux%lu with %d channels is too large (limit "
+               "%lld samples)", (unsigned long)w, (unsigned long)h, channels,
+               (long long)IO_MAX_ELEMS);
         return -1;
     }
     int ext[3] = {(int)w, (int)h, channels};
@@ -170,8 +147,8 @@ static int png_read_body(png_ctx *c, char *err, size_t errlen)
     c->pixels = malloc((size_t)h * rowbytes);
     c->rows = malloc((size_t)h * sizeof *c->rows);
     if (!c->buf || !c->pixels || !c->rows) {
-        io_err(err, errlen, c->path, "out of memory for a %lux%lu image",
-               (unsigned long)w, (unsigned long)h);
+        io_err(&c->io, "out of memory for a %lux%lu image", (unsigned long)w,
+               (unsigned long)h);
         return -1;
     }
     for (png_uint_32 y = 0; y < h; y++)
@@ -195,18 +172,18 @@ static int png_read_body(png_ctx *c, char *err, size_t errlen)
     return 0;
 }
 
-static sc_buffer *png_load(const char *path, char *err, size_t errlen)
+static sc_buffer *png_load(const io_ctx *io)
 {
-    png_ctx c = {.path = path};
-    c.f = fopen(path, "rb");
+    png_ctx c = {.io = *io};
+    c.f = fopen(io->path, "rb");
     if (!c.f) {
-        io_err(err, errlen, path, "cannot open: %s", strerror(errno));
+        io_err(io, "cannot open: %s", strerror(errno));
         return NULL;
     }
     unsigned char sig[8];
-    size_t got = fread(sig, 1, sizeof sig, c.f);
-    if (got != sizeof sig || png_sig_cmp(sig, 0, sizeof sig) != 0) {
-        io_err(err, errlen, path, "not a PNG file (bad or missing signature)");
+    if (fread(sig, 1, sizeof sig, c.f) != sizeof sig ||
+        png_sig_cmp(sig, 0, sizeof sig) != 0) {
+        io_err(io, "not a PNG file (bad or missing signature)");
         fclose(c.f);
         return NULL;
     }
@@ -216,9 +193,9 @@ static sc_buffer *png_load(const char *path, char *err, size_t errlen)
     if (c.png)
         c.info = png_create_info_struct(c.png);
     if (!c.png || !c.info)
-        io_err(err, errlen, path, "out of memory (libpng)");
+        io_err(io, "out of memory (libpng)");
     else
-        ok = png_read_body(&c, err, errlen);
+        ok = png_read_body(&c);
     png_destroy_read_struct(c.png ? &c.png : NULL, c.info ? &c.info : NULL, NULL);
     free(c.rows);
     free(c.pixels);
@@ -234,7 +211,7 @@ static sc_buffer *png_load(const char *path, char *err, size_t errlen)
  * Converts b (W, H[, C]) into interleaved PNG samples in c->pixels: u8
  * stays 8-bit, u16 16-bit (big-endian, as the file wants), f32 maps [0, 1]
  * to [0, 65535] with clamping (NaN gives 0), every other type clamps to
- * [0, 65535].  Strides and mins of b are honoured.
+ * [0, 65535].
  */
 static int png_pack(png_ctx *c, const sc_buffer *b, int channels, int depth)
 {
@@ -247,9 +224,8 @@ static int png_pack(png_ctx *c, const sc_buffer *b, int channels, int depth)
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int ch = 0; ch < channels; ch++, i++) {
-                int64_t off = x * b->stride[0] + y * b->stride[1] +
-                              (b->ndims == 3 ? ch * b->stride[2] : 0);
-                double v = elem_get(b, off);
+                int at[3] = {b->min[0] + x, b->min[1] + y, b->min[2] + ch};
+                double v = sc_buffer_get(b, at);
                 if (depth == 8) {
                     c->pixels[i] = (uint8_t)v;          /* b is u8 */
                     continue;
@@ -265,13 +241,12 @@ static int png_pack(png_ctx *c, const sc_buffer *b, int channels, int depth)
 }
 
 /* Encodes c->pixels (w x h, channels) to the opened c->f. */
-static int png_write_body(png_ctx *c, int w, int h, int channels, int depth,
-                          char *err, size_t errlen)
+static int png_write_body(png_ctx *c, int w, int h, int channels, int depth)
 {
     static const int color_of[5] = {0, PNG_COLOR_TYPE_GRAY,
         PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGBA};
     if (setjmp(png_jmpbuf(c->png))) {
-        io_err(err, errlen, c->path, "cannot write PNG: %s", c->msg);
+        io_err(&c->io, "cannot write PNG: %s", c->msg);
         return -1;
     }
     png_init_io(c->png, c->f);
@@ -286,30 +261,28 @@ static int png_write_body(png_ctx *c, int w, int h, int channels, int depth,
     return 0;
 }
 
-static int png_save(const char *path, const sc_buffer *b, char *err, size_t errlen)
+static int png_save(const io_ctx *io, const sc_buffer *b)
 {
     int channels = b->ndims == 3 ? b->extent[2] : 1;
     if (b->ndims < 2 || b->ndims > 3 || channels > 4) {
-        io_err(err, errlen, path,
-               "cannot store a %d-D buffer%s as PNG (expected (W, H) or "
+        io_err(io, "cannot store a %d-D buffer%s as PNG (expected (W, H) or "
                "(W, H, C) with C in 1..4)", b->ndims,
                b->ndims == 3 ? " of more than 4 channels" : "");
         return -1;
     }
     if ((int64_t)b->extent[0] * channels > INT_MAX / 2) {
-        io_err(err, errlen, path, "image width %d is too large for PNG",
-               b->extent[0]);
+        io_err(io, "image width %d is too large for PNG", b->extent[0]);
         return -1;
     }
     int depth = b->type == SC_U8 ? 8 : 16;
-    png_ctx c = {.path = path};
+    png_ctx c = {.io = *io};
     if (png_pack(&c, b, channels, depth) != 0) {
-        io_err(err, errlen, path, "out of memory");
+        io_err(io, "out of memory");
         return -1;
     }
-    c.f = fopen(path, "wb");
+    c.f = fopen(io->path, "wb");
     if (!c.f) {
-        io_err(err, errlen, path, "cannot create: %s", strerror(errno));
+        io_err(io, "cannot create: %s", strerror(errno));
         free(c.pixels);
         return -1;
     }
@@ -319,18 +292,17 @@ static int png_save(const char *path, const sc_buffer *b, char *err, size_t errl
     if (c.png)
         c.info = png_create_info_struct(c.png);
     if (!c.png || !c.info)
-        io_err(err, errlen, path, "out of memory (libpng)");
+        io_err(io, "out of memory (libpng)");
     else
-        ok = png_write_body(&c, b->extent[0], b->extent[1], channels, depth,
-                            err, errlen);
+        ok = png_write_body(&c, b->extent[0], b->extent[1], channels, depth);
     png_destroy_write_struct(c.png ? &c.png : NULL, c.info ? &c.info : NULL);
     free(c.pixels);
     if (fclose(c.f) != 0 && ok == 0) {
-        io_err(err, errlen, path, "write failed: %s", strerror(errno));
+        io_err(io, "write failed: %s", strerror(errno));
         ok = -1;
     }
     if (ok != 0)
-        remove(path);
+        remove(io->path);
     return ok;
 }
 
@@ -346,12 +318,22 @@ static const struct {
 #define NPY_NDTYPES (int)(sizeof npy_dtypes / sizeof npy_dtypes[0])
 #define NPY_EXPECTED "'|u1', '<u2', '<u4', '|i1', '<i2', '<i4', '<f4', '|b1'"
 
+/* The header, parsed. */
+typedef struct {
+    char descr[32];
+    int fortran;
+    int ndims;
+    int shape[SC_MAX_DIMS];
+    int have_descr, have_fortran, have_shape;
+} npy_header;
+
 /* A cursor over the header's dict literal. */
 typedef struct {
     const char *s, *end;
+    const io_ctx *io;
 } npy_scan;
 
-static void npy_skip_ws(npy_scan *sc)
+static void npy_skip_space(npy_scan *sc)
 {
     while (sc->s < sc->end && isspace((unsigned char)*sc->s))
         sc->s++;
@@ -360,7 +342,7 @@ static void npy_skip_ws(npy_scan *sc)
 /* Consumes ch (after white space) and returns 1, or returns 0. */
 static int npy_accept(npy_scan *sc, char ch)
 {
-    npy_skip_ws(sc);
+    npy_skip_space(sc);
     if (sc->s < sc->end && *sc->s == ch) {
         sc->s++;
         return 1;
@@ -371,57 +353,50 @@ static int npy_accept(npy_scan *sc, char ch)
 /* A quoted string ('...' or "...") into out; 0 or -1. */
 static int npy_string(npy_scan *sc, char *out, size_t outlen)
 {
-    npy_skip_ws(sc);
-    if (sc->s >= sc->end || (*sc->s != '\'' && *sc->s != '"'))
-        return -1;
-    char q = *sc->s++;
+    char q = npy_accept(sc, '\'') ? '\'' : npy_accept(sc, '"') ? '"' : 0;
     size_t n = 0;
-    while (sc->s < sc->end && *sc->s != q) {
-        if (n + 1 >= outlen)
-            return -1;
+    if (!q)
+        return -1;
+    while (sc->s < sc->end && *sc->s != q && n + 1 < outlen)
         out[n++] = *sc->s++;
-    }
-    if (sc->s >= sc->end)
+    if (sc->s >= sc->end || *sc->s != q)
         return -1;
     sc->s++;
     out[n] = 0;
     return 0;
 }
 
-/* The parsed header. */
-typedef struct {
-    char descr[32];
-    int fortran;
-    int ndims;
-    int64_t shape[SC_MAX_DIMS];
-    int have_descr, have_fortran, have_shape;
-} npy_header;
+/* A literal word (True, False) at the cursor. */
+static int npy_word(npy_scan *sc, const char *w)
+{
+    size_t n = strlen(w);
+    npy_skip_space(sc);
+    if ((size_t)(sc->end - sc->s) < n || memcmp(sc->s, w, n) != 0)
+        return 0;
+    sc->s += n;
+    return 1;
+}
 
 /* The shape tuple: "()", "(5,)", "(2, 3)", trailing comma allowed. */
-static int npy_shape(npy_scan *sc, npy_header *h, const char *path,
-                     char *err, size_t errlen)
+static int npy_shape(npy_scan *sc, npy_header *h)
 {
     if (!npy_accept(sc, '('))
         goto bad;
-    h->ndims = 0;
     while (!npy_accept(sc, ')')) {
-        npy_skip_ws(sc);
         if (sc->s >= sc->end || !isdigit((unsigned char)*sc->s))
             goto bad;
-        int64_t v = 0;
-        while (sc->s < sc->end && isdigit((unsigned char)*sc->s)) {
+        int v = 0;
+        for (; sc->s < sc->end && isdigit((unsigned char)*sc->s); sc->s++) {
             if (v > (INT_MAX - (*sc->s - '0')) / 10) {
-                io_err(err, errlen, path, "shape dimension too large (limit %d)",
-                       INT_MAX);
+                io_err(sc->io, "shape dimension too large (limit %d)", INT_MAX);
                 return -1;
             }
-            v = v * 10 + (*sc->s++ - '0');
+            v = v * 10 + (*sc->s - '0');
         }
         if (sc->s < sc->end && (*sc->s == 'L' || *sc->s == 'l'))
-            sc->s++;                        /* Python 2 longs */
+            sc->s++;                                /* Python 2 longs */
         if (h->ndims == SC_MAX_DIMS) {
-            io_err(err, errlen, path, "array has more than %d dimensions",
-                   SC_MAX_DIMS);
+            io_err(sc->io, "array has more than %d dimensions", SC_MAX_DIMS);
             return -1;
         }
         h->shape[h->ndims++] = v;
@@ -433,16 +408,16 @@ static int npy_shape(npy_scan *sc, npy_header *h, const char *path,
     }
     return 0;
 bad:
-    io_err(err, errlen, path, "malformed 'shape' in header (expected a tuple "
-           "of integers)");
+    io_err(sc->io, "malformed 'shape' in header (expected a tuple of "
+           "integers)");
     return -1;
 }
 
-/* Parses the dict literal text[0..len).  0, or -1 with err set. */
-static int npy_parse_header(const char *text, size_t len, npy_header *h,
-                            const char *path, char *err, size_t errlen)
+/* Parses the dict literal text[0..len).  0, or -1 with the error set. */
+static int npy_parse_header(const io_ctx *io, const char *text, size_t len,
+                            npy_header *h)
 {
-    npy_scan sc = {text, text + len};
+    npy_scan sc = {text, text + len, io};
     memset(h, 0, sizeof *h);
     if (!npy_accept(&sc, '{'))
         goto bad;
@@ -452,30 +427,23 @@ static int npy_parse_header(const char *text, size_t len, npy_header *h,
             goto bad;
         if (strcmp(key, "descr") == 0) {
             if (npy_string(&sc, h->descr, sizeof h->descr) != 0) {
-                io_err(err, errlen, path, "unsupported or malformed 'descr' "
-                       "(expected one of " NPY_EXPECTED ")");
+                io_err(io, "unsupported or malformed 'descr' (expected one "
+                       "of " NPY_EXPECTED ")");
                 return -1;
             }
             h->have_descr = 1;
         } else if (strcmp(key, "fortran_order") == 0) {
-            npy_skip_ws(&sc);
-            size_t left = (size_t)(sc.end - sc.s);
-            if (left >= 4 && memcmp(sc.s, "True", 4) == 0) {
-                h->fortran = 1;
-                sc.s += 4;
-            } else if (left >= 5 && memcmp(sc.s, "False", 5) == 0) {
-                sc.s += 5;
-            } else {
+            h->fortran = npy_word(&sc, "True");
+            if (!h->fortran && !npy_word(&sc, "False"))
                 goto bad;
-            }
             h->have_fortran = 1;
         } else if (strcmp(key, "shape") == 0) {
-            if (npy_shape(&sc, h, path, err, errlen) != 0)
+            if (npy_shape(&sc, h) != 0)
                 return -1;
             h->have_shape = 1;
         } else {
-            io_err(err, errlen, path, "unknown header key '%s' (expected "
-                   "'descr', 'fortran_order', 'shape')", key);
+            io_err(io, "unknown header key '%s' (expected 'descr', "
+                   "'fortran_order', 'shape')", key);
             return -1;
         }
         if (!npy_accept(&sc, ',')) {
@@ -484,86 +452,59 @@ static int npy_parse_header(const char *text, size_t len, npy_header *h,
             break;
         }
     }
-    npy_skip_ws(&sc);
+    npy_skip_space(&sc);
     if (sc.s != sc.end)
         goto bad;
     if (!h->have_descr || !h->have_fortran || !h->have_shape) {
-        io_err(err, errlen, path, "header lacks '%s'",
-               !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order"
-               : "shape");
+        io_err(io, "header lacks '%s'", !h->have_descr ? "descr" :
+               !h->have_fortran ? "fortran_order" : "shape");
         return -1;
     }
     return 0;
 bad:
-    io_err(err, errlen, path, "malformed header dict (expected e.g. {'descr': "
-           "'<f4', 'fortran_order': False, 'shape': (2, 3), })");
+    io_err(io, "malformed header dict (expected e.g. {'descr': '<f4', "
+           "'fortran_order': False, 'shape': (2, 3), })");
     return -1;
 }
 
-/* Little-endian bytes of one element into storage slot i of b. */
-static void npy_decode(sc_buffer *b, int64_t i, const uint8_t *p)
-{
-    uint32_t u;
-    switch (b->type) {
-    case SC_BOOL: ((uint8_t *)b->data)[i] = p[0] != 0; break;
-    case SC_U8:   ((uint8_t *)b->data)[i] = p[0]; break;
-    case SC_I8:   memcpy((int8_t *)b->data + i, p, 1); break;
-    case SC_U16:
-    case SC_I16:
-        ((uint16_t *)b->data)[i] = (uint16_t)(p[0] | p[1] << 8);
-        break;
-    default:      /* 32-bit: u32, i32, f32 share the bit pattern */
-        u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-            (uint32_t)p[3] << 24;
-        memcpy((uint32_t *)b->data + i, &u, 4);
-        break;
-    }
-}
-
-/* Reads the header of an open .npy file and allocates the buffer. */
-static sc_buffer *npy_read_header(FILE *f, const char *path, char *err,
-                                  size_t errlen)
+/* Reads the preamble and header of an open .npy file and allocates the
+ * buffer it describes. */
+static sc_buffer *npy_read_header(const io_ctx *io, FILE *f)
 {
     uint8_t pre[12];
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-        io_err(err, errlen, path, "not a .npy file (bad or missing magic "
-               "\"\\x93NUMPY\")");
+        io_err(io, "not a .npy file (bad or missing magic \"\\x93NUMPY\")");
         return NULL;
     }
     int major = pre[6], minor = pre[7];
-    uint32_t hlen;
-    if (major == 1) {
-        hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
-    } else if (major == 2 || major == 3) {
+    uint32_t hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
+    if (major == 2 || major == 3) {
         if (fread(pre + 10, 1, 2, f) != 2) {
-            io_err(err, errlen, path, "truncated .npy preamble");
+            io_err(io, "truncated .npy preamble");
             return NULL;
         }
-        hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 |
-               (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
-    } else {
-        io_err(err, errlen, path, "unsupported .npy version %d.%d (expected "
-               "1.0, 2.0 or 3.0)", major, minor);
+        hlen |= (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+    } else if (major != 1) {
+        io_err(io, "unsupported .npy version %d.%d (expected 1.0, 2.0 or 3.0)",
+               major, minor);
         return NULL;
     }
     if (hlen > NPY_MAX_HEADER) {
-        io_err(err, errlen, path, "header length %lu is absurd (limit %d)",
+        io_err(io, "header length %lu is absurd (limit %d)",
                (unsigned long)hlen, NPY_MAX_HEADER);
         return NULL;
     }
     char *text = malloc(hlen + 1);
     if (!text) {
-        io_err(err, errlen, path, "out of memory");
-        return NULL;
-    }
-    if (fread(text, 1, hlen, f) != hlen) {
-        io_err(err, errlen, path, "truncated header (expected %lu bytes)",
-               (unsigned long)hlen);
-        free(text);
+        io_err(io, "out of memory");
         return NULL;
     }
     npy_header h;
-    int rc = npy_parse_header(text, hlen, &h, path, err, errlen);
+    int rc = -1;
+    if (fread(text, 1, hlen, f) != hlen)
+        io_err(io, "truncated header (expected %lu bytes)", (unsigned long)hlen);
+    else
+        rc = npy_parse_header(io, text, hlen, &h);
     free(text);
     if (rc != 0)
         return NULL;
@@ -572,50 +513,66 @@ static sc_buffer *npy_read_header(FILE *f, const char *path, char *err,
     while (k < NPY_NDTYPES && strcmp(h.descr, npy_dtypes[k].descr) != 0)
         k++;
     if (k == NPY_NDTYPES) {
-        io_err(err, errlen, path, "unsupported dtype '%s' (expected one of "
-               NPY_EXPECTED ")", h.descr);
+        io_err(io, "unsupported dtype '%s' (expected one of " NPY_EXPECTED ")",
+               h.descr);
         return NULL;
     }
     if (h.fortran) {
-        io_err(err, errlen, path, "fortran_order True is not supported (save "
-               "the array in C order, e.g. with np.ascontiguousarray)");
+        io_err(io, "fortran_order True is not supported (save the array in C "
+               "order, e.g. via np.ascontiguousarray)");
         return NULL;
     }
     /* C order: the last shape entry varies fastest, so it is dimension 0.
      * A 0-D array (shape ()) becomes a 1-D buffer of one element. */
     int ext[SC_MAX_DIMS] = {1};
-    int nd = h.ndims ? h.ndims : 1;
     int64_t count = 1;
     for (int d = 0; d < h.ndims; d++) {
-        int64_t e = h.shape[h.ndims - 1 - d];
-        if (e == 0) {
-            io_err(err, errlen, path, "empty arrays are not supported "
-                   "(shape has a 0)");
+        ext[d] = h.shape[h.ndims - 1 - d];
+        if (ext[d] == 0) {
+            io_err(io, "empty arrays are not supported (shape has a 0)");
             return NULL;
         }
-        ext[d] = (int)e;
-        if (count > IO_MAX_ELEMS / e) {
-            io_err(err, errlen, path, "shape has more than %lld elements",
+        if (count > IO_MAX_ELEMS / ext[d]) {
+            io_err(io, "shape has more than %lld elements",
                    (long long)IO_MAX_ELEMS);
             return NULL;
         }
-        count *= e;
+        count *= ext[d];
     }
-    sc_buffer *b = sc_buffer_new(npy_dtypes[k].type, nd, NULL, ext);
+    sc_buffer *b = sc_buffer_new(npy_dtypes[k].type, h.ndims ? h.ndims : 1,
+                                 NULL, ext);
     if (!b)
-        io_err(err, errlen, path, "out of memory for %lld elements",
-               (long long)count);
+        io_err(io, "out of memory for %lld elements", (long long)count);
     return b;
 }
 
-static sc_buffer *npy_load(const char *path, char *err, size_t errlen)
+/* Little-endian file bytes of element i into its storage slot. */
+static void npy_decode(sc_buffer *b, int64_t i, const uint8_t *p)
 {
-    FILE *f = fopen(path, "rb");
+    uint32_t u;
+    switch (sc_type_size(b->type)) {
+    case 1:
+        ((uint8_t *)b->data)[i] = b->type == SC_BOOL ? p[0] != 0 : p[0];
+        break;
+    case 2:
+        ((uint16_t *)b->data)[i] = (uint16_t)(p[0] | p[1] << 8);
+        break;
+    default:                /* u32, i32, f32: the same 32-bit pattern */
+        u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+            (uint32_t)p[3] << 24;
+        memcpy((uint32_t *)b->data + i, &u, 4);
+        break;
+    }
+}
+
+static sc_buffer *npy_load(const io_ctx *io)
+{
+    FILE *f = fopen(io->path, "rb");
     if (!f) {
-        io_err(err, errlen, path, "cannot open: %s", strerror(errno));
+        io_err(io, "cannot open: %s", strerror(errno));
         return NULL;
     }
-    sc_buffer *b = npy_read_header(f, path, err, errlen);
+    sc_buffer *b = npy_read_header(io, f);
     if (!b) {
         fclose(f);
         return NULL;
@@ -623,23 +580,22 @@ static sc_buffer *npy_load(const char *path, char *err, size_t errlen)
     size_t esize = sc_type_size(b->type);
     int64_t n = sc_buffer_count(b);
     uint8_t chunk[4096];
-    size_t per = sizeof chunk / esize;
     for (int64_t i = 0; i < n; ) {
-        size_t want = (size_t)(n - i) < per ? (size_t)(n - i) : per;
+        size_t want = sizeof chunk / esize;
+        if ((int64_t)want > n - i)
+            want = (size_t)(n - i);
         size_t got = fread(chunk, esize, want, f);
         for (size_t j = 0; j < got; j++)
             npy_decode(b, i + (int64_t)j, chunk + j * esize);
+        i += (int64_t)got;
         if (got != want) {
-            io_err(err, errlen, path, "truncated data (expected %lld elements "
-                   "of %s, got %lld)", (long long)n, sc_type_name(b->type),
-                   (long long)(i + (int64_t)got));
+            io_err(io, "truncated data (expected %lld elements of %s, got "
+                   "%lld)", (long long)n, sc_type_name(b->type), (long long)i);
             goto fail;
         }
-        i += (int64_t)got;
     }
     if (fgetc(f) != EOF) {
-        io_err(err, errlen, path, "file is longer than its header's shape "
-               "and dtype say");
+        io_err(io, "file is longer than its header's shape and dtype say");
         goto fail;
     }
     fclose(f);
@@ -650,16 +606,15 @@ fail:
     return NULL;
 }
 
-/* Writes a v1.0 .npy with a header padded to a multiple of 64 bytes. */
-static int npy_save(const char *path, const sc_buffer *b, char *err, size_t errlen)
+/* Writes a v1.0 .npy with the header padded to a multiple of 64 bytes. */
+static int npy_save(const io_ctx *io, const sc_buffer *b)
 {
     const char *descr = NULL;
     for (int k = 0; k < NPY_NDTYPES; k++)
         if (npy_dtypes[k].type == b->type)
             descr = npy_dtypes[k].descr;
     if (!descr) {
-        io_err(err, errlen, path, "buffer type %s has no .npy dtype",
-               sc_type_name(b->type));
+        io_err(io, "buffer type %s has no .npy dtype", sc_type_name(b->type));
         return -1;
     }
     char hdr[256];
@@ -669,15 +624,13 @@ static int npy_save(const char *path, const sc_buffer *b, char *err, size_t errl
         n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%d%s", b->extent[d],
                       d > 0 ? ", " : b->ndims == 1 ? "," : "");
     n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
-    int total = (10 + n + 1 + 63) / 64 * 64;   /* preamble, dict, '\n' */
-    int hlen = total - 10;
-    while (n < hlen - 1)
-        hdr[n++] = ' ';
-    hdr[n++] = '\n';
+    int hlen = (10 + n + 1 + 63) / 64 * 64 - 10;  /* dict, spaces, '\n' */
+    memset(hdr + n, ' ', (size_t)(hlen - 1 - n));
+    hdr[hlen - 1] = '\n';
 
-    FILE *f = fopen(path, "wb");
+    FILE *f = fopen(io->path, "wb");
     if (!f) {
-        io_err(err, errlen, path, "cannot create: %s", strerror(errno));
+        io_err(io, "cannot create: %s", strerror(errno));
         return -1;
     }
     uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
@@ -685,23 +638,20 @@ static int npy_save(const char *path, const sc_buffer *b, char *err, size_t errl
     fwrite(pre, 1, sizeof pre, f);
     fwrite(hdr, 1, (size_t)hlen, f);
 
-    size_t esize = sc_type_size(b->type);
-    int64_t count = sc_buffer_count(b);
+    /* Elements in dimension-0-fastest order, strides honoured, each as
+     * little-endian bytes of its bit pattern. */
+    size_t esize = sc_type_size(b->type), used = 0;
+    int64_t count = sc_buffer_count(b), off = 0;
     int coord[SC_MAX_DIMS] = {0};
-    int64_t off = 0;
     uint8_t chunk[4096];
-    size_t used = 0;
     for (int64_t i = 0; i < count; i++) {
         const uint8_t *src = (const uint8_t *)b->data + (size_t)off * esize;
-        uint32_t u = 0;
-        /* Native element to little-endian bytes via its integer value. */
-        if (esize == 1)
-            u = src[0];
-        else if (esize == 2)
+        uint32_t u = src[0];
+        if (esize == 2)
             u = *(const uint16_t *)(const void *)src;
-        else
+        else if (esize == 4)
             memcpy(&u, src, 4);
-        if (b->type == SC_BOOL)
+        else if (b->type == SC_BOOL)
             u = u != 0;
         for (size_t j = 0; j < esize; j++)
             chunk[used++] = (uint8_t)(u >> (8 * j));
@@ -709,13 +659,19 @@ static int npy_save(const char *path, const sc_buffer *b, char *err, size_t errl
             fwrite(chunk, 1, used, f);
             used = 0;
         }
-        step_coords(b, coord, &off);
+        for (int d = 0; d < b->ndims; d++) {
+            off += b->stride[d];
+            if (++coord[d] < b->extent[d])
+                break;
+            off -= (int64_t)coord[d] * b->stride[d];
+            coord[d] = 0;
+        }
     }
     fwrite(chunk, 1, used, f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
-        io_err(err, errlen, path, "write failed: %s", strerror(errno));
-        remove(path);
+        io_err(io, "write failed: %s", strerror(errno));
+        remove(io->path);
         return -1;
     }
     return 0;
@@ -725,20 +681,22 @@ static int npy_save(const char *path, const sc_buffer *b, char *err, size_t errl
 
 sc_buffer *io_load(const char *path, char *err, size_t errlen)
 {
+    io_ctx io = {path, err, errlen};
     if (has_ext(path, ".png"))
-        return png_load(path, err, errlen);
+        return png_load(&io);
     if (has_ext(path, ".npy"))
-        return npy_load(path, err, errlen);
-    io_err(err, errlen, path, "unknown file type (expected a .png or .npy name)");
+        return npy_load(&io);
+    io_err(&io, "unknown file type (expected a .png or .npy name)");
     return NULL;
 }
 
 int io_save(const char *path, const sc_buffer *b, char *err, size_t errlen)
 {
+    io_ctx io = {path, err, errlen};
     if (has_ext(path, ".png"))
-        return png_save(path, b, err, errlen);
+        return png_save(&io, b);
     if (has_ext(path, ".npy"))
-        return npy_save(path, b, err, errlen);
-    io_err(err, errlen, path, "unknown file type (expected a .png or .npy name)");
+        return npy_save(&io, b);
+    io_err(&io, "unknown file type (expected a .png or .npy name)");
     return -1;
 }
