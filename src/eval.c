@@ -642,16 +642,16 @@ static void exec_math(ev_prog *g, const ev_instr *in, int n)
 
 /*
  * Element offsets in b of the points whose coordinates are in the lanes
- * coord[0..b->ndims).  A point outside b is a bug of bounds inference (or
+ * coord[0..ndims) (a 0-dimensional Func has one element).  A point outside b is a bug of bounds inference (or
  * of this evaluator): abort, naming the access (what: "reads g", "stores").
  */
 static void lane_offsets(ev_ctx *c, ev_prog *g, const sc_buffer *b,
-                         const int *coord, int n, const char *what,
+                         int ndims, const int *coord, int n, const char *what,
                          const char *name)
 {
     int64_t *restrict off = c->off;
     memset(off, 0, (size_t)n * sizeof *off);
-    for (int d = 0; d < b->ndims; d++) {
+    for (int d = 0; d < ndims; d++) {
         const int64_t *x = g->slot[coord[d]].i;
         int64_t lo = b->min[d], ext = b->extent[d], stride = b->stride[d];
         int bad = 0;
@@ -674,7 +674,7 @@ static void exec_load(ev_ctx *c, ev_prog *g, const ev_instr *in, int n)
     const sc_buffer *b = c->buf[callee->id];
     if (!b)
         ev_bug("%s reads %s, which is not computed", c->cur->name, callee->name);
-    lane_offsets(c, g, b, in->arg, n, "reads ", callee->name);
+    lane_offsets(c, g, b, callee->ndims, in->arg, n, "reads ", callee->name);
     const int64_t *off = c->off;
     ev_lanes *o = &g->slot[in->out];
     const void *d = b->data;
@@ -696,7 +696,7 @@ static void exec_load(ev_ctx *c, ev_prog *g, const ev_instr *in, int n)
  * are exact. */
 static void exec_store(ev_ctx *c, ev_prog *g, sc_buffer *b, int n)
 {
-    lane_offsets(c, g, b, g->lhs, n, "stores", "");
+    lane_offsets(c, g, b, g->nlhs, g->lhs, n, "stores", "");
     const int64_t *off = c->off;
     const ev_lanes *v = &g->slot[g->value];
     void *d = b->data;
@@ -858,10 +858,11 @@ static int check_input(sc_pipeline *p, const sc_func *f, const sc_buffer *in,
     return 0;
 }
 
-/* A zeroed buffer over f's region, or NULL with an error recorded. */
+/* A zeroed buffer over f's region, or NULL with an error recorded.  A
+ * 0-dimensional Func (a scalar) gets a buffer of one element. */
 static sc_buffer *alloc_region(sc_pipeline *p, const sc_func *f, const bounds_func *r)
 {
-    int min[SC_MAX_DIMS], ext[SC_MAX_DIMS];
+    int min[SC_MAX_DIMS] = {0}, ext[SC_MAX_DIMS] = {1};
     for (int d = 0; d < f->ndims; d++) {
         if (r->min[d] < INT_MIN || r->min[d] > INT_MAX || r->extent[d] > INT_MAX) {
             sc_error(p, "region of %s is too large in dimension %d", f->name, d);
@@ -870,17 +871,20 @@ static sc_buffer *alloc_region(sc_pipeline *p, const sc_func *f, const bounds_fu
         min[d] = (int)r->min[d];
         ext[d] = (int)r->extent[d];
     }
-    sc_buffer *b = sc_buffer_new(f->type, f->ndims, min, ext);
+    sc_buffer *b = sc_buffer_new(f->type, f->ndims ? f->ndims : 1, min, ext);
     if (!b)
         sc_error(p, "cannot allocate the region of %s (%s, too large?)",
                  f->name, sc_type_name(f->type));
     return b;
 }
 
-/* outputs[i]: [0, out_extent) of the Func's buffer, which covers it. */
+/* outputs[i]: [0, out_extent) of the Func's buffer, which covers it (a
+ * scalar output is a buffer of one element). */
 static sc_buffer *copy_output(sc_pipeline *p, const sc_func *f, const sc_buffer *src)
 {
-    sc_buffer *o = sc_buffer_new(f->type, f->ndims, NULL, f->out_extent);
+    static const int one[SC_MAX_DIMS] = {1};
+    sc_buffer *o = f->ndims ? sc_buffer_new(f->type, f->ndims, NULL, f->out_extent)
+                            : sc_buffer_new(f->type, 1, NULL, one);
     if (!o) {
         sc_error(p, "cannot allocate output %s", f->name);
         return NULL;
@@ -893,13 +897,13 @@ static sc_buffer *copy_output(sc_pipeline *p, const sc_func *f, const sc_buffer 
             ev_bug("region of output %s does not cover its output size", f->name);
     for (int64_t k = 0; k < count; k += o->extent[0]) {
         int64_t soff = 0;
-        for (int d = 1; d < f->ndims; d++)
+        for (int d = 1; d < o->ndims; d++)
             soff += (coord[d] - src->min[d]) * src->stride[d];
         for (int x = 0; x < o->extent[0]; x++)
             memcpy((char *)o->data + (size_t)(k + x) * es,
                    (const char *)src->data +
                        (size_t)(soff + (x - src->min[0]) * src->stride[0]) * es, es);
-        for (int d = 1; d < f->ndims && ++coord[d] == o->extent[d]; d++)
+        for (int d = 1; d < o->ndims && ++coord[d] == o->extent[d]; d++)
             coord[d] = 0;
     }
     return o;

@@ -37,11 +37,9 @@ typedef struct {
     size_t errlen;
 } io_ctx;
 
-static void io_err(const io_ctx *io, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 /* "path: message" into io->err. */
-static void io_err(const io_ctx *io, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+io_err(const io_ctx *io, const char *fmt, ...)
 {
     if (!io->err || io->errlen == 0)
         return;
@@ -74,7 +72,6 @@ typedef struct {
     png_structp png;
     png_infop info;
     sc_buffer *buf;         /* read: the result so far */
-    png_bytep *rows;
     uint8_t *pixels;        /* samples as the file has them, interleaved */
     char msg[256];          /* libpng's message */
 } png_ctx;
@@ -86,10 +83,10 @@ static void png_on_error(png_structp png, png_const_charp msg)
     png_longjmp(png, 1);
 }
 
+/* Warnings (e.g. odd iCCP profiles) are not errors: ignored. */
 static void png_on_warning(png_structp png, png_const_charp msg)
 {
-    (void)png;
-    (void)msg;              /* warnings (e.g. odd iCCP profiles) are not errors */
+    (void)png, (void)msg;
 }
 
 /* libpng's read callback; says why a read came up short. */
@@ -121,7 +118,7 @@ static int png_read_body(png_ctx *c)
     } else if (color == PNG_COLOR_TYPE_GRAY && depth < 8) {
         png_set_expand_gray_1_2_4_to_8(c->png);
     }
-    png_set_interlace_handling(c->png);
+    int passes = png_set_interlace_handling(c->png);
     png_read_update_info(c->png, c->info);
 
     png_uint_32 w = png_get_image_width(c->png, c->info);
@@ -145,15 +142,14 @@ static int png_read_body(png_ctx *c)
     c->buf = sc_buffer_new(depth == 16 ? SC_U16 : SC_U8, channels == 1 ? 2 : 3,
                            NULL, ext);
     c->pixels = malloc((size_t)h * rowbytes);
-    c->rows = malloc((size_t)h * sizeof *c->rows);
-    if (!c->buf || !c->pixels || !c->rows) {
+    if (!c->buf || !c->pixels) {
         io_err(&c->io, "out of memory for a %lux%lu image", (unsigned long)w,
                (unsigned long)h);
         return -1;
     }
-    for (png_uint_32 y = 0; y < h; y++)
-        c->rows[y] = c->pixels + (size_t)y * rowbytes;
-    png_read_image(c->png, c->rows);
+    for (int pass = 0; pass < passes; pass++)       /* Adam7: 7 passes */
+        for (png_uint_32 y = 0; y < h; y++)
+            png_read_row(c->png, c->pixels + (size_t)y * rowbytes, NULL);
     png_read_end(c->png, NULL);
 
     /* The file interleaves channels (and stores 16-bit samples
@@ -197,7 +193,6 @@ static sc_buffer *png_load(const io_ctx *io)
     else
         ok = png_read_body(&c);
     png_destroy_read_struct(c.png ? &c.png : NULL, c.info ? &c.info : NULL, NULL);
-    free(c.rows);
     free(c.pixels);
     fclose(c.f);
     if (ok != 0) {
@@ -321,10 +316,9 @@ static const struct {
 /* The header, parsed. */
 typedef struct {
     char descr[32];
-    int fortran;
-    int ndims;
+    int fortran;            /* -1 until seen */
+    int ndims;              /* -1 until seen */
     int shape[SC_MAX_DIMS];
-    int have_descr, have_fortran, have_shape;
 } npy_header;
 
 /* A cursor over the header's dict literal. */
@@ -382,6 +376,7 @@ static int npy_shape(npy_scan *sc, npy_header *h)
 {
     if (!npy_accept(sc, '('))
         goto bad;
+    h->ndims = 0;
     while (!npy_accept(sc, ')')) {
         if (sc->s >= sc->end || !isdigit((unsigned char)*sc->s))
             goto bad;
@@ -418,7 +413,7 @@ static int npy_parse_header(const io_ctx *io, const char *text, size_t len,
                             npy_header *h)
 {
     npy_scan sc = {text, text + len, io};
-    memset(h, 0, sizeof *h);
+    *h = (npy_header){.fortran = -1, .ndims = -1};
     if (!npy_accept(&sc, '{'))
         goto bad;
     while (!npy_accept(&sc, '}')) {
@@ -431,16 +426,14 @@ static int npy_parse_header(const io_ctx *io, const char *text, size_t len,
                        "of " NPY_EXPECTED ")");
                 return -1;
             }
-            h->have_descr = 1;
         } else if (strcmp(key, "fortran_order") == 0) {
-            h->fortran = npy_word(&sc, "True");
-            if (!h->fortran && !npy_word(&sc, "False"))
+            h->fortran = npy_word(&sc, "True") ? 1 : npy_word(&sc, "False")
+                         ? 0 : -1;
+            if (h->fortran < 0)
                 goto bad;
-            h->have_fortran = 1;
         } else if (strcmp(key, "shape") == 0) {
             if (npy_shape(&sc, h) != 0)
                 return -1;
-            h->have_shape = 1;
         } else {
             io_err(io, "unknown header key '%s' (expected 'descr', "
                    "'fortran_order', 'shape')", key);
@@ -455,9 +448,9 @@ static int npy_parse_header(const io_ctx *io, const char *text, size_t len,
     npy_skip_space(&sc);
     if (sc.s != sc.end)
         goto bad;
-    if (!h->have_descr || !h->have_fortran || !h->have_shape) {
-        io_err(io, "header lacks '%s'", !h->have_descr ? "descr" :
-               !h->have_fortran ? "fortran_order" : "shape");
+    if (!h->descr[0] || h->fortran < 0 || h->ndims < 0) {
+        io_err(io, "header lacks '%s'", !h->descr[0] ? "descr" :
+               h->fortran < 0 ? "fortran_order" : "shape");
         return -1;
     }
     return 0;
@@ -546,25 +539,6 @@ static sc_buffer *npy_read_header(const io_ctx *io, FILE *f)
     return b;
 }
 
-/* Little-endian file bytes of element i into its storage slot. */
-static void npy_decode(sc_buffer *b, int64_t i, const uint8_t *p)
-{
-    uint32_t u;
-    switch (sc_type_size(b->type)) {
-    case 1:
-        ((uint8_t *)b->data)[i] = b->type == SC_BOOL ? p[0] != 0 : p[0];
-        break;
-    case 2:
-        ((uint16_t *)b->data)[i] = (uint16_t)(p[0] | p[1] << 8);
-        break;
-    default:                /* u32, i32, f32: the same 32-bit pattern */
-        u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-            (uint32_t)p[3] << 24;
-        memcpy((uint32_t *)b->data + i, &u, 4);
-        break;
-    }
-}
-
 static sc_buffer *npy_load(const io_ctx *io)
 {
     FILE *f = fopen(io->path, "rb");
@@ -577,21 +551,25 @@ static sc_buffer *npy_load(const io_ctx *io)
         fclose(f);
         return NULL;
     }
-    size_t esize = sc_type_size(b->type);
-    int64_t n = sc_buffer_count(b);
-    uint8_t chunk[4096];
-    for (int64_t i = 0; i < n; ) {
-        size_t want = sizeof chunk / esize;
-        if ((int64_t)want > n - i)
-            want = (size_t)(n - i);
-        size_t got = fread(chunk, esize, want, f);
-        for (size_t j = 0; j < got; j++)
-            npy_decode(b, i + (int64_t)j, chunk + j * esize);
-        i += (int64_t)got;
-        if (got != want) {
-            io_err(io, "truncated data (expected %lld elements of %s, got "
-                   "%lld)", (long long)n, sc_type_name(b->type), (long long)i);
-            goto fail;
+    size_t esize = sc_type_size(b->type), n = (size_t)sc_buffer_count(b);
+    size_t got = fread(b->data, esize, n, f);
+    if (got != n) {
+        io_err(io, "truncated data (expected %zu elements of %s, got %zu)",
+               n, sc_type_name(b->type), got);
+        goto fail;
+    }
+    /* In place, from little-endian file order to native values. */
+    uint8_t *p = b->data;
+    for (size_t i = 0; i < n; i++, p += esize) {
+        if (esize == 2) {
+            uint16_t v = (uint16_t)(p[0] | p[1] << 8);
+            memcpy(p, &v, 2);
+        } else if (esize == 4) {
+            uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                         (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            memcpy(p, &v, 4);
+        } else if (b->type == SC_BOOL) {
+            p[0] = p[0] != 0;
         }
     }
     if (fgetc(f) != EOF) {
@@ -628,23 +606,17 @@ static int npy_save(const io_ctx *io, const sc_buffer *b)
     memset(hdr + n, ' ', (size_t)(hlen - 1 - n));
     hdr[hlen - 1] = '\n';
 
-    FILE *f = fopen(io->path, "wb");
-    if (!f) {
-        io_err(io, "cannot create: %s", strerror(errno));
+    /* The data: elements in dimension-0-fastest order (strides honoured),
+     * each as the little-endian bytes of its bit pattern. */
+    size_t esize = sc_type_size(b->type), count = (size_t)sc_buffer_count(b);
+    uint8_t *out = malloc(count * esize), *q = out;
+    if (!out) {
+        io_err(io, "out of memory");
         return -1;
     }
-    uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                       (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
-    fwrite(pre, 1, sizeof pre, f);
-    fwrite(hdr, 1, (size_t)hlen, f);
-
-    /* Elements in dimension-0-fastest order, strides honoured, each as
-     * little-endian bytes of its bit pattern. */
-    size_t esize = sc_type_size(b->type), used = 0;
-    int64_t count = sc_buffer_count(b), off = 0;
     int coord[SC_MAX_DIMS] = {0};
-    uint8_t chunk[4096];
-    for (int64_t i = 0; i < count; i++) {
+    int64_t off = 0;
+    for (size_t i = 0; i < count; i++) {
         const uint8_t *src = (const uint8_t *)b->data + (size_t)off * esize;
         uint32_t u = src[0];
         if (esize == 2)
@@ -654,11 +626,7 @@ static int npy_save(const io_ctx *io, const sc_buffer *b)
         else if (b->type == SC_BOOL)
             u = u != 0;
         for (size_t j = 0; j < esize; j++)
-            chunk[used++] = (uint8_t)(u >> (8 * j));
-        if (used + esize > sizeof chunk) {
-            fwrite(chunk, 1, used, f);
-            used = 0;
-        }
+            *q++ = (uint8_t)(u >> (8 * j));
         for (int d = 0; d < b->ndims; d++) {
             off += b->stride[d];
             if (++coord[d] < b->extent[d])
@@ -667,11 +635,22 @@ static int npy_save(const io_ctx *io, const sc_buffer *b)
             coord[d] = 0;
         }
     }
-    fwrite(chunk, 1, used, f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        io_err(io, "write failed: %s", strerror(errno));
-        remove(io->path);
+    uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                       (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
+    FILE *f = fopen(io->path, "wb");
+    int ok = f && fwrite(pre, 1, 10, f) == 10 &&
+             fwrite(hdr, 1, (size_t)hlen, f) == (size_t)hlen &&
+             fwrite(out, esize, count, f) == count;
+    int saved = errno;
+    free(out);
+    if (f && fclose(f) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    if (!ok) {
+        io_err(io, "cannot %s: %s", f ? "write" : "create", strerror(saved));
+        if (f)
+            remove(io->path);
         return -1;
     }
     return 0;

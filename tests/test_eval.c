@@ -590,18 +590,72 @@ static void shared_subexpressions(void)
     sc_pipeline_free(P);
 }
 
-/* Input buffers of the wrong type or size are user errors, not crashes. */
+/* A 0-dimensional Func (a scalar reduction) read by every point. */
+static void scalar_func(void)
+{
+    enum { W = 50 };
+    P = sc_pipeline_new("scalar");
+    int ext[1] = {W}, zero = 0;
+    sc_func *in = sc_input(P, "in", SC_I32, 1, ext);
+    sc_rdom *r = sc_rdom_new(P, "r", 1, &zero, ext);
+    sc_func *t = sc_func_new(P, "total");
+    CHECK(sc_define(P, t, 0, NULL, I(0)) == 0);
+    sc_expr *rv = sc_rvar(P, r, 0), *x = V("x");
+    CHECK(sc_update(P, t, 0, NULL, Add(sc_call(P, t, 0, NULL), Call1(in, rv))) == 0);
+    out1(def("o", 1, Sub(Call1(in, x), sc_call(P, t, 0, NULL))), W);
+    sc_buffer *ib = input_buf(SC_I32, 1, ext, 3), *o = NULL;
+    CHECK(run(&ib, &o) == 0);
+    const int32_t *d = ib->data;
+    int total = 0;
+    for (int i = 0; i < W; i++)
+        total += d[i];
+    for (int i = 0; o && i < W; i++)
+        CHECK(at1(o, i) == d[i] - total);
+    sc_buffer_free(ib);
+    sc_buffer_free(o);
+    sc_pipeline_free(P);
+}
+
+/* A 2-D reduction domain runs dimension 0 innermost: an order-sensitive
+ * hash acc(x) = acc(x) * 31 + in(r.x, r.y) over two pure points. */
+static void rdom_order(void)
+{
+    enum { W = 13, H = 11 };
+    P = sc_pipeline_new("order");
+    int ext[2] = {W, H}, zero[2] = {0, 0};
+    sc_func *in = sc_input(P, "in", SC_I32, 2, ext);
+    sc_rdom *r = sc_rdom_new(P, "r", 2, zero, ext);
+    sc_expr *x = V("x");
+    sc_func *acc = def("acc", 1, x);
+    CHECK(sc_update(P, acc, 1, &x, Add(Mul(Call1(acc, x), I(31)),
+                                       Add(Call2(in, sc_rvar(P, r, 0), sc_rvar(P, r, 1)), x))) == 0);
+    out1(acc, 2);
+    sc_buffer *ib = input_buf(SC_I32, 2, ext, 17), *o = NULL;
+    CHECK(run(&ib, &o) == 0);
+    for (int i = 0; o && i < 2; i++) {
+        uint32_t a = (uint32_t)i;
+        for (int j = 0; j < W * H; j++)
+            a = a * 31u + (uint32_t)(((int32_t *)ib->data)[j] + i);
+        CHECK(at1(o, i) == (int32_t)a);
+    }
+    sc_buffer_free(ib);
+    sc_buffer_free(o);
+    sc_pipeline_free(P);
+}
+
+/* Input buffers of the wrong type, size or placement are user errors. */
 static void bad_inputs(void)
 {
-    int ext[2] = {10, 8}, wrong[2] = {10, 9};
-    for (int k = 0; k < 3; k++) {
+    int ext[2] = {10, 8}, wrong[2] = {10, 9}, shifted[2] = {1, 0};
+    for (int k = 0; k < 4; k++) {
         P = sc_pipeline_new("bad");
         sc_func *in = sc_input(P, "in", SC_U8, 2, ext);
         out2(def("f", 2, Call2(in, V("x"), V("y"))), 10, 8);
         CHECK(sc_pipeline_finalize(P) == 0);
         sc_buffer *ib = k == 0 ? sc_buffer_new(SC_U16, 2, NULL, ext)
                       : k == 1 ? sc_buffer_new(SC_U8, 2, NULL, wrong)
-                               : sc_buffer_new(SC_U8, 1, NULL, ext);
+                      : k == 2 ? sc_buffer_new(SC_U8, 1, NULL, ext)
+                               : sc_buffer_new(SC_U8, 2, shifted, ext);
         sc_buffer *o = (sc_buffer *)&o;
         CHECK(sc_evaluate(P, &ib, 1, &o) == -1);
         CHECK(o == NULL);
@@ -628,6 +682,8 @@ int main(void)
     RUN(int_ops);
     RUN(float_ops);
     RUN(shared_subexpressions);
+    RUN(scalar_func);
+    RUN(rdom_order);
     RUN(bad_inputs);
     CHECK_EXIT();
 }

@@ -340,7 +340,7 @@ static void test_png_convert(void)
 /* Writes a PNG with libpng: w x h, given color type and depth, rows of
  * packed samples; a palette of np entries with ntrns alpha values. */
 static void write_raw_png(const char *path, int w, int h, int color, int depth,
-                          const uint8_t *rows, size_t rowbytes,
+                          int interlace, const uint8_t *rows, size_t rowbytes,
                           const png_color *pal, int np, const uint8_t *trns,
                           int ntrns)
 {
@@ -352,15 +352,17 @@ static void write_raw_png(const char *path, int w, int h, int color, int depth,
         abort();
     png_init_io(png, f);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, color,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 interlace, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     if (np)
         png_set_PLTE(png, info, pal, np);
     if (ntrns)
         png_set_tRNS(png, info, trns, ntrns, NULL);
     png_write_info(png, info);
-    for (int y = 0; y < h; y++)
-        png_write_row(png, rows + (size_t)y * rowbytes);
+    int passes = png_set_interlace_handling(png);
+    for (int p = 0; p < passes; p++)
+        for (int y = 0; y < h; y++)
+            png_write_row(png, rows + (size_t)y * rowbytes);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     fclose(f);
@@ -411,7 +413,7 @@ static void test_png_layouts(void)
 
     /* And the other way: big-endian 16-bit gray from libpng. */
     const uint8_t g16[2] = {0x01, 0x02};
-    write_raw_png(tpath("g16.png"), 1, 1, PNG_COLOR_TYPE_GRAY, 16, g16, 2,
+    write_raw_png(tpath("g16.png"), 1, 1, PNG_COLOR_TYPE_GRAY, 16, 0, g16, 2,
                   NULL, 0, NULL, 0);
     sc_buffer *k = io_load(tpath("g16.png"), NULL, 0);
     CHECK(k && k->type == SC_U16 && ((uint16_t *)k->data)[0] == 0x0102);
@@ -420,7 +422,7 @@ static void test_png_layouts(void)
     char err[512] = "";
     /* 2-bit gray, 5 x 2: samples 0..3 scale to 0, 85, 170, 255. */
     const uint8_t g2[4] = {0x1B, 0xC0, 0xE4, 0x40};  /* 0 1 2 3 | 3 ; 3 2 1 0 | 1 */
-    write_raw_png(tpath("g2.png"), 5, 2, PNG_COLOR_TYPE_GRAY, 2, g2, 2,
+    write_raw_png(tpath("g2.png"), 5, 2, PNG_COLOR_TYPE_GRAY, 2, 0, g2, 2,
                   NULL, 0, NULL, 0);
     sc_buffer *b = io_load(tpath("g2.png"), err, sizeof err);
     CHECK(b && b->type == SC_U8 && b->ndims == 2 && b->extent[0] == 5 &&
@@ -432,7 +434,7 @@ static void test_png_layouts(void)
     /* 4-bit palette, 3 x 1, without and with transparency. */
     const png_color pal[3] = {{10, 20, 30}, {40, 50, 60}, {70, 80, 90}};
     const uint8_t p4[2] = {0x21, 0x00};               /* indices 2 1 0 */
-    write_raw_png(tpath("pal.png"), 3, 1, PNG_COLOR_TYPE_PALETTE, 4, p4, 2,
+    write_raw_png(tpath("pal.png"), 3, 1, PNG_COLOR_TYPE_PALETTE, 4, 0, p4, 2,
                   pal, 3, NULL, 0);
     b = io_load(tpath("pal.png"), err, sizeof err);
     CHECK(b && b->type == SC_U8 && b->ndims == 3 && b->extent[2] == 3);
@@ -447,8 +449,20 @@ static void test_png_layouts(void)
     }
     sc_buffer_free(b);
 
+    /* Adam7-interlaced RGB, 9 x 7: channel c of pixel (x, y) = x + 9y + 64c. */
+    uint8_t il[7 * 27];
+    for (int i = 0; i < 7 * 27; i++)
+        il[i] = (uint8_t)(i / 3 + 64 * (i % 3));
+    write_raw_png(tpath("adam7.png"), 9, 7, PNG_COLOR_TYPE_RGB, 8, 1, il, 27,
+                  NULL, 0, NULL, 0);
+    b = io_load(tpath("adam7.png"), err, sizeof err);
+    CHECK(b && b->ndims == 3 && b->extent[0] == 9 && b->extent[2] == 3);
+    for (int i = 0; b && i < 9 * 7 * 3; i++)
+        CHECK(((uint8_t *)b->data)[i] == i % 63 + 64 * (i / 63));
+    sc_buffer_free(b);
+
     const uint8_t trns[2] = {0, 128};
-    write_raw_png(tpath("palt.png"), 3, 1, PNG_COLOR_TYPE_PALETTE, 4, p4, 2,
+    write_raw_png(tpath("palt.png"), 3, 1, PNG_COLOR_TYPE_PALETTE, 4, 0, p4, 2,
                   pal, 3, trns, 2);
     b = io_load(tpath("palt.png"), err, sizeof err);
     CHECK(b && b->ndims == 3 && b->extent[2] == 4);
