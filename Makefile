@@ -1,7 +1,7 @@
 # stagecraft - see README.md.  `make demo`, `make test`.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -Isrc
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -Isrc
 LDLIBS  = -lpng -lm
 BUILD  ?= build
 

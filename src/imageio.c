@@ -461,8 +461,8 @@ bad:
 }
 
 /* Reads the preamble and header of an open .npy file and allocates the
- * buffer it describes. */
-static sc_buffer *npy_read_header(const io_ctx *io, FILE *f)
+ * buffer it describes; *is_bool tells a '|b1' array (loaded as u8). */
+static sc_buffer *npy_read_header(const io_ctx *io, FILE *f, int *is_bool)
 {
     uint8_t pre[12];
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
@@ -532,8 +532,9 @@ static sc_buffer *npy_read_header(const io_ctx *io, FILE *f)
         }
         count *= ext[d];
     }
-    sc_buffer *b = sc_buffer_new(npy_dtypes[k].type, h.ndims ? h.ndims : 1,
-                                 NULL, ext);
+    *is_bool = npy_dtypes[k].type == SC_BOOL;
+    sc_buffer *b = sc_buffer_new(*is_bool ? SC_U8 : npy_dtypes[k].type,
+                                 h.ndims ? h.ndims : 1, NULL, ext);
     if (!b)
         io_err(io, "out of memory for %lld elements", (long long)count);
     return b;
@@ -546,7 +547,8 @@ static sc_buffer *npy_load(const io_ctx *io)
         io_err(io, "cannot open: %s", strerror(errno));
         return NULL;
     }
-    sc_buffer *b = npy_read_header(io, f);
+    int is_bool = 0;
+    sc_buffer *b = npy_read_header(io, f, &is_bool);
     if (!b) {
         fclose(f);
         return NULL;
@@ -568,7 +570,7 @@ static sc_buffer *npy_load(const io_ctx *io)
             uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
                          (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
             memcpy(p, &v, 4);
-        } else if (b->type == SC_BOOL) {
+        } else if (is_bool) {
             p[0] = p[0] != 0;
         }
     }
