@@ -45,10 +45,10 @@ typedef struct sc_expr sc_expr;
 typedef struct sc_rdom sc_rdom;
 typedef struct sc_param sc_param;
 
-/* Binary operators.  Integer division and modulo round toward minus
- * infinity (the remainder has the sign of the divisor... i.e. is >= 0 for a
- * positive divisor); x / 0 == 0 and x % 0 == 0.  Integer results wrap to
- * their type. */
+/* Binary operators.  Integer division and modulo are Euclidean: the
+ * remainder is always in [0, |b|) (so division rounds toward minus infinity
+ * for a positive divisor); x / 0 == 0 and x % 0 == 0.  Integer results wrap
+ * to their type. */
 typedef enum {
     SC_ADD, SC_SUB, SC_MUL, SC_DIV, SC_MOD, SC_MIN, SC_MAX,
     SC_EQ, SC_NE, SC_LT, SC_LE, SC_GT, SC_GE,

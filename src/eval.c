@@ -86,6 +86,17 @@ static void ev_bug(const char *fmt, ...)
 #define EV_CHECK(cond, e) do { if (!(cond)) \
     ev_bug("%s: %s in %s", #cond, ir_expr_to_string(e), __func__); } while (0)
 
+/* The evaluator's own small allocations (programs, tables) abort when
+ * memory runs out, as the IR arena does; only buffers, whose size the
+ * user controls, fail with an error. */
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        ev_bug("out of memory (%zu bytes)", n);
+    return p;
+}
+
 /* ---- integer helpers ------------------------------------------------------ */
 
 static void type_range(sc_type t, int64_t *lo, int64_t *hi)
@@ -102,23 +113,8 @@ static void type_range(sc_type t, int64_t *lo, int64_t *hi)
     }
 }
 
-/* Wraps v (any int64) to type t: the low bits, sign-extended for signed
- * types.  Written with masks so that no conversion is out of range. */
-static inline int64_t wrap1(int64_t v, sc_type t)
-{
-    switch (t) {
-    case SC_BOOL: return v != 0;
-    case SC_U8:   return v & 0xff;
-    case SC_U16:  return v & 0xffff;
-    case SC_U32:  return v & 0xffffffff;
-    case SC_I8:   return ((v & 0xff) ^ 0x80) - 0x80;
-    case SC_I16:  return ((v & 0xffff) ^ 0x8000) - 0x8000;
-    case SC_I32:  return ((v & 0xffffffff) ^ 0x80000000) - 0x80000000;
-    default:      ev_bug("wrap to %s", sc_type_name(t));
-    }
-}
-
-/* The same over lanes, with the switch outside the loop. */
+/* Wraps lanes (any int64) to type t: the low bits, sign-extended for
+ * signed types, written with masks so that no conversion is out of range. */
 static void wrap_lanes(int64_t *v, int n, sc_type t)
 {
 #define WRAP(expr) for (int j = 0; j < n; j++) { int64_t x = v[j]; v[j] = (expr); } break
@@ -133,6 +129,12 @@ static void wrap_lanes(int64_t *v, int n, sc_type t)
     default:      ev_bug("wrap to %s", sc_type_name(t));
     }
 #undef WRAP
+}
+
+static int64_t wrap1(int64_t v, sc_type t)
+{
+    wrap_lanes(&v, 1, t);
+    return v;
 }
 
 /* Operands are within 32-bit ranges, so a / b cannot overflow int64. */
@@ -171,115 +173,74 @@ static inline int64_t shift_right(int64_t a, int64_t s, int bits)
     return a < 0 ? ~(~a >> s) : a >> s;     /* arithmetic, portably */
 }
 
-/* f32 or double to an integer type: truncate, saturate, NaN -> 0. */
-static inline int64_t sat_trunc(double v, sc_type t)
+/* f32 or double to an integer type of range [lo, hi]: truncate toward
+ * zero, saturate, NaN -> 0. */
+static inline int64_t sat_trunc(double v, int64_t lo, int64_t hi)
 {
-    int64_t lo, hi;
-    if (t == SC_BOOL)
-        return v != 0;
-    type_range(t, &lo, &hi);
     if (isnan(v))
         return 0;
-    if (v <= (double)lo)
-        return lo;
-    if (v >= (double)hi)
-        return hi;
-    return (int64_t)v;
+    return v <= (double)lo ? lo : v >= (double)hi ? hi : (int64_t)v;
 }
 
 /* ---- programs ------------------------------------------------------------- */
 
-/* Pointer -> index map (open addressing) over the nodes of a DAG. */
+/* The unique nodes of one or more expressions, operands before users,
+ * with an open-addressing table (2 * cap entries) from node to index. */
 typedef struct {
-    const sc_expr **key;
-    int *val;
-    int cap, n;
-} ev_map;
+    const sc_expr **node;
+    int n, cap;
+    int *table;                       /* index into node, or -1 */
+} ev_dag;
 
-static size_t map_slot(const ev_map *m, const sc_expr *e)
+static size_t dag_hash(const ev_dag *g, const sc_expr *e)
 {
     uint64_t h = (uint64_t)(uintptr_t)e;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
-    return (size_t)h & (size_t)(m->cap - 1);
+    return (size_t)h & (2 * (size_t)g->cap - 1);
 }
 
-static int map_get(const ev_map *m, const sc_expr *e)
+static int dag_find(const ev_dag *g, const sc_expr *e)
 {
-    if (!m->cap)
+    if (!g->cap)
         return -1;
-    for (size_t i = map_slot(m, e);; i = (i + 1) & (size_t)(m->cap - 1)) {
-        if (!m->key[i])
-            return -1;
-        if (m->key[i] == e)
-            return m->val[i];
-    }
+    size_t mask = 2 * (size_t)g->cap - 1;
+    for (size_t i = dag_hash(g, e); g->table[i] >= 0; i = (i + 1) & mask)
+        if (g->node[g->table[i]] == e)
+            return g->table[i];
+    return -1;
 }
 
-static int map_put(ev_map *m, const sc_expr *e, int v)
+static void dag_insert(ev_dag *g, int k)
 {
-    if (2 * (m->n + 1) > m->cap) {
-        ev_map g = {0};
-        g.cap = m->cap ? 2 * m->cap : 64;
-        g.key = calloc((size_t)g.cap, sizeof *g.key);
-        g.val = malloc((size_t)g.cap * sizeof *g.val);
-        if (!g.key || !g.val) {
-            free(g.key);
-            free(g.val);
-            return -1;
-        }
-        for (int i = 0; i < m->cap; i++)
-            if (m->key[i])
-                map_put(&g, m->key[i], m->val[i]);
-        free(m->key);
-        free(m->val);
-        *m = g;
-    }
-    size_t i = map_slot(m, e);
-    while (m->key[i])
-        i = (i + 1) & (size_t)(m->cap - 1);
-    m->key[i] = e;
-    m->val[i] = v;
-    m->n++;
-    return 0;
+    size_t i = dag_hash(g, g->node[k]), mask = 2 * (size_t)g->cap - 1;
+    while (g->table[i] >= 0)
+        i = (i + 1) & mask;
+    g->table[i] = k;
 }
-
-/* The unique nodes of one or more expressions, operands before users. */
-typedef struct {
-    ev_map map;
-    const sc_expr **node;
-    int n, cap;
-    int oom;
-} ev_dag;
 
 static void dag_add(ev_dag *g, const sc_expr *e)
 {
-    if (g->oom || map_get(&g->map, e) >= 0)
+    if (dag_find(g, e) >= 0)
         return;
     for (int i = 0; i < e->nargs; i++)
         dag_add(g, e->args[i]);
-    if (g->n == g->cap) {
-        int cap = g->cap ? 2 * g->cap : 64;
-        const sc_expr **node = realloc(g->node, (size_t)cap * sizeof *node);
-        if (!node) {
-            g->oom = 1;
-            return;
-        }
-        g->node = node;
-        g->cap = cap;
+    if (g->n == g->cap) {             /* grow, then rehash */
+        g->cap = g->cap ? 2 * g->cap : 64;
+        g->node = xrealloc(g->node, (size_t)g->cap * sizeof *g->node);
+        g->table = xrealloc(g->table, 2 * (size_t)g->cap * sizeof *g->table);
+        memset(g->table, 0xff, 2 * (size_t)g->cap * sizeof *g->table);
+        for (int k = 0; k < g->n; k++)
+            dag_insert(g, k);
     }
-    if (map_put(&g->map, e, g->n) < 0) {
-        g->oom = 1;
-        return;
-    }
-    g->node[g->n++] = e;
+    g->node[g->n] = e;
+    dag_insert(g, g->n++);
 }
 
 static void dag_free(ev_dag *g)
 {
-    free(g->map.key);
-    free(g->map.val);
+    free(g->table);
     free(g->node);
 }
 
@@ -370,7 +331,9 @@ static void fill_leaf(ev_lanes *l, const sc_expr *e)
         for (int j = 0; j < EV_LANES; j++)
             l->f[j] = x;
     } else {
-        int64_t x = e->kind == E_PARAM ? sat_trunc(v, e->type) : wrap1(e->c.i, e->type);
+        int64_t lo, hi;
+        type_range(e->type, &lo, &hi);
+        int64_t x = e->kind == E_PARAM ? sat_trunc(v, lo, hi) : wrap1(e->c.i, e->type);
         for (int j = 0; j < EV_LANES; j++)
             l->i[j] = x;
     }
@@ -380,15 +343,14 @@ static void fill_leaf(ev_lanes *l, const sc_expr *e)
  * Compiles stage s of f, whose loops are which[0..nloops) (ir_stage_loops),
  * into g.  Variables name loop slots; every other node gets a slot, an
  * instruction's result slot being taken before its operands' are released
- * (results never alias operands).  Returns -1 when out of memory.
+ * (results never alias operands).
  */
-static int prog_compile(ev_prog *g, const sc_func *f, int s, int nloops,
+static void prog_compile(ev_prog *g, const sc_func *f, int s, int nloops,
                         const int *which)
 {
     const ir_stage *st = &f->stages[s];
     ev_dag dag = {0};
-    int *slot = NULL, *last = NULL, *free_list = NULL;
-    int nfree = 0, rc = -1;
+    int nfree = 0;
 
     memset(g, 0, sizeof *g);
     EV_CHECK(st->value->type == f->type && st->nargs == f->ndims, st->value);
@@ -398,22 +360,20 @@ static int prog_compile(ev_prog *g, const sc_func *f, int s, int nloops,
     for (int i = 0; i < st->nargs; i++)
         dag_add(&dag, st->args[i]);
     int n = dag.n;
-    slot = malloc((size_t)(n + 1) * sizeof *slot);
-    last = malloc((size_t)(n + 1) * sizeof *last);
-    free_list = malloc((size_t)(n + 1) * sizeof *free_list);
-    g->code = malloc((size_t)(n + 1) * sizeof *g->code);
-    if (dag.oom || !slot || !last || !free_list || !g->code)
-        goto done;
+    int *slot = xrealloc(NULL, (size_t)n * sizeof *slot);
+    int *last = xrealloc(NULL, (size_t)n * sizeof *last);
+    int *free_list = xrealloc(NULL, (size_t)n * sizeof *free_list);
+    g->code = xrealloc(NULL, (size_t)n * sizeof *g->code);
 
     /* Last reader of each node; the roots live to the end. */
     for (int k = 0; k < n; k++)
         last[k] = -1;
     for (int k = 0; k < n; k++)
         for (int i = 0; i < dag.node[k]->nargs; i++)
-            last[map_get(&dag.map, dag.node[k]->args[i])] = k;
-    last[map_get(&dag.map, st->value)] = INT_MAX;
+            last[dag_find(&dag, dag.node[k]->args[i])] = k;
+    last[dag_find(&dag, st->value)] = INT_MAX;
     for (int i = 0; i < st->nargs; i++)
-        last[map_get(&dag.map, st->args[i])] = INT_MAX;
+        last[dag_find(&dag, st->args[i])] = INT_MAX;
 
     /* Slots: loop variables, then leaves, then temporaries.  Leaves are
      * never released. */
@@ -448,7 +408,7 @@ static int prog_compile(ev_prog *g, const sc_func *f, int s, int nloops,
         in->e = e;
         in->out = slot[k];
         for (int i = 0; i < e->nargs; i++) {
-            int a = map_get(&dag.map, e->args[i]);
+            int a = dag_find(&dag, e->args[i]);
             in->arg[i] = slot[a];
             if (last[a] == k) {
                 free_list[nfree++] = slot[a];
@@ -457,32 +417,24 @@ static int prog_compile(ev_prog *g, const sc_func *f, int s, int nloops,
         }
         g->ncode++;
     }
-    g->value = slot[map_get(&dag.map, st->value)];
+    g->value = slot[dag_find(&dag, st->value)];
     g->nlhs = st->nargs;
     for (int i = 0; i < st->nargs; i++)
-        g->lhs[i] = slot[map_get(&dag.map, st->args[i])];
+        g->lhs[i] = slot[dag_find(&dag, st->args[i])];
 
-    g->slot = malloc((size_t)g->nslots * sizeof *g->slot);
-    if (!g->slot)
-        goto done;
+    g->slot = xrealloc(NULL, (size_t)g->nslots * sizeof *g->slot);
     for (int k = 0; k < n; k++)
         if (dag.node[k]->kind == E_CONST || dag.node[k]->kind == E_PARAM)
             fill_leaf(&g->slot[slot[k]], dag.node[k]);
-    rc = 0;
-done:
-    if (rc < 0)
-        prog_free(g);
     free(slot);
     free(last);
     free(free_list);
     dag_free(&dag);
-    return rc;
 }
 
 /* ---- instructions --------------------------------------------------------- */
 
 typedef struct {
-    sc_pipeline *p;
     sc_buffer **buf;                  /* by func id: inputs (borrowed) or owned */
     const sc_func *cur;               /* the Func being computed */
     int64_t off[EV_LANES];            /* element offsets of a load or store */
@@ -583,9 +535,15 @@ static void exec_cast(ev_prog *g, const ev_instr *in, int n)
     if (from == SC_F32) {
         if (to == SC_F32)
             memcpy(o->f, a->f, (size_t)n * sizeof(float));
-        else
+        else if (to == SC_BOOL)
             for (int j = 0; j < n; j++)
-                o->i[j] = sat_trunc(a->f[j], to);
+                o->i[j] = a->f[j] != 0;
+        else {
+            int64_t lo, hi;
+            type_range(to, &lo, &hi);
+            for (int j = 0; j < n; j++)
+                o->i[j] = sat_trunc(a->f[j], lo, hi);
+        }
     } else if (to == SC_F32) {
         for (int j = 0; j < n; j++)
             o->f[j] = (float)a->i[j];
@@ -640,32 +598,58 @@ static void exec_math(ev_prog *g, const ev_instr *in, int n)
     }
 }
 
+/* Reports the first lane of an access outside b (an internal bug). */
+static _Noreturn void lane_out_of_region(ev_ctx *c, ev_prog *g, const sc_buffer *b,
+                                         int ndims, const int *coord, int n,
+                                         const char *what, const char *name)
+{
+    for (int d = 0; d < ndims; d++)
+        for (int j = 0; j < n; j++) {
+            int64_t x = g->slot[coord[d]].i[j], lo = b->min[d];
+            if (x < lo || x >= lo + b->extent[d])
+                ev_bug("%s %s%s at %lld in dimension %d, outside its region "
+                       "[%lld, %lld)", c->cur->name, what, name, (long long)x, d,
+                       (long long)lo, (long long)(lo + b->extent[d]));
+        }
+    ev_bug("lane_out_of_region found no bad lane");
+}
+
 /*
  * Element offsets in b of the points whose coordinates are in the lanes
- * coord[0..ndims) (a 0-dimensional Func has one element).  A point outside b is a bug of bounds inference (or
- * of this evaluator): abort, naming the access (what: "reads g", "stores").
+ * coord[0..ndims) (a 0-dimensional Func has one element).  A point outside
+ * b is a bug of bounds inference (or of this evaluator): abort, naming the
+ * access (what: "reads g", "stores").
  */
 static void lane_offsets(ev_ctx *c, ev_prog *g, const sc_buffer *b,
                          int ndims, const int *coord, int n, const char *what,
                          const char *name)
 {
     int64_t *restrict off = c->off;
-    memset(off, 0, (size_t)n * sizeof *off);
+    uint64_t bad = 0;
+    if (ndims == 0)
+        memset(off, 0, (size_t)n * sizeof *off);
     for (int d = 0; d < ndims; d++) {
         const int64_t *x = g->slot[coord[d]].i;
-        int64_t lo = b->min[d], ext = b->extent[d], stride = b->stride[d];
-        int bad = 0;
-        for (int j = 0; j < n; j++) {
-            int64_t k = x[j] - lo;
-            bad |= (uint64_t)k >= (uint64_t)ext;
-            off[j] += k * stride;
-        }
-        for (int j = 0; bad && j < n; j++)
-            if ((uint64_t)(x[j] - lo) >= (uint64_t)ext)
-                ev_bug("%s %s%s at %lld in dimension %d, outside its region "
-                       "[%lld, %lld)", c->cur->name, what, name,
-                       (long long)x[j], d, (long long)lo, (long long)(lo + ext));
+        int64_t lo = b->min[d], stride = b->stride[d];
+        uint64_t ext = (uint64_t)b->extent[d];
+        if (d == 0 && stride == 1)
+            for (int j = 0; j < n; j++) {
+                bad |= (uint64_t)(x[j] - lo) >= ext;
+                off[j] = x[j] - lo;
+            }
+        else if (d == 0)
+            for (int j = 0; j < n; j++) {
+                bad |= (uint64_t)(x[j] - lo) >= ext;
+                off[j] = (x[j] - lo) * stride;
+            }
+        else
+            for (int j = 0; j < n; j++) {
+                bad |= (uint64_t)(x[j] - lo) >= ext;
+                off[j] += (x[j] - lo) * stride;
+            }
     }
+    if (bad)
+        lane_out_of_region(c, g, b, ndims, coord, n, what, name);
 }
 
 static void exec_load(ev_ctx *c, ev_prog *g, const ev_instr *in, int n)
@@ -739,7 +723,7 @@ static void prog_run(ev_ctx *c, ev_prog *g, sc_buffer *dst, int n)
  * Runs stage s of f (see the batching paragraph at the top).  Pure loops
  * span the Func's region in their dimension; reduction loops its domain.
  */
-static int run_stage(ev_ctx *c, const sc_func *f, int s, const bounds_func *r)
+static void run_stage(ev_ctx *c, const sc_func *f, int s, const bounds_func *r)
 {
     const ir_stage *st = &f->stages[s];
     int which[2 * SC_MAX_DIMS];
@@ -763,14 +747,11 @@ static int run_stage(ev_ctx *c, const sc_func *f, int s, const bounds_func *r)
         rmin[i] = st->rdom->min[d];
         rext[i] = st->rdom->extent[d];
         if (rext[i] <= 0)
-            return 0;
+            return;
     }
 
     ev_prog g;
-    if (prog_compile(&g, f, s, nloops, which) < 0) {
-        sc_error(c->p, "out of memory compiling stage %d of %s", s, f->name);
-        return -1;
-    }
+    prog_compile(&g, f, s, nloops, which);
     sc_buffer *dst = c->buf[f->id];
     int64_t pc[SC_MAX_DIMS];
     for (int64_t k0 = 0; k0 < total; k0 += EV_LANES) {
@@ -814,7 +795,6 @@ static int run_stage(ev_ctx *c, const sc_func *f, int s, const bounds_func *r)
         }
     }
     prog_free(&g);
-    return 0;
 }
 
 static int region_empty(const bounds_func *r)
@@ -830,6 +810,7 @@ static int region_empty(const bounds_func *r)
 static int check_input(sc_pipeline *p, const sc_func *f, const sc_buffer *in,
                        const bounds_func *r)
 {
+    sc_pipeline_set_loc(p, f->loc.file, f->loc.line, f->loc.col);
     if (!in) {
         sc_error(p, "no buffer for input %s", f->name);
         return -1;
@@ -863,6 +844,7 @@ static int check_input(sc_pipeline *p, const sc_func *f, const sc_buffer *in,
 static sc_buffer *alloc_region(sc_pipeline *p, const sc_func *f, const bounds_func *r)
 {
     int min[SC_MAX_DIMS] = {0}, ext[SC_MAX_DIMS] = {1};
+    sc_pipeline_set_loc(p, f->loc.file, f->loc.line, f->loc.col);
     for (int d = 0; d < f->ndims; d++) {
         if (r->min[d] < INT_MIN || r->min[d] > INT_MAX || r->extent[d] > INT_MAX) {
             sc_error(p, "region of %s is too large in dimension %d", f->name, d);
@@ -917,16 +899,13 @@ int eval_pipeline(sc_pipeline *p, const bounds_result *b,
                   sc_buffer *const *inputs, sc_buffer **outputs)
 {
     int nf = p->funcs.n, nout = p->outputs.n, rc = -1;
-    ev_ctx *c = malloc(sizeof *c);
-    sc_buffer **buf = calloc((size_t)nf + 1, sizeof *buf);
-    int *last = malloc(((size_t)nf + 1) * sizeof *last);
+    ev_ctx *c = xrealloc(NULL, sizeof *c);
+    sc_buffer **buf = xrealloc(NULL, (size_t)nf * sizeof *buf);
+    int *last = xrealloc(NULL, (size_t)nf * sizeof *last);
     for (int i = 0; i < nout; i++)
         outputs[i] = NULL;
-    if (!c || !buf || !last) {
-        sc_error(p, "out of memory in the evaluator");
-        goto done;
-    }
-    c->p = p;
+    for (int i = 0; i < nf; i++)
+        buf[i] = NULL;
     c->buf = buf;
 
     /* last[id]: position in p->order of the last Func reading id. */
@@ -935,13 +914,8 @@ int eval_pipeline(sc_pipeline *p, const bounds_result *b,
     for (int k = 0; k < p->order.n; k++) {
         sc_func *f = ir_order_at(p, k);
         ev_dag dag = {0};
-        last[f->id] = k > last[f->id] ? k : last[f->id];
+        last[f->id] = k;                  /* unread: free right away */
         dag_add_func(&dag, f);
-        if (dag.oom) {
-            dag_free(&dag);
-            sc_error(p, "out of memory in the evaluator");
-            goto done;
-        }
         for (int i = 0; i < dag.n; i++)
             if (dag.node[i]->kind == E_CALL)
                 last[dag.node[i]->func->id] = k;
@@ -960,8 +934,7 @@ int eval_pipeline(sc_pipeline *p, const bounds_result *b,
             if (!(buf[f->id] = alloc_region(p, f, r)))
                 goto done;
             for (int s = 0; s < f->nstages; s++)
-                if (run_stage(c, f, s, r) < 0)
-                    goto done;
+                run_stage(c, f, s, r);
         }
         for (int i = 0; i < p->order.n; i++) {
             sc_func *g = ir_order_at(p, i);
@@ -987,10 +960,9 @@ done:
             sc_buffer_free(outputs[i]);
             outputs[i] = NULL;
         }
-    if (buf)
-        for (int i = 0; i < nf; i++)
-            if (((sc_func *)p->funcs.items[i])->kind != FUNC_INPUT)
-                sc_buffer_free(buf[i]);
+    for (int i = 0; i < nf; i++)
+        if (((sc_func *)p->funcs.items[i])->kind != FUNC_INPUT)
+            sc_buffer_free(buf[i]);
     free(buf);
     free(last);
     free(c);

@@ -140,14 +140,17 @@ static bool valid_identifier(const char *s) {
 }
 
 /* Funcs, inputs, parameters and reduction domains share one namespace. */
-static bool name_taken(const sc_pipeline *p, const char *name) {
-    for (int i = 0; i < p->funcs.n; i++)
-        if (!strcmp(((sc_func *)p->funcs.items[i])->name, name)) return true;
+/* What already holds name ("a Func" ...), or NULL if it is free. */
+static const char *name_taken(const sc_pipeline *p, const char *name) {
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = p->funcs.items[i];
+        if (!strcmp(f->name, name)) return f->kind == FUNC_INPUT ? "an input" : "a Func";
+    }
     for (int i = 0; i < p->params.n; i++)
-        if (!strcmp(((sc_param *)p->params.items[i])->name, name)) return true;
+        if (!strcmp(((sc_param *)p->params.items[i])->name, name)) return "a parameter";
     for (int i = 0; i < p->rdoms.n; i++)
-        if (!strcmp(((sc_rdom *)p->rdoms.items[i])->name, name)) return true;
-    return false;
+        if (!strcmp(((sc_rdom *)p->rdoms.items[i])->name, name)) return "a reduction domain";
+    return NULL;
 }
 
 static bool check_new_name(sc_pipeline *p, const char *what, const char *name) {
@@ -156,8 +159,10 @@ static bool check_new_name(sc_pipeline *p, const char *what, const char *name) {
                  what, name ? name : "");
         return false;
     }
-    if (name_taken(p, name)) {
-        sc_error(p, "%s '%s' is already defined", what, name);
+    const char *holder = name_taken(p, name);
+    if (holder) {
+        sc_error(p, "'%s' is already defined (as %s); choose another name for this %s",
+                 name, holder, what);
         return false;
     }
     return true;
@@ -387,8 +392,9 @@ sc_expr *sc_binary(sc_pipeline *p, sc_binop op, sc_expr *a, sc_expr *b) {
     }
     const char *name = binop_names[op];
     if (a->weak && b->weak && a->kind == E_CONST && b->kind == E_CONST) {
+        int nerr = p->errors.n;
         sc_expr *r = fold_weak(p, op, a->c.i, b->c.i);
-        if (r) return r;
+        if (r || p->errors.n != nerr) return r;   /* folded, or overflowed i32 */
     }
     if (op == SC_AND || op == SC_OR) {
         if (a->type != SC_BOOL || b->type != SC_BOOL || a->weak || b->weak) {
@@ -540,8 +546,14 @@ sc_expr *sc_call(sc_pipeline *p, sc_func *f, int nargs, sc_expr **args) {
                      i, f->name, sc_type_name(a->type));
             return NULL;
         }
-        e->args[i] = a->weak ? a : sc_cast(p, SC_I32, a);
-        e->args[i]->weak = false;
+        if (a->weak) {           /* a strong copy: nodes are never mutated */
+            sc_expr *k = new_expr(p, E_CONST, SC_I32, 0);
+            k->c.i = a->c.i;
+            k->loc = a->loc;
+            e->args[i] = k;
+        } else {
+            e->args[i] = sc_cast(p, SC_I32, a);
+        }
     }
     return e;
 }
@@ -764,7 +776,10 @@ int sc_update(sc_pipeline *p, sc_func *f, int nargs, sc_expr **lhs,
         args[d] = a;
     }
     /* Walk lhs args (non-bare) and value: every pure variable used must be
-     * bare at its own position on the left. */
+     * bare at its own position on the left.  It may also appear inside
+     * another left-side argument (hist_rows(bin(r, y), y) += 1, as in
+     * Halide): the point written still has y at y's position, so distinct
+     * pure points still never interact. */
     for (int d = 0; d <= nargs; d++) {
         const sc_expr *root = d < nargs ? args[d] : value;
         if (d < nargs && root->kind == E_VAR) continue;
@@ -782,11 +797,6 @@ int sc_update(sc_pipeline *p, sc_func *f, int nargs, sc_expr **lhs,
                 }
                 if (!sc.used[pos]) {
                     sc_error(p, "update of %s uses pure variable %s, which must then appear unmodified as argument %d on the left side",
-                             f->name, e->name, pos);
-                    return -1;
-                }
-                if (d < nargs) {
-                    sc_error(p, "update of %s: pure variable %s may appear on the left side only bare, as argument %d",
                              f->name, e->name, pos);
                     return -1;
                 }

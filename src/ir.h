@@ -137,8 +137,8 @@ typedef void (*ir_visit_fn)(const sc_expr *e, void *user);
 void ir_visit(const sc_expr *e, ir_visit_fn fn, void *user);
 
 /* Stage loop variables, see the header comment.  Returns the count and
- * fills names (pure var names, then rdom dims as NULL) and, for each,
- * the Func dimension it indexes (pure) or -1-rdom_dim (reduction). */
+ * fills which[i]: the Func dimension a pure loop indexes (>= 0), or
+ * -1 - d for dimension d of the reduction domain. */
 int ir_stage_loops(const sc_func *f, int stage, int *which);
 
 /* Expression printing in .pipe syntax (fully explicit); returns a malloc'd
