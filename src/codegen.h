@@ -1,0 +1,21 @@
+/*
+ * codegen.h - printing the kernel IR as CUDA C, OpenCL C or C (OpenMP).
+ *
+ * The generators only print (the mapping was decided by lowering): one
+ * kernel function per lower_kernel, named after it, with the kernel ABI of
+ * rt.h, readable (named after the Funcs, indented, the schedule as a
+ * comment).  Each result is a malloc'd, self-contained source file.
+ */
+#ifndef SC_CODEGEN_H
+#define SC_CODEGEN_H
+
+#include "lower.h"
+
+typedef enum { CG_C, CG_OPENCL, CG_CUDA } cg_backend;
+
+char *cg_generate(const lower_program *prog, cg_backend backend);
+const char *cg_backend_name(cg_backend b);
+/* "c", "opencl", "cuda" -> 0 and *out; -1 if unknown. */
+int cg_backend_parse(const char *name, cg_backend *out);
+
+#endif

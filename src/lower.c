@@ -1,0 +1,1019 @@
+/*
+ * lower.c - from a complete schedule to the kernel IR (lower.h).
+ *
+ * Steps: substitute inline Funcs into their consumers; check each fused
+ * Func has its one consumer; give every input and root Func a global
+ * buffer over its region; then build one kernel per stage of each root
+ * Func, in topological order.  Inside a kernel:
+ *   block_setup  the block's tile base per pure loop, then (recursively)
+ *                the footprint origin of every BLOCK-level Func;
+ *   phases       one per stage of every BLOCK-level Func (innermost
+ *                producers first), then the root stage itself; each
+ *                thread computes a serial tile, after computing its
+ *                THREAD-level producers over that tile's footprint.
+ *
+ * Footprints.  The box of a producer P that a tile of its consumer needs
+ * is found per call argument as `sym + [lo, hi]`: sym an expression of the
+ * tile's base variables (or none), lo/hi constants.  Sums, constant
+ * multiples and floor divisions by constants stay exact up to a unit;
+ * min/max/clamp against constants are 1-Lipschitz, so clamp(S + o) lies in
+ * clamp(S) + [min(lo, 0), max(hi, 0)] - which lets the taps of a clamped
+ * stencil share one symbol.  Calls whose symbols agree are united; anything
+ * else falls back to the constant interval bounds inference gives over the
+ * consumer's whole region.  The box is finally clipped into P's own region
+ * (so computing all of it never reads out of bounds):
+ *     ext' = min(ext, region extent)
+ *     min' = max(min(sym + lo, region max - ext' + 1), region min).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lower.h"
+
+typedef struct {
+    sc_pipeline *p;
+    const bounds_result *b;
+    const sched_state *s;
+    lower_program *prog;
+    char *err;
+    size_t errlen;
+    bool failed;
+    sc_expr ***val;            /* [fid][stage] value after inlining */
+    sc_expr ****lhs;           /* [fid][stage][d] left side after inlining */
+    int *consumer;             /* [fid] single consumer Func id, -1 none, -2 several */
+    int *consumer_stage;       /* [fid] its stage, -2 several */
+    lower_alloc **global;      /* [fid] */
+    lower_kernel *k;           /* kernel being built */
+    ir_vec names;              /* variable names used in this kernel */
+} ctx;
+
+static void fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(ctx *c, const char *fmt, ...) {
+    if (c->failed) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+    c->failed = true;
+}
+
+static sc_func *func_at(const ctx *c, int id) { return c->p->funcs.items[id]; }
+
+/* ---- raw expression nodes (no type rules: lowering knows the types) ---- */
+
+static sc_expr *node(ctx *c, ir_kind kind, sc_type t, int nargs) {
+    sc_expr *e = ir_alloc(c->p->arena, sizeof *e);
+    e->kind = kind;
+    e->type = t;
+    e->nargs = nargs;
+    if (nargs) e->args = ir_alloc(c->p->arena, sizeof(sc_expr *) * (size_t)nargs);
+    return e;
+}
+
+static sc_expr *mk_int(ctx *c, int64_t v) {
+    sc_expr *e = node(c, E_CONST, SC_I32, 0);
+    e->c.i = v;
+    return e;
+}
+
+static sc_expr *mk_var(ctx *c, const char *name) {
+    sc_expr *e = node(c, E_VAR, SC_I32, 0);
+    e->name = name;
+    return e;
+}
+
+static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) {
+    if (op == SC_ADD && b->kind == E_CONST && b->c.i == 0) return a;
+    if (op == SC_ADD && a->kind == E_CONST && a->c.i == 0) return b;
+    if (op == SC_MUL && b->kind == E_CONST && b->c.i == 1) return a;
+    if (op == SC_SUB && b->kind == E_CONST && b->c.i == 0) return a;
+    if (a->kind == E_CONST && b->kind == E_CONST && a->type == SC_I32 && b->type == SC_I32) {
+        int64_t x = a->c.i, y = b->c.i;
+        switch (op) {
+        case SC_ADD: return mk_int(c, x + y);
+        case SC_SUB: return mk_int(c, x - y);
+        case SC_MUL: return mk_int(c, x * y);
+        case SC_MIN: return mk_int(c, x < y ? x : y);
+        case SC_MAX: return mk_int(c, x > y ? x : y);
+        default: break;
+        }
+    }
+    sc_expr *e = node(c, E_BINARY, op >= SC_EQ && op <= SC_OR ? SC_BOOL : SC_I32, 2);
+    e->op = op;
+    e->args[0] = a;
+    e->args[1] = b;
+    return e;
+}
+
+/* A fresh variable name for this kernel, from a readable stem. */
+static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static const char *fresh(ctx *c, const char *fmt, ...) {
+    char stem[200], name[220];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(stem, sizeof stem, fmt, ap);
+    va_end(ap);
+    snprintf(name, sizeof name, "%s", stem);
+    for (int k = 2;; k++) {
+        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid");
+        for (int i = 0; i < c->names.n && !taken; i++) taken = !strcmp(c->names.items[i], name);
+        if (!taken) break;
+        snprintf(name, sizeof name, "%s_%d", stem, k);
+    }
+    char *r = ir_strdup(c->p->arena, name);
+    ir_vec_push(c->p->arena, &c->names, r);
+    return r;
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+static kstmt *stmt(ctx *c, kstmt_kind kind) {
+    kstmt *s = ir_alloc(c->p->arena, sizeof *s);
+    s->kind = kind;
+    return s;
+}
+
+static void seq_add(ctx *c, kstmt *seq, kstmt *item) {
+    if (!item) return;
+    kstmt **items = ir_alloc(c->p->arena, sizeof(kstmt *) * (size_t)(seq->n + 1));
+    if (seq->n) memcpy(items, seq->items, sizeof(kstmt *) * (size_t)seq->n);
+    items[seq->n++] = item;
+    seq->items = items;
+}
+
+static sc_expr *let(ctx *c, kstmt *seq, const char *name, sc_expr *value) {
+    kstmt *s = stmt(c, KS_LET);
+    s->var = name;
+    s->value = value;
+    seq_add(c, seq, s);
+    return mk_var(c, name);
+}
+
+/* ---- substitution ----------------------------------------------------- */
+
+typedef struct {
+    int n;
+    const char *names[2 * SC_MAX_DIMS];
+    sc_expr *vals[2 * SC_MAX_DIMS];
+    const sc_rdom *rdom;              /* rvar dim d -> rvals[d] */
+    sc_expr *rvals[SC_MAX_DIMS];
+} subst_map;
+
+static sc_expr *subst(ctx *c, sc_expr *e, const subst_map *m) {
+    if (e->kind == E_VAR) {
+        for (int i = 0; i < m->n; i++)
+            if (!strcmp(m->names[i], e->name)) return m->vals[i];
+        return e;
+    }
+    if (e->kind == E_RVAR) {
+        if (m->rdom == e->rdom && m->rvals[e->dim]) return m->rvals[e->dim];
+        return e;
+    }
+    if (!e->nargs) return e;
+    sc_expr *r = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        sc_expr *a = subst(c, e->args[i], m);
+        if (a != e->args[i] && !r) {
+            r = node(c, e->kind, e->type, e->nargs);
+            sc_expr **args = r->args;
+            *r = *e;
+            r->args = args;
+            memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
+        }
+        if (r) r->args[i] = a;
+    }
+    return r ? r : e;
+}
+
+/* Replaces calls of inline Funcs by their (already inlined) values. */
+static sc_expr *inline_expr(ctx *c, sc_expr *e) {
+    sc_expr *r = e;
+    for (int i = 0; i < e->nargs; i++) {
+        sc_expr *a = inline_expr(c, e->args[i]);
+        if (a != e->args[i]) {
+            if (r == e) {
+                r = node(c, e->kind, e->type, e->nargs);
+                sc_expr **args = r->args;
+                *r = *e;
+                r->args = args;
+                memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
+            }
+            r->args[i] = a;
+        }
+    }
+    if (r->kind == E_CALL && r->func->kind == FUNC_DEFINED) {
+        const sched_func *sf = c->s->f[r->func->id];
+        if (sf && sf->loc == SCHED_INLINE) {
+            subst_map m = {0};
+            for (int d = 0; d < r->func->ndims; d++) {
+                m.names[m.n] = r->func->vars[d];
+                m.vals[m.n++] = r->args[d];
+            }
+            return subst(c, c->val[r->func->id][0], &m);
+        }
+    }
+    return r;
+}
+
+typedef struct { ctx *c; int consumer, stage; } use_walk;
+
+static void note_use(const sc_expr *e, void *user) {
+    use_walk *w = user;
+    if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED || e->func->id == w->consumer) return;
+    int id = e->func->id;
+    ctx *c = w->c;
+    if (c->consumer[id] == -1) {
+        c->consumer[id] = w->consumer;
+        c->consumer_stage[id] = w->stage;
+    } else if (c->consumer[id] != w->consumer) {
+        c->consumer[id] = -2;
+    } else if (c->consumer_stage[id] != w->stage) {
+        c->consumer_stage[id] = -2;
+    }
+}
+
+/* Inlines every non-inline Func's stages and records consumers. */
+static void prepare(ctx *c) {
+    const sc_pipeline *p = c->p;
+    int n = p->funcs.n;
+    c->val = ir_alloc(p->arena, sizeof(sc_expr **) * (size_t)n);
+    c->lhs = ir_alloc(p->arena, sizeof(sc_expr ***) * (size_t)n);
+    c->consumer = ir_alloc(p->arena, sizeof(int) * (size_t)n);
+    c->consumer_stage = ir_alloc(p->arena, sizeof(int) * (size_t)n);
+    c->global = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)n);
+    for (int i = 0; i < n; i++) c->consumer[i] = -1;
+    for (int i = 0; i < p->order.n; i++) {
+        sc_func *f = ir_order_at(p, i);
+        if (f->kind == FUNC_INPUT) continue;
+        const sched_func *sf = c->s->f[f->id];
+        if (!sf || sf->loc == SCHED_UNDECIDED) {
+            fail(c, "the schedule does not place %s", f->name);
+            return;
+        }
+        if (sf->loc == SCHED_INLINE && (f->nstages > 1 || f->is_output)) {
+            fail(c, "%s cannot be inline: %s", f->name,
+                 f->is_output ? "it is an output" : "it has update definitions");
+            return;
+        }
+        if (f->is_output && sf->loc != SCHED_ROOT) {
+            fail(c, "%s is an output and must be computed at root", f->name);
+            return;
+        }
+        c->val[f->id] = ir_alloc(p->arena, sizeof(sc_expr *) * (size_t)f->nstages);
+        c->lhs[f->id] = ir_alloc(p->arena, sizeof(sc_expr **) * (size_t)f->nstages);
+        for (int s = 0; s < f->nstages; s++) {
+            const ir_stage *st = &f->stages[s];
+            c->val[f->id][s] = inline_expr(c, st->value);
+            c->lhs[f->id][s] = ir_alloc(p->arena, sizeof(sc_expr *) * (size_t)(st->nargs + 1));
+            for (int d = 0; d < st->nargs; d++) c->lhs[f->id][s][d] = inline_expr(c, st->args[d]);
+        }
+    }
+    for (int i = 0; i < p->order.n; i++) {
+        sc_func *f = ir_order_at(p, i);
+        if (f->kind == FUNC_INPUT || c->s->f[f->id]->loc == SCHED_INLINE) continue;
+        for (int s = 0; s < f->nstages; s++) {
+            use_walk w = { c, f->id, s };
+            ir_visit(c->val[f->id][s], note_use, &w);
+            for (int d = 0; d < f->stages[s].nargs; d++) ir_visit(c->lhs[f->id][s][d], note_use, &w);
+        }
+    }
+}
+
+/* Checks the rules for fused Funcs (sched.h). */
+static void check_fusion(ctx *c) {
+    const sc_pipeline *p = c->p;
+    for (int i = 0; i < p->order.n && !c->failed; i++) {
+        sc_func *f = ir_order_at(p, i);
+        if (f->kind == FUNC_INPUT) continue;
+        const sched_func *sf = c->s->f[f->id];
+        if (sf->loc == SCHED_ROOT) {
+            if (sf->nstages != f->nstages) {
+                fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
+                     f->nstages == 1 ? "" : "s", sf->nstages);
+                return;
+            }
+            continue;
+        }
+        if (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD) continue;
+        const char *lv = sf->loc == SCHED_BLOCK ? "block" : "thread";
+        if (sf->at < 0 || sf->at >= p->funcs.n || func_at(c, sf->at)->kind == FUNC_INPUT) {
+            fail(c, "%s is computed at %s level of something that is not a Func", f->name, lv);
+            return;
+        }
+        sc_func *at = func_at(c, sf->at);
+        const sched_func *af = c->s->f[at->id];
+        if (c->consumer[f->id] != at->id || c->consumer_stage[f->id] < 0) {
+            fail(c, "%s is computed at %s level of %s, but %s", f->name, lv, at->name,
+                 c->consumer[f->id] == -2 ? "it has several consumers (a fused Func has exactly one)" :
+                 c->consumer_stage[f->id] == -2 ? "several stages of it use it (fusion needs exactly one)" :
+                 c->consumer[f->id] == -1 ? "nothing uses it" : "that Func does not use it (after inlining)");
+            return;
+        }
+        if (af->loc == SCHED_INLINE) {
+            fail(c, "%s is computed at %s level of %s, which is inline", f->name, lv, at->name);
+            return;
+        }
+        if (sf->loc == SCHED_BLOCK && af->loc == SCHED_THREAD) {
+            fail(c, "%s is computed at block level of %s, which is itself at thread level", f->name, at->name);
+            return;
+        }
+        for (int s = 1; s < f->nstages; s++)
+            for (int d = 0; d < f->ndims; d++) {
+                const sc_expr *a = f->stages[s].args[d];
+                if (a->kind != E_VAR || strcmp(a->name, f->vars[d])) {
+                    fail(c, "%s is fused (%s level) but its update %d writes at a computed coordinate; only root Funcs may",
+                         f->name, lv, s);
+                    return;
+                }
+            }
+        if (sf->loc == SCHED_BLOCK && sf->nstages != f->nstages) {
+            fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
+                 f->nstages == 1 ? "" : "s", sf->nstages);
+            return;
+        }
+        /* the chain of consumers must end at a root Func */
+        int hops = 0;
+        for (int g = f->id; c->s->f[g]->loc != SCHED_ROOT; g = c->s->f[g]->at)
+            if (++hops > p->funcs.n) { fail(c, "%s is computed inside a cycle of Funcs", f->name); return; }
+    }
+}
+
+/* ---- footprints ---------------------------------------------------------- */
+
+/* One consumer loop variable's range inside a tile: sym + [lo, hi]. */
+typedef struct {
+    int n;
+    const char *names[2 * SC_MAX_DIMS];
+    sc_expr *sym[2 * SC_MAX_DIMS];
+    int64_t lo[2 * SC_MAX_DIMS], hi[2 * SC_MAX_DIMS];
+    /* the consumer, for the fallback */
+    const sc_func *f;
+    int stage;
+} tile_box;
+
+typedef struct { bool ok; sc_expr *sym; int64_t lo, hi; } span;
+
+static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static bool sym_equal(const sc_expr *a, const sc_expr *b) {
+    if (!a || !b) return a == b;
+    return ir_expr_equal(a, b);
+}
+
+static span fp_arg(ctx *c, const sc_expr *e, const tile_box *box) {
+    span r = { false, NULL, 0, 0 };
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32) return r;
+        return (span){ true, NULL, e->c.i, e->c.i };
+    case E_VAR:
+        for (int i = 0; i < box->n; i++)
+            if (box->names[i] && !strcmp(box->names[i], e->name))
+                return (span){ true, box->sym[i], box->lo[i], box->hi[i] };
+        return r;
+    case E_RVAR:
+        return (span){ true, NULL, e->rdom->min[e->dim], e->rdom->min[e->dim] + e->rdom->extent[e->dim] - 1 };
+    case E_CAST: {
+        sc_type from = e->args[0]->type;
+        if (from == SC_F32 || from == SC_U32 || from == SC_BOOL) return r;
+        return fp_arg(c, e->args[0], box);
+    }
+    case E_BINARY: {
+        span a = fp_arg(c, e->args[0], box), b = fp_arg(c, e->args[1], box);
+        if (!a.ok || !b.ok) return r;
+        bool ca = !a.sym && a.lo == a.hi, cb = !b.sym && b.lo == b.hi;
+        switch (e->op) {
+        case SC_ADD:
+            r.sym = !a.sym ? b.sym : !b.sym ? a.sym : mk_bin(c, SC_ADD, a.sym, b.sym);
+            return (span){ true, r.sym, a.lo + b.lo, a.hi + b.hi };
+        case SC_SUB:
+            r.sym = !b.sym ? a.sym : mk_bin(c, SC_SUB, a.sym ? a.sym : mk_int(c, 0), b.sym);
+            return (span){ true, r.sym, a.lo - b.hi, a.hi - b.lo };
+        case SC_MUL: {
+            if (!ca && cb) { span t = a; a = b; b = t; bool tc = ca; ca = cb; cb = tc; }
+            if (!ca) return r;
+            int64_t k = a.lo;
+            sc_expr *sym = b.sym ? mk_bin(c, SC_MUL, b.sym, mk_int(c, k)) : NULL;
+            if (k >= 0) return (span){ true, sym, k * b.lo, k * b.hi };
+            return (span){ true, sym, k * b.hi, k * b.lo };
+        }
+        case SC_DIV: {
+            if (!cb || b.lo <= 0) return r;
+            int64_t k = b.lo;
+            if (!a.sym) return (span){ true, NULL, floordiv(a.lo, k), floordiv(a.hi, k) };
+            return (span){ true, mk_bin(c, SC_DIV, a.sym, mk_int(c, k)), floordiv(a.lo, k),
+                           floordiv(a.hi, k) + 1 };
+        }
+        case SC_MIN: case SC_MAX: {
+            /* 1-Lipschitz in the symbolic side when the other is constant */
+            if (a.sym && b.sym) return r;
+            if (!a.sym && !b.sym)
+                return (span){ true, NULL, e->op == SC_MIN ? (a.lo < b.lo ? a.lo : b.lo) : (a.lo > b.lo ? a.lo : b.lo),
+                               e->op == SC_MIN ? (a.hi < b.hi ? a.hi : b.hi) : (a.hi > b.hi ? a.hi : b.hi) };
+            span s = a.sym ? a : b, k = a.sym ? b : a;
+            if (k.lo != k.hi) return r;
+            return (span){ true, mk_bin(c, e->op, s.sym, mk_int(c, k.lo)), s.lo < 0 ? s.lo : 0,
+                           s.hi > 0 ? s.hi : 0 };
+        }
+        default:
+            return r;
+        }
+    }
+    default:
+        return r;
+    }
+}
+
+/* The constant interval bounds inference gives arg over the consumer's
+ * whole region: the always-correct fallback. */
+static span fp_fallback(ctx *c, const sc_expr *arg, const tile_box *box) {
+    const sc_func *f = box->f;
+    const bounds_func *bf = &c->b->funcs[f->id];
+    const char *vars[SC_MAX_DIMS];
+    bounds_interval iv[SC_MAX_DIMS];
+    for (int d = 0; d < f->ndims; d++) {
+        vars[d] = f->vars[d];
+        iv[d].lo = (double)bf->min[d];
+        iv[d].hi = (double)(bf->min[d] + bf->extent[d] - 1);
+    }
+    bool ok = true;
+    bounds_interval r = bounds_of_expr(arg, f->ndims, vars, iv, &ok);
+    if (!ok) { fail(c, "cannot bound a coordinate in %s", f->name); return (span){ false, NULL, 0, 0 }; }
+    return (span){ true, NULL, (int64_t)r.lo, (int64_t)r.hi };
+}
+
+typedef struct { const sc_func *prod; ir_arena *arena; ir_vec calls; } fp_walk;
+
+static void fp_call(const sc_expr *e, void *user) {
+    fp_walk *w = user;
+    if (e->kind == E_CALL && e->func == w->prod) ir_vec_push(w->arena, &w->calls, (void *)e);
+}
+
+/* The clipped footprint of prod in the consumer stage described by box:
+ * LETs of its origin go into seq; returns the origin expressions and
+ * extents.  Per dimension, the calls' spans are united when they share
+ * their symbol; otherwise every call falls back to constants. */
+static bool footprint(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq,
+                      sc_expr **mins, int64_t *ext) {
+    fp_walk w = { prod, c->p->arena, {0} };
+    int fid = box->f->id, st = box->stage;
+    ir_visit(c->val[fid][st], fp_call, &w);
+    for (int d = 0; d < box->f->stages[st].nargs; d++) ir_visit(c->lhs[fid][st][d], fp_call, &w);
+    if (!w.calls.n) { fail(c, "%s does not call %s", box->f->name, prod->name); return false; }
+    span dims[SC_MAX_DIMS];
+    for (int d = 0; d < prod->ndims; d++) {
+        span u = { false, NULL, 0, 0 };
+        bool same = true;
+        for (int i = 0; i < w.calls.n && same; i++) {
+            const sc_expr *call = w.calls.items[i];
+            span s = fp_arg(c, call->args[d], box);
+            if (!s.ok || (i > 0 && !sym_equal(u.sym, s.sym))) { same = false; break; }
+            if (i == 0) u = s;
+            if (s.lo < u.lo) u.lo = s.lo;
+            if (s.hi > u.hi) u.hi = s.hi;
+        }
+        if (!same) {
+            for (int i = 0; i < w.calls.n; i++) {
+                const sc_expr *call = w.calls.items[i];
+                span s = fp_fallback(c, call->args[d], box);
+                if (c->failed) return false;
+                if (i == 0) u = s;
+                if (s.lo < u.lo) u.lo = s.lo;
+                if (s.hi > u.hi) u.hi = s.hi;
+            }
+        }
+        dims[d] = u;
+    }
+    const bounds_func *pb = &c->b->funcs[prod->id];
+    for (int d = 0; d < prod->ndims; d++) {
+        span s = dims[d];
+        int64_t rmin = pb->min[d], rext = pb->extent[d], rmax = rmin + rext - 1;
+        int64_t e = s.hi - s.lo + 1;
+        if (e > rext) e = rext;
+        if (e < 1) e = 1;
+        ext[d] = e;
+        sc_expr *lo = s.sym ? mk_bin(c, SC_ADD, s.sym, mk_int(c, s.lo)) : mk_int(c, s.lo);
+        lo = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, lo, mk_int(c, rmax - e + 1)), mk_int(c, rmin));
+        mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, prod->vars[d]), lo);
+    }
+    return true;
+}
+
+/* ---- emission ---------------------------------------------------------- */
+
+static int pure_loops(const sc_func *f, int st, int *dims) {
+    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
+    for (int i = 0; i < n; i++) if (which[i] >= 0) dims[np++] = which[i];
+    return np;
+}
+
+/* The box of f's stage st where its k-th pure loop covers base[k] + [0, n[k]). */
+static tile_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const int64_t *n) {
+    tile_box box;
+    memset(&box, 0, sizeof box);
+    box.f = f;
+    box.stage = st;
+    int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims);
+    (void)c;
+    for (int k = 0; k < np; k++) {
+        box.names[k] = f->vars[dims[k]];
+        if (base[k]->kind == E_CONST) {
+            box.sym[k] = NULL;
+            box.lo[k] = base[k]->c.i;
+            box.hi[k] = base[k]->c.i + n[k] - 1;
+        } else {
+            box.sym[k] = base[k];
+            box.lo[k] = 0;
+            box.hi[k] = n[k] - 1;
+        }
+    }
+    box.n = np;
+    return box;
+}
+
+static void emit_thread_child(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq);
+
+/* Computes stage st of f over the box base[k] + [0, n[k]) of its pure
+ * loops (skipping points at or past limit[k] where limit[k] is set), into
+ * dst: thread-level producers first, then the serial loops, the reduction
+ * loops and the store. */
+static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_expr **base,
+                       const int64_t *n, sc_expr **limit, kstmt *seq) {
+    tile_box box = make_box(c, f, st, base, n);
+    for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
+        const sched_func *sf = c->s->f[i];
+        if (sf && sf->loc == SCHED_THREAD && sf->at == f->id && c->consumer_stage[i] == st)
+            emit_thread_child(c, func_at(c, i), &box, seq);
+    }
+    if (c->failed) return;
+    int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims);
+    const ir_stage *stg = &f->stages[st];
+    subst_map m = {0};
+    const char *loopvar[SC_MAX_DIMS];
+    int64_t total = 1;
+    for (int k = 0; k < np; k++) {
+        loopvar[k] = fresh(c, "%s_%s", f->name, f->vars[dims[k]]);
+        m.names[m.n] = f->vars[dims[k]];
+        m.vals[m.n++] = mk_var(c, loopvar[k]);
+        total *= n[k];
+    }
+    const char *rvar[SC_MAX_DIMS];
+    if (stg->rdom) {
+        m.rdom = stg->rdom;
+        for (int d = 0; d < stg->rdom->ndims; d++) {
+            rvar[d] = fresh(c, "%s_%s_%c", f->name, stg->rdom->name, "xyzw"[d]);
+            m.rvals[d] = mk_var(c, rvar[d]);
+        }
+    }
+    kstmt *store = stmt(c, KS_STORE);
+    store->alloc = dst;
+    for (int d = 0; d < f->ndims; d++) store->coords[d] = subst(c, c->lhs[f->id][st][d], &m);
+    store->value = subst(c, c->val[f->id][st], &m);
+    kstmt *body = store;
+    if (stg->rdom)
+        for (int d = 0; d < stg->rdom->ndims; d++) {
+            kstmt *loop = stmt(c, KS_FOR);
+            loop->var = rvar[d];
+            loop->min = mk_int(c, stg->rdom->min[d]);
+            loop->extent = stg->rdom->extent[d];
+            loop->unroll = stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            loop->body = body;
+            body = loop;
+        }
+    sc_expr *cond = NULL;
+    for (int k = 0; k < np; k++)
+        if (limit && limit[k]) {
+            sc_expr *lt = mk_bin(c, SC_LT, mk_var(c, loopvar[k]), limit[k]);
+            cond = cond ? mk_bin(c, SC_AND, cond, lt) : lt;
+        }
+    if (cond) {
+        kstmt *g = stmt(c, KS_IF);
+        g->cond = cond;
+        g->body = body;
+        body = g;
+    }
+    for (int k = 0; k < np; k++) {
+        kstmt *loop = stmt(c, KS_FOR);
+        loop->var = loopvar[k];
+        loop->min = base[k];
+        loop->extent = n[k];
+        loop->unroll = total < 16;
+        loop->body = body;
+        body = loop;
+    }
+    seq_add(c, seq, body);
+}
+
+static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr **mins, const int64_t *ext) {
+    lower_alloc *a = ir_alloc(c->p->arena, sizeof *a);
+    a->func = f;
+    a->mem = mem;
+    char name[256];
+    snprintf(name, sizeof name, "%s_%s", f->name, mem == MEM_GLOBAL ? "g" : mem == MEM_SHARED ? "s" : "r");
+    a->name = mem == MEM_GLOBAL ? ir_strdup(c->p->arena, name) : fresh(c, "%s", name);
+    a->ndims = f->ndims;
+    a->count = 1;
+    for (int d = 0; d < f->ndims; d++) {
+        a->min[d] = mins[d];
+        a->extent[d] = ext[d];
+        a->stride[d] = a->count;
+        a->count *= ext[d];
+    }
+    return a;
+}
+
+/* A THREAD-level producer: computed in registers over its footprint. */
+static void emit_thread_child(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq) {
+    sc_expr *mins[SC_MAX_DIMS];
+    int64_t ext[SC_MAX_DIMS];
+    if (!footprint(c, prod, box, seq, mins, ext)) return;
+    lower_alloc *a = new_alloc(c, prod, MEM_LOCAL, mins, ext);
+    c->k->storage[prod->id] = a;
+    kstmt *al = stmt(c, KS_ALLOC);
+    al->alloc = a;
+    seq_add(c, seq, al);
+    for (int s = 0; s < prod->nstages && !c->failed; s++)
+        emit_stage(c, prod, s, a, mins, ext, NULL, seq);
+}
+
+/* Splits the flat thread index over loops of `threads[k]` threads: LETs of
+ * each thread's tile base, base[k] + t_k * per[k]. */
+static void thread_bases(ctx *c, const sc_func *f, int np, const int *dims, const int *threads,
+                         sc_expr **base, const int64_t *per, sc_expr **out, kstmt *seq) {
+    int64_t below = 1;
+    for (int k = 0; k < np; k++) {
+        sc_expr *t = mk_var(c, "tid");
+        if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
+        if (k < np - 1 || below > 1) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
+        if (threads[k] == 1) t = mk_int(c, 0);
+        below *= threads[k];
+        sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, per[k])));
+        out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
+    }
+}
+
+/* A BLOCK-level producer: its footprint origin in block_setup, a shared
+ * array, its own block-level producers' phases, then one phase per stage. */
+static void emit_block_child(ctx *c, const sc_func *prod, const tile_box *box) {
+    lower_kernel *k = c->k;
+    sc_expr *mins[SC_MAX_DIMS];
+    int64_t ext[SC_MAX_DIMS];
+    if (!footprint(c, prod, box, k->block_setup, mins, ext)) return;
+    lower_alloc *a = new_alloc(c, prod, MEM_SHARED, mins, ext);
+    k->storage[prod->id] = a;
+    lower_alloc **sh = ir_alloc(c->p->arena, sizeof(lower_alloc *) * (size_t)(k->nshared + 1));
+    if (k->nshared) memcpy(sh, k->shared, sizeof(lower_alloc *) * (size_t)k->nshared);
+    sh[k->nshared++] = a;
+    k->shared = sh;
+    for (int s = 0; s < prod->nstages && !c->failed; s++) {
+        tile_box pbox = make_box(c, prod, s, mins, ext);
+        for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
+            const sched_func *sf = c->s->f[i];
+            if (sf && sf->loc == SCHED_BLOCK && sf->at == prod->id && c->consumer_stage[i] == s)
+                emit_block_child(c, func_at(c, i), &pbox);
+        }
+    }
+    const sched_func *sf = c->s->f[prod->id];
+    for (int s = 0; s < prod->nstages && !c->failed; s++) {
+        const sched_tile *t = &sf->tile[s];
+        int dims[SC_MAX_DIMS], np = pure_loops(prod, s, dims);
+        if (t->npure != np) {
+            fail(c, "the schedule of %s stage %d tiles %d loops; it has %d", prod->name, s, t->npure, np);
+            return;
+        }
+        int64_t used = 1, per[SC_MAX_DIMS];
+        for (int q = 0; q < np; q++) {
+            if (t->threads[q] < 1) { fail(c, "%s: thread counts must be positive", prod->name); return; }
+            used *= t->threads[q];
+            per[q] = (ext[q] + t->threads[q] - 1) / t->threads[q];
+        }
+        if (used > k->nthreads) {
+            fail(c, "%s (block level) spreads stage %d over %lld threads, but the block of its kernel has %d",
+                 prod->name, s, (long long)used, k->nthreads);
+            return;
+        }
+        kstmt *phase = stmt(c, KS_SEQ), *inner = stmt(c, KS_SEQ);
+        sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
+        thread_bases(c, prod, np, dims, t->threads, mins, per, tb, inner);
+        for (int q = 0; q < np; q++) limit[q] = mk_bin(c, SC_ADD, mins[q], mk_int(c, ext[q]));
+        emit_stage(c, prod, s, a, tb, per, limit, inner);
+        if (used < k->nthreads) {
+            kstmt *g = stmt(c, KS_IF);
+            g->cond = mk_bin(c, SC_LT, mk_var(c, "tid"), mk_int(c, used));
+            g->body = inner;
+            seq_add(c, phase, g);
+        } else {
+            phase = inner;
+        }
+        kstmt **ph = ir_alloc(c->p->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
+        if (k->nphases) memcpy(ph, k->phases, sizeof(kstmt *) * (size_t)k->nphases);
+        ph[k->nphases++] = phase;
+        k->phases = ph;
+    }
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+typedef struct { ctx *c; bool *used_func; bool *used_param; } arg_walk;
+
+static void arg_expr(const sc_expr *e, void *user) {
+    arg_walk *w = user;
+    if (e->kind == E_CALL) w->used_func[e->func->id] = true;
+    if (e->kind == E_PARAM) w->used_param[e->param->id] = true;
+}
+
+static void arg_stmt(const kstmt *s, arg_walk *w) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) arg_stmt(s->items[i], w);
+    if (s->min) ir_visit(s->min, arg_expr, w);
+    if (s->cond) ir_visit(s->cond, arg_expr, w);
+    if (s->value) ir_visit(s->value, arg_expr, w);
+    if (s->kind == KS_STORE) {
+        w->used_func[s->alloc->func->id] = true;
+        for (int d = 0; d < s->alloc->ndims; d++) ir_visit(s->coords[d], arg_expr, w);
+    }
+    if (s->kind == KS_ALLOC)
+        for (int d = 0; d < s->alloc->ndims; d++) ir_visit(s->alloc->min[d], arg_expr, w);
+    arg_stmt(s->body, w);
+}
+
+/* The global buffers and parameters a kernel uses, in id order. */
+static void collect_args(ctx *c, lower_kernel *k) {
+    const sc_pipeline *p = c->p;
+    arg_walk w = { c, ir_alloc(p->arena, (size_t)p->funcs.n + 1), ir_alloc(p->arena, (size_t)p->params.n + 1) };
+    arg_stmt(k->block_setup, &w);
+    for (int i = 0; i < k->nphases; i++) arg_stmt(k->phases[i], &w);
+    for (int i = 0; i < k->nshared; i++)
+        for (int d = 0; d < k->shared[i]->ndims; d++) ir_visit(k->shared[i]->min[d], arg_expr, &w);
+    k->args = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + 1));
+    for (int i = 0; i < p->funcs.n; i++)
+        if (w.used_func[i] && c->global[i] && (!k->storage[i] || k->storage[i] == c->global[i])) {
+            k->args[k->nargs++] = c->global[i];
+            k->storage[i] = c->global[i];
+        }
+    k->params = ir_alloc(p->arena, sizeof(sc_param *) * (size_t)(p->params.n + 1));
+    for (int i = 0; i < p->params.n; i++)
+        if (w.used_param[i]) k->params[k->nparams++] = p->params.items[i];
+}
+
+static void describe_tile(char *buf, size_t n, const sc_func *f, int st, const sched_tile *t, bool serial) {
+    int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims);
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, " [");
+    for (int k = 0; k < np && k < t->npure; k++) {
+        len = strlen(buf);
+        if (serial) snprintf(buf + len, n - len, "%s%s=%dx%d", k ? " " : "", f->vars[dims[k]], t->threads[k], t->serial[k]);
+        else snprintf(buf + len, n - len, "%s%s=%d", k ? " " : "", f->vars[dims[k]], t->threads[k]);
+    }
+    len = strlen(buf);
+    snprintf(buf + len, n - len, "]");
+}
+
+static void build_kernel(ctx *c, const sc_func *r, int st) {
+    const sc_pipeline *p = c->p;
+    const sched_func *sf = c->s->f[r->id];
+    const sched_tile *t = &sf->tile[st];
+    const bounds_stage *bs = &c->b->funcs[r->id].stages[st];
+    int dims[SC_MAX_DIMS], np = pure_loops(r, st, dims);
+    if (t->npure != np) {
+        fail(c, "the schedule of %s stage %d tiles %d loops; it has %d", r->name, st, t->npure, np);
+        return;
+    }
+    int64_t ext[SC_MAX_DIMS], mn[SC_MAX_DIMS], blk[SC_MAX_DIMS], nb[SC_MAX_DIMS];
+    int64_t nblocks = 1, nthreads = 1;
+    for (int k = 0, li = 0; k < np; k++, li++) {
+        while (bs->which[li] < 0) li++;
+        ext[k] = bs->extent[li];
+        mn[k] = bs->min[li];
+        if (ext[k] <= 0) return;   /* an unused Func: nothing to compute */
+        if (t->threads[k] < 1 || t->serial[k] < 1) {
+            fail(c, "%s: tile sizes must be positive", r->name);
+            return;
+        }
+        blk[k] = (int64_t)t->threads[k] * t->serial[k];
+        nb[k] = (ext[k] + blk[k] - 1) / blk[k];
+        nblocks *= nb[k];
+        nthreads *= t->threads[k];
+    }
+    if (nthreads > (1 << 20)) { fail(c, "%s: %lld threads per block", r->name, (long long)nthreads); return; }
+    lower_kernel *k = ir_alloc(p->arena, sizeof *k);
+    c->k = k;
+    c->names.n = 0;
+    char name[256];
+    snprintf(name, sizeof name, "%s_s%d", r->name, st);
+    k->name = ir_strdup(p->arena, name);
+    k->nblocks = nblocks;
+    k->nthreads = (int)nthreads;
+    k->block_setup = stmt(c, KS_SEQ);
+    k->storage = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)p->funcs.n);
+    k->storage[r->id] = c->global[r->id];
+    char comment[1024];
+    snprintf(comment, sizeof comment, "%s stage %d: root", r->name, st);
+    describe_tile(comment, sizeof comment, r, st, t, true);
+    size_t len = strlen(comment);
+    snprintf(comment + len, sizeof comment - len, ", %lld block%s of %lld thread%s", (long long)nblocks,
+             nblocks == 1 ? "" : "s", (long long)nthreads, nthreads == 1 ? "" : "s");
+    k->comment = ir_strdup(p->arena, comment);
+
+    /* the block's tile base in each pure loop */
+    sc_expr *base[SC_MAX_DIMS];
+    int64_t below = 1;
+    for (int q = 0; q < np; q++) {
+        sc_expr *b = mk_var(c, "bid");
+        if (below > 1) b = mk_bin(c, SC_DIV, b, mk_int(c, below));
+        if (q < np - 1) b = mk_bin(c, SC_MOD, b, mk_int(c, nb[q]));
+        if (nb[q] == 1) b = mk_int(c, 0);
+        below *= nb[q];
+        sc_expr *v = mk_bin(c, SC_ADD, mk_int(c, mn[q]), mk_bin(c, SC_MUL, b, mk_int(c, blk[q])));
+        base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
+    }
+    tile_box box = make_box(c, r, st, base, blk);
+    for (int i = 0; i < p->funcs.n && !c->failed; i++) {
+        const sched_func *cf = c->s->f[i];
+        if (cf && cf->loc == SCHED_BLOCK && cf->at == r->id && c->consumer_stage[i] == st)
+            emit_block_child(c, func_at(c, i), &box);
+    }
+    if (c->failed) return;
+    kstmt *main_phase = stmt(c, KS_SEQ);
+    sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
+    int64_t per[SC_MAX_DIMS];
+    for (int q = 0; q < np; q++) {
+        per[q] = t->serial[q];
+        limit[q] = ext[q] % blk[q] ? mk_int(c, mn[q] + ext[q]) : NULL;
+    }
+    thread_bases(c, r, np, dims, t->threads, base, per, tb, main_phase);
+    emit_stage(c, r, st, c->global[r->id], tb, per, limit, main_phase);
+    if (c->failed) return;
+    kstmt **ph = ir_alloc(p->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
+    if (k->nphases) memcpy(ph, k->phases, sizeof(kstmt *) * (size_t)k->nphases);
+    ph[k->nphases++] = main_phase;
+    k->phases = ph;
+    collect_args(c, k);
+    lower_program *prog = c->prog;
+    lower_kernel **ks = ir_alloc(p->arena, sizeof(lower_kernel *) * (size_t)(prog->nkernels + 1));
+    if (prog->nkernels) memcpy(ks, prog->kernels, sizeof(lower_kernel *) * (size_t)prog->nkernels);
+    ks[prog->nkernels++] = k;
+    prog->kernels = ks;
+}
+
+lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                              char *err, size_t errlen) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.b = b;
+    c.s = s;
+    c.err = err;
+    c.errlen = errlen;
+    if (err && errlen) err[0] = 0;
+    if (s->nfuncs != p->funcs.n) {
+        snprintf(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
+        return NULL;
+    }
+    prepare(&c);
+    if (!c.failed) check_fusion(&c);
+    if (c.failed) return NULL;
+    lower_program *prog = ir_alloc(p->arena, sizeof *prog);
+    prog->p = p;
+    c.prog = prog;
+    prog->buffers = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + 1));
+    for (int i = 0; i < p->order.n; i++) {
+        sc_func *f = ir_order_at(p, i);
+        if (f->kind != FUNC_INPUT && s->f[f->id]->loc != SCHED_ROOT) continue;
+        const bounds_func *bf = &b->funcs[f->id];
+        sc_expr *mins[SC_MAX_DIMS];
+        int64_t ext[SC_MAX_DIMS];
+        bool empty = false;
+        for (int d = 0; d < f->ndims; d++) {
+            mins[d] = mk_int(&c, f->kind == FUNC_INPUT ? 0 : bf->min[d]);
+            ext[d] = f->kind == FUNC_INPUT ? f->extent[d] : bf->extent[d];
+            empty |= ext[d] <= 0;
+        }
+        if (empty) continue;
+        c.global[f->id] = new_alloc(&c, f, MEM_GLOBAL, mins, ext);
+        prog->buffers[prog->nbuffers++] = c.global[f->id];
+    }
+    for (int i = 0; i < p->order.n && !c.failed; i++) {
+        sc_func *f = ir_order_at(p, i);
+        if (f->kind == FUNC_INPUT || s->f[f->id]->loc != SCHED_ROOT || !c.global[f->id]) continue;
+        for (int st = 0; st < f->nstages && !c.failed; st++) build_kernel(&c, f, st);
+    }
+    return c.failed ? NULL : prog;
+}
+
+int lower_footprint_extents(sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                            int func_id, int64_t *extent, char *err, size_t errlen) {
+    lower_program *prog = lower_schedule(p, b, s, err, errlen);
+    if (!prog) return -1;
+    for (int i = 0; i < prog->nkernels; i++) {
+        const lower_alloc *a = prog->kernels[i]->storage[func_id];
+        if (a && a->mem != MEM_GLOBAL) {
+            for (int d = 0; d < a->ndims; d++) extent[d] = a->extent[d];
+            return 0;
+        }
+    }
+    snprintf(err, errlen, "%s is not fused into any kernel", ((sc_func *)p->funcs.items[func_id])->name);
+    return -1;
+}
+
+/* ---- printing ------------------------------------------------------------- */
+
+static void indent(FILE *out, int depth) {
+    for (int i = 0; i < depth; i++) fputs("  ", out);
+}
+
+static void print_expr(FILE *out, const sc_expr *e) {
+    char *s = ir_expr_to_string(e);
+    fputs(s, out);
+    free(s);
+}
+
+static void print_alloc(FILE *out, const lower_alloc *a) {
+    static const char *mem[] = { "global", "shared", "local" };
+    fprintf(out, "%s %s %s[", mem[a->mem], sc_type_name(a->func->type), a->name);
+    for (int d = 0; d < a->ndims; d++) {
+        fprintf(out, "%s", d ? ", " : "");
+        print_expr(out, a->min[d]);
+        fprintf(out, " + %lld", (long long)a->extent[d]);
+    }
+    fprintf(out, "]");
+}
+
+static void print_stmt(FILE *out, const kstmt *s, int depth) {
+    if (!s) return;
+    switch (s->kind) {
+    case KS_SEQ:
+        for (int i = 0; i < s->n; i++) print_stmt(out, s->items[i], depth);
+        break;
+    case KS_FOR:
+        indent(out, depth);
+        fprintf(out, "for %s in ", s->var);
+        print_expr(out, s->min);
+        fprintf(out, " + [0, %lld)%s:\n", (long long)s->extent, s->unroll ? " unrolled" : "");
+        print_stmt(out, s->body, depth + 1);
+        break;
+    case KS_IF:
+        indent(out, depth);
+        fprintf(out, "if ");
+        print_expr(out, s->cond);
+        fprintf(out, ":\n");
+        print_stmt(out, s->body, depth + 1);
+        break;
+    case KS_LET:
+        indent(out, depth);
+        fprintf(out, "let %s = ", s->var);
+        print_expr(out, s->value);
+        fprintf(out, "\n");
+        break;
+    case KS_ALLOC:
+        indent(out, depth);
+        fprintf(out, "alloc ");
+        print_alloc(out, s->alloc);
+        fprintf(out, "\n");
+        break;
+    case KS_STORE:
+        indent(out, depth);
+        fprintf(out, "%s(", s->alloc->name);
+        for (int d = 0; d < s->alloc->ndims; d++) {
+            if (d) fprintf(out, ", ");
+            print_expr(out, s->coords[d]);
+        }
+        fprintf(out, ") = ");
+        print_expr(out, s->value);
+        fprintf(out, "\n");
+        break;
+    }
+}
+
+void lower_print(FILE *out, const lower_program *prog) {
+    fprintf(out, "# kernels of %s: %d kernel%s, %d global buffer%s\n", prog->p->name, prog->nkernels,
+            prog->nkernels == 1 ? "" : "s", prog->nbuffers, prog->nbuffers == 1 ? "" : "s");
+    for (int i = 0; i < prog->nbuffers; i++) {
+        fprintf(out, "buffer ");
+        print_alloc(out, prog->buffers[i]);
+        fprintf(out, "\n");
+    }
+    for (int i = 0; i < prog->nkernels; i++) {
+        const lower_kernel *k = prog->kernels[i];
+        fprintf(out, "\nkernel %s  # %s\n", k->name, k->comment);
+        fprintf(out, "  grid %lld blocks x %d threads\n  args:", (long long)k->nblocks, k->nthreads);
+        for (int a = 0; a < k->nargs; a++) fprintf(out, " %s", k->args[a]->name);
+        for (int a = 0; a < k->nparams; a++) fprintf(out, " %s", k->params[a]->name);
+        fprintf(out, "\n  block setup (bid):\n");
+        print_stmt(out, k->block_setup, 2);
+        for (int a = 0; a < k->nshared; a++) {
+            fprintf(out, "  ");
+            print_alloc(out, k->shared[a]);
+            fprintf(out, "\n");
+        }
+        for (int ph = 0; ph < k->nphases; ph++) {
+            fprintf(out, "  phase %d (tid)%s:\n", ph, ph + 1 < k->nphases ? ", then barrier" : "");
+            print_stmt(out, k->phases[ph], 2);
+        }
+    }
+}

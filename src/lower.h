@@ -1,0 +1,124 @@
+/*
+ * lower.h - lowering a complete schedule to the kernel IR, and the kernel
+ * IR itself: what the code generators print (they decide nothing).
+ *
+ * A program is a list of kernels run in order over global buffers (one per
+ * input and per root Func, each over the Func's region from bounds
+ * inference).  A kernel runs `nblocks` blocks of `nthreads` threads (1-D;
+ * the kernel decomposes the indices).  Its body is:
+ *
+ *   block_setup          statements run once per block, before anything,
+ *                        with the variable `bid` (i32 block index) in scope
+ *   shared allocations   arrays in shared memory, one per BLOCK-level Func
+ *   phases[0..n)         each run by every thread of the block, with the
+ *                        variable `tid` (i32 thread index) in scope, and
+ *                        separated by barriers; variables LET in block_setup
+ *                        are visible in all phases, those LET in a phase
+ *                        only in that phase
+ *
+ * A C back end runs each phase as a loop over tid, and may keep block_setup
+ * variables as ordinary locals; a GPU back end computes block_setup in every
+ * thread (it is cheap integer arithmetic).
+ *
+ * Expressions are sc_expr nodes (pipeline arena):
+ *  - E_VAR names a variable bound by `bid`, `tid`, a KS_LET or a KS_FOR;
+ *    always i32 unless bound by a KS_LET of another type.
+ *  - E_CALL of a Func or input reads its storage in this kernel:
+ *    kernel->storage[func id]; element (c0, c1, ...) of an allocation is at
+ *    flat index sum_d (c_d - min_d) * stride_d.  There are no E_RVAR nodes
+ *    and no calls of inline Funcs left.
+ *  - E_PARAM is a scalar kernel argument.
+ *  - Integer division and modulo keep the pipeline's semantics (Euclidean;
+ *    x / 0 = 0): generated code uses helper functions for them, and for
+ *    float-to-integer casts (truncating, saturating, NaN -> 0).
+ */
+#ifndef SC_LOWER_H
+#define SC_LOWER_H
+
+#include <stdio.h>
+#include "bounds.h"
+#include "ir.h"
+#include "sched.h"
+
+typedef enum { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } lower_mem;
+
+typedef struct {
+    const sc_func *func;
+    lower_mem mem;
+    const char *name;             /* identifier in generated code */
+    int ndims;
+    sc_expr *min[SC_MAX_DIMS];    /* GLOBAL: constants; else expressions of
+                                     variables in scope where it is used */
+    int64_t extent[SC_MAX_DIMS];
+    int64_t stride[SC_MAX_DIMS];  /* dense, dimension 0 fastest */
+    int64_t count;                /* elements */
+} lower_alloc;
+
+typedef enum {
+    KS_SEQ,      /* items[0..n) */
+    KS_FOR,      /* for (var = min; var < min + extent; var++) body; unroll hint */
+    KS_IF,       /* if (cond) body */
+    KS_LET,      /* type var = value; */
+    KS_ALLOC,    /* a MEM_LOCAL array, alive until the end of the enclosing SEQ */
+    KS_STORE     /* storage of func at coords = value */
+} kstmt_kind;
+
+typedef struct kstmt kstmt;
+struct kstmt {
+    kstmt_kind kind;
+    int n;                        /* KS_SEQ */
+    kstmt **items;
+    const char *var;              /* KS_FOR, KS_LET */
+    sc_expr *min;                 /* KS_FOR */
+    int64_t extent;               /* KS_FOR */
+    bool unroll;                  /* KS_FOR */
+    sc_expr *cond;                /* KS_IF */
+    kstmt *body;                  /* KS_FOR, KS_IF */
+    sc_expr *value;               /* KS_LET, KS_STORE */
+    lower_alloc *alloc;           /* KS_ALLOC, KS_STORE (destination) */
+    sc_expr *coords[SC_MAX_DIMS]; /* KS_STORE: absolute Func coordinates */
+};
+
+typedef struct {
+    const char *name;             /* e.g. "blur_y_s0" */
+    int64_t nblocks;
+    int nthreads;
+    kstmt *block_setup;
+    int nshared;
+    lower_alloc **shared;
+    int nphases;
+    kstmt **phases;
+    int nargs;                    /* global buffers used, in argument order */
+    lower_alloc **args;
+    int nparams;                  /* then scalar parameters */
+    sc_param **params;
+    lower_alloc **storage;        /* [func id] -> storage in this kernel, or NULL */
+    const char *comment;          /* the schedule of the Func, one line */
+} lower_kernel;
+
+typedef struct {
+    const sc_pipeline *p;
+    int nkernels;
+    lower_kernel **kernels;       /* launch order */
+    int nbuffers;
+    lower_alloc **buffers;        /* every input and root Func (MEM_GLOBAL) */
+    const char *schedule_text;    /* the whole schedule, for a comment */
+} lower_program;
+
+/* Lowers a complete, checked schedule.  Everything is allocated in the
+ * pipeline's arena.  NULL with a message in err if the schedule breaks a
+ * rule (see sched.h). */
+lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b,
+                              const sched_state *s, char *err, size_t errlen);
+
+/* The footprint extents of a BLOCK or THREAD Func (per block or per thread
+ * of its consumer), as lowering allocates them; used by sched_check for
+ * shared memory and register estimates.  0, or -1 with err. */
+int lower_footprint_extents(sc_pipeline *p, const bounds_result *b,
+                            const sched_state *s, int func_id,
+                            int64_t *extent, char *err, size_t errlen);
+
+/* --dump=kernels: the kernel IR as text. */
+void lower_print(FILE *out, const lower_program *prog);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * sched.h - schedules: where each Func is computed and how its loops are
+ * tiled over GPU blocks, threads and serial loops (DESIGN.md, "Schedule
+ * space").
+ *
+ * Per Func (indexed by sc_func.id; inputs have no entry):
+ *  - SCHED_INLINE: substituted into its consumers (single pure definition,
+ *    not an output).
+ *  - SCHED_ROOT: its own kernel per stage, stored in global memory.  Each
+ *    stage's pure loops are tiled: in loop k, `threads[k]` threads each do
+ *    `serial[k]` consecutive points, so a block covers threads*serial points
+ *    and the blocks cover the loop.  Reduction loops run serially inside.
+ *  - SCHED_BLOCK of consumer C: computed once per block of C's kernel, over
+ *    the footprint C's block needs, in shared memory; its pure loops are
+ *    spread over the block's threads (`threads[k]` per loop; the serial
+ *    extent follows from the footprint), with a barrier before C reads it.
+ *  - SCHED_THREAD of consumer C: computed inside C's thread loop, over the
+ *    footprint of one thread's serial tile, in registers; all serial.
+ *  C may itself be BLOCK or THREAD (nested fusion, Sioutas et al. 2020
+ *  Listing 2).  A Func is fused (BLOCK/THREAD) only into its single
+ *  consumer Func, in the one stage of it that calls it; a fused Func's
+ *  updates must write only at their pure point (left side = its pure
+ *  variables), so a footprint is a closed box.  Outputs are ROOT.
+ *
+ * Memory: sched_func records are immutable once built and live in an arena
+ * (ir_arena) owned by whoever builds schedules; a sched_state is an array of
+ * pointers to them, so copying a state copies pointers only and unchanged
+ * Funcs are shared.
+ */
+#ifndef SC_SCHED_H
+#define SC_SCHED_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "bounds.h"
+#include "ir.h"
+#include "target.h"
+
+typedef enum {
+    SCHED_UNDECIDED, SCHED_INLINE, SCHED_ROOT, SCHED_BLOCK, SCHED_THREAD
+} sched_loc;
+
+#define SCHED_MAX_STAGES 16
+
+/* Tiling of one stage's pure loops (in ir_stage_loops order, pure ones
+ * only: index k is the k-th pure loop). */
+typedef struct {
+    int npure;
+    int threads[SC_MAX_DIMS];
+    int serial[SC_MAX_DIMS];      /* ROOT only; 1 elsewhere */
+} sched_tile;
+
+typedef struct {
+    sched_loc loc;
+    int at;                       /* consumer func id (BLOCK, THREAD), else -1 */
+    int nstages;                  /* tiles: ROOT and BLOCK have one per stage */
+    sched_tile tile[SCHED_MAX_STAGES];
+} sched_func;
+
+typedef struct {
+    int nfuncs;                   /* == pipeline funcs.n */
+    const sched_func **f;         /* NULL: undecided (or an input) */
+} sched_state;
+
+/* State lifetime: in the caller's arena. */
+sched_state *sched_state_new(ir_arena *a, const sc_pipeline *p);
+sched_state *sched_state_copy(ir_arena *a, const sched_state *s);
+/* Whether every defined Func has a decision. */
+bool sched_complete(const sc_pipeline *p, const sched_state *s);
+
+/* Structural hash to a depth: 0 = which Funcs are root; 1 = also what sits
+ * at block level of what; 2 = also thread level; 3 = also the tilings. */
+uint64_t sched_hash(const sched_state *s, int depth);
+
+/* Checks a complete state against the pipeline's rules (the comment above)
+ * and the target's limits: threads per block, warp-multiple thread counts
+ * (when warp_multiple is set), shared memory per block, estimated registers
+ * per thread.  0, or -1 with a message naming the Func and the limit. */
+int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                const target *t, bool warp_multiple, char *err, size_t errlen);
+
+/* The text form (docs/schedule.md):
+ *     schedule PIPELINE;
+ *     NAME: inline;
+ *     NAME: root [x=32x2 y=8x1] [x=64x1];     one [...] per stage: var=threads x serial
+ *     NAME: block of CONSUMER [x=32 y=8];     one [...] per stage: var=threads
+ *     NAME: thread of CONSUMER;
+ * Malloc'd string. */
+char *sched_to_text(const sc_pipeline *p, const sched_state *s);
+/* Parses the text form; NULL with "FILE:LINE:COL: message" in err. */
+sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename,
+                         const char *text, char *err, size_t errlen);
+/* The equivalent Halide schedule (compute_root, compute_at, gpu_tile ...). */
+char *sched_to_halide(const sc_pipeline *p, const sched_state *s);
+
+#endif

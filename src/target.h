@@ -1,0 +1,38 @@
+/*
+ * target.h - GPU targets: the hardware a schedule is made for.
+ *
+ * A target file (targets/NAME.target) is `key = value` lines with '#'
+ * comments; every key below is required.  The `host-opencl` target is not a
+ * file: it is filled in from the OpenCL device's own queries.
+ */
+#ifndef SC_TARGET_H
+#define SC_TARGET_H
+
+#include <stddef.h>
+
+typedef struct {
+    char name[64];
+    int sm_count;                 /* streaming multiprocessors / compute units */
+    int warp_size;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int shared_mem_per_block;     /* bytes */
+    int shared_mem_per_sm;        /* bytes */
+    int registers_per_sm;         /* 32-bit registers */
+    int registers_per_thread;     /* max per thread */
+    int max_blocks_per_sm;
+    double mem_bandwidth_gbs;     /* GB/s */
+    double peak_gflops;           /* f32 */
+    int l2_bytes;
+    char cuda_arch[16];           /* "sm_80"; empty if not a CUDA GPU */
+} target;
+
+/* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */
+int target_load(const char *path, target *t, char *err, size_t errlen);
+/* By name: targets/NAME.target under dir (NULL = "targets"), or
+ * "host-opencl" from the OpenCL device.  0, or -1 with err. */
+int target_by_name(const char *name, const char *dir, target *t, char *err, size_t errlen);
+/* Writes the target in file form. */
+void target_print(const target *t, char *buf, size_t len);
+
+#endif
