@@ -204,7 +204,7 @@ sc_func *sc_output_at(const sc_pipeline *p, int i);
 typedef struct {
     int small;
     int nsets;
-    const char **set_names;
+    const char *const *set_names;
     const double *set_values;
 } sc_parse_options;
 

@@ -1,0 +1,168 @@
+/*
+ * driver.c - from .pipe text to a checked, timed run (driver.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "driver.h"
+
+static void print_errors(const sc_pipeline *p, FILE *out) {
+    for (int i = 0; i < sc_error_count(p); i++) fprintf(out, "%s\n", sc_error_message(p, i));
+}
+
+int driver_load(driver_state *d, const char *pipe_path, const sc_parse_options *po, FILE *err_out) {
+    memset(d, 0, sizeof *d);
+    d->p = sc_parse_file(pipe_path, po);
+    if (sc_error_count(d->p)) { print_errors(d->p, err_out); return -1; }
+    d->b = bounds_infer(d->p);
+    if (!d->b) { print_errors(d->p, err_out); return -1; }
+    d->arena = ir_arena_new();
+    return 0;
+}
+
+void driver_free(driver_state *d) {
+    bounds_free(d->b);
+    ir_arena_free(d->arena);
+    sc_pipeline_free(d->p);
+    memset(d, 0, sizeof *d);
+}
+
+static char *read_text(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) abort();
+    for (size_t r; (r = fread(buf + len, 1, cap - len, f)) > 0;) {
+        len += r;
+        if (len == cap) {
+            if (cap > (16u << 20)) { fclose(f); free(buf); snprintf(err, errlen, "%s: larger than 16 MiB", path); return NULL; }
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+            if (!buf) abort();
+        }
+    }
+    fclose(f);
+    buf[len] = 0;
+    return buf;
+}
+
+int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) {
+    char err[2048];
+    const char *tname = o->target;
+    if (!tname) tname = target_by_name("host-opencl", o->targets_dir, &d->t, err, sizeof err) == 0 ? "host-opencl" : "a100";
+    if (target_by_name(tname, o->targets_dir, &d->t, err, sizeof err) != 0) {
+        fprintf(err_out, "%s\n", err);
+        return -1;
+    }
+    space_opts so = { &d->t, o->prune };
+    if (o->schedule_path) {
+        char *text = read_text(o->schedule_path, err, sizeof err);
+        if (!text) { fprintf(err_out, "%s\n", err); return -1; }
+        d->s = sched_parse(d->arena, d->p, o->schedule_path, text, err, sizeof err);
+        free(text);
+    } else {
+        const char *st = o->strategy ? o->strategy : "baseline";
+        if (!strcmp(st, "root")) d->s = space_root(d->arena, d->p, d->b, &d->t);
+        else if (!strcmp(st, "baseline")) d->s = space_baseline(d->arena, d->p, d->b, &d->t);
+        else if (!strcmp(st, "random")) d->s = space_random(d->arena, d->p, d->b, &so, o->seed, err, sizeof err);
+        else snprintf(err, sizeof err, "unknown strategy '%s' (expected root, baseline or random)", st);
+    }
+    if (!d->s) { fprintf(err_out, "%s\n", err); return -1; }
+    if (sched_check(d->p, d->b, d->s, &d->t, false, err, sizeof err) != 0) {
+        fprintf(err_out, "schedule rejected for target %s: %s\n", d->t.name, err);
+        return -1;
+    }
+    d->prog = lower_schedule(d->p, d->b, d->s, err, sizeof err);
+    if (!d->prog) { fprintf(err_out, "lowering failed: %s\n", err); return -1; }
+    char *text = sched_to_text(d->p, d->s);
+    d->prog->schedule_text = ir_strdup(d->p->arena, text);
+    free(text);
+    return 0;
+}
+
+static rt_device *open_device(const char *name, const rt_ops **ops, char *err, size_t errlen) {
+    if (!name) return rt_open_best(ops, err, errlen);
+    *ops = rt_ops_by_name(name);
+    if (!*ops) { snprintf(err, errlen, "unknown device '%s' (expected c, opencl or cuda)", name); return NULL; }
+    return (*ops)->open(err, errlen);
+}
+
+int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
+    char err[8192];
+    const rt_ops *ops;
+    rt_device *dev = open_device(o->device, &ops, err, sizeof err);
+    if (!dev) { fprintf(err_out, "%s\n", err); return -1; }
+    char options[64] = "";
+    if (!strcmp(ops->name, "cuda")) snprintf(options, sizeof options, "-arch=%s", o->arch ? o->arch : "sm_80");
+    exec_session *s = exec_open(ops, dev, d->prog, options[0] ? options : NULL, err, sizeof err);
+    if (!s) { fprintf(err_out, "%s\n", err); ops->close(dev); return -1; }
+    fprintf(o->out, "device: %s: %s\n", ops->name, ops->describe(dev));
+    fprintf(o->out, "kernels: %d\n", d->prog->nkernels);
+    const rt_kernel_info *info;
+    int ninfo = exec_kernel_info(s, &info);
+    for (int i = 0; i < ninfo; i++)
+        if (info[i].registers >= 0)
+            fprintf(o->out, "  %-32s %3d registers, %d bytes spill stores, %d bytes spill loads, %d bytes shared, %d bytes stack\n",
+                    info[i].name, info[i].registers, info[i].spill_store_bytes, info[i].spill_load_bytes,
+                    info[i].shared_bytes, info[i].local_bytes);
+    int rc = 0;
+    if (!ops->can_run(dev)) {
+        fprintf(o->out, "compiled only: %s cannot run kernels here\n", ops->name);
+        if (o->check || o->samples) { fprintf(err_out, "%s: no device to run on\n", ops->name); rc = -1; }
+        exec_close(s);
+        ops->close(dev);
+        return rc;
+    }
+    int nin = d->p->inputs.n, nout = d->p->outputs.n;
+    sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **got = calloc((size_t)nout + 1, sizeof *got),
+              **ref = calloc((size_t)nout + 1, sizeof *ref);
+    if (!in || !got || !ref) abort();
+    for (int i = 0; i < nin; i++) {
+        const sc_func *f = d->p->inputs.items[i];
+        int zero[SC_MAX_DIMS] = {0};
+        in[i] = sc_buffer_new(f->type, f->ndims, zero, f->extent);
+        if (!in[i]) abort();
+        sc_buffer_fill_random(in[i], 1 * 1000003u + (uint64_t)i);
+    }
+    if (exec_upload(s, in, err, sizeof err) != 0 || exec_run(s, o->timeout_ms, err, sizeof err) != 0 ||
+        exec_download(s, got, err, sizeof err) != 0) {
+        fprintf(err_out, "%s\n", err);
+        rc = -1;
+    }
+    if (rc == 0 && o->check) {
+        if (sc_evaluate(d->p, in, 1, ref) != 0) {
+            print_errors(d->p, err_out);
+            rc = -1;
+        }
+        for (int i = 0; rc == 0 && i < nout; i++) {
+            const sc_func *f = d->p->outputs.items[i];
+            double maxd;
+            int64_t bad;
+            exec_compare(got[i], ref[i], o->abs_tol, o->rel_tol, &maxd, &bad);
+            bool is_float = f->type == SC_F32;
+            fprintf(o->out, "check %s: %s, max difference %.3g%s (%lld of %lld points differ%s)\n", f->name,
+                    bad ? "MISMATCH" : "matches the reference", maxd,
+                    is_float ? "" : " (exact)", (long long)bad, (long long)sc_buffer_count(ref[i]),
+                    is_float ? ", tolerance 1e-4 abs + 1e-4 rel" : "");
+            if (bad) rc = 1;
+        }
+    }
+    if (rc == 0 && o->samples > 0) {
+        double ms = exec_time(s, o->warmup, o->runs, o->samples, o->timeout_ms, err, sizeof err);
+        if (ms < 0) { fprintf(err_out, "%s\n", err); rc = -1; }
+        else {
+            fprintf(o->out, "time: %.4f ms (min over %d samples of the mean of %d runs, after %d warm-up runs)\n",
+                    ms, o->samples, o->runs, o->warmup);
+            if (o->time_ms) *o->time_ms = ms;
+        }
+    }
+    for (int i = 0; i < nin; i++) sc_buffer_free(in[i]);
+    for (int i = 0; i < nout; i++) { sc_buffer_free(got[i]); sc_buffer_free(ref[i]); }
+    free(in);
+    free(got);
+    free(ref);
+    exec_close(s);
+    ops->close(dev);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/*
+ * driver.h - the whole path from .pipe text to a checked, timed run, in
+ * one place (driver_compile, driver_run): parse, bound, schedule (from a
+ * file or a strategy), check against the target, lower, generate code,
+ * compile, run, compare with the reference evaluator, time.
+ */
+#ifndef SC_DRIVER_H
+#define SC_DRIVER_H
+
+#include "exec.h"
+#include "space.h"
+
+typedef struct {
+    sc_pipeline *p;
+    bounds_result *b;
+    ir_arena *arena;              /* schedules */
+    target t;
+    sched_state *s;
+    lower_program *prog;
+} driver_state;
+
+typedef struct {
+    const char *schedule_path;    /* a .sched file, or NULL */
+    const char *strategy;         /* root | baseline | random (when no file) */
+    uint64_t seed;
+    const char *target;           /* target name; NULL = host-opencl if it exists, else a100 */
+    const char *targets_dir;      /* NULL = "targets" */
+    bool prune;
+} driver_sched_opts;
+
+/* Parses and bounds the pipeline; 0, or -1 with the errors printed to err_out. */
+int driver_load(driver_state *d, const char *pipe_path, const sc_parse_options *po, FILE *err_out);
+/* Chooses the target and the schedule and checks it; then lowers it. */
+int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out);
+void driver_free(driver_state *d);
+
+/* Runs the lowered program on a device (by name, or NULL for the best);
+ * with check, compares every output with the reference evaluator and
+ * prints how far apart they are; with timing > 0 also times it (warmup,
+ * runs, samples).  Returns 0 if everything ran (and matched). */
+typedef struct {
+    const char *device;
+    bool check;
+    int warmup, runs, samples;    /* samples == 0: no timing */
+    int timeout_ms;
+    double abs_tol, rel_tol;
+    const char *arch;             /* CUDA: "sm_80" ... */
+    FILE *out;
+    double *time_ms;              /* out: the measured time, if timed */
+} driver_run_opts;
+
+int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out);
+
+/* The default f32 tolerance of --check. */
+#define DRIVER_ABS_TOL 1e-4
+#define DRIVER_REL_TOL 1e-4
+
+#endif
