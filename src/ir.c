@@ -226,7 +226,9 @@ sc_expr *sc_int(sc_pipeline *p, int64_t v) {
 }
 
 sc_expr *sc_float(sc_pipeline *p, double v) {
-    if (!isfinite(v) || fabs(v) > FLT_MAX) {
+    /* Anything that rounds to a finite f32 fits: FLT_MAX's shortest
+     * 9-digit form, 3.40282347e+38, is a little above it. */
+    if (!isfinite(v) || fabs(v) >= 0x1.ffffffp+127) {
         sc_error(p, "float literal %g does not fit f32", v);
         return NULL;
     }
@@ -891,7 +893,7 @@ sc_param *sc_param_lookup(const sc_pipeline *p, const char *name) {
 int sc_param_set(sc_param *q, double value) {
     if (!isfinite(value)) return -1;
     if (q->type == SC_F32) {
-        if (fabs(value) > FLT_MAX) return -1;
+        if (fabs(value) >= 0x1.ffffffp+127) return -1;   /* rounds to inf */
         q->value = (float)value;
         return 0;
     }

@@ -51,6 +51,7 @@ typedef struct {
     int64_t ival;
     double fval;
     sc_func *func;
+    bool local;            /* made inside a for, if or template block */
 } binding;
 
 typedef struct {
@@ -92,6 +93,7 @@ typedef struct {
     int depth;
     int unrolled;
     bool panic;            /* a syntax error: skip to the statement's end */
+    ir_vec failed;         /* names whose declaration failed (see has_failed) */
     bool stop;             /* too many errors, or nesting too deep */
 } parser;
 
@@ -202,6 +204,7 @@ static binding *bind(parser *ps, const char *name, int len, bind_kind kind) {
     b->name = name;
     b->len = len;
     b->kind = kind;
+    b->local = ps->depth > 0;   /* statements at top level run at depth 0 */
     return b;
 }
 
@@ -215,13 +218,24 @@ static binding *lookup(parser *ps, const char *name, int len) {
     for (int i = ps->nbinds - 1; i >= 0; i--) {
         binding *b = &ps->binds[i];
         if (b->kind == B_BARRIER) { crossed = true; continue; }
-        if (crossed && i >= first_barrier) continue;
+        /* Past a barrier only top-level names count: not the loop
+         * variables of the caller, even a loop at top level. */
+        if (crossed && (i >= first_barrier || b->local)) continue;
         if (b->len == len && !memcmp(b->name, name, (size_t)len)) return b;
     }
     return NULL;
 }
 
 static binding *lookup_tok(parser *ps, const token *t) { return lookup(ps, t->start, t->len); }
+
+/* Whether the declaration of name failed, with an error already reported:
+ * its uses then fail silently (one mistake, one message).  Sets panic so
+ * that the statement using it is skipped. */
+static bool has_failed(parser *ps, const char *name) {
+    for (int i = 0; i < ps->failed.n; i++)
+        if (!strcmp(ps->failed.items[i], name)) { ps->panic = true; return true; }
+    return false;
+}
 
 /* ---- names of Funcs -------------------------------------------------- */
 
@@ -404,6 +418,11 @@ static sc_expr *parse_name(parser *ps) {
     for (int i = 0; i < p->rdoms.n; i++) {
         sc_rdom *r = p->rdoms.items[i];
         if (strcmp(r->name, full)) continue;
+        if (peek(ps)->kind == T_LPAREN) {
+            errorf(ps, t, "%s is a reduction domain, not a Func; use its variables (%s.x ...) without arguments",
+                   full, full);
+            return NULL;
+        }
         if (peek(ps)->kind != T_DOT) {
             if (r->ndims != 1) {
                 errorf(ps, t, "reduction domain %s has %d dimensions; name one as %s.x, %s.y ...",
@@ -427,10 +446,11 @@ static sc_expr *parse_name(parser *ps) {
         if (ps->defining && !strcmp(full, ps->defining))
             errorf(ps, t, "%s refers to itself in its pure definition (a cycle); use an update definition for recurrences",
                    full);
-        else
+        else if (!has_failed(ps, full))
             errorf(ps, t, "unknown name '%s'", full);
         return NULL;
     }
+    if (f->kind == FUNC_DEFINED && f->nstages == 0 && has_failed(ps, full)) return NULL;
     if (peek(ps)->kind != T_LPAREN) {
         errorf(ps, t, "%s is a Func; call it with coordinates, as %s(...)", full, full);
         return NULL;
@@ -463,7 +483,9 @@ static sc_expr *parse_primary(parser *ps) {
     case T_FLOAT:
         next(ps);
         locate(ps, t);
-        if (!isfinite(t->fval) || fabs(t->fval) > 3.4028234e38) {
+        /* In range when it rounds to a finite f32: up to FLT_MAX plus half
+         * an ulp (the IR printer writes -FLT_MAX as -3.40282347e+38). */
+        if (!isfinite(t->fval) || fabs(t->fval) >= 0x1.ffffffp+127) {
             errorf(ps, t, "number %.*s is out of the range of f32", t->len > 40 ? 40 : t->len, t->start);
             return NULL;
         }
@@ -482,19 +504,17 @@ static sc_expr *parse_primary(parser *ps) {
     }
 }
 
+/* Only operators nest here (a parenthesis nests through parse_expr), so
+ * each level of nesting counts once against MAX_DEPTH. */
 static sc_expr *parse_unary(parser *ps) {
     const token *t = peek(ps);
+    if (t->kind != T_MINUS && t->kind != T_BANG && t->kind != T_TILDE) return parse_primary(ps);
     if (!enter(ps, t)) return NULL;
-    sc_expr *e;
-    if (t->kind == T_MINUS || t->kind == T_BANG || t->kind == T_TILDE) {
-        next(ps);
-        sc_expr *a = parse_unary(ps);
-        locate(ps, t);
-        e = a ? sc_unary(ps->p, t->kind == T_MINUS ? SC_NEG : t->kind == T_BANG ? SC_NOT : SC_BITNOT, a)
-              : NULL;
-    } else {
-        e = parse_primary(ps);
-    }
+    next(ps);
+    sc_expr *a = parse_unary(ps);
+    locate(ps, t);
+    sc_expr *e = a ? sc_unary(ps->p, t->kind == T_MINUS ? SC_NEG : t->kind == T_BANG ? SC_NOT : SC_BITNOT, a)
+                   : NULL;
     ps->depth--;
     return e;
 }
@@ -538,68 +558,125 @@ static sc_expr *parse_expr(parser *ps) {
 
 /* ---- compile-time expressions ------------------------------------------ */
 
-/* Evaluates an expression of constants (already folded for integers);
- * floats and math are computed here in double. */
+/* v wrapped to integer type t (two's complement), as the evaluator does. */
+static int64_t ct_wrap(sc_type t, int64_t v) {
+    int bits = sc_type_bits(t);
+    if (t == SC_BOOL) return v != 0;
+    uint64_t u = (uint64_t)v & (bits == 32 ? 0xffffffffu : ((uint64_t)1 << bits) - 1);
+    if (sc_type_is_signed(t) && (u >> (bits - 1))) return (int64_t)u - ((int64_t)1 << bits);
+    return (int64_t)u;
+}
+
+/* A shift by s >= 0 of a `bits`-wide value, as docs/language.md says. */
+static int64_t ct_shift(int64_t a, int64_t s, int bits, bool left) {
+    if (s >= bits) return left || a >= 0 ? 0 : -1;
+    if (left) return (int64_t)(((uint64_t)a << s) & 0xffffffffu);
+    return a < 0 ? ~(~a >> s) : a >> s;
+}
+
+/* Integer operator op on values of type t (already wrapped to t). */
+static int64_t ct_int_binop(int op, sc_type t, int64_t a, int64_t b) {
+    int bits = sc_type_bits(t);
+    switch (op) {
+    case SC_ADD: return a + b;
+    case SC_SUB: return a - b;
+    case SC_MUL: return (int64_t)(((uint64_t)a * (uint64_t)b) & 0xffffffffu);
+    case SC_DIV:
+        if (b == 0) return 0;
+        return a / b - (a % b < 0 ? (b > 0 ? 1 : -1) : 0);
+    case SC_MOD:
+        if (b == 0) return 0;
+        return a % b + (a % b < 0 ? (b > 0 ? b : -b) : 0);
+    case SC_MIN: return a < b ? a : b;
+    case SC_MAX: return a > b ? a : b;
+    case SC_BITAND: return a & b;
+    case SC_BITOR: return a | b;
+    case SC_BITXOR: return a ^ b;
+    case SC_SHL: return b >= 0 ? ct_shift(a, b, bits, true) : ct_shift(a, -b, bits, false);
+    default: return b >= 0 ? ct_shift(a, b, bits, false) : ct_shift(a, -b, bits, true);
+    }
+}
+
+/* Evaluates an expression of constants with the evaluator's semantics:
+ * integers wrap to their type, float-to-integer casts truncate and
+ * saturate, f32 values are rounded to float after every operation and
+ * math uses the float functions, as the evaluator does. */
 static bool const_value(const sc_expr *e, double *v, bool *is_int) {
     double a, b, c;
     bool ia, ib, ic;
+    *is_int = e->type != SC_F32;
     switch (e->kind) {
     case E_CONST:
-        *is_int = e->type != SC_F32;
         *v = e->type == SC_F32 ? e->c.f : (double)e->c.i;
         return true;
     case E_CAST:
         if (!const_value(e->args[0], &a, &ia)) return false;
-        *is_int = e->type != SC_F32;
-        *v = *is_int ? trunc(a) : a;
+        if (e->type == SC_F32) *v = (float)a;
+        else if (ia) *v = (double)ct_wrap(e->type, (int64_t)a);
+        else {
+            double lo = e->type == SC_BOOL ? 0 : -ldexp(1, sc_type_bits(e->type) - 1);
+            double hi = e->type == SC_BOOL ? 1 : ldexp(1, sc_type_bits(e->type) - 1) - 1;
+            if (!sc_type_is_signed(e->type)) { lo = 0; hi = 2 * hi + 1; }
+            *v = isnan(a) ? 0 : a <= lo ? lo : a >= hi ? hi : trunc(a);
+        }
         return true;
     case E_UNARY:
         if (!const_value(e->args[0], &a, &ia)) return false;
-        *is_int = ia;
-        *v = e->op == SC_NEG ? -a : e->op == SC_NOT ? !a : (double)~(int64_t)a;
+        if (e->op == SC_NOT) *v = !a;
+        else if (e->type == SC_F32) *v = (float)-a;
+        else *v = (double)ct_wrap(e->type, e->op == SC_NEG ? -(int64_t)a : ~(int64_t)a);
         return true;
     case E_SELECT:
         if (!const_value(e->args[0], &a, &ia) || !const_value(e->args[1], &b, &ib) ||
             !const_value(e->args[2], &c, &ic)) return false;
         *v = a ? b : c;
-        *is_int = ib && ic;
         return true;
     case E_MATH: {
         if (!const_value(e->args[0], &a, &ia)) return false;
         b = 0;
         if (e->nargs > 1 && !const_value(e->args[1], &b, &ib)) return false;
-        static double (*const f1[])(double) = { sqrt, exp, log, NULL, floor, ceil, nearbyint,
-                                                sin, cos, tanh, NULL, fabs };
-        *is_int = e->op == SC_ABS && ia;
-        *v = e->op == SC_POW ? pow(a, b) : e->op == SC_ATAN2 ? atan2(a, b) : f1[e->op](a);
+        if (*is_int) {   /* abs of an integer wraps: abs(i8(-128)) = -128 */
+            *v = (double)ct_wrap(e->type, a < 0 ? -(int64_t)a : (int64_t)a);
+            return true;
+        }
+        static float (*const f1[])(float) = { sqrtf, expf, logf, NULL, floorf, ceilf, rintf,
+                                              sinf, cosf, tanhf, NULL, fabsf };
+        float fa = (float)a, fb = (float)b;
+        *v = e->op == SC_POW ? powf(fa, fb) : e->op == SC_ATAN2 ? atan2f(fa, fb) : f1[e->op](fa);
         return true;
     }
     case E_BINARY:
         if (!const_value(e->args[0], &a, &ia) || !const_value(e->args[1], &b, &ib)) return false;
-        *is_int = ia && ib;
+        switch (e->op) {
+        case SC_EQ: *v = a == b; return true;
+        case SC_NE: *v = a != b; return true;
+        case SC_LT: *v = a < b; return true;
+        case SC_LE: *v = a <= b; return true;
+        case SC_GT: *v = a > b; return true;
+        case SC_GE: *v = a >= b; return true;
+        case SC_AND: *v = a && b; return true;
+        case SC_OR: *v = a || b; return true;
+        default: break;
+        }
+        if (*is_int) {
+            *v = (double)ct_wrap(e->type, ct_int_binop(e->op, e->type, (int64_t)a, (int64_t)b));
+            return true;
+        }
         switch (e->op) {
         case SC_ADD: *v = a + b; break;
         case SC_SUB: *v = a - b; break;
         case SC_MUL: *v = a * b; break;
-        case SC_DIV: *v = *is_int ? (b == 0 ? 0 : floor(a / b)) : a / b; break;
-        case SC_MOD: *v = *is_int ? (b == 0 ? 0 : a - fabs(b) * floor(a / fabs(b))) : fmod(a, b); break;
+        case SC_DIV: *v = a / b; break;
+        case SC_MOD: {
+            float fa = (float)a, fb = (float)b, q = floorf(fa / fb), m = fb * q;
+            *v = fa - m;
+            break;
+        }
         case SC_MIN: *v = a < b ? a : b; break;
         case SC_MAX: *v = a > b ? a : b; break;
-        case SC_EQ: *v = a == b; *is_int = true; break;
-        case SC_NE: *v = a != b; *is_int = true; break;
-        case SC_LT: *v = a < b; *is_int = true; break;
-        case SC_LE: *v = a <= b; *is_int = true; break;
-        case SC_GT: *v = a > b; *is_int = true; break;
-        case SC_GE: *v = a >= b; *is_int = true; break;
-        case SC_AND: *v = a && b; *is_int = true; break;
-        case SC_OR: *v = a || b; *is_int = true; break;
-        case SC_BITAND: *v = (double)((int64_t)a & (int64_t)b); break;
-        case SC_BITOR: *v = (double)((int64_t)a | (int64_t)b); break;
-        case SC_BITXOR: *v = (double)((int64_t)a ^ (int64_t)b); break;
-        case SC_SHL: *v = (b < 0 || b > 62) ? 0 : (double)((int64_t)a << (int)b); break;
-        case SC_SHR: *v = (b < 0 || b > 62) ? 0 : (double)((int64_t)a >> (int)b); break;
         default: return false;
         }
+        *v = (float)*v;
         return true;
     default:
         return false;
@@ -685,6 +762,10 @@ static void parse_range(parser *ps, int start, int end) {
     ps->end = end;
     while (!at_end(ps) && !ps->stop) {
         parse_stmt(ps);
+        /* An error found after the statement's closing ';' or '}' (a
+         * duplicate name, a value out of range) must not skip the next one. */
+        tok_kind last = ps->pos > start ? ps->ts.toks[ps->pos - 1].kind : T_EOF;
+        if (ps->panic && (last == T_SEMI || last == T_RBRACE)) ps->panic = false;
         if (ps->panic) sync(ps);
     }
     ps->pos = save_pos;
@@ -701,7 +782,9 @@ static bool skip_block(parser *ps, int *start, int *end) {
         if (t->kind == T_LBRACE) depth++;
         else if (t->kind == T_RBRACE && --depth == 0) { *end = ps->pos - 1; return true; }
     }
-    errorf(ps, peek(ps), "missing '}' to close the block");
+    const token *open = &ps->ts.toks[*start - 1];
+    errorf(ps, peek(ps), "missing '}' to close the block opened at line %d, column %d",
+           open->line, open->col);
     return false;
 }
 
@@ -839,6 +922,7 @@ static void stmt_output(parser *ps) {
     if (n < 0 || !expect(ps, T_SEMI, "after output")) return;
     locate(ps, t);
     sc_func *f = sc_func_lookup(ps->p, name);
+    if ((!f || (f->kind == FUNC_DEFINED && f->nstages == 0)) && has_failed(ps, name)) return;
     if (!f) { errorf(ps, t, "unknown Func '%s'", name); return; }
     sc_output(ps->p, f, n, sizes);
 }
@@ -941,6 +1025,7 @@ static void stmt_alias(parser *ps, const char *target, const token *target_tok) 
         sc_func *src = sc_func_lookup(p, src_name);
         binding *b = lookup_tok(ps, st);
         if (b && b->kind == B_FUNC) src = b->func;
+        if (!src && has_failed(ps, src_name)) return;
         if (!src) { errorf(ps, st, "unknown Func or input '%s'", src_name); return; }
         sc_expr *value = NULL;
         if (ce) {
@@ -1063,9 +1148,24 @@ static bool is_free_name(parser *ps, const token *t) {
     char buf[256];
     snprintf(buf, sizeof buf, "%.*s", t->len, t->start);
     if (sc_param_lookup(ps->p, buf) || sc_func_lookup(ps->p, buf)) return false;
+    /* Inside a template, its own name and its locals (an rdom ry stored
+     * as result_ry) are taken too. */
+    if (ps->ninst) {
+        const instance *in = &ps->inst[ps->ninst - 1];
+        if (!strcmp(buf, in->tname)) return false;
+        for (int i = 0; i < in->nlocals; i++)
+            if (!strcmp(in->local[i], buf)) return false;
+    }
     for (int i = 0; i < ps->p->rdoms.n; i++)
         if (!strcmp(((sc_rdom *)ps->p->rdoms.items[i])->name, buf)) return false;
     return true;
+}
+
+typedef struct { const sc_func *f; bool found; } self_use;
+
+static void find_self_or_rvar(const sc_expr *e, void *user) {
+    self_use *u = user;
+    if ((e->kind == E_CALL && e->func == u->f) || e->kind == E_RVAR) u->found = true;
 }
 
 /* NAME(args) op expr ; -- a pure definition or an update. */
@@ -1092,6 +1192,29 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
     const char *names[SC_MAX_DIMS + 1];
     int n = 0;
     ps->defining = name;
+    /* In an update, an argument may use a pure variable that is named bare
+     * further right (hist(clamp(v(r, y)), y) += 1), so the bare names are
+     * bound before any argument is parsed. */
+    bool prebound[SC_MAX_DIMS + 1] = { false };
+    if (!pure) {
+        int depth = 0, arg = 0;
+        bool arg_start = true;
+        for (int i = 0; ps->pos + i < ps->end; i++) {
+            const token *t = peek_at(ps, i), *after = peek_at(ps, i + 1);
+            if (t->kind == T_SEMI || t->kind == T_EOF) break;
+            if (arg_start && depth == 0 && arg < f->ndims && arg <= SC_MAX_DIMS &&
+                ps->nvars < SC_MAX_DIMS && is_free_name(ps, t) &&
+                (after->kind == T_COMMA || after->kind == T_RPAREN)) {
+                ps->vars[ps->nvars] = tok_str(ps, t);
+                ps->var_as[ps->nvars++] = f->vars[arg];
+                prebound[arg] = true;
+            }
+            arg_start = false;
+            if (t->kind == T_LPAREN || t->kind == T_LBRACK) depth++;
+            else if (t->kind == T_RPAREN || t->kind == T_RBRACK) { if (depth-- == 0) break; }
+            else if (t->kind == T_COMMA && depth == 0) { arg++; arg_start = true; }
+        }
+    }
     while (peek(ps)->kind != T_RPAREN && !ps->panic) {
         if (n == SC_MAX_DIMS + 1) {
             errorf(ps, peek(ps), "a Func has at most %d dimensions", SC_MAX_DIMS);
@@ -1111,7 +1234,10 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
             lhs[n] = NULL;
         } else if (bare) {
             next(ps);
-            if (n < f->ndims && ps->nvars < SC_MAX_DIMS) {
+            if (prebound[n]) {
+                locate(ps, t);
+                lhs[n] = sc_var(p, f->vars[n]);
+            } else if (n < f->ndims && ps->nvars < SC_MAX_DIMS) {
                 ps->vars[ps->nvars] = tok_str(ps, t);
                 ps->var_as[ps->nvars++] = f->vars[n];
                 locate(ps, t);
@@ -1158,6 +1284,17 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
         if (f) sc_define(p, f, n, names, value);
         return;
     }
+    /* A second f(x) = ... that neither reads f nor uses a reduction
+     * domain would only replace the first: a name defined twice. */
+    bool bare = op->kind == T_ASSIGN && n == f->ndims;
+    for (int i = 0; i < n && bare; i++) bare = lhs[i] && lhs[i]->kind == E_VAR;
+    self_use u = { f, false };
+    if (bare) ir_visit(value, find_self_or_rvar, &u);
+    if (bare && !u.found) {
+        errorf(ps, name_tok, "%s is already defined (line %d); a second definition is an update and must read %s or use a reduction domain",
+               name, f->loc.line, name);
+        return;
+    }
     if (op->kind != T_ASSIGN) {
         sc_binop bop = op->kind == T_PLUSEQ ? SC_ADD : op->kind == T_MINUSEQ ? SC_SUB :
                        op->kind == T_STAREQ ? SC_MUL : SC_DIV;
@@ -1170,7 +1307,7 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
     sc_update(p, f, n, lhs, value);
 }
 
-static void parse_stmt(parser *ps) {
+static void stmt_dispatch(parser *ps) {
     const token *t = peek(ps);
     ps->defining = NULL;
     ps->nvars = 0;
@@ -1217,8 +1354,24 @@ static void parse_stmt(parser *ps) {
     ps->pos = save;
     name = parse_fname(ps, true, &nt);
     if (!name) return;
+    int nerr = sc_error_count(ps->p);
     if (alias) stmt_alias(ps, name, nt);
     else stmt_define(ps, name, nt);
+    sc_func *f = sc_func_lookup(ps->p, name);
+    /* panic without a new error: it failed silently on a failed name */
+    if ((sc_error_count(ps->p) != nerr || ps->panic) && (!f || f->nstages == 0))
+        ir_vec_push(ps->p->arena, &ps->failed, (void *)name);
+}
+
+/* A statement; a declaration that fails leaves its name in ps->failed. */
+static void parse_stmt(parser *ps) {
+    const token *t = peek(ps), *decl = NULL;
+    if (tok_is(t, "size") || tok_is(t, "let") || tok_is(t, "rdom")) decl = peek_at(ps, 1);
+    if (tok_is(t, "input") || tok_is(t, "param")) decl = peek_at(ps, 2);
+    int nerr = sc_error_count(ps->p);
+    stmt_dispatch(ps);
+    if (decl && decl->kind == T_IDENT && (sc_error_count(ps->p) != nerr || ps->panic))
+        ir_vec_push(ps->p->arena, &ps->failed, tok_str(ps, decl));
 }
 
 /* ---- entry points ---------------------------------------------------- */
