@@ -1,8 +1,8 @@
 # stagecraft - see README.md.  `make demo`, `make test`.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -Isrc
-LDLIBS  = -lpng -lm
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -iquote src
+LDLIBS  = -lpng -lm -ldl -lpthread
 BUILD  ?= build
 
 LIB_SRCS  = $(filter-out src/main.c,$(wildcard src/*.c))
@@ -42,6 +42,19 @@ test: deps all
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
 	@ASAN_OPTIONS=detect_leaks=1 bash tests/run.sh build-asan
+
+# libFuzzer on the .pipe front end: a ~45 s smoke run seeded from the apps
+# and the bad-input corpus (FUZZ_TIME=600 for a longer one).  Crashes are
+# left in build-fuzz/ as crash-* files.
+FUZZ_TIME ?= 45
+FUZZ_SAN = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" build-fuzz/libstagecraft.a
+	clang $(FUZZ_SAN) -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -Iinclude -iquote src tests/fuzz_parse.c \
+		build-fuzz/libstagecraft.a $(LDLIBS) -o build-fuzz/fuzz_parse
+	@mkdir -p build-fuzz/corpus build-fuzz/seed && cp apps/*.pipe tests/bad/*.pipe build-fuzz/seed/
+	cd build-fuzz && ./fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
+		-max_len=8192 -dict=../tests/fuzz_parse.dict -print_final_stats=1 corpus seed
 
 clean:
 	rm -rf build build-asan build-fuzz

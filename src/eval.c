@@ -47,7 +47,21 @@
  * is exact because distinct pure points never interact (see ir.h), while
  * reduction points are never batched: an update with no pure loop (a
  * scatter such as hist(v) += 1) has chunks of one point and sees every
- * previous write.  Stores go to coordinates evaluated per lane.
+ * previous write.  For the same reason chunks are independent, and run in
+ * parallel when built with OpenMP, each thread with its own lane arrays.
+ *
+ * Each point's operations are exactly those of its expression, in its
+ * order, whatever the chunk; three things only save work around them.
+ * (1) Hoisting: an instruction that depends on no reduction variable and
+ * reads no value of the Func itself runs once per chunk, before the
+ * reduction loop.  (2) Affine accesses: a load (or the store) whose
+ * coordinates are affine in the loop variables (built with + - * by a
+ * constant, casts, no wrapping anywhere over the loop box, checked when
+ * compiling) and inside the buffer over the whole loop box needs no
+ * coordinate lanes and no per-lane checks: its offset is a per-chunk
+ * array for the pure loops (shared by accesses with the same steps), plus
+ * one number per reduction point; a contiguous or uniform array is read
+ * as such.  (3) Other coordinates are evaluated per lane and checked.
  */
 #include <float.h>
 #include <limits.h>
@@ -59,7 +73,19 @@
 
 #include "eval.h"
 
+/* Chunks of a stage run in parallel when built with OpenMP. */
+#ifdef _OPENMP
+#define EV_OMP(directive) _Pragma(directive)
+#else
+#define EV_OMP(directive)
+#endif
+
 #define EV_LANES 1024
+
+/* stmt for each lane j of [0, n); a full chunk has a constant count (which
+ * -O2 vectorizes). */
+#define LANES(stmt) { if (n == EV_LANES) for (int j = 0; j < EV_LANES; j++) { stmt; } \
+    else for (int j = 0; j < n; j++) { stmt; } }
 
 typedef union {
     int64_t i[EV_LANES];
@@ -115,9 +141,9 @@ static void type_range(sc_type t, int64_t *lo, int64_t *hi)
 
 /* Wraps lanes (any int64) to type t: the low bits, sign-extended for
  * signed types, written with masks so that no conversion is out of range. */
-static void wrap_lanes(int64_t *v, int n, sc_type t)
+static void wrap_lanes(int64_t *restrict v, int n, sc_type t)
 {
-#define WRAP(expr) for (int j = 0; j < n; j++) { int64_t x = v[j]; v[j] = (expr); } break
+#define WRAP(expr) LANES(int64_t x = v[j]; v[j] = (expr)) break
     switch (t) {
     case SC_BOOL: WRAP(x != 0);
     case SC_U8:   WRAP(x & 0xff);
@@ -254,27 +280,70 @@ static void dag_add_func(ev_dag *g, const sc_func *f)
     }
 }
 
+
+/* The loops of a stage (ir_stage_loops: pure loops first, then the
+ * reduction domain's, dim 0 first) and the box they span. */
+typedef struct {
+    int n, npure;
+    int which[2 * SC_MAX_DIMS];
+    int64_t min[2 * SC_MAX_DIMS], ext[2 * SC_MAX_DIMS];
+} ev_loops;
+
 typedef struct {
     const sc_expr *e;
     int out;                          /* result slot */
-    int arg[SC_MAX_DIMS];             /* operand slots */
+    int arg[SC_MAX_DIMS];             /* operand slots (not for affine loads) */
+    int acc;                          /* loads: affine access, or -1 */
 } ev_instr;
 
+/*
+ * An affine access: the element offset, in its buffer, of the point that
+ * lane j reads (or stores) is q[j] + base + sum_i kred[i] * u_i, where q is
+ * the pure part of the access' index class (the same for every access
+ * with the same offset step per pure loop, computed once per chunk), u_i
+ * is reduction loop i's counter (its value minus its min), and base is
+ * the offset at the first point of the loop box.
+ */
 typedef struct {
-    int ncode;
+    int cls;
+    int64_t base;
+    int64_t kred[SC_MAX_DIMS];
+} ev_access;
+
+/* Patterns of a class's pure offsets over a chunk. */
+enum { EV_GATHER, EV_CONTIG, EV_UNIFORM };
+
+typedef struct {
+    ev_loops L;
+    int npre, ncode;                  /* code[0, npre): once per chunk */
     ev_instr *code;
-    int nslots;
-    ev_lanes *slot;                   /* [0, nloops) are the loop variables */
+    int nslots;                       /* [0, L.n) are the loop variables */
+    int nleaves;
+    int *leaf_slot;                   /* constants and parameters */
+    const sc_expr **leaf;
+    bool fill_red[SC_MAX_DIMS];       /* reduction loop slots that are read */
     int value;                        /* slot of the value stored */
     int nlhs;
     int lhs[SC_MAX_DIMS];             /* slots of the store coordinates */
+    int store;                        /* affine access of the store, or -1 */
+    int nacc, ncls;
+    ev_access *acc;
+    int64_t (*cls)[SC_MAX_DIMS];      /* offset step per pure loop of a class */
 } ev_prog;
 
 static void prog_free(ev_prog *g)
 {
     free(g->code);
-    free(g->slot);
+    free(g->leaf_slot);
+    free(g->leaf);
+    free(g->acc);
+    free(g->cls);
 }
+
+typedef struct {
+    sc_buffer **buf;                  /* by func id: inputs (borrowed) or owned */
+    const sc_func *cur;               /* the Func being computed */
+} ev_ctx;
 
 /* Whether a node's operand and result types are what the evaluator
  * assumes (the builders guarantee it; this catches their bugs early). */
@@ -322,131 +391,362 @@ static void check_types(const sc_expr *e)
     }
 }
 
+/* The value of an integer constant or parameter. */
+static int64_t leaf_int(const sc_expr *e)
+{
+    int64_t lo, hi;
+    type_range(e->type, &lo, &hi);
+    return e->kind == E_PARAM ? sat_trunc(e->param->value, lo, hi) : wrap1(e->c.i, e->type);
+}
+
 /* The value of a constant or parameter broadcast over every lane. */
 static void fill_leaf(ev_lanes *l, const sc_expr *e)
 {
-    double v = e->kind == E_PARAM ? e->param->value : e->c.f;
     if (e->type == SC_F32) {
+        double v = e->kind == E_PARAM ? e->param->value : e->c.f;
         float x = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v;
         for (int j = 0; j < EV_LANES; j++)
             l->f[j] = x;
     } else {
-        int64_t lo, hi;
-        type_range(e->type, &lo, &hi);
-        int64_t x = e->kind == E_PARAM ? sat_trunc(v, lo, hi) : wrap1(e->c.i, e->type);
+        int64_t x = leaf_int(e);
         for (int j = 0; j < EV_LANES; j++)
             l->i[j] = x;
     }
 }
 
+/* ---- affine index expressions --------------------------------------------- */
+
 /*
- * Compiles stage s of f, whose loops are which[0..nloops) (ir_stage_loops),
- * into g.  Variables name loop slots; every other node gets a slot, an
- * instruction's result slot being taken before its operands' are released
- * (results never alias operands).
+ * An integer node that is exactly c + sum_i k[i] * u_i over the whole loop
+ * box, u_i being loop i's counter (its value minus its min): built from
+ * loop variables, constants, parameters, + - negation, * by a constant and
+ * integer casts, with [lo, hi] (its range over the box) inside its type's
+ * range at every node, so that no operation on the way wraps.  Loops of
+ * extent 1 get no coefficient.  Overflow of the arithmetic here gives up.
  */
-static void prog_compile(ev_prog *g, const sc_func *f, int s, int nloops,
-                        const int *which)
+typedef struct {
+    bool ok;
+    int64_t c, lo, hi;
+    int64_t k[2 * SC_MAX_DIMS];
+} ev_aff;
+
+/* r += m * x; false on overflow. */
+static bool aff_axpy(ev_aff *r, const ev_aff *x, int64_t m, int nloops)
+{
+    int64_t t;
+    if (__builtin_mul_overflow(x->c, m, &t) || __builtin_add_overflow(r->c, t, &r->c))
+        return false;
+    for (int i = 0; i < nloops; i++)
+        if (__builtin_mul_overflow(x->k[i], m, &t) || __builtin_add_overflow(r->k[i], t, &r->k[i]))
+            return false;
+    return true;
+}
+
+static bool aff_is_const(const ev_aff *a, int nloops)
+{
+    for (int i = 0; i < nloops; i++)
+        if (a->k[i])
+            return false;
+    return a->ok;
+}
+
+/* Fills r for node e, whose operands' forms are a and b (or NULL), loop:
+ * the loop of a variable.  Returns r->ok. */
+static bool aff_node(ev_aff *r, const sc_expr *e, const ev_aff *a, const ev_aff *b,
+                     int loop, const ev_loops *L)
+{
+    int nl = L->n;
+    memset(r, 0, sizeof *r);
+    if (e->type == SC_F32 || e->type == SC_BOOL)
+        return false;
+    switch (e->kind) {
+    case E_CONST: case E_PARAM:
+        r->c = leaf_int(e);
+        break;
+    case E_VAR: case E_RVAR:
+        r->c = L->min[loop];
+        r->k[loop] = L->ext[loop] > 1;
+        break;
+    case E_CAST:                      /* exact if the range fits (checked below) */
+        if (e->args[0]->type == SC_F32 || e->args[0]->type == SC_BOOL || !a->ok)
+            return false;
+        *r = *a;
+        break;
+    case E_UNARY:
+        if (e->op != SC_NEG || !a->ok || !aff_axpy(r, a, -1, nl))
+            return false;
+        break;
+    case E_BINARY:
+        if (!a->ok || !b->ok)
+            return false;
+        if (e->op == SC_ADD || e->op == SC_SUB) {
+            if (!aff_axpy(r, a, 1, nl) || !aff_axpy(r, b, e->op == SC_ADD ? 1 : -1, nl))
+                return false;
+        } else if (e->op == SC_MUL && aff_is_const(b, nl)) {
+            if (!aff_axpy(r, a, b->c, nl))
+                return false;
+        } else if (e->op == SC_MUL && aff_is_const(a, nl)) {
+            if (!aff_axpy(r, b, a->c, nl))
+                return false;
+        } else {
+            return false;
+        }
+        break;
+    default:
+        return false;
+    }
+    int64_t lo = r->c, hi = r->c, tlo, thi, t;
+    for (int i = 0; i < nl; i++)
+        if (__builtin_mul_overflow(r->k[i], L->ext[i] - 1, &t) ||
+            __builtin_add_overflow(t < 0 ? lo : hi, t, t < 0 ? &lo : &hi))
+            return false;
+    type_range(e->type, &tlo, &thi);
+    r->lo = lo;
+    r->hi = hi;
+    return r->ok = lo >= tlo && hi <= thi;
+}
+
+/*
+ * The affine access of buffer b at coordinates coord[0..ndims), if every
+ * coordinate is affine and stays inside b over the whole loop box (every
+ * point of the box is evaluated, so otherwise the general path reports
+ * the bad lane); -1 if not.  Offsets stay within b's element count: a
+ * coefficient times its loop's extent - 1 is at most the coordinate's
+ * range, which is inside b.
+ */
+static int make_access(ev_prog *g, const sc_buffer *b, int ndims, const ev_aff *const *coord)
+{
+    const ev_loops *L = &g->L;
+    int64_t base = 0, k[2 * SC_MAX_DIMS] = {0};
+    if (!b)
+        return -1;
+    for (int d = 0; d < ndims; d++) {
+        const ev_aff *a = coord[d];
+        if (!a->ok || a->lo < b->min[d] || a->hi >= (int64_t)b->min[d] + b->extent[d])
+            return -1;
+        base += (a->c - b->min[d]) * b->stride[d];
+        for (int i = 0; i < L->n; i++)
+            k[i] += a->k[i] * b->stride[d];
+    }
+    ev_access *acc = &g->acc[g->nacc];
+    acc->base = base;
+    for (int i = L->npure; i < L->n; i++)
+        acc->kred[i - L->npure] = k[i];
+    for (acc->cls = 0; acc->cls < g->ncls; acc->cls++)
+        if (!memcmp(g->cls[acc->cls], k, (size_t)L->npure * sizeof *k))
+            break;
+    if (acc->cls == g->ncls)
+        memcpy(g->cls[g->ncls++], k, (size_t)L->npure * sizeof *k);
+    return g->nacc++;
+}
+
+/* ---- compiling a stage ---------------------------------------------------- */
+
+static bool is_leaf(const sc_expr *e)
+{
+    return e->kind == E_VAR || e->kind == E_RVAR || e->kind == E_CONST || e->kind == E_PARAM;
+}
+
+/*
+ * Compiles stage s of f over the loops g->L into g.  Loads (and the
+ * store) with affine coordinates become affine accesses, which need no
+ * coordinate lanes; nodes read only by those are dropped.  An instruction
+ * that depends on no reduction variable and reads no value of f itself
+ * goes in the prologue, run once per chunk; the others in the body, run
+ * once per reduction point.  Loop variables are slots [0, L.n); every
+ * other node gets a slot, an instruction's result slot being taken before
+ * its operands' are released (results never alias operands); prologue
+ * results read by the body, the value and the store's coordinates live to
+ * the end.
+ */
+static void prog_compile(ev_prog *g, const ev_ctx *c, const sc_func *f, int s)
 {
     const ir_stage *st = &f->stages[s];
+    const ev_loops *L = &g->L;
     ev_dag dag = {0};
-    int nfree = 0;
 
-    memset(g, 0, sizeof *g);
     EV_CHECK(st->value->type == f->type && st->nargs == f->ndims, st->value);
     for (int i = 0; i < st->nargs; i++)
         EV_CHECK(st->args[i]->type != SC_F32, st->args[i]);
     dag_add(&dag, st->value);
     for (int i = 0; i < st->nargs; i++)
         dag_add(&dag, st->args[i]);
-    int n = dag.n;
+    int n = dag.n, nfree = 0;
     int *slot = xrealloc(NULL, (size_t)n * sizeof *slot);
     int *last = xrealloc(NULL, (size_t)n * sizeof *last);
+    int *acc = xrealloc(NULL, (size_t)n * sizeof *acc);
+    int *order = xrealloc(NULL, (size_t)n * sizeof *order);
     int *free_list = xrealloc(NULL, (size_t)n * sizeof *free_list);
+    bool *need = xrealloc(NULL, (size_t)n * sizeof *need);
+    bool *vary = xrealloc(NULL, (size_t)n * sizeof *vary);
+    ev_aff *aff = xrealloc(NULL, (size_t)n * sizeof *aff);
+    g->acc = xrealloc(NULL, (size_t)(n + 1) * sizeof *g->acc);
+    g->cls = xrealloc(NULL, (size_t)(n + 1) * sizeof *g->cls);
     g->code = xrealloc(NULL, (size_t)n * sizeof *g->code);
+    g->leaf = xrealloc(NULL, (size_t)n * sizeof *g->leaf);
+    g->leaf_slot = xrealloc(NULL, (size_t)n * sizeof *g->leaf_slot);
 
-    /* Last reader of each node; the roots live to the end. */
-    for (int k = 0; k < n; k++)
-        last[k] = -1;
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < dag.node[k]->nargs; i++)
-            last[dag_find(&dag, dag.node[k]->args[i])] = k;
-    last[dag_find(&dag, st->value)] = INT_MAX;
-    for (int i = 0; i < st->nargs; i++)
-        last[dag_find(&dag, st->args[i])] = INT_MAX;
-
-    /* Slots: loop variables, then leaves, then temporaries.  Leaves are
-     * never released. */
-    g->nslots = nloops;
+#define ARG(k, i) dag_find(&dag, dag.node[k]->args[i])
+    /* Loop slots, affine forms, accesses, and what varies over the
+     * reduction domain. */
     for (int k = 0; k < n; k++) {
         const sc_expr *e = dag.node[k];
-        slot[k] = -1;
-        if (e->nargs == 0)
-            last[k] = INT_MAX;
+        slot[k] = acc[k] = -1;
         if (e->kind == E_VAR) {
-            for (int i = 0; i < nloops && slot[k] < 0; i++)
-                if (which[i] >= 0 && strcmp(f->vars[which[i]], e->name) == 0)
+            for (int i = 0; i < L->npure && slot[k] < 0; i++)
+                if (strcmp(f->vars[L->which[i]], e->name) == 0)
                     slot[k] = i;
             EV_CHECK(slot[k] >= 0, e);
         } else if (e->kind == E_RVAR) {
             EV_CHECK(e->rdom == st->rdom, e);
-            for (int i = 0; i < nloops; i++)
-                if (which[i] == -1 - e->dim)
+            for (int i = L->npure; i < L->n; i++)
+                if (L->which[i] == -1 - e->dim)
                     slot[k] = i;
             EV_CHECK(slot[k] >= 0, e);
-        } else if (e->kind == E_CONST || e->kind == E_PARAM) {
-            slot[k] = g->nslots++;
+        } else if (!is_leaf(e)) {
+            check_types(e);
+        }
+        aff_node(&aff[k], e, e->nargs > 0 ? &aff[ARG(k, 0)] : NULL,
+                 e->nargs > 1 ? &aff[ARG(k, 1)] : NULL, slot[k], L);
+        bool self = s > 0 && e->kind == E_CALL && e->func == f;
+        vary[k] = e->kind == E_RVAR || self;
+        if (e->kind == E_CALL) {
+            const ev_aff *coord[SC_MAX_DIMS] = {0};
+            for (int i = 0; i < e->nargs; i++)
+                coord[i] = &aff[ARG(k, i)];
+            acc[k] = make_access(g, c->buf[e->func->id], e->nargs, coord);
+        }
+        if (acc[k] >= 0) {
+            for (int i = 0; i < L->n - L->npure; i++)
+                vary[k] |= g->acc[acc[k]].kred[i] != 0;
+        } else {
+            for (int i = 0; i < e->nargs; i++)
+                vary[k] |= vary[ARG(k, i)];
         }
     }
+    const ev_aff *lhs[SC_MAX_DIMS] = {0};
+    for (int i = 0; i < st->nargs; i++)
+        lhs[i] = &aff[dag_find(&dag, st->args[i])];
+    g->store = make_access(g, c->buf[f->id], st->nargs, lhs);
+
+    /* What is needed: the value, the store's coordinates unless it is
+     * affine, and what needed instructions read. */
+    for (int k = 0; k < n; k++)
+        need[k] = false;
+    need[dag_find(&dag, st->value)] = true;
+    for (int i = 0; i < st->nargs && g->store < 0; i++)
+        need[dag_find(&dag, st->args[i])] = true;
+    for (int k = n - 1; k >= 0; k--)
+        for (int i = 0; need[k] && acc[k] < 0 && i < dag.node[k]->nargs; i++)
+            need[ARG(k, i)] = true;
+
+    /* The prologue, then the body, each in post-order. */
+    g->ncode = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < n; k++)
+            if (need[k] && !is_leaf(dag.node[k]) && vary[k] == pass)
+                order[g->ncode++] = k;
+        if (pass == 0)
+            g->npre = g->ncode;
+    }
+
+    /* Last reader of each node (a position in order); leaves, roots and
+     * prologue results read by the body live to the end. */
+    for (int k = 0; k < n; k++)
+        last[k] = is_leaf(dag.node[k]) ? INT_MAX : -1;
+    for (int p = 0; p < g->ncode; p++) {
+        int k = order[p];
+        for (int i = 0; acc[k] < 0 && i < dag.node[k]->nargs; i++) {
+            int a = ARG(k, i);
+            if (last[a] != INT_MAX)
+                last[a] = p >= g->npre && !vary[a] ? INT_MAX : p;
+        }
+    }
+    last[dag_find(&dag, st->value)] = INT_MAX;
+    for (int i = 0; i < st->nargs; i++)
+        last[dag_find(&dag, st->args[i])] = INT_MAX;
+
+    /* Slots: loop variables, then needed constants and parameters, then
+     * temporaries. */
+    g->nslots = L->n;
+    g->nleaves = 0;
     for (int k = 0; k < n; k++) {
         const sc_expr *e = dag.node[k];
-        if (slot[k] >= 0)
-            continue;
-        check_types(e);
-        ev_instr *in = &g->code[g->ncode];
-        slot[k] = nfree ? free_list[--nfree] : g->nslots++;
-        in->e = e;
-        in->out = slot[k];
-        for (int i = 0; i < e->nargs; i++) {
-            int a = dag_find(&dag, e->args[i]);
+        if (need[k] && (e->kind == E_CONST || e->kind == E_PARAM)) {
+            g->leaf[g->nleaves] = e;
+            g->leaf_slot[g->nleaves++] = slot[k] = g->nslots++;
+        }
+        if (e->kind == E_RVAR && need[k])
+            g->fill_red[slot[k] - L->npure] = true;
+    }
+    for (int p = 0; p < g->ncode; p++) {
+        int k = order[p];
+        ev_instr *in = &g->code[p];
+        in->e = dag.node[k];
+        in->out = slot[k] = nfree ? free_list[--nfree] : g->nslots++;
+        in->acc = acc[k];
+        for (int i = 0; acc[k] < 0 && i < in->e->nargs; i++) {
+            int a = ARG(k, i);
             in->arg[i] = slot[a];
-            if (last[a] == k) {
+            if (last[a] == p) {
                 free_list[nfree++] = slot[a];
                 last[a] = -1;           /* released once even if read twice */
             }
         }
-        g->ncode++;
     }
+#undef ARG
     g->value = slot[dag_find(&dag, st->value)];
     g->nlhs = st->nargs;
     for (int i = 0; i < st->nargs; i++)
         g->lhs[i] = slot[dag_find(&dag, st->args[i])];
-
-    g->slot = xrealloc(NULL, (size_t)g->nslots * sizeof *g->slot);
-    for (int k = 0; k < n; k++)
-        if (dag.node[k]->kind == E_CONST || dag.node[k]->kind == E_PARAM)
-            fill_leaf(&g->slot[slot[k]], dag.node[k]);
     free(slot);
     free(last);
+    free(acc);
+    free(order);
     free(free_list);
+    free(need);
+    free(vary);
+    free(aff);
     dag_free(&dag);
 }
 
 /* ---- instructions --------------------------------------------------------- */
 
+/* What one thread needs to run a program over a chunk. */
 typedef struct {
-    sc_buffer **buf;                  /* by func id: inputs (borrowed) or owned */
-    const sc_func *cur;               /* the Func being computed */
-    int64_t off[EV_LANES];            /* element offsets of a load or store */
-} ev_ctx;
+    ev_lanes *slot;                   /* the program's slots */
+    int64_t (*q)[EV_LANES];           /* per index class: pure offsets */
+    int *pat;                         /* per index class: EV_GATHER ... */
+    int64_t rc[SC_MAX_DIMS];          /* reduction loop counters, from 0 */
+    int64_t off[EV_LANES];            /* element offsets of a general access */
+} ev_work;
 
-#define LOOP(stmt) for (int j = 0; j < n; j++) { stmt; } break
-
-static void exec_binary_f32(int op, ev_lanes *out, const float *x,
-                            const float *y, int n)
+static ev_work *work_new(const ev_prog *g)
 {
-    float *o = out->f;
-    int64_t *ob = out->i;
+    ev_work *w = xrealloc(NULL, sizeof *w);
+    w->slot = xrealloc(NULL, (size_t)g->nslots * sizeof *w->slot);
+    w->q = xrealloc(NULL, (size_t)g->ncls * sizeof *w->q);
+    w->pat = xrealloc(NULL, (size_t)g->ncls * sizeof *w->pat);
+    for (int i = 0; i < g->nleaves; i++)
+        fill_leaf(&w->slot[g->leaf_slot[i]], g->leaf[i]);
+    return w;
+}
+
+static void work_free(ev_work *w)
+{
+    free(w->slot);
+    free(w->q);
+    free(w->pat);
+    free(w);
+}
+
+#define LOOP(stmt) LANES(stmt) break
+
+static void exec_binary_f32(int op, ev_lanes *out, const float *restrict x,
+                            const float *restrict y, int n)
+{
+    float *restrict o = out->f;
+    int64_t *restrict ob = out->i;        /* comparisons */
     switch (op) {
     case SC_ADD: LOOP(o[j] = x[j] + y[j]);
     case SC_SUB: LOOP(o[j] = x[j] - y[j]);
@@ -468,7 +768,7 @@ static void exec_binary_f32(int op, ev_lanes *out, const float *x,
 /* Integer operands are already wrapped to their type (at most 32 bits),
  * so + - and / cannot overflow int64; * is done in uint64_t. */
 static void exec_binary_int(int op, sc_type t, int64_t *restrict o,
-                            const int64_t *x, const int64_t *y, int n)
+                            const int64_t *restrict x, const int64_t *restrict y, int n)
 {
     int bits = sc_type_bits(t);
     switch (op) {
@@ -500,9 +800,9 @@ static void exec_binary_int(int op, sc_type t, int64_t *restrict o,
         wrap_lanes(o, n, t);
 }
 
-static void exec_binary(ev_prog *g, const ev_instr *in, int n)
+static void exec_binary(ev_lanes *sl, const ev_instr *in, int n)
 {
-    ev_lanes *o = &g->slot[in->out], *a = &g->slot[in->arg[0]], *b = &g->slot[in->arg[1]];
+    ev_lanes *o = &sl[in->out], *a = &sl[in->arg[0]], *b = &sl[in->arg[1]];
     sc_type t = in->e->args[0]->type;
     if (t == SC_F32)
         exec_binary_f32(in->e->op, o, a->f, b->f, n);
@@ -510,67 +810,68 @@ static void exec_binary(ev_prog *g, const ev_instr *in, int n)
         exec_binary_int(in->e->op, t, o->i, a->i, b->i, n);
 }
 
-static void exec_unary(ev_prog *g, const ev_instr *in, int n)
+static void exec_unary(ev_lanes *sl, const ev_instr *in, int n)
 {
-    ev_lanes *o = &g->slot[in->out], *a = &g->slot[in->arg[0]];
+    int64_t *restrict o = sl[in->out].i;
+    const int64_t *restrict a = sl[in->arg[0]].i;
     sc_type t = in->e->type;
     if (t == SC_F32) {                    /* only negation (check_types) */
-        for (int j = 0; j < n; j++)
-            o->f[j] = -a->f[j];
+        float *restrict of = sl[in->out].f;
+        const float *restrict af = sl[in->arg[0]].f;
+        LANES(of[j] = -af[j]);
         return;
     }
     switch (in->e->op) {
-    case SC_NEG:    LOOP(o->i[j] = -a->i[j]);
-    case SC_NOT:    LOOP(o->i[j] = !a->i[j]);
-    case SC_BITNOT: LOOP(o->i[j] = ~a->i[j]);
+    case SC_NEG:    LOOP(o[j] = -a[j]);
+    case SC_NOT:    LOOP(o[j] = !a[j]);
+    case SC_BITNOT: LOOP(o[j] = ~a[j]);
     default:        ev_bug("unary operator %d", in->e->op);
     }
-    wrap_lanes(o->i, n, t);
+    wrap_lanes(o, n, t);
 }
 
-static void exec_cast(ev_prog *g, const ev_instr *in, int n)
+static void exec_cast(ev_lanes *sl, const ev_instr *in, int n)
 {
-    ev_lanes *o = &g->slot[in->out], *a = &g->slot[in->arg[0]];
+    int64_t *restrict o = sl[in->out].i;
+    float *restrict of = sl[in->out].f;
+    const int64_t *restrict a = sl[in->arg[0]].i;
+    const float *restrict af = sl[in->arg[0]].f;
     sc_type to = in->e->type, from = in->e->args[0]->type;
-    if (from == SC_F32) {
-        if (to == SC_F32)
-            memcpy(o->f, a->f, (size_t)n * sizeof(float));
-        else if (to == SC_BOOL)
-            for (int j = 0; j < n; j++)
-                o->i[j] = a->f[j] != 0;
-        else {
-            int64_t lo, hi;
-            type_range(to, &lo, &hi);
-            for (int j = 0; j < n; j++)
-                o->i[j] = sat_trunc(a->f[j], lo, hi);
-        }
+    int64_t lo, hi;
+    if (from == SC_F32 && to == SC_F32) {
+        LANES(of[j] = af[j]);
+    } else if (from == SC_F32 && to == SC_BOOL) {
+        LANES(o[j] = af[j] != 0);
+    } else if (from == SC_F32) {
+        type_range(to, &lo, &hi);
+        LANES(o[j] = sat_trunc(af[j], lo, hi));
     } else if (to == SC_F32) {
-        for (int j = 0; j < n; j++)
-            o->f[j] = (float)a->i[j];
+        LANES(of[j] = (float)a[j]);
     } else {
-        memcpy(o->i, a->i, (size_t)n * sizeof(int64_t));
-        wrap_lanes(o->i, n, to);          /* bool: != 0 */
+        LANES(o[j] = a[j]);
+        wrap_lanes(o, n, to);             /* bool: != 0 */
     }
 }
 
-static void exec_select(ev_prog *g, const ev_instr *in, int n)
+static void exec_select(ev_lanes *sl, const ev_instr *in, int n)
 {
-    ev_lanes *o = &g->slot[in->out], *c = &g->slot[in->arg[0]];
-    ev_lanes *t = &g->slot[in->arg[1]], *f = &g->slot[in->arg[2]];
+    const int64_t *restrict c = sl[in->arg[0]].i;
     if (in->e->type == SC_F32) {
-        for (int j = 0; j < n; j++)
-            o->f[j] = c->i[j] ? t->f[j] : f->f[j];
+        float *restrict o = sl[in->out].f;
+        const float *restrict t = sl[in->arg[1]].f, *restrict f = sl[in->arg[2]].f;
+        LANES(o[j] = c[j] ? t[j] : f[j]);
     } else {
-        for (int j = 0; j < n; j++)
-            o->i[j] = c->i[j] ? t->i[j] : f->i[j];
+        int64_t *restrict o = sl[in->out].i;
+        const int64_t *restrict t = sl[in->arg[1]].i, *restrict f = sl[in->arg[2]].i;
+        LANES(o[j] = c[j] ? t[j] : f[j]);
     }
 }
 
-static void exec_math(ev_prog *g, const ev_instr *in, int n)
+static void exec_math(ev_lanes *sl, const ev_instr *in, int n)
 {
-    float *restrict o = g->slot[in->out].f;
-    const float *x = g->slot[in->arg[0]].f;
-    const float *y = in->e->nargs > 1 ? g->slot[in->arg[1]].f : NULL;
+    float *restrict o = sl[in->out].f;
+    const float *restrict x = sl[in->arg[0]].f;
+    const float *restrict y = in->e->nargs > 1 ? sl[in->arg[1]].f : NULL;
     switch (in->e->op) {
     case SC_SQRT:  LOOP(o[j] = sqrtf(x[j]));
     case SC_EXP:   LOOP(o[j] = expf(x[j]));
@@ -587,8 +888,8 @@ static void exec_math(ev_prog *g, const ev_instr *in, int n)
         if (in->e->type == SC_F32) {
             LOOP(o[j] = fabsf(x[j]));
         } else {
-            int64_t *restrict oi = g->slot[in->out].i;
-            const int64_t *xi = g->slot[in->arg[0]].i;
+            int64_t *restrict oi = sl[in->out].i;
+            const int64_t *xi = sl[in->arg[0]].i;
             for (int j = 0; j < n; j++)
                 oi[j] = xi[j] < 0 ? -xi[j] : xi[j];
             wrap_lanes(oi, n, in->e->type);
@@ -598,14 +899,17 @@ static void exec_math(ev_prog *g, const ev_instr *in, int n)
     }
 }
 
+
+/* ---- loads and stores ----------------------------------------------------- */
+
 /* Reports the first lane of an access outside b (an internal bug). */
-static _Noreturn void lane_out_of_region(ev_ctx *c, ev_prog *g, const sc_buffer *b,
-                                         int ndims, const int *coord, int n,
-                                         const char *what, const char *name)
+static _Noreturn void lane_out_of_region(const ev_ctx *c, const ev_lanes *sl,
+                                         const sc_buffer *b, int ndims, const int *coord,
+                                         int n, const char *what, const char *name)
 {
     for (int d = 0; d < ndims; d++)
         for (int j = 0; j < n; j++) {
-            int64_t x = g->slot[coord[d]].i[j], lo = b->min[d];
+            int64_t x = sl[coord[d]].i[j], lo = b->min[d];
             if (x < lo || x >= lo + b->extent[d])
                 ev_bug("%s %s%s at %lld in dimension %d, outside its region "
                        "[%lld, %lld)", c->cur->name, what, name, (long long)x, d,
@@ -615,184 +919,248 @@ static _Noreturn void lane_out_of_region(ev_ctx *c, ev_prog *g, const sc_buffer 
 }
 
 /*
- * Element offsets in b of the points whose coordinates are in the lanes
- * coord[0..ndims) (a 0-dimensional Func has one element).  A point outside
- * b is a bug of bounds inference (or of this evaluator): abort, naming the
- * access (what: "reads g", "stores").
+ * Element offsets in b (into w->off) of the points whose coordinates are
+ * in the lanes coord[0..ndims) (a 0-dimensional Func has one element).  A
+ * point outside b is a bug of bounds inference (or of this evaluator):
+ * abort, naming the access (what: "reads g", "stores").
  */
-static void lane_offsets(ev_ctx *c, ev_prog *g, const sc_buffer *b,
+static void lane_offsets(const ev_ctx *c, ev_work *w, const sc_buffer *b,
                          int ndims, const int *coord, int n, const char *what,
                          const char *name)
 {
-    int64_t *restrict off = c->off;
+    int64_t *restrict off = w->off;
     uint64_t bad = 0;
     if (ndims == 0)
         memset(off, 0, (size_t)n * sizeof *off);
     for (int d = 0; d < ndims; d++) {
-        const int64_t *x = g->slot[coord[d]].i;
+        const int64_t *x = w->slot[coord[d]].i;
         int64_t lo = b->min[d], stride = b->stride[d];
         uint64_t ext = (uint64_t)b->extent[d];
-        if (d == 0 && stride == 1)
-            for (int j = 0; j < n; j++) {
-                bad |= (uint64_t)(x[j] - lo) >= ext;
-                off[j] = x[j] - lo;
-            }
-        else if (d == 0)
-            for (int j = 0; j < n; j++) {
-                bad |= (uint64_t)(x[j] - lo) >= ext;
-                off[j] = (x[j] - lo) * stride;
-            }
+        if (d == 0)
+            LANES(bad |= (uint64_t)(x[j] - lo) >= ext; off[j] = (x[j] - lo) * stride)
         else
-            for (int j = 0; j < n; j++) {
-                bad |= (uint64_t)(x[j] - lo) >= ext;
-                off[j] += (x[j] - lo) * stride;
-            }
+            LANES(bad |= (uint64_t)(x[j] - lo) >= ext; off[j] += (x[j] - lo) * stride)
     }
     if (bad)
-        lane_out_of_region(c, g, b, ndims, coord, n, what, name);
+        lane_out_of_region(c, w->slot, b, ndims, coord, n, what, name);
 }
 
-static void exec_load(ev_ctx *c, ev_prog *g, const ev_instr *in, int n)
+/*
+ * Where lane j's element is: data[s + q[j]], with *pat telling whether q
+ * is contiguous (q[j] == q[0] + j) or uniform.  An affine access takes q
+ * from its class and s from the reduction counters; a general one has its
+ * offsets computed into w->off.
+ */
+static const int64_t *access_offsets(const ev_prog *g, ev_work *w, int acc,
+                                     int64_t *s, int *pat)
+{
+    if (acc < 0) {
+        *s = 0;
+        *pat = EV_GATHER;
+        return w->off;
+    }
+    const ev_access *a = &g->acc[acc];
+    *s = a->base;
+    for (int i = 0; i < g->L.n - g->L.npure; i++)
+        *s += a->kred[i] * w->rc[i];
+    *pat = w->pat[a->cls];
+    return w->q[a->cls];
+}
+
+static void exec_load(const ev_ctx *c, const ev_prog *g, ev_work *w,
+                      const ev_instr *in, int n)
 {
     const sc_func *callee = in->e->func;
     const sc_buffer *b = c->buf[callee->id];
     if (!b)
         ev_bug("%s reads %s, which is not computed", c->cur->name, callee->name);
-    lane_offsets(c, g, b, callee->ndims, in->arg, n, "reads ", callee->name);
-    const int64_t *off = c->off;
-    ev_lanes *o = &g->slot[in->out];
-    const void *d = b->data;
+    if (in->acc < 0)
+        lane_offsets(c, w, b, callee->ndims, in->arg, n, "reads ", callee->name);
+    int64_t s;
+    int pat;
+    const int64_t *restrict q = access_offsets(g, w, in->acc, &s, &pat);
+    int64_t s0 = s + q[0], *restrict oi = w->slot[in->out].i;
+    float *restrict of = w->slot[in->out].f;
+#define GATHER(T, lanes) { const T *restrict d = b->data;                     \
+        if (pat == EV_CONTIG) { LOOP(lanes[j] = d[s0 + j]); }               \
+        if (pat == EV_UNIFORM) { T v = d[s0]; LOOP(lanes[j] = v); }         \
+        LOOP(lanes[j] = d[s + q[j]]); }
     switch (b->type) {
     case SC_BOOL:
-    case SC_U8:  LOOP(o->i[j] = ((const uint8_t *)d)[off[j]]);
-    case SC_U16: LOOP(o->i[j] = ((const uint16_t *)d)[off[j]]);
-    case SC_U32: LOOP(o->i[j] = ((const uint32_t *)d)[off[j]]);
-    case SC_I8:  LOOP(o->i[j] = ((const int8_t *)d)[off[j]]);
-    case SC_I16: LOOP(o->i[j] = ((const int16_t *)d)[off[j]]);
-    case SC_I32: LOOP(o->i[j] = ((const int32_t *)d)[off[j]]);
-    case SC_F32: LOOP(o->f[j] = ((const float *)d)[off[j]]);
+    case SC_U8:  GATHER(uint8_t, oi);
+    case SC_U16: GATHER(uint16_t, oi);
+    case SC_U32: GATHER(uint32_t, oi);
+    case SC_I8:  GATHER(int8_t, oi);
+    case SC_I16: GATHER(int16_t, oi);
+    case SC_I32: GATHER(int32_t, oi);
+    case SC_F32: GATHER(float, of);
     default:     ev_bug("load of type %s", sc_type_name(b->type));
     }
+#undef GATHER
 }
 
 /* Stores the program's value at its left-hand side coordinates.  Integer
  * values are already wrapped to the Func's type, so the conversions below
- * are exact. */
-static void exec_store(ev_ctx *c, ev_prog *g, sc_buffer *b, int n)
+ * are exact.  Lanes store in order (a scatter's lanes may collide). */
+static void exec_store(const ev_ctx *c, const ev_prog *g, ev_work *w, sc_buffer *b, int n)
 {
-    lane_offsets(c, g, b, g->nlhs, g->lhs, n, "stores", "");
-    const int64_t *off = c->off;
-    const ev_lanes *v = &g->slot[g->value];
-    void *d = b->data;
+    if (g->store < 0)
+        lane_offsets(c, w, b, g->nlhs, g->lhs, n, "stores", "");
+    int64_t s;
+    int pat;
+    const int64_t *restrict q = access_offsets(g, w, g->store, &s, &pat);
+    int64_t s0 = s + q[0];
+    const int64_t *restrict vi = w->slot[g->value].i;
+    const float *restrict vf = w->slot[g->value].f;
+#define SCATTER(T, lanes) { T *restrict d = b->data;                           \
+        if (pat == EV_CONTIG) { LOOP(d[s0 + j] = (T)lanes[j]); }            \
+        LOOP(d[s + q[j]] = (T)lanes[j]); }
     switch (b->type) {
     case SC_BOOL:
-    case SC_U8:  LOOP(((uint8_t *)d)[off[j]] = (uint8_t)v->i[j]);
-    case SC_U16: LOOP(((uint16_t *)d)[off[j]] = (uint16_t)v->i[j]);
-    case SC_U32: LOOP(((uint32_t *)d)[off[j]] = (uint32_t)v->i[j]);
-    case SC_I8:  LOOP(((int8_t *)d)[off[j]] = (int8_t)v->i[j]);
-    case SC_I16: LOOP(((int16_t *)d)[off[j]] = (int16_t)v->i[j]);
-    case SC_I32: LOOP(((int32_t *)d)[off[j]] = (int32_t)v->i[j]);
-    case SC_F32: LOOP(((float *)d)[off[j]] = v->f[j]);
+    case SC_U8:  SCATTER(uint8_t, vi);
+    case SC_U16: SCATTER(uint16_t, vi);
+    case SC_U32: SCATTER(uint32_t, vi);
+    case SC_I8:  SCATTER(int8_t, vi);
+    case SC_I16: SCATTER(int16_t, vi);
+    case SC_I32: SCATTER(int32_t, vi);
+    case SC_F32: SCATTER(float, vf);
     default:     ev_bug("store of type %s", sc_type_name(b->type));
     }
+#undef SCATTER
 }
 
 #undef LOOP
 
-/* Runs the program over lanes [0, n) and stores the results. */
-static void prog_run(ev_ctx *c, ev_prog *g, sc_buffer *dst, int n)
+/* Runs code[from, to) over lanes [0, n). */
+static void run_code(const ev_ctx *c, const ev_prog *g, ev_work *w, int from, int to, int n)
 {
-    for (int k = 0; k < g->ncode; k++) {
+    for (int k = from; k < to; k++) {
         const ev_instr *in = &g->code[k];
         switch (in->e->kind) {
-        case E_BINARY: exec_binary(g, in, n); break;
-        case E_UNARY:  exec_unary(g, in, n); break;
-        case E_CAST:   exec_cast(g, in, n); break;
-        case E_SELECT: exec_select(g, in, n); break;
-        case E_MATH:   exec_math(g, in, n); break;
-        case E_CALL:   exec_load(c, g, in, n); break;
+        case E_BINARY: exec_binary(w->slot, in, n); break;
+        case E_UNARY:  exec_unary(w->slot, in, n); break;
+        case E_CAST:   exec_cast(w->slot, in, n); break;
+        case E_SELECT: exec_select(w->slot, in, n); break;
+        case E_MATH:   exec_math(w->slot, in, n); break;
+        case E_CALL:   exec_load(c, g, w, in, n); break;
         default:       ev_bug("node kind %d in a program", in->e->kind);
         }
     }
-    exec_store(c, g, dst, n);
 }
 
 /* ---- stages and Funcs ----------------------------------------------------- */
 
 /*
+ * Runs the stage over the chunk of pure points [k0, k0 + n) (flat index,
+ * pure loop 0 fastest): its coordinates, the pure offsets of each index
+ * class, the prologue, then the reduction domain in order (a dimension's
+ * lanes refilled only when its coordinate changes), the body and the
+ * store once per reduction point; a pure stage stores once.
+ */
+static void run_chunk(const ev_ctx *c, const ev_prog *g, ev_work *w, sc_buffer *dst,
+                      int64_t k0, int n)
+{
+    const ev_loops *L = &g->L;
+    int64_t pc[SC_MAX_DIMS], rest = k0;
+    for (int i = 0; i < L->npure; i++) {
+        pc[i] = rest % L->ext[i];
+        rest /= L->ext[i];
+    }
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < L->npure; i++)
+            w->slot[i].i[j] = L->min[i] + pc[i];
+        for (int i = 0; i < L->npure && ++pc[i] == L->ext[i]; i++)
+            pc[i] = 0;
+    }
+    for (int k = 0; k < g->ncls; k++) {
+        int64_t *restrict q = w->q[k];
+        memset(q, 0, (size_t)n * sizeof *q);
+        for (int i = 0; i < L->npure; i++) {
+            const int64_t *restrict x = w->slot[i].i;
+            int64_t step = g->cls[k][i], m = L->min[i];
+            if (step)
+                LANES(q[j] += step * (x[j] - m));
+        }
+        bool contig = true, uniform = true;
+        for (int j = 0; j < n; j++) {
+            contig &= q[j] == q[0] + j;
+            uniform &= q[j] == q[0];
+        }
+        w->pat[k] = uniform ? EV_UNIFORM : contig ? EV_CONTIG : EV_GATHER;
+    }
+
+    int nred = L->n - L->npure, changed = nred;
+    for (int i = 0; i < nred; i++)
+        w->rc[i] = 0;
+    if (nred == 0) {
+        run_code(c, g, w, 0, g->ncode, n);
+        exec_store(c, g, w, dst, n);
+        return;
+    }
+    run_code(c, g, w, 0, g->npre, n);
+    for (;;) {
+        for (int i = 0; i < changed; i++) {
+            int64_t v = L->min[L->npure + i] + w->rc[i];
+            int64_t *x = w->slot[L->npure + i].i;
+            for (int j = 0; g->fill_red[i] && j < n; j++)
+                x[j] = v;
+        }
+        run_code(c, g, w, g->npre, g->ncode, n);
+        exec_store(c, g, w, dst, n);
+        int i = 0;
+        while (i < nred && ++w->rc[i] == L->ext[L->npure + i])
+            w->rc[i++] = 0;
+        if (i == nred)
+            break;
+        changed = i + 1;
+    }
+}
+
+/*
  * Runs stage s of f (see the batching paragraph at the top).  Pure loops
  * span the Func's region in their dimension; reduction loops its domain.
+ * Chunks are independent (distinct pure points never interact, see ir.h),
+ * so they run in parallel, each thread with its own slots; an update with
+ * no pure loop is a single chunk.
  */
-static void run_stage(ev_ctx *c, const sc_func *f, int s, const bounds_func *r)
+static void run_stage(const ev_ctx *c, const sc_func *f, int s, const bounds_func *r)
 {
     const ir_stage *st = &f->stages[s];
-    int which[2 * SC_MAX_DIMS];
-    int nloops = ir_stage_loops(f, s, which);
-    int npure = 0;
-    while (npure < nloops && which[npure] >= 0)
-        npure++;
-
-    int64_t pmin[SC_MAX_DIMS], pext[SC_MAX_DIMS], total = 1;
-    for (int i = 0; i < npure; i++) {
-        pmin[i] = r->min[which[i]];
-        pext[i] = r->extent[which[i]];
-        total *= pext[i];
+    ev_prog g = {0};
+    ev_loops *L = &g.L;
+    L->n = ir_stage_loops(f, s, L->which);
+    while (L->npure < L->n && L->which[L->npure] >= 0)
+        L->npure++;
+    int64_t total = 1;
+    for (int i = 0; i < L->npure; i++) {
+        L->min[i] = r->min[L->which[i]];
+        L->ext[i] = r->extent[L->which[i]];
+        total *= L->ext[i];
     }
-    int nred = nloops - npure;
-    int64_t rmin[SC_MAX_DIMS], rext[SC_MAX_DIMS];
-    for (int i = 0; i < nred; i++) {
-        int d = -1 - which[npure + i];
-        if (which[npure + i] >= 0 || !st->rdom || d >= st->rdom->ndims)
+    for (int i = L->npure; i < L->n; i++) {
+        int d = -1 - L->which[i];
+        if (L->which[i] >= 0 || !st->rdom || d >= st->rdom->ndims)
             ev_bug("bad loops for stage %d of %s", s, f->name);
-        rmin[i] = st->rdom->min[d];
-        rext[i] = st->rdom->extent[d];
-        if (rext[i] <= 0)
+        L->min[i] = st->rdom->min[d];
+        L->ext[i] = st->rdom->extent[d];
+        if (L->ext[i] <= 0)
             return;
     }
+    if (total <= 0)
+        return;
 
-    ev_prog g;
-    prog_compile(&g, f, s, nloops, which);
+    prog_compile(&g, c, f, s);
     sc_buffer *dst = c->buf[f->id];
-    int64_t pc[SC_MAX_DIMS];
-    for (int64_t k0 = 0; k0 < total; k0 += EV_LANES) {
-        int n = total - k0 < EV_LANES ? (int)(total - k0) : EV_LANES;
-        /* Decode the chunk's first point, then count up, dim 0 fastest. */
-        int64_t rest = k0;
-        for (int i = 0; i < npure; i++) {
-            pc[i] = rest % pext[i];
-            rest /= pext[i];
+    int64_t nchunks = (total + EV_LANES - 1) / EV_LANES;
+    EV_OMP("omp parallel if (nchunks > 1)")
+    {
+        ev_work *w = work_new(&g);
+        EV_OMP("omp for schedule(dynamic)")
+        for (int64_t k = 0; k < nchunks; k++) {
+            int64_t k0 = k * EV_LANES;
+            run_chunk(c, &g, w, dst, k0, total - k0 < EV_LANES ? (int)(total - k0) : EV_LANES);
         }
-        for (int j = 0; j < n; j++) {
-            for (int i = 0; i < npure; i++)
-                g.slot[i].i[j] = pmin[i] + pc[i];
-            for (int i = 0; i < npure && ++pc[i] == pext[i]; i++)
-                pc[i] = 0;
-        }
-        if (nred == 0) {
-            prog_run(c, &g, dst, n);
-            continue;
-        }
-        /* The reduction domain in order; a dimension's lanes are refilled
-         * only when its coordinate changes. */
-        int64_t rc[SC_MAX_DIMS];
-        int changed = nred;               /* dims [0, changed) to refill */
-        for (int i = 0; i < nred; i++)
-            rc[i] = 0;
-        for (;;) {
-            for (int i = 0; i < changed; i++) {
-                int64_t v = rmin[i] + rc[i];
-                int64_t *x = g.slot[npure + i].i;
-                for (int j = 0; j < n; j++)
-                    x[j] = v;
-            }
-            prog_run(c, &g, dst, n);
-            int i = 0;
-            while (i < nred && ++rc[i] == rext[i])
-                rc[i++] = 0;
-            if (i == nred)
-                break;
-            changed = i + 1;
-        }
+        work_free(w);
     }
     prog_free(&g);
 }

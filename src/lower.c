@@ -32,6 +32,7 @@
 
 typedef struct {
     sc_pipeline *p;
+    ir_arena *arena;           /* everything lowering makes */
     const bounds_result *b;
     const sched_state *s;
     lower_program *prog;
@@ -63,11 +64,11 @@ static sc_func *func_at(const ctx *c, int id) { return c->p->funcs.items[id]; }
 /* ---- raw expression nodes (no type rules: lowering knows the types) ---- */
 
 static sc_expr *node(ctx *c, ir_kind kind, sc_type t, int nargs) {
-    sc_expr *e = ir_alloc(c->p->arena, sizeof *e);
+    sc_expr *e = ir_alloc(c->arena, sizeof *e);
     e->kind = kind;
     e->type = t;
     e->nargs = nargs;
-    if (nargs) e->args = ir_alloc(c->p->arena, sizeof(sc_expr *) * (size_t)nargs);
+    if (nargs) e->args = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nargs);
     return e;
 }
 
@@ -122,22 +123,22 @@ static const char *fresh(ctx *c, const char *fmt, ...) {
         if (!taken) break;
         snprintf(name, sizeof name, "%s_%d", stem, k);
     }
-    char *r = ir_strdup(c->p->arena, name);
-    ir_vec_push(c->p->arena, &c->names, r);
+    char *r = ir_strdup(c->arena, name);
+    ir_vec_push(c->arena, &c->names, r);
     return r;
 }
 
 /* ---- statements --------------------------------------------------------- */
 
 static kstmt *stmt(ctx *c, kstmt_kind kind) {
-    kstmt *s = ir_alloc(c->p->arena, sizeof *s);
+    kstmt *s = ir_alloc(c->arena, sizeof *s);
     s->kind = kind;
     return s;
 }
 
 static void seq_add(ctx *c, kstmt *seq, kstmt *item) {
     if (!item) return;
-    kstmt **items = ir_alloc(c->p->arena, sizeof(kstmt *) * (size_t)(seq->n + 1));
+    kstmt **items = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(seq->n + 1));
     if (seq->n) memcpy(items, seq->items, sizeof(kstmt *) * (size_t)seq->n);
     items[seq->n++] = item;
     seq->items = items;
@@ -234,15 +235,62 @@ static void note_use(const sc_expr *e, void *user) {
     }
 }
 
+/* ---- the size of inlined expressions ------------------------------------ */
+
+typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
+
+static double inlined_size(size_ctx *z, const sc_expr *e);
+
+/* The size of an inline Func's value with its own inline calls expanded,
+ * and how many times its variables occur in it. */
+static double inline_func_size(size_ctx *z, const sc_func *g) {
+    if (z->memo[g->id] >= 0) return z->memo[g->id];
+    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
+    double v = inlined_size(z, g->stages[0].value);
+    z->memo[g->id] = v;
+    return v;
+}
+
+/* Tree size of e once inline Funcs are substituted (each occurrence of an
+ * inline call costs its Func's size plus its arguments once per use). */
+static double inlined_size(size_ctx *z, const sc_expr *e) {
+    double n = 1;
+    for (int i = 0; i < e->nargs; i++) n += inlined_size(z, e->args[i]);
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED) {
+        const sched_func *sf = z->s->f[e->func->id];
+        if (sf && sf->loc == SCHED_INLINE) n += inline_func_size(z, e->func) * (e->nargs ? 2 : 1);
+    }
+    return n;
+}
+
+double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
+    size_ctx z = { p, s, malloc(sizeof(double) * (size_t)(p->funcs.n + 1)) };
+    if (!z.memo) abort();
+    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
+    double best = 0;
+    if (worst) *worst = -1;
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = p->funcs.items[i];
+        const sched_func *sf = s->f[i];
+        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
+        for (int st = 0; st < f->nstages; st++) {
+            double v = inlined_size(&z, f->stages[st].value);
+            if (v > best) { best = v; if (worst) *worst = i; }
+        }
+    }
+    free(z.memo);
+    return best;
+}
+
 /* Inlines every non-inline Func's stages and records consumers. */
 static void prepare(ctx *c) {
     const sc_pipeline *p = c->p;
     int n = p->funcs.n;
-    c->val = ir_alloc(p->arena, sizeof(sc_expr **) * (size_t)n);
-    c->lhs = ir_alloc(p->arena, sizeof(sc_expr ***) * (size_t)n);
-    c->consumer = ir_alloc(p->arena, sizeof(int) * (size_t)n);
-    c->consumer_stage = ir_alloc(p->arena, sizeof(int) * (size_t)n);
-    c->global = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)n);
+    c->val = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
+    c->lhs = ir_alloc(c->arena, sizeof(sc_expr ***) * (size_t)n);
+    c->consumer = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->consumer_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->global = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)n);
     for (int i = 0; i < n; i++) c->consumer[i] = -1;
     for (int i = 0; i < p->order.n; i++) {
         sc_func *f = ir_order_at(p, i);
@@ -261,12 +309,12 @@ static void prepare(ctx *c) {
             fail(c, "%s is an output and must be computed at root", f->name);
             return;
         }
-        c->val[f->id] = ir_alloc(p->arena, sizeof(sc_expr *) * (size_t)f->nstages);
-        c->lhs[f->id] = ir_alloc(p->arena, sizeof(sc_expr **) * (size_t)f->nstages);
+        c->val[f->id] = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)f->nstages);
+        c->lhs[f->id] = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)f->nstages);
         for (int s = 0; s < f->nstages; s++) {
             const ir_stage *st = &f->stages[s];
             c->val[f->id][s] = inline_expr(c, st->value);
-            c->lhs[f->id][s] = ir_alloc(p->arena, sizeof(sc_expr *) * (size_t)(st->nargs + 1));
+            c->lhs[f->id][s] = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)(st->nargs + 1));
             for (int d = 0; d < st->nargs; d++) c->lhs[f->id][s][d] = inline_expr(c, st->args[d]);
         }
     }
@@ -460,7 +508,7 @@ static void fp_call(const sc_expr *e, void *user) {
  * their symbol; otherwise every call falls back to constants. */
 static bool footprint(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq,
                       sc_expr **mins, int64_t *ext) {
-    fp_walk w = { prod, c->p->arena, {0} };
+    fp_walk w = { prod, c->arena, {0} };
     int fid = box->f->id, st = box->stage;
     ir_visit(c->val[fid][st], fp_call, &w);
     for (int d = 0; d < box->f->stages[st].nargs; d++) ir_visit(c->lhs[fid][st][d], fp_call, &w);
@@ -610,12 +658,12 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
 }
 
 static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr **mins, const int64_t *ext) {
-    lower_alloc *a = ir_alloc(c->p->arena, sizeof *a);
+    lower_alloc *a = ir_alloc(c->arena, sizeof *a);
     a->func = f;
     a->mem = mem;
     char name[256];
     snprintf(name, sizeof name, "%s_%s", f->name, mem == MEM_GLOBAL ? "g" : mem == MEM_SHARED ? "s" : "r");
-    a->name = mem == MEM_GLOBAL ? ir_strdup(c->p->arena, name) : fresh(c, "%s", name);
+    a->name = mem == MEM_GLOBAL ? ir_strdup(c->arena, name) : fresh(c, "%s", name);
     a->ndims = f->ndims;
     a->count = 1;
     for (int d = 0; d < f->ndims; d++) {
@@ -666,7 +714,7 @@ static void emit_block_child(ctx *c, const sc_func *prod, const tile_box *box) {
     if (!footprint(c, prod, box, k->block_setup, mins, ext)) return;
     lower_alloc *a = new_alloc(c, prod, MEM_SHARED, mins, ext);
     k->storage[prod->id] = a;
-    lower_alloc **sh = ir_alloc(c->p->arena, sizeof(lower_alloc *) * (size_t)(k->nshared + 1));
+    lower_alloc **sh = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)(k->nshared + 1));
     if (k->nshared) memcpy(sh, k->shared, sizeof(lower_alloc *) * (size_t)k->nshared);
     sh[k->nshared++] = a;
     k->shared = sh;
@@ -710,7 +758,7 @@ static void emit_block_child(ctx *c, const sc_func *prod, const tile_box *box) {
         } else {
             phase = inner;
         }
-        kstmt **ph = ir_alloc(c->p->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
+        kstmt **ph = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
         if (k->nphases) memcpy(ph, k->phases, sizeof(kstmt *) * (size_t)k->nphases);
         ph[k->nphases++] = phase;
         k->phases = ph;
@@ -745,18 +793,18 @@ static void arg_stmt(const kstmt *s, arg_walk *w) {
 /* The global buffers and parameters a kernel uses, in id order. */
 static void collect_args(ctx *c, lower_kernel *k) {
     const sc_pipeline *p = c->p;
-    arg_walk w = { c, ir_alloc(p->arena, (size_t)p->funcs.n + 1), ir_alloc(p->arena, (size_t)p->params.n + 1) };
+    arg_walk w = { c, ir_alloc(c->arena, (size_t)p->funcs.n + 1), ir_alloc(c->arena, (size_t)p->params.n + 1) };
     arg_stmt(k->block_setup, &w);
     for (int i = 0; i < k->nphases; i++) arg_stmt(k->phases[i], &w);
     for (int i = 0; i < k->nshared; i++)
         for (int d = 0; d < k->shared[i]->ndims; d++) ir_visit(k->shared[i]->min[d], arg_expr, &w);
-    k->args = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + 1));
+    k->args = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + 1));
     for (int i = 0; i < p->funcs.n; i++)
         if (w.used_func[i] && c->global[i] && (!k->storage[i] || k->storage[i] == c->global[i])) {
             k->args[k->nargs++] = c->global[i];
             k->storage[i] = c->global[i];
         }
-    k->params = ir_alloc(p->arena, sizeof(sc_param *) * (size_t)(p->params.n + 1));
+    k->params = ir_alloc(c->arena, sizeof(sc_param *) * (size_t)(p->params.n + 1));
     for (int i = 0; i < p->params.n; i++)
         if (w.used_param[i]) k->params[k->nparams++] = p->params.items[i];
 }
@@ -801,16 +849,16 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
         nthreads *= t->threads[k];
     }
     if (nthreads > (1 << 20)) { fail(c, "%s: %lld threads per block", r->name, (long long)nthreads); return; }
-    lower_kernel *k = ir_alloc(p->arena, sizeof *k);
+    lower_kernel *k = ir_alloc(c->arena, sizeof *k);
     c->k = k;
     c->names.n = 0;
     char name[256];
     snprintf(name, sizeof name, "%s_s%d", r->name, st);
-    k->name = ir_strdup(p->arena, name);
+    k->name = ir_strdup(c->arena, name);
     k->nblocks = nblocks;
     k->nthreads = (int)nthreads;
     k->block_setup = stmt(c, KS_SEQ);
-    k->storage = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)p->funcs.n);
+    k->storage = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)p->funcs.n);
     k->storage[r->id] = c->global[r->id];
     char comment[1024];
     snprintf(comment, sizeof comment, "%s stage %d: root", r->name, st);
@@ -818,7 +866,7 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     size_t len = strlen(comment);
     snprintf(comment + len, sizeof comment - len, ", %lld block%s of %lld thread%s", (long long)nblocks,
              nblocks == 1 ? "" : "s", (long long)nthreads, nthreads == 1 ? "" : "s");
-    k->comment = ir_strdup(p->arena, comment);
+    k->comment = ir_strdup(c->arena, comment);
 
     /* the block's tile base in each pure loop */
     sc_expr *base[SC_MAX_DIMS];
@@ -849,23 +897,24 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     thread_bases(c, r, np, dims, t->threads, base, per, tb, main_phase);
     emit_stage(c, r, st, c->global[r->id], tb, per, limit, main_phase);
     if (c->failed) return;
-    kstmt **ph = ir_alloc(p->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
+    kstmt **ph = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
     if (k->nphases) memcpy(ph, k->phases, sizeof(kstmt *) * (size_t)k->nphases);
     ph[k->nphases++] = main_phase;
     k->phases = ph;
     collect_args(c, k);
     lower_program *prog = c->prog;
-    lower_kernel **ks = ir_alloc(p->arena, sizeof(lower_kernel *) * (size_t)(prog->nkernels + 1));
+    lower_kernel **ks = ir_alloc(c->arena, sizeof(lower_kernel *) * (size_t)(prog->nkernels + 1));
     if (prog->nkernels) memcpy(ks, prog->kernels, sizeof(lower_kernel *) * (size_t)prog->nkernels);
     ks[prog->nkernels++] = k;
     prog->kernels = ks;
 }
 
-lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b, const sched_state *s,
-                              char *err, size_t errlen) {
+lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                              const sched_state *s, char *err, size_t errlen) {
     ctx c;
     memset(&c, 0, sizeof c);
     c.p = p;
+    c.arena = arena;
     c.b = b;
     c.s = s;
     c.err = err;
@@ -875,13 +924,20 @@ lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b, const sche
         snprintf(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
         return NULL;
     }
+    int worst;
+    double size = lower_max_inlined_size(p, s, &worst);
+    if (size > LOWER_MAX_INLINED) {
+        snprintf(err, errlen, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of its producers at root or fused",
+                 ((sc_func *)p->funcs.items[worst])->name, size, LOWER_MAX_INLINED);
+        return NULL;
+    }
     prepare(&c);
     if (!c.failed) check_fusion(&c);
     if (c.failed) return NULL;
-    lower_program *prog = ir_alloc(p->arena, sizeof *prog);
+    lower_program *prog = ir_alloc(arena, sizeof *prog);
     prog->p = p;
     c.prog = prog;
-    prog->buffers = ir_alloc(p->arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + 1));
+    prog->buffers = ir_alloc(arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + 1));
     for (int i = 0; i < p->order.n; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind != FUNC_INPUT && s->f[f->id]->loc != SCHED_ROOT) continue;
@@ -908,17 +964,20 @@ lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b, const sche
 
 int lower_footprint_extents(sc_pipeline *p, const bounds_result *b, const sched_state *s,
                             int func_id, int64_t *extent, char *err, size_t errlen) {
-    lower_program *prog = lower_schedule(p, b, s, err, errlen);
-    if (!prog) return -1;
-    for (int i = 0; i < prog->nkernels; i++) {
+    ir_arena *arena = ir_arena_new();
+    lower_program *prog = lower_schedule(arena, p, b, s, err, errlen);
+    int rc = -1;
+    for (int i = 0; prog && i < prog->nkernels && rc != 0; i++) {
         const lower_alloc *a = prog->kernels[i]->storage[func_id];
         if (a && a->mem != MEM_GLOBAL) {
             for (int d = 0; d < a->ndims; d++) extent[d] = a->extent[d];
-            return 0;
+            rc = 0;
         }
     }
-    snprintf(err, errlen, "%s is not fused into any kernel", ((sc_func *)p->funcs.items[func_id])->name);
-    return -1;
+    if (prog && rc != 0)
+        snprintf(err, errlen, "%s is not fused into any kernel", ((sc_func *)p->funcs.items[func_id])->name);
+    ir_arena_free(arena);
+    return rc;
 }
 
 /* ---- printing ------------------------------------------------------------- */

@@ -105,10 +105,11 @@ typedef struct {
     const char *schedule_text;    /* the whole schedule, for a comment */
 } lower_program;
 
-/* Lowers a complete, checked schedule.  Everything is allocated in the
- * pipeline's arena.  NULL with a message in err if the schedule breaks a
- * rule (see sched.h). */
-lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b,
+/* Lowers a complete, checked schedule.  Everything it makes (the program,
+ * its statements and expressions) is allocated in `arena`, which must
+ * outlive the program; the pipeline is not changed.  NULL with a message
+ * in err if the schedule breaks a rule (see sched.h). */
+lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen);
 
 /* The footprint extents of a BLOCK or THREAD Func (per block or per thread
@@ -117,6 +118,16 @@ lower_program *lower_schedule(sc_pipeline *p, const bounds_result *b,
 int lower_footprint_extents(sc_pipeline *p, const bounds_result *b,
                             const sched_state *s, int func_id,
                             int64_t *extent, char *err, size_t errlen);
+
+/* The largest stage expression of a non-inline Func once inline Funcs are
+ * substituted, in nodes (undecided Funcs count as not inline); *worst gets
+ * that Func.  Inlining can grow expressions exponentially (a pyramid of
+ * inline levels), so lowering refuses schedules over LOWER_MAX_INLINED and
+ * the search keeps under LOWER_SEARCH_INLINED (Anderson et al. 2021 §6.6:
+ * "excessive recompute, usually caused by inlining"). */
+#define LOWER_MAX_INLINED 200000
+#define LOWER_SEARCH_INLINED 20000
+double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst);
 
 /* --dump=kernels: the kernel IR as text. */
 void lower_print(FILE *out, const lower_program *prog);

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include "analysis.h"
+#include "driver.h"
 #include "bounds.h"
 #include "imageio.h"
 #include "ir.h"
@@ -37,41 +39,92 @@ typedef struct {
     const char *out_names[MAX_FILES], *out_files[MAX_FILES];
     unsigned long long seed;
     const char *what;
+    /* schedules and devices (issue 3) */
+    const char *schedule;
+    const char *strategy;
+    const char *target;
+    const char *device;
+    const char *backend;
+    const char *outdir;
+    const char *dump;
+    const char *arch;
+    int check;
+    int halide;
+    int prune;
+    int warmup, runs, samples, timeout_ms;
 } options;
 
 static const char *usage_text =
     "usage: stagecraft COMMAND FILE.pipe [options]\n"
     "\n"
     "commands:\n"
-    "  check   parse and analyse; print Funcs, stages, inputs, outputs, edges, bounds\n"
-    "  run     evaluate with the reference evaluator and write the outputs\n"
-    "  dump    print one analysis (--what=ir|bounds|deps|ops)\n"
+    "  check     parse and analyse; print Funcs, stages, inputs, outputs, edges, bounds\n"
+    "  run       evaluate (reference evaluator, or a schedule on a device) and write the outputs\n"
+    "  dump      print one analysis (--what=ir|bounds|deps|ops)\n"
+    "  schedule  make a schedule (--strategy root|baseline|random) for a target\n"
+    "  compile   generate CUDA, OpenCL or C for a schedule (--backend)\n"
+    "  bench     time a schedule on a device\n"
     "\n"
     "Run 'stagecraft COMMAND --help' for the options of a command.\n";
+
+static const char *commands[] = { "check", "run", "dump", "schedule", "compile", "bench", NULL };
+
+static bool is_sched_cmd(const char *cmd) {
+    return !strcmp(cmd, "schedule") || !strcmp(cmd, "compile") || !strcmp(cmd, "bench");
+}
 
 static void print_help(const char *cmd) {
     if (!cmd) { fputs(usage_text, stdout); return; }
     printf("usage: stagecraft %s FILE.pipe", cmd);
-    if (!strcmp(cmd, "run")) printf(" [-i NAME=FILE]... [-o NAME=FILE]... [--seed N]");
+    if (!strcmp(cmd, "run"))
+        printf(" [-i NAME=FILE]... [-o NAME=FILE]... [--seed N]\n"
+               "       [--schedule F.sched | --strategy S] [--device c|opencl|cuda] [--check]");
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
+    if (!strcmp(cmd, "schedule")) printf(" --strategy root|baseline|random [--seed N] [-o F.sched] [--halide]");
+    if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend cuda|opencl|c -o DIR");
+    if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D]");
     printf(" [--small] [--set NAME=VALUE]...\n\n");
     if (!strcmp(cmd, "check"))
         printf("Parses and analyses FILE.pipe and prints its Funcs, stages, inputs, outputs,\n"
                "producer-consumer edges and the region of every Func.  Exits 1 and prints\n"
                "every error (file:line:column) if the pipeline is not valid.\n");
     if (!strcmp(cmd, "run"))
-        printf("Evaluates FILE.pipe with the reference evaluator.\n"
+        printf("Evaluates FILE.pipe.  Without a schedule: with the reference evaluator.\n"
                "  -i NAME=FILE   read input NAME from a .png or .npy file (default: seeded\n"
                "                 random data)\n"
                "  -o NAME=FILE   write output NAME to a .png or .npy file (-o FILE for the\n"
                "                 first output); every output is summarised on stdout\n"
-               "  --seed N       seed of the random inputs (default 1)\n");
+               "  --seed N       seed of the random inputs (default 1)\n"
+               "With --schedule or --strategy, runs the scheduled code on a device:\n"
+               "  --device D     c, opencl or cuda (default: the best found)\n"
+               "  --check        compare every output with the reference evaluator\n"
+               "  --target T     the target the schedule is made and checked for\n");
     if (!strcmp(cmd, "dump"))
         printf("Prints one analysis of FILE.pipe:\n"
                "  ir       the IR as .pipe text (parses back to the same IR)\n"
                "  bounds   the region of every Func and the loop extents of every stage\n"
                "  deps     the access Jacobian of every producer call\n"
                "  ops      the operation histogram of every stage\n");
+    if (!strcmp(cmd, "schedule"))
+        printf("Makes a schedule and prints it (or writes it with -o):\n"
+               "  --strategy S   root (every Func its own kernels), baseline (inline\n"
+               "                 point-wise Funcs, 1-D tiles of 64 threads) or random\n"
+               "                 (a seeded random walk through the schedule space)\n"
+               "  --seed N       the random walk's seed (default 1)\n"
+               "  --target T     a100 (default when no OpenCL device), v100, h100,\n"
+               "                 rtx2080ti, or host-opencl (the OpenCL device's limits)\n"
+               "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
+               "  --halide       also print the equivalent Halide schedule\n");
+    if (!strcmp(cmd, "compile"))
+        printf("Generates code for a schedule into DIR (PIPELINE.cu, .cl or .c, and the\n"
+               "schedule).  For cuda, also compiles it with NVRTC and prints registers and\n"
+               "spills per kernel (--arch sm_80 by default).\n"
+               "  --dump=kernels   also print the kernel IR\n");
+    if (!strcmp(cmd, "bench"))
+        printf("Times a schedule on a device as Sioutas et al. 2020 s5 do: --warmup N\n"
+               "(default 3) runs, then --samples M (default 5) samples of the mean of\n"
+               "--runs N (default 10) runs each; prints the minimum.  Checks the result\n"
+               "against the reference first (a wrong result is never timed).\n");
     printf("\ncommon options:\n"
            "  --small            use the small sizes the .pipe file declares\n"
            "  --set NAME=VALUE   override a size or a param (repeatable)\n"
@@ -96,52 +149,89 @@ static bool split_assign(const char *arg, const char **name, const char **value)
     return true;
 }
 
+static bool parse_count(const char *val, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (!*val || *end || errno || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* Options that take a value, and where it goes (string options). */
+static const char **string_option(options *o, const char *a) {
+    if (!strcmp(a, "--schedule")) return &o->schedule;
+    if (!strcmp(a, "--strategy")) return &o->strategy;
+    if (!strcmp(a, "--target")) return &o->target;
+    if (!strcmp(a, "--device")) return &o->device;
+    if (!strcmp(a, "--backend")) return &o->backend;
+    if (!strcmp(a, "--dump")) return &o->dump;
+    if (!strcmp(a, "--arch")) return &o->arch;
+    return NULL;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1;
+    o->warmup = 3;
+    o->runs = 10;
+    o->samples = 5;
+    o->timeout_ms = 60000;
     if (argc < 2) { fputs(usage_text, stderr); return EXIT_USAGE; }
     o->cmd = argv[1];
     if (!strcmp(o->cmd, "--help") || !strcmp(o->cmd, "-h") || !strcmp(o->cmd, "help")) {
         print_help(NULL);
         return -1;
     }
-    if (strcmp(o->cmd, "check") && strcmp(o->cmd, "run") && strcmp(o->cmd, "dump"))
-        return usage_error("unknown command '%s' (expected check, run or dump)", o->cmd);
+    bool known = false;
+    for (int i = 0; commands[i]; i++) known |= !strcmp(o->cmd, commands[i]);
+    if (!known)
+        return usage_error("unknown command '%s' (expected check, run, dump, schedule, compile or bench)", o->cmd);
     for (int i = 2; i < argc; i++) {
+        char flag[64];
         const char *a = argv[i];
         const char *val = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_help(o->cmd); return -1; }
         if (!strcmp(a, "--small")) { o->small = 1; continue; }
+        if (!strcmp(a, "--check")) { o->check = 1; continue; }
+        if (!strcmp(a, "--halide")) { o->halide = 1; continue; }
+        if (!strcmp(a, "--prune")) { o->prune = 1; continue; }
+        const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+        if (eq) {   /* --flag=value */
+            snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
+            a = flag;
+            val = eq + 1;
+        }
         bool needs_value = !strcmp(a, "--set") || !strcmp(a, "-i") || !strcmp(a, "-o") ||
-                           !strcmp(a, "--seed") || !strcmp(a, "--what");
-        if (needs_value) {
+                           !strcmp(a, "--seed") || !strcmp(a, "--what") || string_option(o, a) ||
+                           !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
+                           !strcmp(a, "--timeout-ms");
+        if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
-        } else if (!strncmp(a, "--what=", 7)) {
-            a = "--what"; val = argv[i] + 7;
-        } else if (!strncmp(a, "--seed=", 7)) {
-            a = "--seed"; val = argv[i] + 7;
-        } else if (!strncmp(a, "--set=", 6)) {
-            a = "--set"; val = argv[i] + 6;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s'", a);
-        } else {
+        } else if (!needs_value && val) {
+            return usage_error("option %s takes no value", a);
+        } else if (!needs_value) {
+            if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
             if (o->pipe) return usage_error("more than one pipeline file given ('%s')", a);
             o->pipe = a;
             continue;
         }
-        if (!strcmp(a, "--set")) {
+        const char **so = string_option(o, a);
+        if (so) {
+            if (!*val) return usage_error("%s: empty value", a);
+            *so = val;
+        } else if (!strcmp(a, "--set")) {
             const char *name, *v;
             char *end;
             if (!split_assign(val, &name, &v)) return usage_error("--set expects NAME=VALUE, got '%s'", val);
-            if (o->nsets == MAX_SETS) return usage_error("too many --set options%s", "");
+            if (o->nsets == MAX_SETS) { free((char *)name); return usage_error("too many --set options%s", ""); }
             errno = 0;
             double d = strtod(v, &end);
-            if (!*v || *end || errno || !isfinite(d))
-                return usage_error("--set: '%s' is not a number", v);
+            if (!*v || *end || errno || !isfinite(d)) { free((char *)name); return usage_error("--set: '%s' is not a number", v); }
             o->set_names[o->nsets] = name;
             o->set_values[o->nsets++] = d;
-        } else if (!strcmp(a, "-i") || !strcmp(a, "-o")) {
+        } else if (!strcmp(a, "-i") || (!strcmp(a, "-o") && !is_sched_cmd(o->cmd))) {
             bool in = !strcmp(a, "-i");
             const char *name, *file;
             if (!split_assign(val, &name, &file)) {
@@ -153,6 +243,9 @@ static int parse_options(int argc, char **argv, options *o) {
             if (!*file) return usage_error("%s: empty file name", a);
             if (in) { o->in_names[o->nin] = name; o->in_files[o->nin++] = file; }
             else { o->out_names[o->nout] = name; o->out_files[o->nout++] = file; }
+        } else if (!strcmp(a, "-o")) {
+            if (!*val) return usage_error("-o: empty file name%s", "");
+            o->outdir = val;
         } else if (!strcmp(a, "--seed")) {
             char *end;
             errno = 0;
@@ -162,12 +255,30 @@ static int parse_options(int argc, char **argv, options *o) {
             if (strcmp(val, "ir") && strcmp(val, "bounds") && strcmp(val, "deps") && strcmp(val, "ops"))
                 return usage_error("--what: '%s' is not one of ir, bounds, deps, ops", val);
             o->what = val;
+        } else {
+            int *dst = !strcmp(a, "--warmup") ? &o->warmup : !strcmp(a, "--runs") ? &o->runs :
+                       !strcmp(a, "--samples") ? &o->samples : &o->timeout_ms;
+            if (!parse_count(val, !strcmp(a, "--warmup") ? 0 : 1, 100000000, dst))
+                return usage_error("%s: expected a positive integer", a);
         }
     }
     if (!o->pipe) return usage_error("%s: no pipeline file given", o->cmd);
-    if (strcmp(o->cmd, "run") && (o->nin || o->nout)) return usage_error("-i and -o are options of run, not %s", o->cmd);
+    if (strcmp(o->cmd, "run") && o->nin) return usage_error("-i is an option of run, not %s", o->cmd);
+    if (strcmp(o->cmd, "run") && o->nout)   /* schedule and compile keep -o in outdir */
+        return usage_error("-o NAME=FILE is an option of run, not %s", o->cmd);
     if (!strcmp(o->cmd, "dump") && !o->what) return usage_error("dump needs --what=ir|bounds|deps|ops%s", "");
     if (strcmp(o->cmd, "dump") && o->what) return usage_error("--what is an option of dump, not %s", o->cmd);
+    if (o->schedule && o->strategy) return usage_error("give --schedule or --strategy, not both%s", "");
+    if (!strcmp(o->cmd, "compile") && (!o->backend || !o->outdir))
+        return usage_error("compile needs --backend cuda|opencl|c and -o DIR%s", "");
+    if (o->backend && strcmp(o->backend, "cuda") && strcmp(o->backend, "opencl") && strcmp(o->backend, "c"))
+        return usage_error("--backend: '%s' is not one of cuda, opencl, c", o->backend);
+    if (o->device && strcmp(o->device, "cuda") && strcmp(o->device, "opencl") && strcmp(o->device, "c"))
+        return usage_error("--device: '%s' is not one of cuda, opencl, c", o->device);
+    if (o->dump && strcmp(o->dump, "kernels") && strcmp(o->dump, "schedule"))
+        return usage_error("--dump: '%s' is not one of kernels, schedule", o->dump);
+    if (!strcmp(o->cmd, "run") && (o->device || o->check) && !o->schedule && !o->strategy)
+        return usage_error("--device and --check need --schedule F or --strategy S%s", "");
     return EXIT_OK;
 }
 
@@ -345,11 +456,147 @@ static int cmd_run(sc_pipeline *p, const options *o) {
     return rc;
 }
 
+/* ---- schedules, code and devices ---------------------------------------- */
+
+static int load_scheduled(driver_state *d, const options *o) {
+    sc_parse_options po = { o->small, o->nsets, o->set_names, o->set_values };
+    if (driver_load(d, o->pipe, &po, stderr) != 0) return EXIT_INPUT;
+    driver_sched_opts so = { o->schedule, o->strategy, o->seed, o->target, NULL, o->prune };
+    if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
+    return EXIT_OK;
+}
+
+static int cmd_schedule(const options *o) {
+    driver_state d;
+    int rc = load_scheduled(&d, o);
+    if (rc == EXIT_OK) {
+        char *text = sched_to_text(d.p, d.s);
+        if (o->outdir) {
+            FILE *f = fopen(o->outdir, "w");
+            if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+                fprintf(stderr, "stagecraft: cannot write %s: %s\n", o->outdir, strerror(errno));
+                rc = EXIT_INPUT;
+            } else {
+                printf("wrote %s (target %s)\n", o->outdir, d.t.name);
+            }
+        } else {
+            printf("# target %s\n%s", d.t.name, text);
+        }
+        free(text);
+        if (rc == EXIT_OK && o->halide) {
+            char *h = sched_to_halide(d.p, d.s);
+            printf("\n// the equivalent Halide schedule\n%s", h);
+            free(h);
+        }
+        if (rc == EXIT_OK && o->dump && !strcmp(o->dump, "kernels")) lower_print(stdout, d.prog);
+    }
+    driver_free(&d);
+    return rc;
+}
+
+static int write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "stagecraft: cannot write %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_compile(const options *o) {
+    driver_state d;
+    int rc = load_scheduled(&d, o);
+    if (rc != EXIT_OK) { driver_free(&d); return rc; }
+    cg_backend be;
+    cg_backend_parse(o->backend, &be);
+    char *src = cg_generate(d.prog, be);
+    char path[4096];
+    if (mkdir(o->outdir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "stagecraft: cannot create %s: %s\n", o->outdir, strerror(errno));
+        rc = EXIT_INPUT;
+    }
+    const char *ext = be == CG_CUDA ? "cu" : be == CG_OPENCL ? "cl" : "c";
+    snprintf(path, sizeof path, "%s/%s.%s", o->outdir, d.p->name, ext);
+    if (rc == EXIT_OK && write_file(path, src) != 0) rc = EXIT_INPUT;
+    if (rc == EXIT_OK) printf("wrote %s (%d kernel%s)\n", path, d.prog->nkernels, d.prog->nkernels == 1 ? "" : "s");
+    char *text = sched_to_text(d.p, d.s);
+    snprintf(path, sizeof path, "%s/%s.sched", o->outdir, d.p->name);
+    if (rc == EXIT_OK && write_file(path, text) != 0) rc = EXIT_INPUT;
+    free(text);
+    if (rc == EXIT_OK && o->dump && !strcmp(o->dump, "kernels")) lower_print(stdout, d.prog);
+    if (rc == EXIT_OK && be == CG_CUDA) {
+        /* compile through NVRTC for the registers and spills report */
+        char err[8192];
+        rt_device *dev = rt_cuda_ops.open(err, sizeof err);
+        if (!dev) {
+            fprintf(stderr, "stagecraft: cannot compile CUDA here: %s\n", err);
+            rc = EXIT_INPUT;
+        } else {
+            char opts[64];
+            snprintf(opts, sizeof opts, "-arch=%s", o->arch ? o->arch : "sm_80");
+            rt_module *m = rt_cuda_ops.compile(dev, src, opts, err, sizeof err);
+            if (!m) {
+                fprintf(stderr, "stagecraft: NVRTC failed:\n%s\n", err);
+                rc = EXIT_INPUT;
+            } else {
+                rt_kernel_info *info = NULL;
+                int n = rt_cuda_ops.kernel_info(m, &info);
+                printf("compiled for %s with NVRTC: %d kernel%s\n", o->arch ? o->arch : "sm_80", n, n == 1 ? "" : "s");
+                for (int i = 0; i < n; i++)
+                    printf("  %-32s %3d registers, %d bytes spill stores, %d bytes spill loads, %d bytes shared, %d bytes stack\n",
+                           info[i].name, info[i].registers, info[i].spill_store_bytes, info[i].spill_load_bytes,
+                           info[i].shared_bytes, info[i].local_bytes);
+                free(info);
+                rt_cuda_ops.module_free(m);
+            }
+            rt_cuda_ops.close(dev);
+        }
+    }
+    free(src);
+    driver_free(&d);
+    return rc;
+}
+
+static int cmd_device_run(const options *o, bool bench) {
+    driver_state d;
+    int rc = load_scheduled(&d, o);
+    if (rc == EXIT_OK) {
+        if (o->dump && !strcmp(o->dump, "kernels")) lower_print(stdout, d.prog);
+        if (o->dump && !strcmp(o->dump, "schedule")) {
+            char *text = sched_to_text(d.p, d.s);
+            fputs(text, stdout);
+            free(text);
+        }
+        driver_run_opts ro = { o->device, o->check || bench, o->warmup, o->runs, bench ? o->samples : 0,
+                               o->timeout_ms, DRIVER_ABS_TOL, DRIVER_REL_TOL, o->arch, stdout, NULL };
+        printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
+        for (int i = 0; i < d.p->outputs.n; i++) {
+            const sc_func *f = d.p->outputs.items[i];
+            printf(" %s(", f->name);
+            for (int k = 0; k < f->ndims; k++) printf("%s%d", k ? "x" : "", f->out_extent[k]);
+            printf(")");
+        }
+        printf("\n");
+        int r = driver_run(&d, &ro, stderr);
+        rc = r == 0 ? EXIT_OK : EXIT_INPUT;
+    }
+    driver_free(&d);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc < 0) return EXIT_OK;       /* --help */
     if (rc != EXIT_OK) return rc;
+    if (is_sched_cmd(o.cmd) || (!strcmp(o.cmd, "run") && (o.schedule || o.strategy))) {
+        if (!strcmp(o.cmd, "schedule")) rc = cmd_schedule(&o);
+        else if (!strcmp(o.cmd, "compile")) rc = cmd_compile(&o);
+        else rc = cmd_device_run(&o, !strcmp(o.cmd, "bench"));
+        for (int i = 0; i < o.nsets; i++) free((char *)o.set_names[i]);
+        return rc;
+    }
     sc_parse_options po = { o.small, o.nsets, o.set_names, o.set_values };
     sc_pipeline *p = sc_parse_file(o.pipe, &po);
     if (sc_error_count(p)) {

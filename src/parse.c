@@ -263,7 +263,9 @@ static const char *parse_fname(parser *ps, bool defining, const token **name_tok
         if (!strcmp(base, in->tname)) { base = (char *)in->result; found = true; }
         for (int i = 0; i < in->nlocals && !found; i++)
             if (!strcmp(in->local[i], base)) { base = (char *)in->mangled[i]; found = true; }
-        if (!found && defining && !sc_func_lookup(ps->p, base)) {
+        /* A name defined in the body is local even when a global Func has
+         * it (the global is not redefined); template parameters are not. */
+        if (!found && defining && !lookup_tok(ps, t)) {
             if (in->nlocals == 64) {
                 errorf(ps, t, "more than 64 local names in one template");
                 return NULL;
@@ -443,10 +445,11 @@ static sc_expr *parse_name(parser *ps) {
     sc_func *f = sc_func_lookup(p, full);
     if (!f) {
         ps->pos = save;
+        if (has_failed(ps, full)) return NULL;
         if (ps->defining && !strcmp(full, ps->defining))
             errorf(ps, t, "%s refers to itself in its pure definition (a cycle); use an update definition for recurrences",
                    full);
-        else if (!has_failed(ps, full))
+        else
             errorf(ps, t, "unknown name '%s'", full);
         return NULL;
     }
@@ -474,7 +477,7 @@ static sc_expr *parse_primary(parser *ps) {
             return NULL;
         }
         locate(ps, t);
-        if (t->ival == (uint64_t)INT32_MAX + 1) {
+        if (t->ival == (uint64_t)INT32_MAX + 1) {   /* -2147483648 is parse_unary's */
             errorf(ps, t, "integer literal %.*s is too large (the largest is 2147483647)",
                    t->len, t->start);
             return NULL;
@@ -509,6 +512,14 @@ static sc_expr *parse_primary(parser *ps) {
 static sc_expr *parse_unary(parser *ps) {
     const token *t = peek(ps);
     if (t->kind != T_MINUS && t->kind != T_BANG && t->kind != T_TILDE) return parse_primary(ps);
+    const token *lit = peek_at(ps, 1);
+    if (t->kind == T_MINUS && lit->kind == T_INT && !lit->overflow &&
+        lit->ival == (uint64_t)INT32_MAX + 1) {   /* the least i32, as the IR prints it */
+        next(ps);
+        next(ps);
+        locate(ps, t);
+        return sc_int(ps->p, INT32_MIN);
+    }
     if (!enter(ps, t)) return NULL;
     next(ps);
     sc_expr *a = parse_unary(ps);
@@ -1221,7 +1232,11 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
             return;
         }
         const token *t = peek(ps), *after = peek_at(ps, 1);
-        bool bare = is_free_name(ps, t) && (after->kind == T_COMMA || after->kind == T_RPAREN);
+        /* A pure definition's variables may shadow Funcs, params and rdoms
+         * (declared before or after: the IR text prints those first). */
+        bool name_ok = pure ? t->kind == T_IDENT && !is_keyword(t) && !lookup_tok(ps, t)
+                            : is_free_name(ps, t);
+        bool bare = name_ok && (after->kind == T_COMMA || after->kind == T_RPAREN);
         if (pure) {
             if (!bare) {
                 char buf[64];
@@ -1270,9 +1285,12 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
                    name, op->len, op->start);
             return;
         }
+        if (n > SC_MAX_DIMS) {
+            errorf(ps, name_tok, "a Func has at most %d dimensions, got %d", SC_MAX_DIMS, n);
+            return;
+        }
         for (int i = 0; i < n; i++) { ps->vars[i] = names[i]; ps->var_as[i] = names[i]; }
         ps->nvars = n;
-        if (n > SC_MAX_DIMS) { errorf(ps, name_tok, "a Func has at most %d dimensions", SC_MAX_DIMS); return; }
     }
     sc_expr *value = parse_expr(ps);
     if (!expect(ps, T_SEMI, "after the definition")) { ps->nvars = 0; return; }
@@ -1376,15 +1394,20 @@ static void parse_stmt(parser *ps) {
 
 /* ---- entry points ---------------------------------------------------- */
 
+/* The default pipeline name: the file's base name made a valid name that
+ * the IR text can print (`pipeline NAME;`) and parse back: "3x3.pipe" gives
+ * _3x3, "for.pipe" gives _for. */
 static const char *base_name(const char *path, char *buf, size_t n) {
     const char *s = strrchr(path, '/');
     s = s ? s + 1 : path;
-    snprintf(buf, n, "%s", s);
+    snprintf(buf, n, "_%s", s);
     char *dot = strrchr(buf, '.');
-    if (dot && dot != buf) *dot = 0;
+    if (dot && dot != buf + 1) *dot = 0;
     for (char *c = buf; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) *c = '_';
-    return buf;
+    bool reserved = false;
+    for (int i = 0; keywords[i]; i++) reserved |= !strcmp(buf + 1, keywords[i]);
+    return (buf[1] >= '0' && buf[1] <= '9') || !buf[1] || reserved ? buf : buf + 1;
 }
 
 sc_pipeline *sc_parse_string(const char *filename, const char *text, size_t len,

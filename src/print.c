@@ -63,7 +63,22 @@ static const char *rvar_dim_names = "xyzw";
 
 static void print_expr(strbuf *s, const sc_expr *e);
 
-static void print_child(strbuf *s, const sc_expr *c, int parent_prec, bool right) {
+static bool is_i32_const(const sc_expr *e) { return e->kind == E_CONST && e->type == SC_I32; }
+
+/* An operator on i32 constants only (i32(3) + i32(4), -i32(7)) was built
+ * from typed constants; printed bare it would fold when parsed back, so its
+ * first operand keeps its type: i32(3) + 4. */
+static bool keeps_type(const sc_expr *e) {
+    if (e->kind == E_UNARY) return is_i32_const(e->args[0]);
+    return e->kind == E_BINARY && is_i32_const(e->args[0]) && is_i32_const(e->args[1]);
+}
+
+/* An operand; typed: an i32 constant printed with its type (keeps_type). */
+static void print_child(strbuf *s, const sc_expr *c, int parent_prec, bool right, bool typed) {
+    if (typed) {
+        sb_printf(s, "i32(%lld)", (long long)c->c.i);
+        return;
+    }
     int pc = prec_of(c);
     bool neg_const = c->kind == E_CONST && (c->type == SC_F32 ? c->c.f < 0 : c->c.i < 0);
     bool paren = pc < parent_prec || (right && pc == parent_prec) ||
@@ -86,6 +101,10 @@ static void print_expr(strbuf *s, const sc_expr *e) {
         if (e->type == SC_F32) print_float(s, e->c.f);
         else if (e->type == SC_I32) sb_printf(s, "%lld", (long long)e->c.i);
         else if (e->type == SC_BOOL) sb_printf(s, "(%s)", e->c.i ? "0 == 0" : "0 != 0");
+        /* A literal is at most 2147483647: larger u32 values print as the
+         * negative number the cast wraps back to them. */
+        else if (e->type == SC_U32 && e->c.i > INT32_MAX)
+            sb_printf(s, "u32(%lld)", (long long)(e->c.i - 4294967296LL));
         else sb_printf(s, "%s(%lld)", sc_type_name(e->type), (long long)e->c.i);
         break;
     case E_VAR: sb_printf(s, "%s", e->name); break;
@@ -103,16 +122,20 @@ static void print_expr(strbuf *s, const sc_expr *e) {
         break;
     case E_UNARY:
         sb_printf(s, "%s", ir_unop_name(e->op));
-        print_child(s, e->args[0], 12, false);
+        print_child(s, e->args[0], 12, false, keeps_type(e));
         break;
     case E_BINARY:
         if (e->op == SC_MIN || e->op == SC_MAX) {
-            sb_printf(s, "%s(", ir_binop_name(e->op)); print_args(s, e); sb_printf(s, ")");
+            sb_printf(s, "%s(", ir_binop_name(e->op));
+            print_child(s, e->args[0], 0, false, keeps_type(e));
+            sb_printf(s, ", ");
+            print_expr(s, e->args[1]);
+            sb_printf(s, ")");
         } else {
             int pp = prec_of(e);
-            print_child(s, e->args[0], pp, false);
+            print_child(s, e->args[0], pp, false, keeps_type(e));
             sb_printf(s, " %s ", ir_binop_name(e->op));
-            print_child(s, e->args[1], pp, true);
+            print_child(s, e->args[1], pp, true, false);
         }
         break;
     default:

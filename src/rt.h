@@ -54,6 +54,8 @@ typedef struct rt_ops {
     const char *name;                          /* "c", "opencl", "cuda" */
     /* Opens the first device of this kind; NULL with err if none. */
     rt_device *(*open)(char *err, size_t errlen);
+    /* Closes the device; modules and buffers may be freed before or after
+     * (each keeps what it needs alive). */
     void (*close)(rt_device *d);
     /* One line: the device and driver ("PoCL 3.1 pthread on AMD EPYC ..."). */
     const char *(*describe)(rt_device *d);
@@ -65,7 +67,8 @@ typedef struct rt_ops {
                           char *log, size_t loglen);
     void (*module_free)(rt_module *m);
     /* Per-kernel compile information; returns the count, fills *info
-     * (caller frees with free()). */
+     * (caller frees with free()).  CUDA: every entry, from ptxas; OpenCL:
+     * every kernel, local and private memory only; C: none (0). */
     int (*kernel_info)(rt_module *m, rt_kernel_info **info);
     rt_buf *(*alloc)(rt_device *d, size_t bytes, char *err, size_t errlen);
     void (*buf_free)(rt_buf *b);
@@ -75,7 +78,9 @@ typedef struct rt_ops {
     int (*launch)(rt_module *m, const char *kernel, int64_t nblocks, int nthreads,
                   int nargs, const rt_arg *args, char *err, size_t errlen);
     /* Waits for everything enqueued; -2 if it did not finish within
-     * timeout_ms (the device is then unusable), -1 on another error. */
+     * timeout_ms (the device is then unusable), -1 on another error.
+     * timeout_ms <= 0: no limit.  read, write and timer_stop also wait for
+     * earlier launches, within the last limit given here. */
     int (*finish)(rt_device *d, int timeout_ms, char *err, size_t errlen);
     /* Device-side timing of everything enqueued between timer_start and
      * timer_stop (events where the API has them), in milliseconds. */

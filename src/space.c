@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "lower.h"
 #include "space.h"
 
 uint64_t space_rand(space_rng *r) {
@@ -306,8 +307,12 @@ sched_state *space_random(ir_arena *a, sc_pipeline *p, const bounds_result *b,
             int nl = space_locations(p, s, fid, o, locs, 8);
             sched_func *sf = ir_alloc(a, sizeof *sf);
             *sf = locs[space_rand_below(&rng, nl)];
-            choose_tiles(p, b, s, fid, sf, o, &rng);
             s->f[fid] = sf;
+            if (sf->loc == SCHED_INLINE && lower_max_inlined_size(p, s, NULL) > LOWER_SEARCH_INLINED) {
+                /* excessive inlining: take another location */
+                for (int k = 0; k < nl; k++) if (locs[k].loc != SCHED_INLINE) { *sf = locs[k]; break; }
+            }
+            choose_tiles(p, b, s, fid, sf, o, &rng);
         }
         if (!o->t || sched_check(p, b, s, o->t, o->prune, why, sizeof why) == 0) return s;
     }

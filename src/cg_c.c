@@ -1,0 +1,137 @@
+/*
+ * cg_c.c - the C (OpenMP) back end: blocks are an OpenMP parallel loop,
+ * each barrier-separated phase a serial loop over the thread index (the
+ * barrier is the end of that loop).  Exported per kernel, the ABI of rt.h:
+ *     void NAME(int64_t nblocks, int32_t nthreads, void **args)
+ * args[i] points to the i-th argument: a buffer's data pointer, or an
+ * int32_t / float scalar.  Shared arrays are per block: on the stack inside
+ * the block loop, or, above CG_C_STACK_BYTES, malloc'd once per OpenMP
+ * thread.
+ *
+ * Expected compiler options: -std=c11 -O2 -fopenmp -ffp-contract=off (GCC
+ * does not contract in ISO mode; clang does unless told), never -ffast-math.
+ */
+#include <inttypes.h>
+#include "cg_backend.h"
+
+static void c_prologue(cg_ctx *g)
+{
+    cg_printf(g, "/* Build: cc -std=c11 -O2 -fopenmp -ffp-contract=off -shared -fPIC (no fast-math). */\n"
+                 "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+                 "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n");
+}
+
+static bool c_big(const lower_alloc *a)
+{
+    return a->count * (int64_t)sc_type_size(cg_alloc_type(a)) > CG_C_STACK_BYTES;
+}
+
+static bool c_any_big(const lower_kernel *k)
+{
+    for (int i = 0; i < k->nshared; i++)
+        if (c_big(k->shared[i]))
+            return true;
+    return false;
+}
+
+static void c_kernel_open(cg_ctx *g, const lower_kernel *k)
+{
+    cg_line(g, "void %s(int64_t sc_nblocks, int32_t sc_nthreads, void **sc_args)",
+            cg_name(g, k->name));
+    cg_line(g, "{");
+    cg_indent(g, 1);
+    for (int i = 0; i < k->nargs; i++) {
+        const lower_alloc *a = k->args[i];
+        const char *T = cg_type(g, cg_alloc_type(a));
+        const char *c = cg_stores_to(k, a) ? "" : "const ";
+        cg_line(g, "%s%s *restrict %s = (%s%s *)*(void **)sc_args[%d];", c, T,
+                cg_name(g, a->name), c, T, i);
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        const char *T = cg_type(g, cg_param_abi_type(k->params[i]));
+        cg_line(g, "const %s %s = *(const %s *)sc_args[%d];", T,
+                cg_name(g, k->params[i]->name), T, k->nargs + i);
+    }
+    if (c_any_big(k)) {
+        cg_line(g, "#pragma omp parallel");
+        cg_line(g, "{");
+        cg_indent(g, 1);
+        for (int i = 0; i < k->nshared; i++) {
+            const lower_alloc *a = k->shared[i];
+            const char *T = cg_type(g, cg_alloc_type(a));
+            if (!c_big(a))
+                continue;
+            cg_line(g, "%s *%s = (%s *)malloc(sizeof(%s) * %" PRId64 ");", T,
+                    cg_name(g, a->name), T, T, a->count);
+            cg_line(g, "if (!%s)", cg_name(g, a->name));
+            cg_line(g, "    abort();            /* the C ABI has no error return */");
+        }
+        cg_line(g, "#pragma omp for schedule(dynamic)");
+    } else {
+        cg_line(g, "#pragma omp parallel for schedule(dynamic)");
+    }
+    cg_line(g, "for (int64_t sc_b = 0; sc_b < sc_nblocks; sc_b++) {");
+    cg_indent(g, 1);
+    if (cg_uses_var(k, "bid"))
+        cg_line(g, "const int32_t bid = (int32_t)sc_b;");
+    for (int i = 0; i < k->nshared; i++) {
+        const lower_alloc *a = k->shared[i];
+        if (!c_big(a))
+            cg_line(g, "%s %s[%" PRId64 "];", cg_type(g, cg_alloc_type(a)),
+                    cg_name(g, a->name), a->count > 0 ? a->count : 1);
+    }
+}
+
+static void c_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
+{
+    (void)k;
+    cg_line(g, "/* phase %d */", phase);
+    cg_line(g, "for (int32_t tid = 0; tid < sc_nthreads; tid++) {");
+    cg_indent(g, 1);
+}
+
+static void c_phase_close(cg_ctx *g, const lower_kernel *k, int phase)
+{
+    (void)k;
+    (void)phase;
+    cg_indent(g, -1);
+    cg_line(g, "}");
+}
+
+static void c_kernel_close(cg_ctx *g, const lower_kernel *k)
+{
+    cg_indent(g, -1);
+    cg_line(g, "}");
+    if (c_any_big(k)) {
+        for (int i = 0; i < k->nshared; i++)
+            if (c_big(k->shared[i]))
+                cg_line(g, "free(%s);", cg_name(g, k->shared[i]->name));
+        cg_indent(g, -1);
+        cg_line(g, "}");
+    }
+    cg_indent(g, -1);
+    cg_line(g, "}");
+}
+
+const cg_target cg_target_c = {
+    .name = "C",
+    .type = { [SC_BOOL] = "int", [SC_U8] = "uint8_t", [SC_U16] = "uint16_t",
+              [SC_U32] = "uint32_t", [SC_I8] = "int8_t", [SC_I16] = "int16_t",
+              [SC_I32] = "int32_t", [SC_F32] = "float" },
+    .i64 = "int64_t",
+    .fn_qual = "static inline",
+    .math = { [SC_SQRT] = "sqrtf", [SC_EXP] = "expf", [SC_LOG] = "logf", [SC_POW] = "powf",
+              [SC_FLOOR] = "floorf", [SC_CEIL] = "ceilf", [SC_ROUND] = "rintf",
+              [SC_SIN] = "sinf", [SC_COS] = "cosf", [SC_TANH] = "tanhf",
+              [SC_ATAN2] = "atan2f", [SC_ABS] = "fabsf" },
+    .fmin = "fminf",
+    .fmax = "fmaxf",
+    .inf = "INFINITY",
+    .nan = "NAN",
+    .unroll = "#pragma GCC unroll %d",
+    .prologue = c_prologue,
+    .kernel_open = c_kernel_open,
+    .phase_open = c_phase_open,
+    .phase_close = c_phase_close,
+    .kernel_close = c_kernel_close,
+};

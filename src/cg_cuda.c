@@ -1,0 +1,95 @@
+/*
+ * cg_cuda.c - the CUDA C back end: one extern "C" __global__ function per
+ * kernel (grid nblocks, block nthreads, __launch_bounds__ of it), static
+ * __shared__ arrays, __syncthreads() between phases.  NVRTC has no
+ * <stdint.h>, so under it the fixed-width types are typedef'd here; nvcc
+ * includes the real header.
+ *
+ * Expected NVRTC / nvcc options: --fmad=false (no contraction into FMA,
+ * which would change f32 results against the reference), --prec-div=true
+ * --prec-sqrt=true (the defaults), never --use_fast_math or
+ * --ftz=true; -arch=sm_XX as the runtime chooses.  Static shared memory is
+ * limited to 48 KiB per block.
+ */
+#include "cg_backend.h"
+
+static void cu_prologue(cg_ctx *g)
+{
+    cg_printf(g, "/* Build: --fmad=false --prec-div=true --prec-sqrt=true (no fast math). */\n"
+                 "#ifdef __CUDACC_RTC__\n"
+                 "typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\n"
+                 "typedef unsigned int uint32_t;\ntypedef signed char int8_t;\n"
+                 "typedef short int16_t;\ntypedef int int32_t;\ntypedef long long int64_t;\n"
+                 "#else\n#include <stdint.h>\n#endif\n");
+}
+
+static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
+{
+    cg_line(g, "extern \"C\" __global__ void __launch_bounds__(%d)", k->nthreads);
+    cg_printf(g, "%s(", cg_name(g, k->name));
+    for (int i = 0; i < k->nargs; i++) {
+        const lower_alloc *a = k->args[i];
+        cg_printf(g, "%s%s%s *__restrict__ %s", i ? ",\n        " : "",
+                  cg_stores_to(k, a) ? "" : "const ", cg_type(g, cg_alloc_type(a)),
+                  cg_name(g, a->name));
+    }
+    for (int i = 0; i < k->nparams; i++)
+        cg_printf(g, "%sconst %s %s", k->nargs + i ? ",\n        " : "",
+                  cg_type(g, cg_param_abi_type(k->params[i])), cg_name(g, k->params[i]->name));
+    cg_printf(g, ")\n{\n");
+    cg_indent(g, 1);
+    for (int i = 0; i < k->nshared; i++)
+        cg_line(g, "__shared__ %s %s[%lld];", cg_type(g, cg_alloc_type(k->shared[i])),
+                cg_name(g, k->shared[i]->name),
+                (long long)(k->shared[i]->count > 0 ? k->shared[i]->count : 1));
+    if (cg_uses_var(k, "bid"))
+        cg_line(g, "const int32_t bid = (int32_t)blockIdx.x;");
+    if (cg_uses_var(k, "tid"))
+        cg_line(g, "const int32_t tid = (int32_t)threadIdx.x;");
+}
+
+static void cu_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
+{
+    (void)k;
+    cg_line(g, "/* phase %d */", phase);
+    cg_line(g, "{");
+    cg_indent(g, 1);
+}
+
+static void cu_phase_close(cg_ctx *g, const lower_kernel *k, int phase)
+{
+    cg_indent(g, -1);
+    cg_line(g, "}");
+    if (phase + 1 < k->nphases)
+        cg_line(g, "__syncthreads();");
+}
+
+static void cu_kernel_close(cg_ctx *g, const lower_kernel *k)
+{
+    (void)k;
+    cg_indent(g, -1);
+    cg_line(g, "}");
+}
+
+const cg_target cg_target_cuda = {
+    .name = "CUDA",
+    .type = { [SC_BOOL] = "int", [SC_U8] = "uint8_t", [SC_U16] = "uint16_t",
+              [SC_U32] = "uint32_t", [SC_I8] = "int8_t", [SC_I16] = "int16_t",
+              [SC_I32] = "int32_t", [SC_F32] = "float" },
+    .i64 = "int64_t",
+    .fn_qual = "static __device__ __forceinline__",
+    .math = { [SC_SQRT] = "sqrtf", [SC_EXP] = "expf", [SC_LOG] = "logf", [SC_POW] = "powf",
+              [SC_FLOOR] = "floorf", [SC_CEIL] = "ceilf", [SC_ROUND] = "rintf",
+              [SC_SIN] = "sinf", [SC_COS] = "cosf", [SC_TANH] = "tanhf",
+              [SC_ATAN2] = "atan2f", [SC_ABS] = "fabsf" },
+    .fmin = "fminf",
+    .fmax = "fmaxf",
+    .inf = "__int_as_float(0x7f800000)",
+    .nan = "__int_as_float(0x7fffffff)",
+    .unroll = "#pragma unroll",
+    .prologue = cu_prologue,
+    .kernel_open = cu_kernel_open,
+    .phase_open = cu_phase_open,
+    .phase_close = cu_phase_close,
+    .kernel_close = cu_kernel_close,
+};

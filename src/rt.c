@@ -1,0 +1,49 @@
+/*
+ * rt.c - choosing a runtime back end: by name, or the best one present
+ * (DESIGN.md, "Targets and devices": the first CUDA GPU, else the first
+ * OpenCL device, else the C compiler).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+const rt_ops *rt_ops_by_name(const char *name)
+{
+    static const rt_ops *const all[] = {&rt_cuda_ops, &rt_opencl_ops, &rt_c_ops};
+    if (!name) return NULL;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(all[i]->name, name) == 0) return all[i];
+    return NULL;
+}
+
+/* CUDA counts only where kernels can run: a compile-only CUDA device (NVRTC
+ * without a GPU) is passed over.  If nothing opens, err says why each back
+ * end did not. */
+rt_device *rt_open_best(const rt_ops **ops, char *err, size_t errlen)
+{
+    char why_cuda[256] = "", why_cl[256] = "", why_c[256] = "";
+    rt_device *d = rt_cuda_ops.open(why_cuda, sizeof why_cuda);
+    if (d && rt_cuda_ops.can_run(d)) {
+        if (ops) *ops = &rt_cuda_ops;
+        return d;
+    }
+    if (d) {
+        snprintf(why_cuda, sizeof why_cuda, "%s", rt_cuda_ops.describe(d));
+        rt_cuda_ops.close(d);
+    }
+    d = rt_opencl_ops.open(why_cl, sizeof why_cl);
+    if (d) {
+        if (ops) *ops = &rt_opencl_ops;
+        return d;
+    }
+    d = rt_c_ops.open(why_c, sizeof why_c);
+    if (d) {
+        if (ops) *ops = &rt_c_ops;
+        return d;
+    }
+    if (ops) *ops = NULL;
+    if (err && errlen)
+        snprintf(err, errlen, "no device: cuda: %s; opencl: %s; c: %s", why_cuda, why_cl, why_c);
+    return NULL;
+}
