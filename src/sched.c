@@ -25,6 +25,13 @@ static int pure_dims(const sc_func *f, int st, int *dims) {
     return np;
 }
 
+/* The i-th Func from the outputs to the inputs (reverse topological
+ * order); creation order if the pipeline is not finalized. */
+static const sc_func *from_outputs(const sc_pipeline *p, int i) {
+    if (p->order.n == p->funcs.n) return ir_order_at(p, p->order.n - 1 - i);
+    return func_at(p, i);
+}
+
 static bool is_fused(const sched_func *sf) {
     return sf && (sf->loc == SCHED_BLOCK || sf->loc == SCHED_THREAD);
 }
@@ -335,6 +342,13 @@ static int check_rules(check_ctx *c) {
             }
         if (sf->loc == SCHED_BLOCK && check_tiles(c, f, sf)) return -1;
     }
+    /* inlining can grow expressions exponentially; lowering refuses them */
+    int worst = -1;
+    double size = lower_max_inlined_size(p, s, &worst);
+    if (size > LOWER_MAX_INLINED && worst >= 0)
+        return fail(c, "%s: inlining makes its expression %.3g nodes large, over the limit of %d (compute "
+                    "some of its inline producers at root or fused)", func_at(p, worst)->name, size,
+                    LOWER_MAX_INLINED);
     /* every fused Func's kernel: follow `at` up to the root Func */
     for (int i = 0; i < n; i++) {
         c->root[i] = c->kstage[i] = -1;
@@ -358,10 +372,13 @@ static void pure_extents(const bounds_result *b, const sc_func *f, int st, int64
         if (bs->which[li] >= 0) ext[k++] = bs->extent[li];
 }
 
+/* a * b for a, b >= 0, saturating at 2^40 (sizes typed in by hand may be
+ * absurd; the limits they are compared with are far below). */
 static int64_t sat_mul(int64_t a, int64_t b) {
     const int64_t cap = (int64_t)1 << 40;
-    int64_t r = a * (b > cap ? cap : b);
-    return r > cap ? cap : r;
+    if (a <= 0 || b <= 0) return 0;
+    if (a > cap / b) return cap;
+    return a * b;
 }
 
 /* Threads per block of every root stage (and warp multiples), and of every
@@ -386,15 +403,15 @@ static int check_threads(check_ctx *c, bool warp_multiple) {
             char nm[200];
             stage_name(f, st, nm, sizeof nm);
             if (threads > t->max_threads_per_block)
-                return fail(c, "%s: %lld threads per block, over the target's %d (%s)", nm, (long long)threads,
-                            t->max_threads_per_block, t->name);
+                return fail(c, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
+                            threads == 1 ? "" : "s", t->max_threads_per_block, t->name);
             /* A stage whose whole iteration space, at its serial sizes,
              * has fewer than a warp of points, or that one block covers
              * entirely, cannot be helped by a warp-multiple block: more
              * threads would only idle. */
             if (warp_multiple && threads % t->warp_size && need >= t->warp_size && threads < need)
-                return fail(c, "%s: %lld threads per block, not a multiple of the target's warp size %d (%s)",
-                            nm, (long long)threads, t->warp_size, t->name);
+                return fail(c, "%s: %lld thread%s per block, not a multiple of the target's warp size %d (%s)",
+                            nm, (long long)threads, threads == 1 ? "" : "s", t->warp_size, t->name);
         }
     }
     for (int i = p->order.n - 1; i >= 0; i--) {
@@ -434,9 +451,8 @@ static int check_memory(check_ctx *c) {
     if (!count || !smem || !words) abort();
     int rc = 0;
     if (any_fused) {
-        /* One lowering gives every footprint (lower_footprint_extents would
-         * lower once per fused Func), in a scratch arena freed at once, so
-         * a search calling this thousands of times keeps no memory. */
+        /* One lowering, in a scratch arena, gives every footprint
+         * (lower_footprint_extents would lower once per fused Func). */
         ir_arena *scratch = ir_arena_new();
         char msg[512] = "";
         lower_program *prog = lower_schedule(scratch, (sc_pipeline *)p, c->b, c->s, msg, sizeof msg);
@@ -532,8 +548,8 @@ int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state 
 char *sched_to_text(const sc_pipeline *p, const sched_state *s) {
     sbuf b = {0};
     sb_printf(&b, "schedule %s;\n", p->name);
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = from_outputs(p, i);
         if (f->kind != FUNC_DEFINED) continue;
         const sched_func *sf = f->id < s->nfuncs ? s->f[f->id] : NULL;
         if (!sf || sf->loc == SCHED_UNDECIDED) {
@@ -768,14 +784,8 @@ static bool parse_tiles(scan *s, const sc_func *f, sched_func *sf) {
         for (int k = 0; k < np; k++) {
             token v;
             char name[128], ord[16], what[1024];
-            snprintf(what, sizeof what, "'%s' (the %s pure loop of %s, of: %s)", f->vars[dims[k]],
+            snprintf(what, sizeof what, "'%s', the %s of the pure loops of %s (%s)", f->vars[dims[k]],
                      ordinal(k + 1, ord, sizeof ord), nm, list);
-            token at = peek(s);
-            if (at.kind == TK_PUNCT && s->text[at.start] == ']') {
-                perr(s, at.line, at.col, "%s has %d pure loop%s (%s); expected %s, got ']'", nm, np,
-                     np == 1 ? "" : "s", list, what);
-                return false;
-            }
             if (!ident(s, &v, name, sizeof name, what)) return false;
             if (strcmp(name, f->vars[dims[k]])) {
                 char d[64];
@@ -901,8 +911,8 @@ sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename
         }
         if (sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) {
             if (!parse_tiles(&s, f, sf)) goto out;
-            snprintf(where, sizeof where, "after the %d tiling%s of %s (one per stage)", f->nstages,
-                     f->nstages == 1 ? "" : "s", f->name);
+            if (f->nstages == 1) snprintf(where, sizeof where, "after the tiling of %s (it has 1 stage)", f->name);
+            else snprintf(where, sizeof where, "after the %d tilings of %s (one per stage)", f->nstages, f->name);
         } else {
             snprintf(where, sizeof where, "after '%s' (%s Funcs are not tiled)", loc_word(sf->loc),
                      sf->loc == SCHED_INLINE ? "inline" : "thread-level");
@@ -910,8 +920,8 @@ sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename
         if (!expect(&s, ';', where)) goto out;
         st->f[f->id] = sf;
     }
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = from_outputs(p, i);
         if (f->kind == FUNC_DEFINED && !seen_line[f->id]) {
             t = peek(&s);
             perr(&s, t.line, t.col, "missing Func %s (every Func of pipeline %s must be scheduled)", f->name,
@@ -1094,8 +1104,8 @@ char *sched_to_halide(const sc_pipeline *p, const sched_state *s) {
     int *cons = malloc(sizeof(int) * ((size_t)n + 1)), *cstage = malloc(sizeof(int) * ((size_t)n + 1));
     if (!cons || !cstage) abort();
     find_consumers(p, s, cons, cstage);
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = from_outputs(p, i);
         if (f->kind != FUNC_DEFINED) continue;
         const sched_func *sf = f->id < s->nfuncs ? s->f[f->id] : NULL;
         sbuf *b = &h.body;

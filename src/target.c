@@ -279,8 +279,11 @@ static void list_targets(const char *dir, char *buf, size_t len) {
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], cmp_name);
     for (int i = 0; i < n; i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, len - l, "%s ", names[i]);
+        size_t l = strlen(buf), m = strlen(names[i]);
+        if (l + m + 2 > len) break;
+        memcpy(buf + l, names[i], m);
+        buf[l + m] = ' ';
+        buf[l + m + 1] = 0;
     }
 }
 
@@ -317,7 +320,7 @@ void target_print(const target *t, char *buf, size_t len) {
         size_t n = strlen(buf);
         if (n + 1 >= len) return;
         switch (k->type) {
-        case K_STR: snprintf(buf + n, len - n, "%s = %s\n", k->key, p); break;
+        case K_STR: snprintf(buf + n, len - n, "%s =%s%s\n", k->key, *p ? " " : "", p); break;
         case K_INT: {
             int v;
             memcpy(&v, p, sizeof v);

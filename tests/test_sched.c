@@ -225,9 +225,9 @@ static void test_parse_errors(void) {
                       "unknown consumer 'outt'"));
     CHECK(parse_fails(&fx, "schedule blur;\nout: root;", "t.sched:2:10:", "expected '['"));
     CHECK(parse_fails(&fx, "schedule blur;\nout: root [y=8x1 x=32x1];", "t.sched:2:12:",
-                      "expected 'x' (the 1st pure loop of out"));
+                      "expected 'x', the 1st of the pure loops of out (x y), got 'y'"));
     CHECK(parse_fails(&fx, "schedule blur;\nout: root [x=8x1];", "t.sched:2:17:",
-                      "out has 2 pure loops (x y)"));
+                      "expected 'y', the 2nd of the pure loops of out (x y), got ']'"));
     CHECK(parse_fails(&fx, "schedule blur;\nout: root [x=8x1 y=1x1 z=1x1];", "t.sched:2:24:",
                       "expected ']'"));
     CHECK(parse_fails(&fx, "schedule blur;\nout: root [x=8 y=1x1];", "t.sched:2:16:",
