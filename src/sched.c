@@ -68,6 +68,26 @@ static char *sb_take(sbuf *b) {
 
 /* ---- states -------------------------------------------------------------- */
 
+sched_func *sched_func_new(ir_arena *a, sched_loc loc, int at, int nstages) {
+    sched_func *sf = ir_alloc(a, sizeof *sf);
+    sf->loc = loc;
+    sf->at = at;
+    sf->nstages = nstages;
+    if (loc == SCHED_ROOT || loc == SCHED_BLOCK)
+        sf->tile = ir_alloc(a, sizeof(sched_tile) * (size_t)(nstages > 0 ? nstages : 1));
+    return sf;
+}
+
+sched_func *sched_func_copy(ir_arena *a, const sched_func *sf) {
+    sched_func *c = ir_alloc(a, sizeof *c);
+    *c = *sf;
+    if (sf->tile) {
+        c->tile = ir_alloc(a, sizeof(sched_tile) * (size_t)(sf->nstages > 0 ? sf->nstages : 1));
+        memcpy(c->tile, sf->tile, sizeof(sched_tile) * (size_t)sf->nstages);
+    }
+    return c;
+}
+
 sched_state *sched_state_new(ir_arena *a, const sc_pipeline *p) {
     sched_state *s = ir_alloc(a, sizeof *s);
     s->nfuncs = p->funcs.n;
@@ -125,7 +145,7 @@ uint64_t sched_hash(const sched_state *s, int depth) {
         h = fnv(h, tag);
         if (tag == T_BLOCK || tag == T_THREAD) h = fnv(h, sf->at);
         if (depth >= 3 && (loc == SCHED_ROOT || loc == SCHED_BLOCK)) {
-            int ns = sf->nstages < SCHED_MAX_STAGES ? sf->nstages : SCHED_MAX_STAGES;
+            int ns = sf->tile ? sf->nstages : 0;
             h = fnv(h, ns);
             for (int st = 0; st < ns; st++) {
                 const sched_tile *t = &sf->tile[st];
@@ -213,7 +233,8 @@ typedef struct {
     size_t errlen;
     int *cons, *cstage;         /* find_consumers */
     int *root, *kstage;         /* fused Func -> root Func and stage of its kernel */
-    int64_t *kthreads;          /* [root * SCHED_MAX_STAGES + stage] threads per block */
+    int64_t *kthreads;          /* [kbase[root] + stage] threads per block */
+    int *kbase;                 /* [func id] index of the Func's first stage */
 } check_ctx;
 
 static int fail(check_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -281,9 +302,9 @@ static int check_rules(check_ctx *c) {
         const sched_func *sf = s->f[f->id];
         if (!sf || sf->loc == SCHED_UNDECIDED)
             return fail(c, "%s: not scheduled (the state is partial)", f->name);
-        if (f->nstages > SCHED_MAX_STAGES)
-            return fail(c, "%s: %d stages; a schedule can tile at most %d", f->name, f->nstages,
-                        SCHED_MAX_STAGES);
+        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages))
+            return fail(c, "%s: the schedule tiles %d stage%s, the Func has %d", f->name,
+                        sf->tile ? sf->nstages : 0, sf->nstages == 1 ? "" : "s", f->nstages);
     }
     find_consumers(p, s, c->cons, c->cstage);
     for (int i = p->order.n - 1; i >= 0; i--) {
@@ -399,7 +420,7 @@ static int check_threads(check_ctx *c, bool warp_multiple) {
                 int64_t e = ext[k] > 0 ? ext[k] : 0;
                 need = sat_mul(need, (e + tl->serial[k] - 1) / tl->serial[k]);
             }
-            c->kthreads[f->id * SCHED_MAX_STAGES + st] = threads;
+            c->kthreads[c->kbase[f->id] + st] = threads;
             char nm[200];
             stage_name(f, st, nm, sizeof nm);
             if (threads > t->max_threads_per_block)
@@ -419,7 +440,7 @@ static int check_threads(check_ctx *c, bool warp_multiple) {
         const sched_func *sf = f->kind == FUNC_DEFINED ? c->s->f[f->id] : NULL;
         if (!sf || sf->loc != SCHED_BLOCK) continue;
         const sc_func *r = func_at(p, c->root[f->id]);
-        int64_t kt = c->kthreads[r->id * SCHED_MAX_STAGES + c->kstage[f->id]];
+        int64_t kt = c->kthreads[c->kbase[r->id] + c->kstage[f->id]];
         for (int st = 0; st < f->nstages; st++) {
             int64_t threads = 1;
             for (int k = 0; k < sf->tile[st].npure; k++) threads = sat_mul(threads, sf->tile[st].threads[k]);
@@ -446,8 +467,8 @@ static int check_memory(check_ctx *c) {
     bool any_fused = false;
     for (int i = 0; i < n; i++) any_fused |= c->root[i] >= 0;
     int64_t *count = calloc((size_t)n + 1, sizeof(int64_t));
-    int64_t *smem = calloc((size_t)n * SCHED_MAX_STAGES + 1, sizeof(int64_t));
-    int64_t *words = calloc((size_t)n * SCHED_MAX_STAGES + 1, sizeof(int64_t));
+    int64_t *smem = calloc((size_t)c->kbase[p->funcs.n] + 1, sizeof(int64_t));
+    int64_t *words = calloc((size_t)c->kbase[p->funcs.n] + 1, sizeof(int64_t));
     if (!count || !smem || !words) abort();
     int rc = 0;
     if (any_fused) {
@@ -468,7 +489,7 @@ static int check_memory(check_ctx *c) {
         }
         for (int i = 0; i < n; i++) {
             if (c->root[i] < 0) continue;
-            int kk = c->root[i] * SCHED_MAX_STAGES + c->kstage[i];
+            int kk = c->kbase[c->root[i]] + c->kstage[i];
             const sc_func *f = func_at(p, i);
             if (c->s->f[i]->loc == SCHED_BLOCK) smem[kk] += count[i] * (int64_t)sc_type_size(f->type);
             else words[kk] += count[i];
@@ -479,7 +500,7 @@ static int check_memory(check_ctx *c) {
         const sched_func *sf = f->kind == FUNC_DEFINED ? c->s->f[f->id] : NULL;
         if (!sf || sf->loc != SCHED_ROOT) continue;
         for (int st = 0; st < f->nstages && !rc; st++) {
-            int kk = f->id * SCHED_MAX_STAGES + st;
+            int kk = c->kbase[f->id] + st;
             char nm[200];
             stage_name(f, st, nm, sizeof nm);
             if (smem[kk] > t->shared_mem_per_block) {
@@ -530,7 +551,12 @@ int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state 
     c.cstage = malloc(n * sizeof(int));
     c.root = malloc(n * sizeof(int));
     c.kstage = malloc(n * sizeof(int));
-    c.kthreads = calloc(n * SCHED_MAX_STAGES, sizeof(int64_t));
+    c.kbase = malloc(n * sizeof(int));
+    if (!c.kbase) abort();
+    c.kbase[0] = 0;
+    for (int i = 0; i < p->funcs.n; i++)
+        c.kbase[i + 1] = c.kbase[i] + ((sc_func *)p->funcs.items[i])->nstages;
+    c.kthreads = calloc((size_t)c.kbase[p->funcs.n] + 1, sizeof(int64_t));
     if (!c.cons || !c.cstage || !c.root || !c.kstage || !c.kthreads) abort();
     int rc = check_rules(&c);
     if (!rc) rc = check_threads(&c, warp_multiple);
@@ -540,6 +566,7 @@ int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state 
     free(c.root);
     free(c.kstage);
     free(c.kthreads);
+    free(c.kbase);
     return rc;
 }
 
@@ -560,7 +587,7 @@ char *sched_to_text(const sc_pipeline *p, const sched_state *s) {
         if (is_fused(sf))
             sb_printf(&b, " of %s", sf->at >= 0 && sf->at < p->funcs.n ? func_at(p, sf->at)->name : "?");
         if (sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK)
-            for (int st = 0; st < sf->nstages && st < SCHED_MAX_STAGES; st++) {
+            for (int st = 0; sf->tile && st < sf->nstages; st++) {
                 const sched_tile *t = &sf->tile[st];
                 int dims[SC_MAX_DIMS], np = st < f->nstages ? pure_dims(f, st, dims) : 0;
                 sb_printf(&b, " [");
@@ -875,11 +902,6 @@ sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename
         }
         seen_line[f->id] = ft.line;
         seen_col[f->id] = ft.col;
-        if (f->nstages > SCHED_MAX_STAGES) {
-            perr(&s, ft.line, ft.col, "%s has %d stages; a schedule can tile at most %d", f->name, f->nstages,
-                 SCHED_MAX_STAGES);
-            goto out;
-        }
         char where[200];
         snprintf(where, sizeof where, "after the Func name %s", f->name);
         if (!expect(&s, ':', where)) goto out;
@@ -910,6 +932,7 @@ sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename
             sf->at = cf->id;
         }
         if (sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) {
+            sf->tile = ir_alloc(a, sizeof(sched_tile) * (size_t)(f->nstages ? f->nstages : 1));
             if (!parse_tiles(&s, f, sf)) goto out;
             if (f->nstages == 1) snprintf(where, sizeof where, "after the tiling of %s (it has 1 stage)", f->name);
             else snprintf(where, sizeof where, "after the %d tilings of %s (one per stage)", f->nstages, f->name);
@@ -1118,7 +1141,7 @@ char *sched_to_halide(const sc_pipeline *p, const sched_state *s) {
             sb_printf(b, "// %s: inline\n", f->name);
             break;
         case SCHED_ROOT:
-            for (int st = 0; st < f->nstages && st < sf->nstages && st < SCHED_MAX_STAGES; st++)
+            for (int st = 0; sf->tile && st < f->nstages && st < sf->nstages; st++)
                 halide_root_stage(&h, f, st, &sf->tile[st]);
             break;
         case SCHED_BLOCK:
@@ -1134,7 +1157,7 @@ char *sched_to_halide(const sc_pipeline *p, const sched_state *s) {
                 sb_printf(b, "%s.compute_at(%s);\n", f->name, level);
                 break;
             }
-            for (int st = 0; st < f->nstages && st < sf->nstages && st < SCHED_MAX_STAGES; st++)
+            for (int st = 0; sf->tile && st < f->nstages && st < sf->nstages; st++)
                 halide_block_stage(&h, f, st, &sf->tile[st], level);
             break;
         }

@@ -40,8 +40,6 @@ typedef enum {
     SCHED_UNDECIDED, SCHED_INLINE, SCHED_ROOT, SCHED_BLOCK, SCHED_THREAD
 } sched_loc;
 
-#define SCHED_MAX_STAGES 16
-
 /* Tiling of one stage's pure loops (in ir_stage_loops order, pure ones
  * only: index k is the k-th pure loop). */
 typedef struct {
@@ -53,9 +51,14 @@ typedef struct {
 typedef struct {
     sched_loc loc;
     int at;                       /* consumer func id (BLOCK, THREAD), else -1 */
-    int nstages;                  /* tiles: ROOT and BLOCK have one per stage */
-    sched_tile tile[SCHED_MAX_STAGES];
+    int nstages;
+    sched_tile *tile;             /* ROOT and BLOCK: nstages entries (arena); else NULL */
 } sched_func;
+
+/* A decision with zeroed tiles for every stage (ROOT, BLOCK), in the arena. */
+sched_func *sched_func_new(ir_arena *a, sched_loc loc, int at, int nstages);
+/* A copy with its own tiles, to change (records in a state are shared). */
+sched_func *sched_func_copy(ir_arena *a, const sched_func *sf);
 
 typedef struct {
     int nfuncs;                   /* == pipeline funcs.n */

@@ -230,13 +230,15 @@ static int block_budget(const sc_pipeline *p, const sched_state *s, int at, int 
 
 /* Fills the tiles of a location choice with random tilings (or the first
  * option when rng is NULL). */
-static void choose_tiles(const sc_pipeline *p, const bounds_result *b, const sched_state *s,
+static void choose_tiles(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const sched_state *s,
                          int fid, sched_func *sf, const space_opts *o, space_rng *rng) {
     const sc_func *f = func_at(p, fid);
+    sf->nstages = f->nstages;
     if (sf->loc != SCHED_ROOT && sf->loc != SCHED_BLOCK) {
-        sf->nstages = f->nstages;
+        sf->tile = NULL;
         return;
     }
+    sf->tile = ir_alloc(a, sizeof(sched_tile) * (size_t)(f->nstages ? f->nstages : 1));
     int budget = o->t ? o->t->max_threads_per_block : 1024;
     if (sf->loc == SCHED_BLOCK) {
         int stage = 0;
@@ -286,7 +288,7 @@ int space_children(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
             int pick = nt <= room ? k : space_rand_below(rng, nt);
             sched_func *sf = ir_alloc(a, sizeof *sf);
             *sf = locs[l];
-            choose_tiles(p, b, s, fid, sf, o, rng);
+            choose_tiles(a, p, b, s, fid, sf, o, rng);
             sf->tile[0] = opts[pick];
             sched_state *c = sched_state_copy(a, s);
             c->f[fid] = sf;
@@ -312,7 +314,7 @@ sched_state *space_random(ir_arena *a, sc_pipeline *p, const bounds_result *b,
                 /* excessive inlining: take another location */
                 for (int k = 0; k < nl; k++) if (locs[k].loc != SCHED_INLINE) { *sf = locs[k]; break; }
             }
-            choose_tiles(p, b, s, fid, sf, o, &rng);
+            choose_tiles(a, p, b, s, fid, sf, o, &rng);
         }
         if (!o->t || sched_check(p, b, s, o->t, o->prune, why, sizeof why) == 0) return s;
     }
@@ -352,12 +354,9 @@ static sched_state *fixed(ir_arena *a, const sc_pipeline *p, const bounds_result
     for (int i = 0; i < p->funcs.n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
-        sched_func *sf = ir_alloc(a, sizeof *sf);
-        sf->at = -1;
-        sf->nstages = f->nstages;
         bool inl = baseline ? (f->nstages == 1 && !f->is_output && space_pointwise(p, i))
                             : is_wrapper(f);
-        sf->loc = inl ? SCHED_INLINE : SCHED_ROOT;
+        sched_func *sf = sched_func_new(a, inl ? SCHED_INLINE : SCHED_ROOT, -1, f->nstages);
         if (!inl)
             for (int st = 0; st < f->nstages; st++) sf->tile[st] = one_d(f, st, b, 64, baseline ? 64 : 16);
         s->f[i] = sf;

@@ -183,13 +183,13 @@ static void test_hand_built(void) {
     fixture fx = load(BLUR);
     sched_state *s = sched_state_new(fx.a, fx.p);
     CHECK(!sched_complete(fx.p, s));
-    sched_func *out = ir_alloc(fx.a, sizeof *out), *bx = ir_alloc(fx.a, sizeof *bx),
-               *cl = ir_alloc(fx.a, sizeof *cl);
+    sched_func *out = sched_func_new(fx.a, SCHED_ROOT, -1, 1);
     int out_id = sc_func_lookup(fx.p, "out")->id, bx_id = sc_func_lookup(fx.p, "blur_x")->id,
         cl_id = sc_func_lookup(fx.p, "clamped")->id;
-    *out = (sched_func){ SCHED_ROOT, -1, 1, { { 2, { 32, 8 }, { 1, 2 } } } };
-    *bx = (sched_func){ SCHED_BLOCK, out_id, 1, { { 2, { 32, 8 }, { 1, 1 } } } };
-    *cl = (sched_func){ SCHED_INLINE, -1, 0, { { 0, { 0 }, { 0 } } } };
+    sched_func *bx = sched_func_new(fx.a, SCHED_BLOCK, out_id, 1);
+    sched_func *cl = sched_func_new(fx.a, SCHED_INLINE, -1, 0);
+    out->tile[0] = (sched_tile){ 2, { 32, 8 }, { 1, 2 } };
+    bx->tile[0] = (sched_tile){ 2, { 32, 8 }, { 1, 1 } };
     s->f[out_id] = out;
     s->f[bx_id] = bx;
     CHECK(!sched_complete(fx.p, s));
@@ -270,8 +270,7 @@ static void test_hash(void) {
 
     /* a different tiling: equal up to depth 2 */
     sched_state *s1 = sched_state_copy(fx.a, s0);
-    sched_func *cf = ir_alloc(fx.a, sizeof *cf);
-    *cf = *s0->f[c];
+    sched_func *cf = sched_func_copy(fx.a, s0->f[c]);
     cf->tile[0].threads[0] = 16;
     s1->f[c] = cf;
     for (int d = 0; d <= 2; d++) CHECK(sched_hash(s0, d) == sched_hash(s1, d));
@@ -280,8 +279,7 @@ static void test_hash(void) {
 
     /* a at thread level of c instead of b: equal up to depth 1 */
     sched_state *s2 = sched_state_copy(fx.a, s0);
-    sched_func *af = ir_alloc(fx.a, sizeof *af);
-    *af = *s0->f[a];
+    sched_func *af = sched_func_copy(fx.a, s0->f[a]);
     af->at = c;
     s2->f[a] = af;
     CHECK(sched_hash(s0, 0) == sched_hash(s2, 0));
@@ -290,8 +288,7 @@ static void test_hash(void) {
 
     /* b at block level of e instead of c: equal at depth 0 only */
     sched_state *s3 = sched_state_copy(fx.a, s0);
-    sched_func *bf = ir_alloc(fx.a, sizeof *bf);
-    *bf = *s0->f[b];
+    sched_func *bf = sched_func_copy(fx.a, s0->f[b]);
     bf->at = e;
     s3->f[b] = bf;
     CHECK(sched_hash(s0, 0) == sched_hash(s3, 0));
@@ -300,16 +297,14 @@ static void test_hash(void) {
     /* b at thread level rather than block level: same consumer, but the
      * block-level set differs from depth 1 */
     sched_state *s4 = sched_state_copy(fx.a, s0);
-    sched_func *bt = ir_alloc(fx.a, sizeof *bt);
-    *bt = (sched_func){ SCHED_THREAD, c, 0, { { 0, { 0 }, { 0 } } } };
+    sched_func *bt = sched_func_new(fx.a, SCHED_THREAD, c, 0);
     s4->f[b] = bt;
     CHECK(sched_hash(s0, 0) == sched_hash(s4, 0));
     CHECK(sched_hash(s0, 1) != sched_hash(s4, 1));
 
     /* c at root rather than fused: differs from depth 0 */
     sched_state *s5 = sched_state_copy(fx.a, s0);
-    sched_func *cr = ir_alloc(fx.a, sizeof *cr);
-    *cr = *s0->f[c];
+    sched_func *cr = sched_func_copy(fx.a, s0->f[c]);
     cr->loc = SCHED_ROOT;
     cr->at = -1;
     s5->f[c] = cr;
@@ -317,8 +312,7 @@ static void test_hash(void) {
 
     /* inline vs undecided vs root: all different at depth 0 */
     sched_state *s6 = sched_state_copy(fx.a, s0), *s7 = sched_state_copy(fx.a, s0);
-    sched_func *ai = ir_alloc(fx.a, sizeof *ai);
-    *ai = (sched_func){ SCHED_INLINE, -1, 0, { { 0, { 0 }, { 0 } } } };
+    sched_func *ai = sched_func_new(fx.a, SCHED_INLINE, -1, 0);
     s6->f[a] = ai;
     s7->f[a] = NULL;
     CHECK(sched_hash(s0, 0) != sched_hash(s6, 0));
@@ -327,8 +321,8 @@ static void test_hash(void) {
 
     /* the tiling of a thread-level Func (meaningless) is not hashed */
     sched_state *s8 = sched_state_copy(fx.a, s0);
-    sched_func *at = ir_alloc(fx.a, sizeof *at);
-    *at = *s0->f[a];
+    sched_func *at = sched_func_copy(fx.a, s0->f[a]);
+    at->tile = sched_func_new(fx.a, SCHED_ROOT, -1, 1)->tile;   /* tiles it should not have */
     at->tile[0].threads[0] = 7;
     s8->f[a] = at;
     CHECK(sched_hash(s0, 5) == sched_hash(s8, 5));
@@ -425,8 +419,7 @@ static void test_check_rules(void) {
         CHECK(sched_check(fx.p, fx.b, p, &A100, true, err, sizeof err) == -1);
         CHECK(strstr(err, "c: not scheduled") != NULL);
         /* a tile with the wrong number of loops, built by hand */
-        sched_func *bad = ir_alloc(fx.a, sizeof *bad);
-        *bad = *s->f[sc_func_lookup(fx.p, "c")->id];
+        sched_func *bad = sched_func_copy(fx.a, s->f[sc_func_lookup(fx.p, "c")->id]);
         bad->tile[0].npure = 1;
         p->f[sc_func_lookup(fx.p, "c")->id] = bad;
         CHECK(sched_check(fx.p, fx.b, p, &A100, true, err, sizeof err) == -1);
