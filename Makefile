@@ -10,7 +10,7 @@ LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test asan fuzz clean
+.PHONY: all deps demo test asan fuzz fuzz-schedules clean
 all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur
 
 deps:
@@ -33,8 +33,19 @@ $(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libstagecraft.a
 $(BUILD)/example_blur: examples/blur.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
+# The main job on a bundled app: the reference evaluator writes the output
+# image; then the baseline schedule runs on the best device found, is
+# checked against the reference and timed.
+DEMO_APP ?= unsharp
 demo: deps all
-	./$(BUILD)/stagecraft run apps/harris.pipe -o out=$(BUILD)/harris.png
+	./$(BUILD)/stagecraft run apps/$(DEMO_APP).pipe -o $(BUILD)/$(DEMO_APP).png
+	./$(BUILD)/stagecraft bench apps/$(DEMO_APP).pipe --strategy baseline --dump=schedule --samples 3 --runs 3
+
+# Random schedules of every app on the C and OpenCL back ends, checked
+# against the reference; SEEDS=N (or a-b, or a,b,c), APPS=a,b, BACKENDS=c,opencl,cuda.
+SEEDS ?= 30
+fuzz-schedules: all
+	SEEDS=$(SEEDS) ./$(BUILD)/tests/test_schedules
 
 test: deps all
 	@bash tests/run.sh $(BUILD)

@@ -185,6 +185,35 @@ double exec_time(exec_session *s, int warmup, int runs, int samples, int timeout
     return best;
 }
 
+exec_session *exec_open_checked(const rt_ops *ops, rt_device *dev, const lower_program *prog,
+                                const char *options, sc_buffer *const *in, sc_buffer *const *ref,
+                                double abs_tol, double rel_tol, int timeout_ms,
+                                double *max_diff, int64_t *mismatches, char *err, size_t errlen) {
+    *max_diff = 0;
+    *mismatches = 0;
+    exec_session *s = exec_open(ops, dev, prog, options, err, errlen);
+    if (!s) return NULL;
+    const sc_pipeline *p = prog->p;
+    sc_buffer **got = calloc((size_t)p->outputs.n + 1, sizeof *got);
+    if (!got) abort();
+    bool ok = exec_upload(s, in, err, errlen) == 0 && exec_run(s, timeout_ms, err, errlen) == 0 &&
+              exec_download(s, got, err, errlen) == 0;
+    for (int i = 0; ok && i < p->outputs.n; i++) {
+        double md;
+        int64_t bad;
+        if (exec_compare(got[i], ref[i], abs_tol, rel_tol, &md, &bad) != 0) {
+            snprintf(err, errlen, "output %s: shape differs from the reference", ((sc_func *)p->outputs.items[i])->name);
+            ok = false;
+        }
+        if (md > *max_diff) *max_diff = md;
+        *mismatches += bad;
+    }
+    for (int i = 0; i < p->outputs.n; i++) sc_buffer_free(got[i]);
+    free(got);
+    if (!ok) { exec_close(s); return NULL; }
+    return s;
+}
+
 int exec_compare(const sc_buffer *got, const sc_buffer *ref, double abs_tol, double rel_tol,
                  double *max_diff, int64_t *mismatches) {
     *max_diff = 0;

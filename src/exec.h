@@ -36,6 +36,16 @@ int exec_download(exec_session *s, sc_buffer **outputs, char *err, size_t errlen
 double exec_time(exec_session *s, int warmup, int runs, int samples, int timeout_ms,
                  char *err, size_t errlen);
 
+/* Opens a session, uploads the inputs, runs once and compares every output
+ * with ref (the reference evaluator's outputs).  Returns the session, ready
+ * for exec_time, with *max_diff and *mismatches summed over the outputs
+ * (a session whose result differs is returned too: the caller must not time
+ * it).  NULL with err if anything failed to compile or run. */
+exec_session *exec_open_checked(const rt_ops *ops, rt_device *dev, const lower_program *prog,
+                                const char *options, sc_buffer *const *in, sc_buffer *const *ref,
+                                double abs_tol, double rel_tol, int timeout_ms,
+                                double *max_diff, int64_t *mismatches, char *err, size_t errlen);
+
 /* How far apart two buffers of one shape are: the largest absolute
  * difference, and whether they agree (exactly for integer types; within
  * abs_tol + rel_tol * |ref| for f32).  -1 if shapes or types differ. */
