@@ -11,7 +11,7 @@ TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test asan fuzz fuzz-schedules clean
-all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur
+all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules
 
 deps:
 	@bash scripts/install-deps.sh
@@ -28,6 +28,9 @@ $(BUILD)/stagecraft: src/main.c $(BUILD)/libstagecraft.a
 
 $(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libstagecraft.a
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
+
+$(BUILD)/bench_schedules: bench/bench_schedules.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/example_blur: examples/blur.c $(BUILD)/libstagecraft.a
