@@ -18,6 +18,10 @@
  * unbounded when their value is unknown or may wrap: a coordinate ranging
  * over the whole i32 range is as useless as one with no bound at all.
  *
+ * The regions and loop extents are what the evaluator allocates and runs,
+ * and what the schedule space, lowering and the featurizer (the per-stage
+ * point counts of Anderson et al. 2021 §7 and its Appendix A) start from.
+ *
  * Every interval an expression evaluates to is memoised per node for one
  * variable environment, since expressions are DAGs (lets share nodes) and
  * a plain recursion can be exponential in them.
@@ -240,28 +244,28 @@ static ival value_bounds(bctx *c, const sc_func *f) {
 
 /* ---- interval of each node kind -------------------------------------------- */
 
-/* Integer division rounding toward minus infinity (x / 0 == 0). */
+/* Integer division and modulo are Euclidean (as in the evaluator): the
+ * remainder is in [0, |b|), so a / b rounds down for b > 0 and up for
+ * b < 0; x / 0 == 0 and x % 0 == 0. */
 static ival int_div(ival a, ival b) {
     if (iv_is_point(b, 0)) return iv_point(0);
     /* |a / b| <= |a| whenever b is a nonzero integer, and x / 0 is 0. */
     double M = fmax(fabs(a.lo), fabs(a.hi));
     ival r = (a.lo >= 0 && b.lo >= 0) ? iv(0, a.hi) : iv(-M, M);
     if (b.lo > 0 || b.hi < 0) {
+        /* The real quotient is monotone between the corners, and so is
+         * its rounding. */
         ival q = iv_from4(a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi);
-        /* A positive divisor floors; for a negative one the rounding
-         * convention differs between Halide (Euclidean) and floor
-         * division, so take both. */
-        ival qr = b.lo > 0 ? iv(floor(q.lo), floor(q.hi)) : iv(floor(q.lo), ceil(q.hi));
+        ival qr = b.lo > 0 ? iv(floor(q.lo), floor(q.hi)) : iv(ceil(q.lo), ceil(q.hi));
         r = iv(fmax(r.lo, qr.lo), fmin(r.hi, qr.hi));
     }
     return r;
 }
 
-/* Integer modulo, remainder >= 0 for a positive divisor (x % 0 == 0). */
 static ival int_mod(ival a, ival b) {
     if (iv_is_point(b, 0)) return iv_point(0);
-    if (iv_const(b) && b.lo > 0) {
-        double c = b.lo;
+    if (iv_const(b)) {
+        double c = fabs(b.lo);      /* a mod b == a mod |b| */
         /* No wrap inside a: the remainder follows a exactly. */
         if (iv_finite(a) && floor(a.lo / c) == floor(a.hi / c)) {
             double k = floor(a.lo / c) * c;
@@ -269,14 +273,9 @@ static ival int_mod(ival a, ival b) {
         }
         return iv(0, c - 1);
     }
-    if (b.lo >= 0) {
-        ival r = iv(0, fmax(0, b.hi - 1));
-        if (a.lo >= 0) r.hi = fmin(r.hi, a.hi);
-        return r;
-    }
-    /* A negative divisor: either sign convention. */
-    double B = fmax(fabs(b.lo), fabs(b.hi));
-    return iv(-(B - 1), B - 1);
+    ival r = iv(0, fmax(0, fmax(fabs(b.lo), fabs(b.hi)) - 1));
+    if (a.lo >= 0) r.hi = fmin(r.hi, a.hi);
+    return r;
 }
 
 static ival cmp_lt(ival a, ival b) { return iv_bool(!(a.hi < b.lo), !(a.lo >= b.hi)); }
@@ -327,7 +326,13 @@ static ival eval_binary(bctx *c, const sc_expr *e) {
     switch ((sc_binop)e->op) {
     case SC_ADD: r = iv(a.lo + b.lo, a.hi + b.hi); break;
     case SC_SUB: r = iv(a.lo - b.hi, a.hi - b.lo); break;
-    case SC_MUL: r = iv_mul(a, b); break;
+    case SC_MUL:
+        r = iv_mul(a, b);
+        /* x * x is a square even though the two factors' intervals do not
+         * know it (gradient magnitudes, distances). */
+        if (ir_expr_equal(e->args[0], e->args[1]) && !iv_is_empty(a))
+            r = iv(a.lo <= 0 && a.hi >= 0 ? 0 : fmin(a.lo * a.lo, a.hi * a.hi), r.hi);
+        break;
     case SC_DIV:
         if (!is_float) { r = int_div(a, b); break; }
         if (b.lo > 0 || b.hi < 0) r = iv_from4(a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi);
@@ -335,9 +340,18 @@ static ival eval_binary(bctx *c, const sc_expr *e) {
         break;
     case SC_MOD:
         if (!is_float) { r = int_mod(a, b); break; }
-        /* Float modulo has the divisor's sign too: 0 <= r < b for b > 0. */
-        if (b.lo > 0) r = iv(0, a.lo >= 0 ? fmin(a.hi, b.hi) : b.hi);
-        else { double B = fmax(fabs(b.lo), fabs(b.hi)); r = iv(-B, B); }
+        /* a - b * floor(a / b) has the divisor's sign in exact
+         * arithmetic, but in f32 a / b may round up to the next integer
+         * and b * q is off by up to an ulp of a: |r| <= |b| + ulps(a).  A
+         * divisor that may be 0 gives NaN, which min and max would turn
+         * into their other operand, so it must mean "anything". */
+        if ((b.lo > 0 || b.hi < 0) && iv_finite(a)) {
+            double B = fmax(fabs(b.lo), fabs(b.hi));
+            double slop = fmax(fabs(a.lo), fabs(a.hi)) * 0x1p-22;
+            r = iv(-B - slop, B + slop);
+        } else {
+            r = iv_all();
+        }
         break;
     case SC_MIN: r = iv(fmin(a.lo, b.lo), fmin(a.hi, b.hi)); break;
     case SC_MAX: r = iv(fmax(a.lo, b.lo), fmax(a.hi, b.hi)); break;
@@ -392,12 +406,13 @@ static ival eval_cast(bctx *c, const sc_expr *e) {
 
 static ival eval_math(bctx *c, const sc_expr *e) {
     ival a = eval(c, e->args[0]);
-    /* NaN (sqrt or log of a negative) is not representable by an interval
-     * and is ignored: such domains are clamped to the function's own. */
+    /* An interval cannot hold NaN, so an operand that may make one (sqrt
+     * or log of a negative) makes the result unbounded: a float -> int
+     * cast turns NaN into 0, which a finite interval might not contain. */
     switch ((sc_mathfn)e->op) {
-    case SC_SQRT: return iv(sqrt(fmax(a.lo, 0)), sqrt(fmax(a.hi, 0)));
+    case SC_SQRT: return a.lo < 0 ? iv_all() : iv(sqrt(a.lo), sqrt(a.hi));
     case SC_EXP: return iv(exp(a.lo), exp(a.hi));
-    case SC_LOG: return iv(a.lo > 0 ? log(a.lo) : -HUGE_VAL, a.hi > 0 ? log(a.hi) : -HUGE_VAL);
+    case SC_LOG: return a.lo < 0 ? iv_all() : iv(log(a.lo), log(a.hi));
     case SC_FLOOR: a = widen_f(a); return iv(floor(a.lo), floor(a.hi));
     case SC_CEIL: a = widen_f(a); return iv(ceil(a.lo), ceil(a.hi));
     case SC_ROUND: a = widen_f(a); return iv(round(a.lo), round(a.hi));
@@ -420,7 +435,27 @@ static ival eval_math(bctx *c, const sc_expr *e) {
     }
 }
 
+/* f32 values may be NaN (0 / 0, sqrt(-1), x % 0, or an input's data),
+ * which no interval holds.  The convention: only the unbounded interval
+ * may hold NaN, so an f32 operation with an unbounded operand is unbounded
+ * too (sin of NaN is not in [-1, 1], nor 0 * NaN in [0, 0]).  min and max
+ * are the exception that makes clamp work: with a NaN operand they return
+ * the other one, which their interval already contains.  A cast to an
+ * integer turns NaN into 0, inside any unbounded result.  f32 overflow to
+ * infinity is not modelled. */
+static bool maybe_nan(bctx *c, const sc_expr *e) {
+    if (e->type != SC_F32 || (e->kind != E_BINARY && e->kind != E_UNARY && e->kind != E_MATH))
+        return false;
+    if (e->kind == E_BINARY && (e->op == SC_MIN || e->op == SC_MAX)) return false;
+    for (int i = 0; i < e->nargs; i++) {
+        ival a = eval(c, e->args[i]);
+        if (a.lo == -HUGE_VAL && a.hi == HUGE_VAL) return true;
+    }
+    return false;
+}
+
 static ival eval_node(bctx *c, const sc_expr *e) {
+    if (maybe_nan(c, e)) return iv_all();
     switch (e->kind) {
     case E_CONST:
         return iv_point(e->type == SC_F32 ? e->c.f : (double)e->c.i);
@@ -473,8 +508,19 @@ static const sc_expr *culprit(bctx *c, const sc_expr *e) {
 bounds_interval bounds_of_expr(const sc_expr *e, int nvars,
                                const char *const *vars,
                                const bounds_interval *var_iv, bool *ok) {
+    return bounds_of_expr_in(NULL, e, nvars, vars, var_iv, ok);
+}
+
+bounds_interval bounds_of_expr_in(const bounds_result *b, const sc_expr *e,
+                                  int nvars, const char *const *vars,
+                                  const bounds_interval *var_iv, bool *ok) {
     memo m = {0};
     bctx c = { 0, NULL, NULL, nvars, vars, var_iv, &m };
+    if (b && b->values && b->nfuncs > 0) {
+        vb_reserve(&c, b->nfuncs - 1);
+        memcpy(c.vb, b->values, sizeof(ival) * (size_t)b->nfuncs);
+        memset(c.vb_state, VB_DONE, (size_t)b->nfuncs);
+    }
     ival r = eval(&c, e);
     memo_free(&m);
     free(c.vb);
@@ -529,6 +575,14 @@ static const char *stage_desc(const infer *in, char *buf, size_t n) {
     return buf;
 }
 
+/* e as text for a message, cut to keep the message readable (and within
+ * sc_error's buffer).  Caller frees. */
+static char *expr_text(const sc_expr *e) {
+    char *s = ir_expr_to_string(e);
+    if (strlen(s) > 200) strcpy(s + 190, " ...");
+    return s;
+}
+
 /* "lut(f(x)) in g", or "the left-hand side of update 1 of g" when call is
  * NULL.  Built only for messages. */
 static void access_desc(const infer *in, const sc_expr *call, char *buf, size_t n) {
@@ -538,7 +592,7 @@ static void access_desc(const infer *in, const sc_expr *call, char *buf, size_t 
         snprintf(buf, n, "the left-hand side of %s", where);
         return;
     }
-    char *s = ir_expr_to_string(call);
+    char *s = expr_text(call);
     snprintf(buf, n, "%s in %s", s, where);
     free(s);
 }
@@ -551,13 +605,13 @@ static bool coordinate_ok(infer *in, const sc_expr *call, const sc_expr *coord, 
     char what[1000];
     access_desc(in, call, what, sizeof what);
     if (!iv_finite(a)) {
-        char *cs = ir_expr_to_string(culprit(&in->c, coord));
+        char *cs = expr_text(culprit(&in->c, coord));
         bounds_error_at(in, coord->loc, "cannot bound coordinate %d of %s: the value of %s is unbounded (clamp it)",
                         d, what, cs);
         free(cs);
     } else {
         bounds_error_at(in, coord->loc, "cannot bound coordinate %d of %s: it spans [%.0f, %.0f], more than 2^28 points (clamp it)",
-                        d, what, a.lo, a.hi);
+                        d, what, a.lo + 0.0, a.hi + 0.0);
     }
     return false;
 }
@@ -579,7 +633,7 @@ static void visit_call(infer *in, const sc_expr *e) {
             char what[1000];
             access_desc(in, e, what, sizeof what);
             bounds_error_at(in, e->loc, "access %s reads %s over [%.0f, %.0f] in dimension %d, but %s is defined over [0, %d]",
-                            what, h->name, a.lo, a.hi, d, h->name, h->extent[d] - 1);
+                            what, h->name, a.lo + 0.0, a.hi + 0.0, d, h->name, h->extent[d] - 1);
         } else if (self != in->final) {
             grow(in, h, d, a);
         }
@@ -658,7 +712,7 @@ static void infer_func(infer *in, const sc_func *f) {
         ival r = region_of(in, f)[d];
         if (r.hi - r.lo + 1 > BOUNDS_MAX_EXTENT) {
             bounds_error_at(in, f->loc, "cannot bound the region of %s: dimension %d spans [%.0f, %.0f], more than 2^28 points",
-                            f->name, d, r.lo, r.hi);
+                            f->name, d, r.lo + 0.0, r.hi + 0.0);
             return;
         }
     }
@@ -702,8 +756,10 @@ bounds_result *bounds_infer(sc_pipeline *p) {
         b = xcalloc(1, sizeof *b);
         b->nfuncs = n;
         b->funcs = xcalloc((size_t)n, sizeof(bounds_func));
+        b->values = xcalloc((size_t)n, sizeof(ival));
         for (int i = 0; i < n; i++) {
             const sc_func *f = p->funcs.items[i];
+            b->values[i] = value_bounds(&in.c, f);
             bounds_func *bf = &b->funcs[i];
             bf->ndims = f->ndims;
             for (int d = 0; d < f->ndims; d++) {
@@ -729,6 +785,7 @@ void bounds_free(bounds_result *b) {
     if (!b) return;
     for (int i = 0; i < b->nfuncs; i++) free(b->funcs[i].stages);
     free(b->funcs);
+    free(b->values);
     free(b);
 }
 

@@ -36,6 +36,9 @@ typedef struct {
 typedef struct {
     int nfuncs;                       /* == pipeline funcs.n */
     bounds_func *funcs;               /* indexed by sc_func.id */
+    /* The values every Func can hold (its definitions with all pure
+     * variables unbounded, within its type), by sc_func.id. */
+    bounds_interval *values;
 } bounds_result;
 
 /* NULL on error (recorded on p).  p must be structurally finalized
@@ -50,5 +53,10 @@ void bounds_print(FILE *out, const sc_pipeline *p, const bounds_result *b);
 bounds_interval bounds_of_expr(const sc_expr *e, int nvars,
                                const char *const *vars,
                                const bounds_interval *var_iv, bool *ok);
+/* The same, with the value ranges of loads taken from b instead of being
+ * recomputed from the callees' definitions (faster in loops). */
+bounds_interval bounds_of_expr_in(const bounds_result *b, const sc_expr *e,
+                                  int nvars, const char *const *vars,
+                                  const bounds_interval *var_iv, bool *ok);
 
 #endif

@@ -490,7 +490,7 @@ static span fp_fallback(ctx *c, const sc_expr *arg, const tile_box *box) {
         iv[d].hi = (double)(bf->min[d] + bf->extent[d] - 1);
     }
     bool ok = true;
-    bounds_interval r = bounds_of_expr(arg, f->ndims, vars, iv, &ok);
+    bounds_interval r = bounds_of_expr_in(c->b, arg, f->ndims, vars, iv, &ok);
     if (!ok) { fail(c, "cannot bound a coordinate in %s", f->name); return (span){ false, NULL, 0, 0 }; }
     return (span){ true, NULL, (int64_t)r.lo, (int64_t)r.hi };
 }

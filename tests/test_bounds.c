@@ -10,6 +10,7 @@
 #define _GNU_SOURCE   /* open_memstream */
 #endif
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,17 @@ static void clamped_gather(void) {
         CHECK(region_is(b, lut, 0, 0, 255));
         CHECK(region_is(b, lut2, 0, 0, 255));
         CHECK(region_is(b, v, 0, 0, 63) && region_is(b, v, 1, 0, 31));
+        /* value ranges: kept in the result, and used by bounds_of_expr_in */
+        CHECK(b->values[v->id].lo == 0 && fabs(b->values[v->id].hi - 255 * (double)1.7f) < 1e-3);
+        CHECK(b->values[lut2->id].lo == -INFINITY && b->values[lut2->id].hi == INFINITY);
+        CHECK(b->values[img->id].lo == 0 && b->values[img->id].hi == 255);
+        const char *vars[2] = { "x", "y" };
+        bounds_interval env[2] = { { 0, 63 }, { 0, 31 } };
+        bool ok1, ok2;
+        bounds_interval r1 = bounds_of_expr_in(b, idx, 2, vars, env, &ok1);
+        bounds_interval r2 = bounds_of_expr(sc_cast(P, SC_I32, call2(v, V("x"), V("y"))), 2, vars, env, &ok2);
+        CHECK(ok1 && r1.lo == 0 && r1.hi == 255);
+        CHECK(ok2 && r2.lo == 0 && r2.hi == 433);
         bounds_free(b);
     }
     sc_pipeline_free(P);
@@ -223,6 +235,10 @@ static void histogram(void) {
         CHECK(b->funcs[hist->id].stages[1].which[0] == -1);
         bounds_free(b);
     }
+    /* the evaluator aborts on a store or load outside a region */
+    sc_buffer *o = NULL;
+    CHECK(sc_evaluate(P, NULL, 1, &o) == 0);
+    sc_buffer_free(o);
     sc_pipeline_free(P);
 }
 
@@ -258,6 +274,9 @@ static void recurrences(void) {
         CHECK(loop_is(b, iir, 1, 0, 0, 7) && loop_is(b, iir, 1, 1, 1, 19));
         bounds_free(b);
     }
+    sc_buffer *out = NULL;
+    CHECK(sc_evaluate(P, NULL, 1, &out) == 0);
+    sc_buffer_free(out);
     sc_pipeline_free(P);
 }
 
@@ -336,17 +355,20 @@ static void intervals(void) {
     P = sc_pipeline_new("iv");
     sc_expr *x = V("x"), *y = V("y");
     bool ok;
-    /* division rounds down; a negative divisor either way */
+    /* Euclidean division: down for a positive divisor, up for a negative */
     CHECK(iv_is(dv(x, I(4)), -5, 9, -2, 2));
-    CHECK(iv_is(dv(x, I(-2)), -5, 9, -5, 3));
+    CHECK(iv_is(dv(x, I(-2)), -5, 9, -4, 3));
     CHECK(iv_is(dv(x, I(0)), -5, 9, 0, 0));
     CHECK(iv_is(dv(x, y), 0, 10, -10, 10));
     /* modulo: the full period unless the operand stays in one period */
     CHECK(iv_is(sc_binary(P, SC_MOD, x, I(8)), -5, 9, 0, 7));
     CHECK(iv_is(sc_binary(P, SC_MOD, x, I(8)), 9, 13, 1, 5));
     CHECK(iv_is(sc_binary(P, SC_MOD, x, I(8)), -7, -3, 1, 5));
+    CHECK(iv_is(sc_binary(P, SC_MOD, x, I(-8)), -5, 9, 0, 7));
+    CHECK(iv_is(sc_binary(P, SC_MOD, x, y), 0, 100, 0, 4));
     /* products: four corners */
     CHECK(iv_is(mul(x, y), -2, 4, -20, 12));
+    CHECK(iv_is(mul(x, x), -3, 5, 0, 25));
     /* min / max / clamp */
     CHECK(iv_is(sc_clamp(P, x, I(0), I(99)), -1000, 1000, 0, 99));
     CHECK(iv_is(sc_clamp(P, x, I(0), I(99)), 3, 7, 3, 7));
@@ -369,7 +391,19 @@ static void intervals(void) {
     /* math */
     sc_expr *sq = sc_math(P, SC_SQRT, 1, &fx);
     CHECK(iv_is(sq, 0, 8, 0, 2));
+    iv_of(sq, -1, 8, &ok);          /* sqrt of a negative is NaN */
+    CHECK(!ok);
     CHECK(iv_is(sc_math(P, SC_SIN, 1, &fx), -100, 100, -1, 1));
+    /* an unbounded f32 (maybe NaN) stays unbounded, except through clamp */
+    int ext4 = 4;
+    sc_func *fin = sc_input(P, "fin", SC_F32, 1, &ext4);
+    sc_expr *fv = sc_call(P, fin, 1, &x);
+    iv_of(sc_math(P, SC_SIN, 1, &fv), 0, 1, &ok);
+    CHECK(!ok);
+    iv_of(sc_binary(P, SC_MUL, fv, sc_float(P, 0)), 0, 1, &ok);
+    CHECK(!ok);
+    CHECK(iv_is(sc_cast(P, SC_I32, sc_binary(P, SC_MUL, sc_clamp(P, fv, sc_float(P, 0), sc_float(P, 1)),
+                                             sc_float(P, 10))), 0, 1, 0, 10));
     sc_expr *ax = x;
     CHECK(iv_is(sc_math(P, SC_ABS, 1, &ax), -7, 3, 0, 7));
     sc_expr *fl = sc_math(P, SC_FLOOR, 1, &fx);
@@ -411,6 +445,159 @@ static void load_values(void) {
     sc_pipeline_free(P);
 }
 
+
+/* ---- soundness against the evaluator ---- */
+
+static uint64_t rng_state;
+static unsigned rnd(unsigned n) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(rng_state >> 33) % n;
+}
+
+static sc_func *rin_u8, *rin_i16, *rin_f32;
+
+/* A random expression over x in [0, 40), y in [0, 8) and three inputs. */
+static sc_expr *rand_expr(int depth) {
+    static const sc_type casts[] = { SC_U8, SC_I8, SC_U16, SC_I16, SC_I32, SC_U32, SC_F32 };
+    if (depth == 0 || rnd(5) == 0) {
+        switch (rnd(6)) {
+        case 0: return sub(V("x"), I(20));
+        case 1: return V("y");
+        case 2: return I((int)rnd(40) - 20);
+        case 3: return call2(rin_u8, V("x"), V("y"));
+        case 4: return call2(rin_i16, V("x"), V("y"));
+        default: return sc_binary(P, SC_MUL, call2(rin_f32, V("x"), V("y")), sc_float(P, 8.0));
+        }
+    }
+    sc_expr *a = rand_expr(depth - 1);
+    unsigned k = rnd(14);
+    if (k < 8) {
+        static const sc_binop ops[] = { SC_ADD, SC_SUB, SC_MUL, SC_DIV, SC_MOD, SC_MIN, SC_MAX, SC_ADD };
+        return sc_binary(P, ops[k], a, rand_expr(depth - 1));
+    }
+    bool fl = sc_expr_type(a) == SC_F32;
+    switch (k) {
+    case 8: return sc_cast(P, casts[rnd(7)], a);
+    case 9: return sc_select(P, sc_binary(P, rnd(2) ? SC_LT : SC_GE, a, rand_expr(depth - 1)),
+                             a, rand_expr(depth - 1));
+    case 10: return sc_math(P, SC_ABS, 1, &a);
+    case 11:
+        if (fl) {
+            static const sc_mathfn fns[] = { SC_SQRT, SC_FLOOR, SC_CEIL, SC_ROUND, SC_SIN, SC_TANH, SC_LOG };
+            return sc_math(P, fns[rnd(7)], 1, &a);
+        }
+        return sc_binary(P, rnd(2) ? SC_SHR : SC_SHL, a, I(rnd(4)));
+    case 12:
+        if (fl) return sc_cast(P, SC_I32, a);
+        return sc_binary(P, rnd(2) ? SC_BITAND : rnd(2) ? SC_BITOR : SC_BITXOR, a,
+                         rnd(2) ? I(rnd(64)) : rand_expr(depth - 1));
+    default: return sc_unary(P, fl ? SC_NEG : rnd(2) ? SC_NEG : SC_BITNOT, a);
+    }
+}
+
+/* Every value the evaluator computes for a random expression lies in the
+ * interval bounds inference gives it.  Build with -DRANDOM_CASES=100000
+ * (and -DRANDOM_SEED=...) for a longer search. */
+#ifndef RANDOM_CASES
+#define RANDOM_CASES 400
+#endif
+#ifndef RANDOM_DEPTH
+#define RANDOM_DEPTH 4
+#endif
+#ifndef RANDOM_SEED
+#define RANDOM_SEED 12345
+#endif
+static void random_soundness(void) {
+    rng_state = RANDOM_SEED;
+    int ext[2] = { 40, 8 }, tested = 0, bounded = 0;
+    for (int t = 0; t < RANDOM_CASES; t++) {
+        P = sc_pipeline_new("rand");
+        rin_u8 = sc_input(P, "a", SC_U8, 2, ext);
+        rin_i16 = sc_input(P, "b", SC_I16, 2, ext);
+        rin_f32 = sc_input(P, "c", SC_F32, 2, ext);
+        sc_expr *e = rand_expr(RANDOM_DEPTH);
+        if (!e || sc_expr_type(e) == SC_BOOL) { sc_pipeline_free(P); continue; }
+        sc_func *f = def2("f", e);
+        if (sc_output(P, f, 2, ext) != 0 || sc_pipeline_finalize(P) != 0) {
+            sc_pipeline_free(P);
+            continue;
+        }
+        const char *vars[2] = { "x", "y" };
+        bounds_interval env[2] = { { 0, 39 }, { 0, 7 } };
+        bool ok;
+        bounds_interval r = bounds_of_expr(f->stages[0].value, 2, vars, env, &ok);
+        sc_buffer *out = NULL;
+        CHECK(sc_evaluate(P, NULL, (uint64_t)t, &out) == 0);
+        tested++;
+        bounded += ok;
+        for (int y = 0; out && y < ext[1]; y++)
+            for (int x = 0; x < ext[0]; x++) {
+                double v = sc_buffer_get(out, (int[]){ x, y });
+                double tol = sc_expr_type(e) == SC_F32 ? 1e-5 * (1 + fabs(v)) : 0;
+                bool in = (v >= r.lo - tol && v <= r.hi + tol) ||
+                          (isinf(v) && (v > 0 ? r.hi > 3.4e38 : r.lo < -3.4e38)) ||
+                          (isnan(v) && !ok);
+                if (!in) {
+                    char *s = ir_expr_to_string(f->stages[0].value);
+                    fprintf(stderr, "  %s at (%d, %d) = %.9g, outside [%g, %g]\n", s, x, y, v, r.lo, r.hi);
+                    free(s);
+                    CHECK(in);
+                    x = ext[0];
+                    y = ext[1];
+                }
+            }
+        sc_buffer_free(out);
+        sc_pipeline_free(P);
+    }
+    CHECK(tested > RANDOM_CASES * 3 / 4 && bounded > RANDOM_CASES / 4);
+}
+
+/* Random gathers q(c0, c1) + in(c2, c3): whenever bounds inference accepts
+ * the pipeline, the evaluator (which aborts on a read outside a computed
+ * region) must run it; when it refuses, the reason is a bounds error. */
+static void random_regions(void) {
+    rng_state = RANDOM_SEED + 1;
+    int ext[2] = { 40, 8 }, accepted = 0;
+    for (int t = 0; t < RANDOM_CASES; t++) {
+        P = sc_pipeline_new("rand");
+        rin_u8 = sc_input(P, "a", SC_U8, 2, ext);
+        rin_i16 = sc_input(P, "b", SC_I16, 2, ext);
+        rin_f32 = sc_input(P, "c", SC_U8, 2, ext);     /* an f32 input is unbounded */
+        sc_func *q = def2("q", add(mul(V("x"), I(3)), V("y")));
+        sc_expr *c[4];
+        for (int i = 0; i < 4; i++) {
+            c[i] = rand_expr(RANDOM_DEPTH - 1);
+            if (c[i] && sc_expr_type(c[i]) == SC_BOOL) c[i] = NULL;
+            /* keep input reads plausible: clamp two in three */
+            if (c[i] && i >= 2 && rnd(3) != 0)
+                c[i] = sc_clamp(P, sc_cast(P, SC_I32, c[i]), I(0), I(ext[i - 2] - 1));
+            c[i] = sc_cast(P, SC_I32, c[i]);
+        }
+        sc_func *g = c[0] && c[1] && c[2] && c[3]
+            ? def2("g", add(call2(q, c[0], c[1]), sc_cast(P, SC_I32, call2(rin_u8, c[2], c[3]))))
+            : NULL;
+        if (!g || sc_output(P, g, 2, ext) != 0) { sc_pipeline_free(P); continue; }
+        if (sc_pipeline_finalize(P) != 0) {
+            const char *m = sc_error_message(P, 0);
+            bool known = strstr(m, "cannot bound") || strstr(m, "but a is defined over");
+            CHECK(known);
+            if (!known) fprintf(stderr, "  %s\n", m);
+        } else {
+            /* a huge (but bounded) region of q would only be slow */
+            bounds_result *b = bounds_infer(P);
+            int64_t pts = b ? b->funcs[q->id].extent[0] * b->funcs[q->id].extent[1] : 0;
+            bounds_free(b);
+            if (pts > 1000000) { sc_pipeline_free(P); continue; }
+            sc_buffer *out = NULL;
+            CHECK(sc_evaluate(P, NULL, (uint64_t)t, &out) == 0);
+            sc_buffer_free(out);
+            accepted++;
+        }
+        sc_pipeline_free(P);
+    }
+    CHECK(accepted > RANDOM_CASES / 40);
+}
+
 int main(void) {
     RUN(blur_3x3);
     RUN(resampling);
@@ -423,5 +610,7 @@ int main(void) {
     RUN(print_format);
     RUN(intervals);
     RUN(load_values);
+    RUN(random_soundness);
+    RUN(random_regions);
     CHECK_EXIT();
 }
