@@ -1,7 +1,7 @@
 # stagecraft - see README.md.  `make demo`, `make test`.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -iquote src
+override CFLAGS += -fopenmp -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -iquote src
 LDLIBS  = -lpng -lm -ldl -lpthread
 BUILD  ?= build
 

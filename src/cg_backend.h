@@ -1,10 +1,12 @@
 /*
- * cg_backend.h - the private interface between codegen.c, which prints
- * everything C-like that the three back ends share (expressions with the
- * pipeline's exact arithmetic, statements, helper functions, comments),
- * and cg_c.c, cg_opencl.c, cg_cuda.c, which supply what differs: type and
- * math function names, the prologue, the kernel signature and index
- * variables, shared-memory declarations, phases and barriers.
+ * cg_backend.h - the private interface of the code generator.  codegen.c
+ * (statements, kernels, files, helper functions), cg_expr.c (expressions
+ * with the pipeline's exact arithmetic, shared subexpressions) and
+ * cg_range.c (value ranges, constant folding) print everything C-like that
+ * the three back ends share; cg_c.c, cg_opencl.c and cg_cuda.c supply what
+ * differs: type and math function names, the prologue, the kernel
+ * signature and index variables, shared-memory declarations, phases and
+ * barriers.
  *
  * A back end is a cg_target: strings where a string suffices, function
  * pointers for the kernel frame.  codegen.c prints a kernel as
@@ -58,15 +60,101 @@ const char *cg_name(cg_ctx *g, const char *name);
 const char *cg_type(cg_ctx *g, sc_type t);
 /* The element type of an allocation. */
 sc_type cg_alloc_type(const lower_alloc *a);
-/* Whether the kernel reads the variable `name` anywhere (bid, tid). */
-bool cg_uses_var(const lower_kernel *k, const char *name);
+/* Whether the kernel's body, as printed, uses an allocation or a
+ * parameter (constants fold away some uses), or the variable bid / tid.
+ * Known in kernel_open (the body is printed first). */
+bool cg_printed(const cg_ctx *g, const void *alloc_or_param);
+bool cg_printed_var(const cg_ctx *g, const char *name);
 /* Whether the kernel stores into the allocation (else it is read-only). */
 bool cg_stores_to(const lower_kernel *k, const lower_alloc *a);
-/* The i-th scalar parameter: its identifier and its ABI type (i32 or f32;
- * narrower integer parameters are passed as i32 and cast where used). */
+/* A scalar parameter's type in the kernel ABI: f32, or i32 for every
+ * integer type (cast to the parameter's type where it is used). */
 sc_type cg_param_abi_type(const sc_param *param);
 
 /* Shared arrays of at most this many bytes live on the stack in C. */
 #define CG_C_STACK_BYTES 65536
+
+/* ---- internals of codegen.c, cg_expr.c, cg_range.c (not for back ends) ---- */
+
+typedef struct { char *s; size_t n, cap; } cg_buf;
+
+/* Helper functions, per type. */
+enum { H_DIV, H_MOD, H_MIN, H_MAX, H_SHL, H_SHR, H_ABS, H_FTOI, H_COUNT };
+
+/* One node of the current statement's hash-consed DAG. */
+typedef struct {
+    const sc_expr *e;                 /* a representative */
+    int kid[2 * SC_MAX_DIMS];         /* operands; for calls, then storage mins */
+    int nkid;
+    uint64_t hash;
+    int nref;                         /* printed uses: by parents, by the statement */
+    int64_t lo, hi;                   /* value range (integer types) */
+    bool wraps;                       /* + - * neg may leave the range */
+    bool fconst;                      /* f32 with the constant value fval */
+    float fval;
+    bool counted, visited;            /* by count_uses, cg_st_hoist */
+    int tmp;                          /* temporary number, or -1 */
+} cg_node;
+
+typedef struct { const char *name; int64_t lo, hi; } cg_var;
+
+struct cg_ctx {
+    const cg_target *t;
+    const lower_program *prog;
+    const lower_kernel *k;
+    cg_buf *out;
+    int indent;
+    bool used[H_COUNT][SC_TYPE_COUNT];
+    char **names;                     /* mangled: pairs (original, result) */
+    int nnames, capnames;
+    cg_var *env;                      /* variables in scope, innermost last */
+    int nenv, capenv;
+    cg_node *node;                    /* the statement's DAG */
+    int nnode, capnode;
+    const sc_expr **pkey;             /* pointer -> node */
+    int *pval;
+    size_t pcap, pn;
+    int *stab;                        /* structural hash -> node */
+    size_t scap;
+    int ntmp;
+    const void **printed;             /* allocations and parameters printed */
+    int nprinted, capprinted;
+    bool printed_bid, printed_tid;
+};
+
+void *cg_grow(void *p, size_t n);          /* realloc, aborting when out of memory */
+_Noreturn void cg_bug(const char *what, const char *name);
+void cg_put_indent(cg_ctx *g);
+void cg_mark(cg_ctx *g, const void *alloc_or_param);
+/* codegen.c: the helper functions used so far. */
+void cg_helpers(cg_ctx *g);
+/* Whether an integer or bool node is one constant (its value: lo). */
+static inline bool cg_folds(const cg_node *n)
+{
+    return n->e->type != SC_F32 && n->lo == n->hi && n->e->kind != E_VAR;
+}
+
+/* cg_expr.c.  A statement's expressions: cg_st_begin, cg_st_root for
+ * each (uses: how often the statement prints it), cg_st_hoist for each
+ * (prints the temporaries it needs), then cg_expr to print them. */
+void cg_st_begin(cg_ctx *g);
+int cg_st_root(cg_ctx *g, const sc_expr *e, int uses);
+void cg_st_hoist(cg_ctx *g, int id);
+/* Prints node id; `top` drops the outer parentheses of an infix form. */
+void cg_expr(cg_ctx *g, int id, bool top);
+/* The flat element index of coordinates coord (nodes) in a, whose mins
+ * are the nodes min. */
+void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min);
+void cg_int(cg_ctx *g, sc_type t, int64_t v);
+
+/* A variable in scope with its value range (i32). */
+void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi);
+
+/* cg_range.c */
+void cg_type_range(sc_type t, int64_t *lo, int64_t *hi);   /* bool: [0, 1] */
+bool cg_fits(sc_type t, int64_t lo, int64_t hi);
+/* Sets the range (or f32 constant) of node id from its operands'. */
+void cg_node_range(cg_ctx *g, int id);
+int64_t cg_wrap(int64_t v, sc_type t);        /* an integer wrapped to t */
 
 #endif

@@ -44,13 +44,15 @@ static void c_kernel_open(cg_ctx *g, const lower_kernel *k)
         const lower_alloc *a = k->args[i];
         const char *T = cg_type(g, cg_alloc_type(a));
         const char *c = cg_stores_to(k, a) ? "" : "const ";
-        cg_line(g, "%s%s *restrict %s = (%s%s *)*(void **)sc_args[%d];", c, T,
-                cg_name(g, a->name), c, T, i);
+        if (cg_printed(g, a))
+            cg_line(g, "%s%s *restrict %s = (%s%s *)*(void **)sc_args[%d];", c, T,
+                    cg_name(g, a->name), c, T, i);
     }
     for (int i = 0; i < k->nparams; i++) {
         const char *T = cg_type(g, cg_param_abi_type(k->params[i]));
-        cg_line(g, "const %s %s = *(const %s *)sc_args[%d];", T,
-                cg_name(g, k->params[i]->name), T, k->nargs + i);
+        if (cg_printed(g, k->params[i]))
+            cg_line(g, "const %s %s = *(const %s *)sc_args[%d];", T,
+                    cg_name(g, k->params[i]->name), T, k->nargs + i);
     }
     if (c_any_big(k)) {
         cg_line(g, "#pragma omp parallel");
@@ -72,7 +74,7 @@ static void c_kernel_open(cg_ctx *g, const lower_kernel *k)
     }
     cg_line(g, "for (int64_t sc_b = 0; sc_b < sc_nblocks; sc_b++) {");
     cg_indent(g, 1);
-    if (cg_uses_var(k, "bid"))
+    if (cg_printed_var(g, "bid"))
         cg_line(g, "const int32_t bid = (int32_t)sc_b;");
     for (int i = 0; i < k->nshared; i++) {
         const lower_alloc *a = k->shared[i];

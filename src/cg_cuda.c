@@ -25,7 +25,13 @@ static void cu_prologue(cg_ctx *g)
 
 static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
 {
-    cg_line(g, "extern \"C\" __global__ void __launch_bounds__(%d)", k->nthreads);
+    /* CUDA blocks hold at most 1024 threads: a bigger block (a schedule
+     * made for another target) gets no launch bound, and its launch fails
+     * on a GPU with the driver's error instead of the compile failing. */
+    if (k->nthreads <= 1024)
+        cg_line(g, "extern \"C\" __global__ void __launch_bounds__(%d)", k->nthreads);
+    else
+        cg_line(g, "extern \"C\" __global__ void /* %d threads: over CUDA's 1024 */", k->nthreads);
     cg_printf(g, "%s(", cg_name(g, k->name));
     for (int i = 0; i < k->nargs; i++) {
         const lower_alloc *a = k->args[i];
@@ -42,9 +48,15 @@ static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
         cg_line(g, "__shared__ %s %s[%lld];", cg_type(g, cg_alloc_type(k->shared[i])),
                 cg_name(g, k->shared[i]->name),
                 (long long)(k->shared[i]->count > 0 ? k->shared[i]->count : 1));
-    if (cg_uses_var(k, "bid"))
+    for (int i = 0; i < k->nargs + k->nparams; i++) {
+        const void *x = i < k->nargs ? (const void *)k->args[i] : (const void *)k->params[i - k->nargs];
+        if (!cg_printed(g, x))
+            cg_line(g, "(void)%s;            /* unused here (its uses were constant) */",
+                    cg_name(g, i < k->nargs ? k->args[i]->name : k->params[i - k->nargs]->name));
+    }
+    if (cg_printed_var(g, "bid"))
         cg_line(g, "const int32_t bid = (int32_t)blockIdx.x;");
-    if (cg_uses_var(k, "tid"))
+    if (cg_printed_var(g, "tid"))
         cg_line(g, "const int32_t tid = (int32_t)threadIdx.x;");
 }
 

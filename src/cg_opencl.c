@@ -37,9 +37,15 @@ static void cl_kernel_open(cg_ctx *g, const lower_kernel *k)
         cg_line(g, "__local %s %s[%lld];", cg_type(g, cg_alloc_type(k->shared[i])),
                 cg_name(g, k->shared[i]->name),
                 (long long)(k->shared[i]->count > 0 ? k->shared[i]->count : 1));
-    if (cg_uses_var(k, "bid"))
+    for (int i = 0; i < k->nargs + k->nparams; i++) {
+        const void *x = i < k->nargs ? (const void *)k->args[i] : (const void *)k->params[i - k->nargs];
+        if (!cg_printed(g, x))
+            cg_line(g, "(void)%s;            /* unused here (its uses were constant) */",
+                    cg_name(g, i < k->nargs ? k->args[i]->name : k->params[i - k->nargs]->name));
+    }
+    if (cg_printed_var(g, "bid"))
         cg_line(g, "const int bid = (int)get_group_id(0);");
-    if (cg_uses_var(k, "tid"))
+    if (cg_printed_var(g, "tid"))
         cg_line(g, "const int tid = (int)get_local_id(0);");
 }
 

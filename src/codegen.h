@@ -14,6 +14,10 @@
 typedef enum { CG_C, CG_OPENCL, CG_CUDA } cg_backend;
 
 char *cg_generate(const lower_program *prog, cg_backend backend);
+/* The compiler options the generated code needs to compute what the
+ * reference evaluator computes: no contraction of a * b + c into fused
+ * multiply-adds, correctly rounded division and square root. */
+const char *cg_required_options(cg_backend backend);
 const char *cg_backend_name(cg_backend b);
 /* "c", "opencl", "cuda" -> 0 and *out; -1 if unknown. */
 int cg_backend_parse(const char *name, cg_backend *out);

@@ -51,17 +51,21 @@
  * parallel when built with OpenMP, each thread with its own lane arrays.
  *
  * Each point's operations are exactly those of its expression, in its
- * order, whatever the chunk; three things only save work around them.
+ * order, whatever the chunk; only the work around them is saved.
  * (1) Hoisting: an instruction that depends on no reduction variable and
  * reads no value of the Func itself runs once per chunk, before the
- * reduction loop.  (2) Affine accesses: a load (or the store) whose
- * coordinates are affine in the loop variables (built with + - * by a
- * constant, casts, no wrapping anywhere over the loop box, checked when
- * compiling) and inside the buffer over the whole loop box needs no
- * coordinate lanes and no per-lane checks: its offset is a per-chunk
- * array for the pure loops (shared by accesses with the same steps), plus
- * one number per reduction point; a contiguous or uniform array is read
- * as such.  (3) Other coordinates are evaluated per lane and checked.
+ * reduction loop.  (2) An instruction that depends on no pure loop that
+ * changes within the chunk runs on lane 0, copied to the other lanes
+ * where they are read.  (3) Accesses: a coordinate that is affine in the
+ * loop variables (built with + - * by a constant and casts, with no
+ * wrapping anywhere over the loop box, checked when compiling) and stays
+ * inside the buffer over the whole loop box needs no lanes and no checks:
+ * such coordinates give a per-chunk offset array for the pure loops
+ * (shared by accesses with the same steps, read as such when contiguous
+ * or uniform) plus one number per reduction point.  A coordinate that
+ * depends on no pure loop is read from lane 0; others from every lane;
+ * both are checked.  (4) Integer / and % by a constant power of two are
+ * a shift and a mask.
  */
 #include <float.h>
 #include <limits.h>
@@ -292,20 +296,28 @@ typedef struct {
 typedef struct {
     const sc_expr *e;
     int out;                          /* result slot */
-    int arg[SC_MAX_DIMS];             /* operand slots (not for affine loads) */
-    int acc;                          /* loads: affine access, or -1 */
+    int arg[SC_MAX_DIMS];             /* operand slots (those read) */
+    int acc;                          /* loads: their access (-1: no buffer) */
+    int shift;                        /* / and % by a constant 2^shift, or -1 */
+    unsigned dep;                     /* the pure loops it depends on */
+    bool bcast;                       /* if dep == 0: copy lane 0 to every lane */
 } ev_instr;
 
 /*
- * An affine access: the element offset, in its buffer, of the point that
- * lane j reads (or stores) is q[j] + base + sum_i kred[i] * u_i, where q is
- * the pure part of the access' index class (the same for every access
- * with the same offset step per pure loop, computed once per chunk), u_i
- * is reduction loop i's counter (its value minus its min), and base is
- * the offset at the first point of the loop box.
+ * An access (a load or the store).  The element offset, in its buffer, of
+ * the point that lane j reads or writes is the sum of the offsets of its
+ * coordinates, each of one of three kinds.  Affine ones (inside the buffer
+ * over the whole loop box) together give q[j] + base + sum_i kred[i] * u_i,
+ * where q is the pure part of the access' index class (the same for every
+ * access with the same offset step per pure loop, computed once per
+ * chunk), u_i is reduction loop i's counter (its value minus its min), and
+ * base is their offset at the first point of the loop box.  Uniform ones
+ * (umask: the same in every lane) are read from lane 0 of their slot, and
+ * the others (lmask) from every lane; both are checked when read.
  */
 typedef struct {
     int cls;
+    unsigned umask, lmask;
     int64_t base;
     int64_t kred[SC_MAX_DIMS];
 } ev_access;
@@ -319,13 +331,12 @@ typedef struct {
     ev_instr *code;
     int nslots;                       /* [0, L.n) are the loop variables */
     int nleaves;
-    int *leaf_slot;                   /* constants and parameters */
-    const sc_expr **leaf;
-    bool fill_red[SC_MAX_DIMS];       /* reduction loop slots that are read */
+    struct ev_leaf { int slot; const sc_expr *e; } *leaf;   /* constants, params */
+    bool fill_pure[SC_MAX_DIMS];      /* loop slots that are read */
+    bool fill_red[SC_MAX_DIMS];
     int value;                        /* slot of the value stored */
-    int nlhs;
     int lhs[SC_MAX_DIMS];             /* slots of the store coordinates */
-    int store;                        /* affine access of the store, or -1 */
+    int store;                        /* the store's access */
     int nacc, ncls;
     ev_access *acc;
     int64_t (*cls)[SC_MAX_DIMS];      /* offset step per pure loop of a class */
@@ -334,7 +345,6 @@ typedef struct {
 static void prog_free(ev_prog *g)
 {
     free(g->code);
-    free(g->leaf_slot);
     free(g->leaf);
     free(g->acc);
     free(g->cls);
@@ -482,11 +492,9 @@ static bool aff_node(ev_aff *r, const sc_expr *e, const ev_aff *a, const ev_aff 
         if (e->op == SC_ADD || e->op == SC_SUB) {
             if (!aff_axpy(r, a, 1, nl) || !aff_axpy(r, b, e->op == SC_ADD ? 1 : -1, nl))
                 return false;
-        } else if (e->op == SC_MUL && aff_is_const(b, nl)) {
-            if (!aff_axpy(r, a, b->c, nl))
-                return false;
-        } else if (e->op == SC_MUL && aff_is_const(a, nl)) {
-            if (!aff_axpy(r, b, a->c, nl))
+        } else if (e->op == SC_MUL && (aff_is_const(a, nl) || aff_is_const(b, nl))) {
+            bool bc = aff_is_const(b, nl);        /* x * m or m * x */
+            if (!aff_axpy(r, bc ? a : b, bc ? b->c : a->c, nl))
                 return false;
         } else {
             return false;
@@ -506,30 +514,44 @@ static bool aff_node(ev_aff *r, const sc_expr *e, const ev_aff *a, const ev_aff 
     return r->ok = lo >= tlo && hi <= thi;
 }
 
+/* Per node of the DAG while compiling. */
+typedef struct {
+    int slot, last, acc;              /* acc: loads, their access or -1 */
+    bool need, vary, bcast;
+    unsigned dep;                     /* the pure loops it depends on */
+    ev_aff aff;
+} ev_node;
+
 /*
- * The affine access of buffer b at coordinates coord[0..ndims), if every
- * coordinate is affine and stays inside b over the whole loop box (every
- * point of the box is evaluated, so otherwise the general path reports
- * the bad lane); -1 if not.  Offsets stay within b's element count: a
+ * The access of buffer b (NULL: -1) at the coordinate nodes coord[0..ndims).
+ * A coordinate is affine if its form is and stays inside b over the whole
+ * loop box (every point of the box is evaluated, so otherwise its lanes
+ * report the bad one).  Offsets stay within b's element count: a
  * coefficient times its loop's extent - 1 is at most the coordinate's
  * range, which is inside b.
  */
-static int make_access(ev_prog *g, const sc_buffer *b, int ndims, const ev_aff *const *coord)
+static int make_access(ev_prog *g, const sc_buffer *b, int ndims, const int *coord,
+                       const ev_node *nd)
 {
     const ev_loops *L = &g->L;
     int64_t base = 0, k[2 * SC_MAX_DIMS] = {0};
+    unsigned umask = 0, lmask = 0;
     if (!b)
         return -1;
     for (int d = 0; d < ndims; d++) {
-        const ev_aff *a = coord[d];
-        if (!a->ok || a->lo < b->min[d] || a->hi >= (int64_t)b->min[d] + b->extent[d])
-            return -1;
+        const ev_aff *a = &nd[coord[d]].aff;
+        if (!a->ok || a->lo < b->min[d] || a->hi >= (int64_t)b->min[d] + b->extent[d]) {
+            *(nd[coord[d]].dep ? &lmask : &umask) |= 1u << d;
+            continue;
+        }
         base += (a->c - b->min[d]) * b->stride[d];
         for (int i = 0; i < L->n; i++)
             k[i] += a->k[i] * b->stride[d];
     }
     ev_access *acc = &g->acc[g->nacc];
     acc->base = base;
+    acc->umask = umask;
+    acc->lmask = lmask;
     for (int i = L->npure; i < L->n; i++)
         acc->kred[i - L->npure] = k[i];
     for (acc->cls = 0; acc->cls < g->ncls; acc->cls++)
@@ -542,22 +564,29 @@ static int make_access(ev_prog *g, const sc_buffer *b, int ndims, const ev_aff *
 
 /* ---- compiling a stage ---------------------------------------------------- */
 
+static unsigned acc_reads(const ev_access *a)
+{
+    return a->umask | a->lmask;
+}
+
 static bool is_leaf(const sc_expr *e)
 {
     return e->kind == E_VAR || e->kind == E_RVAR || e->kind == E_CONST || e->kind == E_PARAM;
 }
 
 /*
- * Compiles stage s of f over the loops g->L into g.  Loads (and the
- * store) with affine coordinates become affine accesses, which need no
- * coordinate lanes; nodes read only by those are dropped.  An instruction
- * that depends on no reduction variable and reads no value of f itself
- * goes in the prologue, run once per chunk; the others in the body, run
- * once per reduction point.  Loop variables are slots [0, L.n); every
- * other node gets a slot, an instruction's result slot being taken before
- * its operands' are released (results never alias operands); prologue
- * results read by the body, the value and the store's coordinates live to
- * the end.
+ * Compiles stage s of f over the loops g->L into g.  Every load and the
+ * store become accesses (ev_access), which read no lanes for their affine
+ * coordinates: nodes read only by those are dropped.  An instruction that
+ * depends on no reduction variable and reads no value of f itself goes in
+ * the prologue, run once per chunk; the others in the body, run once per
+ * reduction point.  An instruction records the pure loops it depends on
+ * (see run_code); one that depends on none is copied to every lane only if
+ * an instruction or the store reads every lane of it.  Loop variables are
+ * slots [0, L.n); every other node gets a slot, an instruction's result
+ * slot being taken before its operands' are released (results never alias
+ * operands); prologue results read by the body, the value and the store's
+ * coordinates live to the end.
  */
 static void prog_compile(ev_prog *g, const ev_ctx *c, const sc_func *f, int s)
 {
@@ -571,100 +600,98 @@ static void prog_compile(ev_prog *g, const ev_ctx *c, const sc_func *f, int s)
     dag_add(&dag, st->value);
     for (int i = 0; i < st->nargs; i++)
         dag_add(&dag, st->args[i]);
-    int n = dag.n, nfree = 0;
-    int *slot = xrealloc(NULL, (size_t)n * sizeof *slot);
-    int *last = xrealloc(NULL, (size_t)n * sizeof *last);
-    int *acc = xrealloc(NULL, (size_t)n * sizeof *acc);
+    int n = dag.n, nfree = 0, value = dag_find(&dag, st->value), lhs[SC_MAX_DIMS];
+    for (int i = 0; i < st->nargs; i++)
+        lhs[i] = dag_find(&dag, st->args[i]);
+    ev_node *nd = xrealloc(NULL, (size_t)n * sizeof *nd);
     int *order = xrealloc(NULL, (size_t)n * sizeof *order);
     int *free_list = xrealloc(NULL, (size_t)n * sizeof *free_list);
-    bool *need = xrealloc(NULL, (size_t)n * sizeof *need);
-    bool *vary = xrealloc(NULL, (size_t)n * sizeof *vary);
-    ev_aff *aff = xrealloc(NULL, (size_t)n * sizeof *aff);
     g->acc = xrealloc(NULL, (size_t)(n + 1) * sizeof *g->acc);
     g->cls = xrealloc(NULL, (size_t)(n + 1) * sizeof *g->cls);
     g->code = xrealloc(NULL, (size_t)n * sizeof *g->code);
     g->leaf = xrealloc(NULL, (size_t)n * sizeof *g->leaf);
-    g->leaf_slot = xrealloc(NULL, (size_t)n * sizeof *g->leaf_slot);
 
 #define ARG(k, i) dag_find(&dag, dag.node[k]->args[i])
-    /* Loop slots, affine forms, accesses, and what varies over the
-     * reduction domain. */
+    /* Whether node k reads its operand i: an access only its non-affine
+     * coordinates. */
+#define READS(k, i) (nd[k].acc < 0 || acc_reads(&g->acc[nd[k].acc]) >> (i) & 1)
+    /* Loop slots, affine forms, what varies over the reduction domain,
+     * the pure loops each node depends on, accesses. */
     for (int k = 0; k < n; k++) {
         const sc_expr *e = dag.node[k];
-        slot[k] = acc[k] = -1;
+        ev_node *x = &nd[k];
+        memset(x, 0, sizeof *x);
+        x->slot = x->acc = -1;
         if (e->kind == E_VAR) {
-            for (int i = 0; i < L->npure && slot[k] < 0; i++)
+            for (int i = 0; i < L->npure && x->slot < 0; i++)
                 if (strcmp(f->vars[L->which[i]], e->name) == 0)
-                    slot[k] = i;
-            EV_CHECK(slot[k] >= 0, e);
+                    x->slot = i;
+            EV_CHECK(x->slot >= 0, e);
         } else if (e->kind == E_RVAR) {
             EV_CHECK(e->rdom == st->rdom, e);
             for (int i = L->npure; i < L->n; i++)
                 if (L->which[i] == -1 - e->dim)
-                    slot[k] = i;
-            EV_CHECK(slot[k] >= 0, e);
+                    x->slot = i;
+            EV_CHECK(x->slot >= 0, e);
         } else if (!is_leaf(e)) {
             check_types(e);
         }
-        aff_node(&aff[k], e, e->nargs > 0 ? &aff[ARG(k, 0)] : NULL,
-                 e->nargs > 1 ? &aff[ARG(k, 1)] : NULL, slot[k], L);
+        aff_node(&x->aff, e, e->nargs > 0 ? &nd[ARG(k, 0)].aff : NULL,
+                 e->nargs > 1 ? &nd[ARG(k, 1)].aff : NULL, x->slot, L);
         bool self = s > 0 && e->kind == E_CALL && e->func == f;
-        vary[k] = e->kind == E_RVAR || self;
-        if (e->kind == E_CALL) {
-            const ev_aff *coord[SC_MAX_DIMS] = {0};
-            for (int i = 0; i < e->nargs; i++)
-                coord[i] = &aff[ARG(k, i)];
-            acc[k] = make_access(g, c->buf[e->func->id], e->nargs, coord);
+        int coord[SC_MAX_DIMS];
+        x->vary = e->kind == E_RVAR || self;
+        x->dep = e->kind == E_VAR ? 1u << x->slot : self ? ~0u : 0;
+        for (int i = 0; i < e->nargs; i++) {
+            coord[i] = ARG(k, i);
+            x->vary |= nd[coord[i]].vary;
+            x->dep |= nd[coord[i]].dep;
         }
-        if (acc[k] >= 0) {
-            for (int i = 0; i < L->n - L->npure; i++)
-                vary[k] |= g->acc[acc[k]].kred[i] != 0;
-        } else {
-            for (int i = 0; i < e->nargs; i++)
-                vary[k] |= vary[ARG(k, i)];
-        }
+        if (e->kind == E_CALL)
+            x->acc = make_access(g, c->buf[e->func->id], e->nargs, coord, nd);
     }
-    const ev_aff *lhs[SC_MAX_DIMS] = {0};
-    for (int i = 0; i < st->nargs; i++)
-        lhs[i] = &aff[dag_find(&dag, st->args[i])];
-    g->store = make_access(g, c->buf[f->id], st->nargs, lhs);
+    g->store = make_access(g, c->buf[f->id], st->nargs, lhs, nd);
+    unsigned lhs_read = acc_reads(&g->acc[g->store]);
 
-    /* What is needed: the value, the store's coordinates unless it is
-     * affine, and what needed instructions read. */
-    for (int k = 0; k < n; k++)
-        need[k] = false;
-    need[dag_find(&dag, st->value)] = true;
-    for (int i = 0; i < st->nargs && g->store < 0; i++)
-        need[dag_find(&dag, st->args[i])] = true;
+    /* What is needed: the value, the store's coordinates it reads, and
+     * what needed instructions read. */
+    nd[value].need = true;
+    for (int i = 0; i < st->nargs; i++)
+        nd[lhs[i]].need |= lhs_read >> i & 1;
     for (int k = n - 1; k >= 0; k--)
-        for (int i = 0; need[k] && acc[k] < 0 && i < dag.node[k]->nargs; i++)
-            need[ARG(k, i)] = true;
+        for (int i = 0; nd[k].need && i < dag.node[k]->nargs; i++)
+            nd[ARG(k, i)].need |= READS(k, i);
 
     /* The prologue, then the body, each in post-order. */
     g->ncode = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int k = 0; k < n; k++)
-            if (need[k] && !is_leaf(dag.node[k]) && vary[k] == pass)
+            if (nd[k].need && !is_leaf(dag.node[k]) && nd[k].vary == pass)
                 order[g->ncode++] = k;
         if (pass == 0)
             g->npre = g->ncode;
     }
 
     /* Last reader of each node (a position in order); leaves, roots and
-     * prologue results read by the body live to the end. */
+     * prologue results read by the body live to the end.  Which results
+     * are read in every lane by an instruction or the store. */
     for (int k = 0; k < n; k++)
-        last[k] = is_leaf(dag.node[k]) ? INT_MAX : -1;
+        nd[k].last = is_leaf(dag.node[k]) ? INT_MAX : -1;
     for (int p = 0; p < g->ncode; p++) {
         int k = order[p];
-        for (int i = 0; acc[k] < 0 && i < dag.node[k]->nargs; i++) {
-            int a = ARG(k, i);
-            if (last[a] != INT_MAX)
-                last[a] = p >= g->npre && !vary[a] ? INT_MAX : p;
+        for (int i = 0; i < dag.node[k]->nargs; i++) {
+            ev_node *a = &nd[ARG(k, i)];
+            if (!READS(k, i))
+                continue;
+            a->bcast |= nd[k].dep && nd[k].acc < 0;
+            if (a->last != INT_MAX)
+                a->last = p >= g->npre && !a->vary ? INT_MAX : p;
         }
     }
-    last[dag_find(&dag, st->value)] = INT_MAX;
+    nd[value].last = INT_MAX;
+    nd[value].bcast = true;
     for (int i = 0; i < st->nargs; i++)
-        last[dag_find(&dag, st->args[i])] = INT_MAX;
+        nd[lhs[i]].last = INT_MAX;
 
     /* Slots: loop variables, then needed constants and parameters, then
      * temporaries. */
@@ -672,41 +699,48 @@ static void prog_compile(ev_prog *g, const ev_ctx *c, const sc_func *f, int s)
     g->nleaves = 0;
     for (int k = 0; k < n; k++) {
         const sc_expr *e = dag.node[k];
-        if (need[k] && (e->kind == E_CONST || e->kind == E_PARAM)) {
-            g->leaf[g->nleaves] = e;
-            g->leaf_slot[g->nleaves++] = slot[k] = g->nslots++;
+        if (nd[k].need && (e->kind == E_CONST || e->kind == E_PARAM)) {
+            g->leaf[g->nleaves].e = e;
+            g->leaf[g->nleaves++].slot = nd[k].slot = g->nslots++;
         }
-        if (e->kind == E_RVAR && need[k])
-            g->fill_red[slot[k] - L->npure] = true;
+        if (e->kind == E_VAR && nd[k].need)
+            g->fill_pure[nd[k].slot] = true;
+        if (e->kind == E_RVAR && nd[k].need)
+            g->fill_red[nd[k].slot - L->npure] = true;
     }
     for (int p = 0; p < g->ncode; p++) {
         int k = order[p];
         ev_instr *in = &g->code[p];
         in->e = dag.node[k];
-        in->out = slot[k] = nfree ? free_list[--nfree] : g->nslots++;
-        in->acc = acc[k];
-        for (int i = 0; acc[k] < 0 && i < in->e->nargs; i++) {
-            int a = ARG(k, i);
-            in->arg[i] = slot[a];
-            if (last[a] == p) {
-                free_list[nfree++] = slot[a];
-                last[a] = -1;           /* released once even if read twice */
+        in->out = nd[k].slot = nfree ? free_list[--nfree] : g->nslots++;
+        in->acc = nd[k].acc;
+        in->dep = nd[k].dep;
+        in->bcast = nd[k].bcast;
+        in->shift = -1;
+        if (in->e->kind == E_BINARY && nd[ARG(k, 1)].aff.ok) {
+            int64_t v = nd[ARG(k, 1)].aff.lo;
+            if (v > 0 && v == nd[ARG(k, 1)].aff.hi && !(v & (v - 1)))
+                in->shift = __builtin_ctzll((unsigned long long)v);
+        }
+        for (int i = 0; i < in->e->nargs; i++) {
+            ev_node *a = &nd[ARG(k, i)];
+            if (!READS(k, i))
+                continue;
+            in->arg[i] = a->slot;
+            if (a->last == p) {
+                free_list[nfree++] = a->slot;
+                a->last = -1;           /* released once even if read twice */
             }
         }
     }
 #undef ARG
-    g->value = slot[dag_find(&dag, st->value)];
-    g->nlhs = st->nargs;
+#undef READS
+    g->value = nd[value].slot;
     for (int i = 0; i < st->nargs; i++)
-        g->lhs[i] = slot[dag_find(&dag, st->args[i])];
-    free(slot);
-    free(last);
-    free(acc);
+        g->lhs[i] = nd[lhs[i]].slot;
+    free(nd);
     free(order);
     free(free_list);
-    free(need);
-    free(vary);
-    free(aff);
     dag_free(&dag);
 }
 
@@ -718,7 +752,9 @@ typedef struct {
     int64_t (*q)[EV_LANES];           /* per index class: pure offsets */
     int *pat;                         /* per index class: EV_GATHER ... */
     int64_t rc[SC_MAX_DIMS];          /* reduction loop counters, from 0 */
-    int64_t off[EV_LANES];            /* element offsets of a general access */
+    int64_t off[EV_LANES];            /* offsets of an access with lane coordinates */
+    unsigned char carry[EV_LANES];    /* the pure loop that steps after a lane */
+    unsigned steps;                   /* the pure loops that change in the chunk */
 } ev_work;
 
 static ev_work *work_new(const ev_prog *g)
@@ -728,7 +764,7 @@ static ev_work *work_new(const ev_prog *g)
     w->q = xrealloc(NULL, (size_t)g->ncls * sizeof *w->q);
     w->pat = xrealloc(NULL, (size_t)g->ncls * sizeof *w->pat);
     for (int i = 0; i < g->nleaves; i++)
-        fill_leaf(&w->slot[g->leaf_slot[i]], g->leaf[i]);
+        fill_leaf(&w->slot[g->leaf[i].slot], g->leaf[i].e);
     return w;
 }
 
@@ -767,16 +803,25 @@ static void exec_binary_f32(int op, ev_lanes *out, const float *restrict x,
 
 /* Integer operands are already wrapped to their type (at most 32 bits),
  * so + - and / cannot overflow int64; * is done in uint64_t. */
-static void exec_binary_int(int op, sc_type t, int64_t *restrict o,
+static void exec_binary_int(int op, sc_type t, int shift, int64_t *restrict o,
                             const int64_t *restrict x, const int64_t *restrict y, int n)
 {
     int bits = sc_type_bits(t);
+    int64_t mask = shift >= 0 ? ((int64_t)1 << shift) - 1 : 0;
     switch (op) {
     case SC_ADD: LOOP(o[j] = x[j] + y[j]);
     case SC_SUB: LOOP(o[j] = x[j] - y[j]);
     case SC_MUL: LOOP(o[j] = (int64_t)(((uint64_t)x[j] * (uint64_t)y[j]) & 0xffffffffu));
-    case SC_DIV: LOOP(o[j] = div_euclid(x[j], y[j]));
-    case SC_MOD: LOOP(o[j] = mod_euclid(x[j], y[j]));
+    case SC_DIV:
+        if (shift >= 0) {                 /* floor(x / 2^shift) */
+            LOOP(o[j] = shift_right(x[j], shift, 64));
+        }
+        LOOP(o[j] = div_euclid(x[j], y[j]));
+    case SC_MOD:
+        if (shift >= 0) {
+            LOOP(o[j] = x[j] & mask);
+        }
+        LOOP(o[j] = mod_euclid(x[j], y[j]));
     case SC_MIN: LOOP(o[j] = x[j] < y[j] ? x[j] : y[j]);
     case SC_MAX: LOOP(o[j] = x[j] > y[j] ? x[j] : y[j]);
     case SC_EQ:  LOOP(o[j] = x[j] == y[j]);
@@ -800,78 +845,68 @@ static void exec_binary_int(int op, sc_type t, int64_t *restrict o,
         wrap_lanes(o, n, t);
 }
 
-static void exec_binary(ev_lanes *sl, const ev_instr *in, int n)
+/* Operands and results are restrict parameters (results never alias
+ * operands), which lets -O2 vectorize the loops below. */
+static void exec_binary(const ev_instr *in, ev_lanes *restrict o, const ev_lanes *restrict a,
+                        const ev_lanes *restrict b, int n)
 {
-    ev_lanes *o = &sl[in->out], *a = &sl[in->arg[0]], *b = &sl[in->arg[1]];
     sc_type t = in->e->args[0]->type;
     if (t == SC_F32)
         exec_binary_f32(in->e->op, o, a->f, b->f, n);
     else
-        exec_binary_int(in->e->op, t, o->i, a->i, b->i, n);
+        exec_binary_int(in->e->op, t, in->shift, o->i, a->i, b->i, n);
 }
 
-static void exec_unary(ev_lanes *sl, const ev_instr *in, int n)
+static void exec_unary(const ev_instr *in, ev_lanes *restrict o, const ev_lanes *restrict a,
+                       int n)
 {
-    int64_t *restrict o = sl[in->out].i;
-    const int64_t *restrict a = sl[in->arg[0]].i;
-    sc_type t = in->e->type;
-    if (t == SC_F32) {                    /* only negation (check_types) */
-        float *restrict of = sl[in->out].f;
-        const float *restrict af = sl[in->arg[0]].f;
-        LANES(of[j] = -af[j]);
+    if (in->e->type == SC_F32) {          /* only negation (check_types) */
+        LANES(o->f[j] = -a->f[j]);
         return;
     }
     switch (in->e->op) {
-    case SC_NEG:    LOOP(o[j] = -a[j]);
-    case SC_NOT:    LOOP(o[j] = !a[j]);
-    case SC_BITNOT: LOOP(o[j] = ~a[j]);
+    case SC_NEG:    LOOP(o->i[j] = -a->i[j]);
+    case SC_NOT:    LOOP(o->i[j] = !a->i[j]);
+    case SC_BITNOT: LOOP(o->i[j] = ~a->i[j]);
     default:        ev_bug("unary operator %d", in->e->op);
     }
-    wrap_lanes(o, n, t);
+    wrap_lanes(o->i, n, in->e->type);
 }
 
-static void exec_cast(ev_lanes *sl, const ev_instr *in, int n)
+static void exec_cast(const ev_instr *in, ev_lanes *restrict o, const ev_lanes *restrict a,
+                      int n)
 {
-    int64_t *restrict o = sl[in->out].i;
-    float *restrict of = sl[in->out].f;
-    const int64_t *restrict a = sl[in->arg[0]].i;
-    const float *restrict af = sl[in->arg[0]].f;
     sc_type to = in->e->type, from = in->e->args[0]->type;
     int64_t lo, hi;
     if (from == SC_F32 && to == SC_F32) {
-        LANES(of[j] = af[j]);
+        memcpy(o->f, a->f, (size_t)n * sizeof(float));
     } else if (from == SC_F32 && to == SC_BOOL) {
-        LANES(o[j] = af[j] != 0);
+        LANES(o->i[j] = a->f[j] != 0);
     } else if (from == SC_F32) {
         type_range(to, &lo, &hi);
-        LANES(o[j] = sat_trunc(af[j], lo, hi));
+        LANES(o->i[j] = sat_trunc(a->f[j], lo, hi));
     } else if (to == SC_F32) {
-        LANES(of[j] = (float)a[j]);
+        LANES(o->f[j] = (float)a->i[j]);
     } else {
-        LANES(o[j] = a[j]);
-        wrap_lanes(o, n, to);             /* bool: != 0 */
+        memcpy(o->i, a->i, (size_t)n * sizeof(int64_t));
+        wrap_lanes(o->i, n, to);          /* bool: != 0 */
     }
 }
 
-static void exec_select(ev_lanes *sl, const ev_instr *in, int n)
+static void exec_select(const ev_instr *in, ev_lanes *restrict o, const ev_lanes *restrict c,
+                        const ev_lanes *restrict t, const ev_lanes *restrict f, int n)
 {
-    const int64_t *restrict c = sl[in->arg[0]].i;
-    if (in->e->type == SC_F32) {
-        float *restrict o = sl[in->out].f;
-        const float *restrict t = sl[in->arg[1]].f, *restrict f = sl[in->arg[2]].f;
-        LANES(o[j] = c[j] ? t[j] : f[j]);
-    } else {
-        int64_t *restrict o = sl[in->out].i;
-        const int64_t *restrict t = sl[in->arg[1]].i, *restrict f = sl[in->arg[2]].i;
-        LANES(o[j] = c[j] ? t[j] : f[j]);
-    }
+    if (in->e->type == SC_F32)
+        LANES(o->f[j] = c->i[j] ? t->f[j] : f->f[j])
+    else
+        LANES(o->i[j] = c->i[j] ? t->i[j] : f->i[j])
 }
 
-static void exec_math(ev_lanes *sl, const ev_instr *in, int n)
+static void exec_math(const ev_instr *in, ev_lanes *restrict out, const ev_lanes *restrict a,
+                      const ev_lanes *restrict b, int n)
 {
-    float *restrict o = sl[in->out].f;
-    const float *restrict x = sl[in->arg[0]].f;
-    const float *restrict y = in->e->nargs > 1 ? sl[in->arg[1]].f : NULL;
+    float *o = out->f;
+    const float *x = a->f, *y = b ? b->f : NULL;
     switch (in->e->op) {
     case SC_SQRT:  LOOP(o[j] = sqrtf(x[j]));
     case SC_EXP:   LOOP(o[j] = expf(x[j]));
@@ -888,11 +923,8 @@ static void exec_math(ev_lanes *sl, const ev_instr *in, int n)
         if (in->e->type == SC_F32) {
             LOOP(o[j] = fabsf(x[j]));
         } else {
-            int64_t *restrict oi = sl[in->out].i;
-            const int64_t *xi = sl[in->arg[0]].i;
-            for (int j = 0; j < n; j++)
-                oi[j] = xi[j] < 0 ? -xi[j] : xi[j];
-            wrap_lanes(oi, n, in->e->type);
+            LANES(out->i[j] = a->i[j] < 0 ? -a->i[j] : a->i[j]);
+            wrap_lanes(out->i, n, in->e->type);
         }
         break;
     default:       ev_bug("math function %d", in->e->op);
@@ -902,69 +934,61 @@ static void exec_math(ev_lanes *sl, const ev_instr *in, int n)
 
 /* ---- loads and stores ----------------------------------------------------- */
 
-/* Reports the first lane of an access outside b (an internal bug). */
-static _Noreturn void lane_out_of_region(const ev_ctx *c, const ev_lanes *sl,
-                                         const sc_buffer *b, int ndims, const int *coord,
-                                         int n, const char *what, const char *name)
+/* An access outside b (an internal bug). */
+static _Noreturn void out_of_region(const ev_ctx *c, const sc_buffer *b, int d,
+                                    int64_t x, const char *what, const char *name)
 {
-    for (int d = 0; d < ndims; d++)
-        for (int j = 0; j < n; j++) {
-            int64_t x = sl[coord[d]].i[j], lo = b->min[d];
-            if (x < lo || x >= lo + b->extent[d])
-                ev_bug("%s %s%s at %lld in dimension %d, outside its region "
-                       "[%lld, %lld)", c->cur->name, what, name, (long long)x, d,
-                       (long long)lo, (long long)(lo + b->extent[d]));
-        }
-    ev_bug("lane_out_of_region found no bad lane");
+    ev_bug("%s %s%s at %lld in dimension %d, outside its region [%lld, %lld)",
+           c->cur->name, what, name, (long long)x, d, (long long)b->min[d],
+           (long long)b->min[d] + b->extent[d]);
 }
 
 /*
- * Element offsets in b (into w->off) of the points whose coordinates are
- * in the lanes coord[0..ndims) (a 0-dimensional Func has one element).  A
- * point outside b is a bug of bounds inference (or of this evaluator):
- * abort, naming the access (what: "reads g", "stores").
+ * Where lane j's element is: data[*s + q[j]], with *pat telling whether q
+ * is contiguous (q[j] == q[0] + j) or uniform.  A point outside b is a bug
+ * of bounds inference (or of this evaluator): abort, naming the access
+ * (what: "reads g", "stores").
  */
-static void lane_offsets(const ev_ctx *c, ev_work *w, const sc_buffer *b,
-                         int ndims, const int *coord, int n, const char *what,
-                         const char *name)
+static const int64_t *access_offsets(const ev_ctx *c, const ev_prog *g, ev_work *w,
+                                     const sc_buffer *b, int acc, const int *coord, int n,
+                                     const char *what, const char *name, int64_t *s, int *pat)
 {
-    int64_t *restrict off = w->off;
-    uint64_t bad = 0;
-    if (ndims == 0)
-        memset(off, 0, (size_t)n * sizeof *off);
-    for (int d = 0; d < ndims; d++) {
-        const int64_t *x = w->slot[coord[d]].i;
-        int64_t lo = b->min[d], stride = b->stride[d];
-        uint64_t ext = (uint64_t)b->extent[d];
-        if (d == 0)
-            LANES(bad |= (uint64_t)(x[j] - lo) >= ext; off[j] = (x[j] - lo) * stride)
-        else
-            LANES(bad |= (uint64_t)(x[j] - lo) >= ext; off[j] += (x[j] - lo) * stride)
-    }
-    if (bad)
-        lane_out_of_region(c, w->slot, b, ndims, coord, n, what, name);
-}
-
-/*
- * Where lane j's element is: data[s + q[j]], with *pat telling whether q
- * is contiguous (q[j] == q[0] + j) or uniform.  An affine access takes q
- * from its class and s from the reduction counters; a general one has its
- * offsets computed into w->off.
- */
-static const int64_t *access_offsets(const ev_prog *g, ev_work *w, int acc,
-                                     int64_t *s, int *pat)
-{
-    if (acc < 0) {
-        *s = 0;
-        *pat = EV_GATHER;
-        return w->off;
-    }
     const ev_access *a = &g->acc[acc];
     *s = a->base;
     for (int i = 0; i < g->L.n - g->L.npure; i++)
         *s += a->kred[i] * w->rc[i];
+    for (int d = 0; a->umask >> d; d++)
+        if (a->umask >> d & 1) {
+            int64_t x = w->slot[coord[d]].i[0];
+            if ((uint64_t)(x - b->min[d]) >= (uint64_t)b->extent[d])
+                out_of_region(c, b, d, x, what, name);
+            *s += (x - b->min[d]) * b->stride[d];
+        }
     *pat = w->pat[a->cls];
-    return w->q[a->cls];
+    const int64_t *restrict q = w->q[a->cls];
+    if (!a->lmask)
+        return q;
+    int64_t *restrict off = w->off, q0 = q[0];
+    uint64_t bad = 0;
+    if (*pat == EV_CONTIG)
+        LANES(off[j] = q0 + j)
+    else if (*pat == EV_UNIFORM)
+        LANES(off[j] = q0)
+    else
+        memcpy(off, q, (size_t)n * sizeof *off);
+    for (int d = 0; a->lmask >> d; d++) {
+        const int64_t *restrict x = w->slot[coord[d]].i;
+        int64_t lo = b->min[d], stride = b->stride[d];
+        uint64_t ext = (uint64_t)b->extent[d];
+        if (a->lmask >> d & 1)
+            LANES(bad |= (uint64_t)(x[j] - lo) >= ext; off[j] += (x[j] - lo) * stride)
+    }
+    for (int d = 0; bad && a->lmask >> d; d++)
+        for (int j = 0; (a->lmask >> d & 1) && j < n; j++)
+            if ((uint64_t)(w->slot[coord[d]].i[j] - b->min[d]) >= (uint64_t)b->extent[d])
+                out_of_region(c, b, d, w->slot[coord[d]].i[j], what, name);
+    *pat = EV_GATHER;
+    return off;
 }
 
 static void exec_load(const ev_ctx *c, const ev_prog *g, ev_work *w,
@@ -974,14 +998,15 @@ static void exec_load(const ev_ctx *c, const ev_prog *g, ev_work *w,
     const sc_buffer *b = c->buf[callee->id];
     if (!b)
         ev_bug("%s reads %s, which is not computed", c->cur->name, callee->name);
-    if (in->acc < 0)
-        lane_offsets(c, w, b, callee->ndims, in->arg, n, "reads ", callee->name);
     int64_t s;
     int pat;
-    const int64_t *restrict q = access_offsets(g, w, in->acc, &s, &pat);
+    const int64_t *restrict q = access_offsets(c, g, w, b, in->acc, in->arg, n, "reads ",
+                                               callee->name, &s, &pat);
     int64_t s0 = s + q[0], *restrict oi = w->slot[in->out].i;
     float *restrict of = w->slot[in->out].f;
 #define GATHER(T, lanes) { const T *restrict d = b->data;                     \
+        if (pat == EV_CONTIG && sizeof(T) == sizeof *lanes)                  \
+            { memcpy(lanes, d + s0, (size_t)n * sizeof(T)); break; }        \
         if (pat == EV_CONTIG) { LOOP(lanes[j] = d[s0 + j]); }               \
         if (pat == EV_UNIFORM) { T v = d[s0]; LOOP(lanes[j] = v); }         \
         LOOP(lanes[j] = d[s + q[j]]); }
@@ -1004,15 +1029,16 @@ static void exec_load(const ev_ctx *c, const ev_prog *g, ev_work *w,
  * are exact.  Lanes store in order (a scatter's lanes may collide). */
 static void exec_store(const ev_ctx *c, const ev_prog *g, ev_work *w, sc_buffer *b, int n)
 {
-    if (g->store < 0)
-        lane_offsets(c, w, b, g->nlhs, g->lhs, n, "stores", "");
     int64_t s;
     int pat;
-    const int64_t *restrict q = access_offsets(g, w, g->store, &s, &pat);
+    const int64_t *restrict q = access_offsets(c, g, w, b, g->store, g->lhs, n, "stores", "",
+                                               &s, &pat);
     int64_t s0 = s + q[0];
     const int64_t *restrict vi = w->slot[g->value].i;
     const float *restrict vf = w->slot[g->value].f;
 #define SCATTER(T, lanes) { T *restrict d = b->data;                           \
+        if (pat == EV_CONTIG && sizeof(T) == sizeof *lanes)                  \
+            { memcpy(d + s0, lanes, (size_t)n * sizeof(T)); break; }        \
         if (pat == EV_CONTIG) { LOOP(d[s0 + j] = (T)lanes[j]); }            \
         LOOP(d[s + q[j]] = (T)lanes[j]); }
     switch (b->type) {
@@ -1036,14 +1062,29 @@ static void run_code(const ev_ctx *c, const ev_prog *g, ev_work *w, int from, in
 {
     for (int k = from; k < to; k++) {
         const ev_instr *in = &g->code[k];
+        /* Depending on no pure loop that changes in the chunk, it is the
+         * same in every lane: it runs on lane 0, copied to the others
+         * unless it depends on no pure loop and nothing reads them. */
+        bool one = !(in->dep & w->steps), bcast = one && (in->dep || in->bcast);
+        int m = one ? 1 : n, na = in->e->kind == E_CALL ? 0 : in->e->nargs;
+        ev_lanes *o = &w->slot[in->out], *a[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < na; i++)
+            a[i] = &w->slot[in->arg[i]];
         switch (in->e->kind) {
-        case E_BINARY: exec_binary(w->slot, in, n); break;
-        case E_UNARY:  exec_unary(w->slot, in, n); break;
-        case E_CAST:   exec_cast(w->slot, in, n); break;
-        case E_SELECT: exec_select(w->slot, in, n); break;
-        case E_MATH:   exec_math(w->slot, in, n); break;
-        case E_CALL:   exec_load(c, g, w, in, n); break;
+        case E_BINARY: exec_binary(in, o, a[0], a[1], m); break;
+        case E_UNARY:  exec_unary(in, o, a[0], m); break;
+        case E_CAST:   exec_cast(in, o, a[0], m); break;
+        case E_SELECT: exec_select(in, o, a[0], a[1], a[2], m); break;
+        case E_MATH:   exec_math(in, o, a[0], a[1], m); break;
+        case E_CALL:   exec_load(c, g, w, in, m); break;
         default:       ev_bug("node kind %d in a program", in->e->kind);
+        }
+        if (bcast && in->e->type == SC_F32) {
+            float *restrict of = o->f, v = of[0];
+            LANES(of[j] = v);
+        } else if (bcast) {
+            int64_t *restrict oi = o->i, v = oi[0];
+            LANES(oi[j] = v);
         }
     }
 }
@@ -1061,32 +1102,56 @@ static void run_chunk(const ev_ctx *c, const ev_prog *g, ev_work *w, sc_buffer *
                       int64_t k0, int n)
 {
     const ev_loops *L = &g->L;
-    int64_t pc[SC_MAX_DIMS], rest = k0;
-    for (int i = 0; i < L->npure; i++) {
-        pc[i] = rest % L->ext[i];
+    int np = L->npure;
+    int64_t pc[SC_MAX_DIMS], pc0[SC_MAX_DIMS], rest = k0;
+    unsigned steps = 0;
+    for (int i = 0; i < np; i++) {
+        pc0[i] = pc[i] = rest % L->ext[i];
         rest /= L->ext[i];
     }
-    for (int j = 0; j < n; j++) {
-        for (int i = 0; i < L->npure; i++)
-            w->slot[i].i[j] = L->min[i] + pc[i];
-        for (int i = 0; i < L->npure && ++pc[i] == L->ext[i]; i++)
-            pc[i] = 0;
+    /* Runs of lanes along loop 0; after lane j, loop carry[j] steps and
+     * loops [0, carry[j]) wrap. */
+    for (int j = 0, run; j < n; j += run) {
+        run = np && L->ext[0] - pc[0] < n - j ? (int)(L->ext[0] - pc[0]) : n - j;
+        for (int i = 0; i < np; i++) {
+            int64_t *restrict x = w->slot[i].i + j, v = L->min[i] + pc[i];
+            for (int t = 0; g->fill_pure[i] && t < run; t++)
+                x[t] = i == 0 ? v + t : v;
+        }
+        memset(w->carry + j, 0, (size_t)run);
+        steps |= run > 1;
+        int i = 0;
+        if (np)
+            pc[0] += run - 1;
+        while (i < np && ++pc[i] == L->ext[i])
+            pc[i++] = 0;
+        w->carry[j + run - 1] = (unsigned char)i;
+        if (j + run < n)
+            steps |= 1u << i;
     }
+    w->steps = 0;                         /* loops [0, i] change when i steps */
+    for (int i = 0; i < np; i++)
+        if (steps >> i & 1)
+            w->steps |= (2u << i) - 1;
+    /* A class's offset steps by delta[i] when loop i steps after lane j. */
     for (int k = 0; k < g->ncls; k++) {
-        int64_t *restrict q = w->q[k];
-        memset(q, 0, (size_t)n * sizeof *q);
-        for (int i = 0; i < L->npure; i++) {
-            const int64_t *restrict x = w->slot[i].i;
-            int64_t step = g->cls[k][i], m = L->min[i];
-            if (step)
-                LANES(q[j] += step * (x[j] - m));
-        }
+        const int64_t *step = g->cls[k];
+        int64_t delta[SC_MAX_DIMS + 1] = {0}, q0 = 0, wrapped = 0;
         bool contig = true, uniform = true;
-        for (int j = 0; j < n; j++) {
-            contig &= q[j] == q[0] + j;
-            uniform &= q[j] == q[0];
+        for (int i = 0; i < np; i++) {
+            q0 += step[i] * pc0[i];
+            delta[i] = step[i] - wrapped;
+            wrapped += step[i] * (L->ext[i] - 1);
+            if (steps >> i & 1) {
+                contig &= delta[i] == 1;
+                uniform &= delta[i] == 0;
+            }
         }
+        int64_t *restrict q = w->q[k];
+        q[0] = q0;
         w->pat[k] = uniform ? EV_UNIFORM : contig ? EV_CONTIG : EV_GATHER;
+        for (int j = 1; w->pat[k] == EV_GATHER && j < n; j++)
+            q[j] = q[j - 1] + delta[w->carry[j - 1]];
     }
 
     int nred = L->n - L->npure, changed = nred;

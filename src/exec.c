@@ -39,7 +39,9 @@ exec_session *exec_open(const rt_ops *ops, rt_device *dev, const lower_program *
     s->source = cg_generate(prog, be);
     s->bufs = calloc((size_t)prog->nbuffers + 1, sizeof(rt_buf *));
     if (!s->source || !s->bufs) abort();
-    s->mod = ops->compile(dev, s->source, options, err, errlen);
+    char opts[1024];
+    snprintf(opts, sizeof opts, "%s%s%s", cg_required_options(be), options ? " " : "", options ? options : "");
+    s->mod = ops->compile(dev, s->source, opts, err, errlen);
     if (!s->mod) { exec_close(s); return NULL; }
     s->ninfo = ops->kernel_info ? ops->kernel_info(s->mod, &s->info) : 0;
     if (s->ninfo < 0) s->ninfo = 0;

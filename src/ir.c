@@ -1009,9 +1009,10 @@ sc_expr *sc_reduce(sc_pipeline *p, sc_reduce_kind kind, const char *name,
         return NULL;
     }
     if (body->weak) body = coerce_weak(p, body, SC_I32);
-    char buf[256];
     const char *base = name && *name ? name : kind_names[kind];
-    do snprintf(buf, sizeof buf, "%s_%s%d", base, kind_names[kind], ++p->uniq);
+    size_t cap = strlen(base) + 32;   /* never truncated: truncation would repeat a name */
+    char *buf = ir_alloc(p->arena, cap);
+    do snprintf(buf, cap, "%s_%s%d", base, kind_names[kind], ++p->uniq);
     while (name_taken(p, buf));
     sc_func *f = sc_func_new(p, buf);
     if (!f) return NULL;

@@ -239,8 +239,10 @@ static int parse_options(int argc, char **argv, options *o) {
                 name = NULL;
                 file = val;
             }
-            if ((in ? o->nin : o->nout) == MAX_FILES) return usage_error("too many %s options", a);
-            if (!*file) return usage_error("%s: empty file name", a);
+            if ((in ? o->nin : o->nout) == MAX_FILES || !*file) {
+                free((char *)name);
+                return *file ? usage_error("too many %s options", a) : usage_error("%s: empty file name", a);
+            }
             if (in) { o->in_names[o->nin] = name; o->in_files[o->nin++] = file; }
             else { o->out_names[o->nout] = name; o->out_files[o->nout++] = file; }
         } else if (!strcmp(a, "-o")) {
@@ -533,8 +535,8 @@ static int cmd_compile(const options *o) {
             fprintf(stderr, "stagecraft: cannot compile CUDA here: %s\n", err);
             rc = EXIT_INPUT;
         } else {
-            char opts[64];
-            snprintf(opts, sizeof opts, "-arch=%s", o->arch ? o->arch : "sm_80");
+            char opts[160];
+            snprintf(opts, sizeof opts, "%s -arch=%s", cg_required_options(CG_CUDA), o->arch ? o->arch : "sm_80");
             rt_module *m = rt_cuda_ops.compile(dev, src, opts, err, sizeof err);
             if (!m) {
                 fprintf(stderr, "stagecraft: NVRTC failed:\n%s\n", err);
@@ -585,31 +587,40 @@ static int cmd_device_run(const options *o, bool bench) {
     return rc;
 }
 
+/* The names split off NAME=VALUE options (split_assign copies them). */
+static void free_options(options *o) {
+    for (int i = 0; i < o->nsets; i++) free((char *)o->set_names[i]);
+    for (int i = 0; i < o->nin; i++) free((char *)o->in_names[i]);
+    for (int i = 0; i < o->nout; i++) free((char *)o->out_names[i]);
+}
+
 int main(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, &o);
-    if (rc < 0) return EXIT_OK;       /* --help */
-    if (rc != EXIT_OK) return rc;
+    if (rc != EXIT_OK) {
+        free_options(&o);
+        return rc < 0 ? EXIT_OK : rc;   /* rc < 0: --help */
+    }
     if (is_sched_cmd(o.cmd) || (!strcmp(o.cmd, "run") && (o.schedule || o.strategy))) {
         if (!strcmp(o.cmd, "schedule")) rc = cmd_schedule(&o);
         else if (!strcmp(o.cmd, "compile")) rc = cmd_compile(&o);
         else rc = cmd_device_run(&o, !strcmp(o.cmd, "bench"));
-        for (int i = 0; i < o.nsets; i++) free((char *)o.set_names[i]);
+        free_options(&o);
         return rc;
     }
     sc_parse_options po = { o.small, o.nsets, o.set_names, o.set_values };
     sc_pipeline *p = sc_parse_file(o.pipe, &po);
     if (sc_error_count(p)) {
         print_errors(p);
-        sc_pipeline_free(p);
-        return EXIT_INPUT;
+        rc = EXIT_INPUT;
+    } else if (!strcmp(o.cmd, "check")) {
+        rc = cmd_check(p);
+    } else if (!strcmp(o.cmd, "dump")) {
+        rc = cmd_dump(p, o.what);
+    } else {
+        rc = cmd_run(p, &o);
     }
-    if (!strcmp(o.cmd, "check")) rc = cmd_check(p);
-    else if (!strcmp(o.cmd, "dump")) rc = cmd_dump(p, o.what);
-    else rc = cmd_run(p, &o);
     sc_pipeline_free(p);
-    for (int i = 0; i < o.nsets; i++) free((char *)o.set_names[i]);
-    for (int i = 0; i < o.nin; i++) free((char *)o.in_names[i]);
-    for (int i = 0; i < o.nout; i++) free((char *)o.out_names[i]);
+    free_options(&o);
     return rc;
 }

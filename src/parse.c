@@ -270,10 +270,11 @@ static const char *parse_fname(parser *ps, bool defining, const token **name_tok
                 errorf(ps, t, "more than 64 local names in one template");
                 return NULL;
             }
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s_%s", in->result, base);
+            size_t cap = strlen(in->result) + strlen(base) + 2;
+            char *full = ir_alloc(ps->p->arena, cap);
+            snprintf(full, cap, "%s_%s", in->result, base);
             in->local[in->nlocals] = base;
-            in->mangled[in->nlocals++] = ir_strdup(ps->p->arena, buf);
+            in->mangled[in->nlocals++] = full;
             base = (char *)in->mangled[in->nlocals - 1];
         }
     }
@@ -286,9 +287,10 @@ static const char *parse_fname(parser *ps, bool defining, const token **name_tok
         errorf(ps, t, "index of %s must be >= 0, got %lld", base, (long long)idx);
         return NULL;
     }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s_%lld", base, (long long)idx);
-    return ir_strdup(ps->p->arena, buf);
+    size_t cap = strlen(base) + 24;
+    char *full = ir_alloc(ps->p->arena, cap);
+    snprintf(full, cap, "%s_%lld", base, (long long)idx);
+    return full;
 }
 
 /* ---- expressions -------------------------------------------------------- */

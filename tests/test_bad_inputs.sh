@@ -29,8 +29,9 @@ check() {
     local f=$1 name; shift
     name=$(basename "$f" .pipe)
     local args=() line
-    line=$(head -n 20 "$f" | grep -a -m1 '^#! args:' | sed 's/^#! args://')
-    read -r -a args <<<"$line"
+    for line in "${head[@]}"; do
+        [[ $line == '#! args:'* ]] && read -r -a args <<<"${line#'#! args:'}"
+    done
     local err rc
     err=$(timeout 10 "$bin" check "$f" "${args[@]}" 2>&1 >/dev/null)
     rc=$?
@@ -60,10 +61,16 @@ check() {
     fi
 }
 
+# head: the first lines of the file being checked (NUL bytes dropped).
 for f in tests/bad/*.pipe; do
-    mapfile -t expects < <(head -n 20 "$f" | grep -a '^# expect: ' | sed 's/^# expect: //')
+    mapfile -t -n 20 head <"$f" 2>/dev/null
+    expects=()
+    for line in "${head[@]}"; do
+        [[ $line == '# expect: '* ]] && expects+=("${line#'# expect: '}")
+    done
     check "$f" "${expects[@]}"
 done
+head=()
 check "$tmp/empty.pipe" "$(gen_expect)"
 check "$tmp/blank.pipe" "$(gen_expect)"
 exit $failed

@@ -216,7 +216,7 @@ static const char *find_tool(const char *env, const char *fallback, const char *
 /* Generates all three back ends into tmpdir/tag.{c,cl,cu}, compiles the
  * CUDA and OpenCL where possible, and returns the C back end's shared
  * object (NULL on failure).  texts[] receives the sources (caller frees). */
-static void *build(const lower_program *prog, const char *tag, char **texts)
+static void *build(const lower_program *prog, const char *tag, char **texts, bool gpu)
 {
     static const char *const ext[] = { [CG_C] = "c", [CG_OPENCL] = "cl", [CG_CUDA] = "cu" };
     char path[3][400], so[400], log[400];
@@ -227,22 +227,24 @@ static void *build(const lower_program *prog, const char *tag, char **texts)
         write_file(path[b], texts[b] ? texts[b] : "");
     }
     snprintf(log, sizeof log, "%s/%s.log", tmpdir, tag);
-    const char *nvcc = find_tool("NVCC", "/usr/local/cuda/bin/nvcc", "nvcc");
-    if (nvcc)
-        CHECK(shell(log, "%s -arch=sm_80 --fmad=false -cubin -o '%s/%s.cubin' '%s'",
-                    nvcc, tmpdir, tag, path[CG_CUDA]) == 0);
+    const char *nvcc = gpu ? find_tool("NVCC", "/usr/local/cuda/bin/nvcc", "nvcc") : NULL;
+    if (!gpu)
+        ;                           /* the CUDA text is not meant to compile */
+    else if (nvcc)
+        CHECK(shell(log, "%s -arch=sm_80 %s -cubin -o '%s/%s.cubin' '%s'",
+                    nvcc, cg_required_options(CG_CUDA), tmpdir, tag, path[CG_CUDA]) == 0);
     else
         fprintf(stderr, "  note: no nvcc, CUDA text of %s not compiled\n", tag);
     const char *clang = find_tool("CLANG", NULL, "clang");
     if (clang)
         CHECK(shell(log, "%s -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -Wall "
-                    "-Werror -fsyntax-only '%s'", clang, path[CG_OPENCL]) == 0);
+                    "-Wextra -Werror -fsyntax-only '%s'", clang, path[CG_OPENCL]) == 0);
     else
         fprintf(stderr, "  note: no clang, OpenCL text of %s not checked\n", tag);
     const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
     snprintf(so, sizeof so, "%s/%s.so", tmpdir, tag);
-    if (shell(log, "%s -std=c11 -O2 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -shared "
-              "-fPIC -o '%s' '%s' -lm", cc, so, path[CG_C]) != 0) {
+    if (shell(log, "%s -std=c11 -O2 -fopenmp %s -Wall -Wextra -Werror -shared -fPIC -o '%s' "
+              "'%s' -lm", cc, cg_required_options(CG_C), so, path[CG_C]) != 0) {
         CHECK(!"the generated C compiles");
         return NULL;
     }
@@ -393,7 +395,7 @@ static void test_two_kernels(void)
     lower_program *prog = program(2, ks, "schedule cgtest;\nf: block of g [x=32 y=1];\n"
                                           "g: root [x=32x1 y=1x1];\nout: root [x=64x1 y=1x1];");
     char *t[3];
-    void *so = build(prog, "two_kernels", t);
+    void *so = build(prog, "two_kernels", t, true);
 
     CHECK(contains(t[CG_C], "schedule cgtest;"));
     CHECK(contains(t[CG_C], "g: root [x=32x1 y=1x1]; f at block level"));
@@ -607,6 +609,19 @@ static void test_semantics(void)
         out1("f32_math%d", m, Math((sc_mathfn)m, F, m == SC_POW || m == SC_ATAN2 ? G : NULL));
     out1("f32_neg%d", 0, sc_unary(P, SC_NEG, F));
     out1("f32_sel%d", 0, sc_select(P, Bin(SC_LE, F, G), F, Add(G, sc_float(P, 0.1))));
+    /* constants folded by the code generator (as the evaluator computes them) */
+    sc_expr *k2 = sc_float(P, 2), *k3 = sc_float(P, 0.7);
+    sc_expr *fc = Add(Mul(Math(SC_SQRT, k2, NULL), Math(SC_EXP, sc_float(P, 0.5), NULL)),
+                      Mod(Math(SC_POW, sc_float(P, 1.5), sc_float(P, 2.5)), k3));
+    fc = Add(fc, Add(Math(SC_ATAN2, sc_float(P, 1), sc_float(P, -2)), Math(SC_TANH, k3, NULL)));
+    fc = Sub(fc, Add(Math(SC_ROUND, sc_float(P, 2.5), NULL), Math(SC_LOG, sc_float(P, 3), NULL)));
+    out1("fold_f%d", 0, Sub(F, Mul(fc, Cast(SC_F32, Div(sc_const(P, SC_I32, -7), sc_const(P, SC_I32, 2))))));
+    sc_expr *ia = Call1(sc_func_lookup(P, "a_i32"), x);
+    sc_expr *ic = Add(Mul(Div(sc_const(P, SC_I32, -7), sc_const(P, SC_I32, 2)), I(3)),
+                      Mod(sc_const(P, SC_I32, -7), sc_const(P, SC_I32, 3)));
+    ic = Add(ic, sc_select(P, Lt(x, I(1000)), I(5), I(6)));
+    ic = Add(ic, Cast(SC_I32, Math(SC_SQRT, sc_float(P, 1e10), NULL)));
+    out1("fold_i%d", 0, Add(Sub(ia, ic), Mul(Mod(x, I(7)), sc_select(P, Lt(ia, I(0)), I(-1), I(1)))));
     /* a DAG whose tree has 2^18 leaves (the IR visits trees, not DAGs) */
     sc_expr *v = Cast(SC_F32, Call1(sc_func_lookup(P, "a_u8"), x));
     for (int i = 0; i < 18; i++)
@@ -629,7 +644,7 @@ static void test_semantics(void)
         ks[i] = pointwise(outs[i], N, global, "x");
     lower_program *prog = program(nouts, ks, "schedule semantics;");
     char *t[3];
-    void *so = build(prog, "semantics", t);
+    void *so = build(prog, "semantics", t, true);
     CHECK(contains(t[CG_C], "(-2147483647-1)"));
     CHECK(contains(t[CG_C], "sc_shl_u8("));
     CHECK(contains(t[CG_C], "sc_f32_to_i32("));
@@ -684,7 +699,7 @@ static void test_names(void)
     k->name = "sc_float";
     lower_program *prog = program(1, &k, NULL);
     char *t[3];
-    void *so = build(prog, "names", t);
+    void *so = build(prog, "names", t, true);
     CHECK(contains(t[CG_C], "void sc_float_(int64_t"));
     CHECK(contains(t[CG_C], "local_[float_] = "));
     CHECK(contains(t[CG_OPENCL], "__global const uchar *restrict kernel_"));
@@ -700,6 +715,58 @@ static void test_names(void)
         bind(global[1], ob->data);
         run_kernel(so, k);
         CHECK(compare("local", ref, ob) == 0);
+    }
+    if (so)
+        dlclose(so);
+    sc_buffer_free(ref);
+    sc_buffer_free(inb);
+    sc_buffer_free(ob);
+    free_texts(t);
+    sc_pipeline_free(P);
+}
+
+/* ---- a shared array too big for the C stack (and for CUDA's static shared) ---- */
+
+static void test_big_shared(void)
+{
+    static const char *X[] = {"x"};
+    enum { M = 20480, T = 64 };
+    int n = M;
+    P = sc_pipeline_new("big");
+    sc_func *in = sc_input(P, "in", SC_U16, 1, &n);
+    sc_func *f = def("f", 1, X, Mul(Cast(SC_I32, Call1(in, V("x"))), I(3)));
+    sc_func *out = def("out", 1, X, Sub(Call1(f, V("x")), I(1)));
+    CHECK(sc_output(P, out, 1, &n) == 0);
+    CHECK(sc_pipeline_finalize(P) == 0);
+    lower_alloc *in_g = alloc(in, MEM_GLOBAL, "in_g", I(0), M, NULL, 1);
+    lower_alloc *out_g = alloc(out, MEM_GLOBAL, "out_g", I(0), M, NULL, 1);
+    lower_alloc *f_s = alloc(f, MEM_SHARED, "f_s", I(0), M, NULL, 1);
+    lower_kernel *k = kernel("out_s0", 1, T, "out: root; f at block level");
+    karg(k, out_g);
+    karg(k, in_g);
+    k->storage[f->id] = f_s;
+    k->shared[k->nshared++] = f_s;
+    k->phases[k->nphases++] = loop("j", I(0), M / T, false,
+        seq(2, let("x", Add(V("tid"), Mul(V("j"), I(T)))), store(f_s, V("x"), NULL, f->stages[0].value)));
+    k->phases[k->nphases++] = loop("j", I(0), M / T, false,
+        seq(2, let("x", Add(V("tid"), Mul(V("j"), I(T)))), store(out_g, V("x"), NULL, out->stages[0].value)));
+    lower_program *prog = program(1, &k, NULL);
+    char *t[3];
+    void *so = build(prog, "big_shared", t, false);
+    CHECK(contains(t[CG_C], "int32_t *f_s = (int32_t *)malloc(sizeof(int32_t) * 20480);"));
+    CHECK(contains(t[CG_C], "#pragma omp for schedule(dynamic)"));
+    CHECK(contains(t[CG_C], "free(f_s);"));
+    CHECK(contains(t[CG_CUDA], "__shared__ int32_t f_s[20480];"));
+    sc_buffer *inb = sc_buffer_new(SC_U16, 1, NULL, &n), *ob = sc_buffer_new(SC_I32, 1, NULL, &n);
+    sc_buffer *ref = NULL;
+    sc_buffer_fill_random(inb, 5);
+    CHECK(sc_evaluate(P, &inb, 0, &ref) == 0);
+    if (so && ref) {
+        nbound = 0;
+        bind(in_g, inb->data);
+        bind(out_g, ob->data);
+        run_kernel(so, k);
+        CHECK(compare("out", ref, ob) == 0);
     }
     if (so)
         dlclose(so);
@@ -732,6 +799,7 @@ int main(void)
     RUN(test_two_kernels);
     RUN(test_semantics);
     RUN(test_names);
+    RUN(test_big_shared);
     char cmd[400];
     if (check_total_fail_ || getenv("SC_CODEGEN_KEEP")) {
         fprintf(stderr, "generated files kept in %s\n", tmpdir);

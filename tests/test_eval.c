@@ -643,6 +643,136 @@ static void rdom_order(void)
     sc_pipeline_free(P);
 }
 
+/* Coordinates through casts that wrap over part of the loop (u8(x), and
+ * i8(x) + 128, for x up to 299) and a reversed one, x * -1 + 299. */
+static void coordinate_casts(void)
+{
+    enum { W = 300 };
+    P = sc_pipeline_new("casts");
+    int ext[1] = {W};
+    sc_func *in = sc_input(P, "in", SC_I32, 1, ext);
+    sc_expr *x = V("x");
+    sc_expr *a = Call1(in, Cast(SC_I32, Cast(SC_U8, x)));
+    sc_expr *b = Call1(in, Add(Cast(SC_I32, Cast(SC_I8, x)), I(128)));
+    sc_expr *c = Call1(in, Add(Mul(x, I(-1)), I(W - 1)));
+    out1(def("f", 1, Add(Mul(a, I(3)), Sub(b, c))), W);
+    sc_buffer *ib = input_buf(SC_I32, 1, ext, 21), *o = NULL;
+    CHECK(run(&ib, &o) == 0);
+    const int32_t *d = ib->data;
+    for (int i = 0; o && i < W; i++)
+        CHECK(at1(o, i) == d[i & 255] * 3 + (d[(i & 255) ^ 128] - d[W - 1 - i]));
+    sc_buffer_free(ib);
+    sc_buffer_free(o);
+    sc_pipeline_free(P);
+}
+
+/* Loads whose offsets, over rows that chunks of points cut anywhere, are
+ * contiguous, reversed, halved, one per row, constant and transposed; and
+ * a term that depends on the row only. */
+static void access_patterns(void)
+{
+    enum { W = 1500, H = 3 };
+    P = sc_pipeline_new("patterns");
+    int ext[2] = {W, H}, text[2] = {H, W}, rext[1] = {H};
+    sc_func *in = sc_input(P, "in", SC_F32, 2, ext);
+    sc_func *tr = sc_input(P, "tr", SC_F32, 2, text);
+    sc_func *row = sc_input(P, "row", SC_F32, 1, rext);
+    sc_expr *x = V("x"), *y = V("y");
+    sc_expr *e = Mul(Call2(in, x, y), F(3.0));
+    e = Add(e, Call2(in, Sub(I(W - 1), x), y));
+    e = Add(e, Call2(in, Div(x, I(2)), y));
+    e = Add(e, Call1(row, y));
+    e = Add(e, Call2(in, I(5), I(1)));
+    e = Add(e, Call2(tr, y, x));
+    e = Add(e, Cast(SC_F32, Bin(SC_MOD, Mul(y, I(7)), I(3))));
+    out2(def("f", 2, e), W, H);
+    sc_buffer *ib[3] = {input_buf(SC_F32, 2, ext, 22), input_buf(SC_F32, 2, text, 23),
+                        input_buf(SC_F32, 1, rext, 24)}, *o = NULL;
+    CHECK(run(ib, &o) == 0);
+    const float *d = ib[0]->data, *t = ib[1]->data, *r = ib[2]->data;
+    for (int j = 0; o && j < H; j++)
+        for (int i = 0; i < W; i++) {
+            float v = d[j * W + i] * 3.0f;
+            v = v + d[j * W + W - 1 - i];
+            v = v + d[j * W + i / 2];
+            v = v + r[j];
+            v = v + d[W + 5];
+            v = v + t[i * H + j];
+            v = v + (float)(j * 7 % 3);
+            CHECK(at2(o, i, j) == v);
+        }
+    free_bufs(ib, 3);
+    sc_buffer_free(o);
+    sc_pipeline_free(P);
+}
+
+/* Coordinates that depend on no pure variable (the same in every lane):
+ * a data-dependent row per reduction point, also used in arithmetic, and
+ * a data-dependent row in a pure stage. */
+static void uniform_coordinates(void)
+{
+    enum { W = 1100, H = 7, R = 9 };
+    P = sc_pipeline_new("uniform");
+    int ext[2] = {W, H}, lext[1] = {R}, zero = 0;
+    sc_func *img = sc_input(P, "img", SC_F32, 2, ext);
+    sc_func *lut = sc_input(P, "lut", SC_I32, 1, lext);
+    sc_rdom *r = sc_rdom_new(P, "r", 1, &zero, lext);
+    sc_expr *x = V("x"), *y = V("y"), *lhs[2] = {x, y};
+    sc_expr *rrow = Bin(SC_MOD, Call1(lut, sc_rvar(P, r, 0)), I(H));
+    sc_func *f = def("f", 2, F(0.0));
+    CHECK(sc_update(P, f, 2, lhs, Add(Call2(f, x, y), Mul(Call2(img, x, rrow),
+                                                         Cast(SC_F32, Add(rrow, y))))) == 0);
+    sc_expr *row2 = Bin(SC_MOD, Call1(lut, I(2)), I(H));
+    out2(def("g", 2, Add(Call2(img, Sub(I(W - 1), x), row2), Call2(f, x, y))), W, H);
+    sc_buffer *ib[2] = {input_buf(SC_F32, 2, ext, 25), input_buf(SC_I32, 1, lext, 26)}, *o = NULL;
+    CHECK(run(ib, &o) == 0);
+    const float *d = ib[0]->data;
+    const int32_t *l = ib[1]->data;
+    for (int j = 0; o && j < H; j++)
+        for (int i = 0; i < W; i++) {
+            float s = 0.0f;
+            for (int k = 0; k < R; k++)
+                s = s + d[l[k] % H * W + i] * (float)(l[k] % H + j);
+            CHECK(at2(o, i, j) == d[l[2] % H * W + W - 1 - i] + s);
+        }
+    free_bufs(ib, 2);
+    sc_buffer_free(o);
+    sc_pipeline_free(P);
+}
+
+/* An update whose value mixes terms that depend on the reduction with
+ * terms that do not (computed once per chunk), in the expression's order. */
+static void update_invariants(void)
+{
+    enum { W = 1030, H = 5, K = 6 };
+    P = sc_pipeline_new("invariants");
+    int ea[2] = {K, H}, eb[2] = {W, K}, eh[2] = {W, H}, zero = 0, k = K;
+    sc_func *a = sc_input(P, "a", SC_F32, 2, ea);
+    sc_func *b = sc_input(P, "b", SC_F32, 2, eb);
+    sc_func *h = sc_input(P, "h", SC_F32, 2, eh);
+    sc_rdom *r = sc_rdom_new(P, "r", 1, &zero, &k);
+    sc_expr *x = V("x"), *y = V("y"), *rk = sc_rvar(P, r, 0), *lhs[2] = {x, y};
+    sc_func *f = def("f", 2, F(1.0));
+    sc_expr *inv = Mul(Math1(SC_SQRT, Call2(h, x, y)), F(2.0));
+    CHECK(sc_update(P, f, 2, lhs, Add(Mul(Call2(f, x, y), F(0.5)),
+                                      Add(inv, Mul(Call2(a, rk, y), Call2(b, x, rk))))) == 0);
+    out2(f, W, H);
+    sc_buffer *in[3] = {input_buf(SC_F32, 2, ea, 27), input_buf(SC_F32, 2, eb, 28),
+                        input_buf(SC_F32, 2, eh, 29)}, *o = NULL;
+    CHECK(run(in, &o) == 0);
+    const float *da = in[0]->data, *db = in[1]->data, *dh = in[2]->data;
+    for (int j = 0; o && j < H; j++)
+        for (int i = 0; i < W; i++) {
+            float s = 1.0f;
+            for (int kk = 0; kk < K; kk++)
+                s = s * 0.5f + (sqrtf(dh[j * W + i]) * 2.0f + da[j * K + kk] * db[kk * W + i]);
+            CHECK(at2(o, i, j) == s);
+        }
+    free_bufs(in, 3);
+    sc_buffer_free(o);
+    sc_pipeline_free(P);
+}
+
 /* Input buffers of the wrong type, size or placement are user errors. */
 static void bad_inputs(void)
 {
@@ -684,6 +814,10 @@ int main(void)
     RUN(shared_subexpressions);
     RUN(scalar_func);
     RUN(rdom_order);
+    RUN(coordinate_casts);
+    RUN(access_patterns);
+    RUN(uniform_coordinates);
+    RUN(update_invariants);
     RUN(bad_inputs);
     CHECK_EXIT();
 }

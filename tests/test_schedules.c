@@ -80,8 +80,8 @@ static void cuda_compile(const char *app, uint64_t seed, device *d, const lower_
     static const char *archs[] = { "sm_80", "sm_90" };
     char *src = cg_generate(prog, CG_CUDA);
     for (int a = 0; a < 2; a++) {
-        char err[16384], opts[32];
-        snprintf(opts, sizeof opts, "-arch=%s", archs[a]);
+        char err[16384], opts[128];
+        snprintf(opts, sizeof opts, "%s -arch=%s", cg_required_options(CG_CUDA), archs[a]);
         rt_module *m = d->ops->compile(d->dev, src, opts, err, sizeof err);
         if (!m) {
             report(false, "%s/seed%llu/cuda-%s: %s", app, (unsigned long long)seed, archs[a], err);
@@ -132,6 +132,14 @@ int main(void) {
         target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
         report(false, "no target: %s", err);
         CHECK_EXIT();
+    }
+    /* Schedules must fit both the OpenCL device and a CUDA GPU (they are
+     * compiled for sm_80 and sm_90): take the tighter of each limit. */
+    target gpu;
+    if (target_by_name("a100", NULL, &gpu, err, sizeof err) == 0) {
+        if (gpu.max_threads_per_block < t.max_threads_per_block) t.max_threads_per_block = gpu.max_threads_per_block;
+        if (gpu.shared_mem_per_block < t.shared_mem_per_block) t.shared_mem_per_block = gpu.shared_mem_per_block;
+        if (gpu.registers_per_thread < t.registers_per_thread) t.registers_per_thread = gpu.registers_per_thread;
     }
     DIR *dir = opendir("apps");
     char *names[256];

@@ -1,0 +1,685 @@
+/*
+ * cg_expr.c - expressions for codegen.c: each statement's expressions
+ * hash-consed into a DAG (with value ranges from cg_range.c), printed
+ * exactly; the temporaries of shared subexpressions.
+ *
+ * Exact arithmetic.  Generated code must agree bit for bit with the
+ * reference evaluator (eval.c) on integers.  Every integer expression is
+ * printed so that its C value equals the pipeline's value and its C type
+ * is the IR type (or int, by promotion, for the 8- and 16-bit types):
+ *  - + - * and negation that may leave their type's range are computed in
+ *    32-bit unsigned arithmetic and converted back ((int32_t)((uint32_t)a
+ *    + (uint32_t)b); (uint8_t)(a + b)), so nothing overflows a signed int;
+ *    those that provably stay in range (cg_range.c) are printed plainly,
+ *    which keeps index arithmetic readable: x + 1, tid % 32; constants
+ *    are folded;
+ *  - division and modulo (Euclidean, x / 0 == 0), shifts (out-of-range
+ *    and negative amounts), min, max, integer abs, f32 % and saturating
+ *    f32 -> integer casts call small helper functions (codegen.c), printed
+ *    once per file for the types actually used.
+ *
+ * Common subexpressions.  Lowering substitutes inline Funcs, so a
+ * statement's expressions are DAGs whose trees can be exponentially large.
+ * Each statement's expressions are hash-consed (structurally equal nodes
+ * become one); a node used more than once becomes a `const` temporary
+ * (sc_tN) printed just before the statement.  This is exact because
+ * expressions have no side effects and, as in the evaluator, every operand
+ * of a select is in bounds.
+ */
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_backend.h"
+
+/* ---- hash-consing ------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+/* Pointer table: expression node -> DAG node (several pointers may map to
+ * one node).  Structural table: hash -> DAG node.  Open addressing, at
+ * most half full. */
+static size_t slot_of(uint64_t h, size_t cap) { return (size_t)h & (cap - 1); }
+
+static int ptr_find(const cg_ctx *g, const sc_expr *e)
+{
+    for (size_t i = slot_of(mix(0, (uint64_t)(uintptr_t)e), g->pcap);; i = (i + 1) & (g->pcap - 1)) {
+        if (!g->pkey[i])
+            return -1;
+        if (g->pkey[i] == e)
+            return g->pval[i];
+    }
+}
+
+static void ptr_put_raw(cg_ctx *g, const sc_expr *e, int id)
+{
+    size_t i = slot_of(mix(0, (uint64_t)(uintptr_t)e), g->pcap);
+    while (g->pkey[i])
+        i = (i + 1) & (g->pcap - 1);
+    g->pkey[i] = e;
+    g->pval[i] = id;
+}
+
+static void ptr_put(cg_ctx *g, const sc_expr *e, int id)
+{
+    if (2 * (g->pn + 1) > g->pcap) {
+        const sc_expr **key = g->pkey;
+        int *val = g->pval;
+        size_t cap = g->pcap;
+        g->pcap *= 2;
+        g->pkey = cg_grow(NULL, g->pcap * sizeof *g->pkey);
+        g->pval = cg_grow(NULL, g->pcap * sizeof *g->pval);
+        memset(g->pkey, 0, g->pcap * sizeof *g->pkey);
+        for (size_t i = 0; i < cap; i++)
+            if (key[i])
+                ptr_put_raw(g, key[i], val[i]);
+        free(key);
+        free(val);
+    }
+    ptr_put_raw(g, e, id);
+    g->pn++;
+}
+
+static void stab_put_raw(cg_ctx *g, int id)
+{
+    size_t i = slot_of(g->node[id].hash, g->scap);
+    while (g->stab[i] >= 0)
+        i = (i + 1) & (g->scap - 1);
+    g->stab[i] = id;
+}
+
+static void stab_put(cg_ctx *g, int id)
+{
+    if (2 * ((size_t)id + 1) > g->scap) {
+        g->scap *= 2;
+        g->stab = cg_grow(g->stab, g->scap * sizeof *g->stab);
+        memset(g->stab, 0xff, g->scap * sizeof *g->stab);
+        for (int i = 0; i < id; i++)
+            stab_put_raw(g, i);
+    }
+    stab_put_raw(g, id);
+}
+
+/* Empties both tables (and shrinks them after a huge statement). */
+static void tables_reset(cg_ctx *g)
+{
+    if (!g->pcap || g->pcap > 4096) {
+        free(g->pkey);
+        free(g->pval);
+        free(g->stab);
+        g->pcap = g->scap = 256;
+        g->pkey = cg_grow(NULL, g->pcap * sizeof *g->pkey);
+        g->pval = cg_grow(NULL, g->pcap * sizeof *g->pval);
+        g->stab = cg_grow(NULL, g->scap * sizeof *g->stab);
+    }
+    memset(g->pkey, 0, g->pcap * sizeof *g->pkey);
+    memset(g->stab, 0xff, g->scap * sizeof *g->stab);
+    g->pn = 0;
+}
+
+static bool same_node(const cg_node *a, const cg_node *b)
+{
+    const sc_expr *x = a->e, *y = b->e;
+    if (a->hash != b->hash || x->kind != y->kind || x->type != y->type ||
+        x->op != y->op || a->nkid != b->nkid)
+        return false;
+    for (int i = 0; i < a->nkid; i++)
+        if (a->kid[i] != b->kid[i])
+            return false;
+    switch (x->kind) {
+    case E_CONST: return x->type == SC_F32 ? x->c.f == y->c.f && signbit(x->c.f) == signbit(y->c.f)
+                                           : cg_wrap(x->c.i, x->type) == cg_wrap(y->c.i, y->type);
+    case E_VAR:   return !strcmp(x->name, y->name);
+    case E_PARAM: return x->param == y->param;
+    case E_CALL:  return x->func == y->func;
+    default:      return true;
+    }
+}
+
+static const lower_alloc *storage_of(cg_ctx *g, const sc_func *f)
+{
+    const lower_alloc *a = g->k->storage ? g->k->storage[f->id] : NULL;
+    if (!a)
+        cg_bug("no storage in this kernel for", f->name);
+    return a;
+}
+
+/* The node of e in the current statement's DAG. */
+static int canon(cg_ctx *g, const sc_expr *e)
+{
+    int id = ptr_find(g, e);
+    if (id >= 0)
+        return id;
+    cg_node n;
+    memset(&n, 0, sizeof n);
+    n.e = e;
+    n.tmp = -1;
+    if (e->kind == E_RVAR)
+        cg_bug("reduction variable left after lowering:", e->rdom->name);
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED &&
+        e->nargs != e->func->ndims)
+        cg_bug("call with the wrong arity of", e->func->name);
+    if (e->nargs > 2 * SC_MAX_DIMS)
+        cg_bug("too many operands", NULL);
+    for (int i = 0; i < e->nargs; i++)
+        n.kid[n.nkid++] = canon(g, e->args[i]);
+    if (e->kind == E_CALL) {
+        const lower_alloc *a = storage_of(g, e->func);
+        for (int d = 0; d < a->ndims; d++) {
+            if (!a->min[d])
+                cg_bug("allocation without a min:", a->name);
+            n.kid[n.nkid++] = canon(g, a->min[d]);
+        }
+    }
+    uint64_t h = mix(mix(mix((uint64_t)e->kind, (uint64_t)e->type), (uint64_t)e->op), (uint64_t)n.nkid);
+    if (e->kind == E_CONST && e->type == SC_F32) {
+        double f = e->c.f + 0.0;
+        uint64_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        h = mix(h, bits);
+    } else if (e->kind == E_CONST) {
+        h = mix(h, (uint64_t)cg_wrap(e->c.i, e->type));
+    } else if (e->kind == E_VAR) {
+        h = mix(h, str_hash(e->name));
+    } else if (e->kind == E_PARAM || e->kind == E_CALL) {
+        h = mix(h, (uint64_t)(uintptr_t)(e->kind == E_PARAM ? (void *)e->param : (void *)e->func));
+    }
+    for (int i = 0; i < n.nkid; i++)
+        h = mix(h, (uint64_t)n.kid[i]);
+    n.hash = h;
+    for (size_t i = slot_of(h, g->scap); g->stab[i] >= 0; i = (i + 1) & (g->scap - 1))
+        if (same_node(&g->node[g->stab[i]], &n)) {
+            ptr_put(g, e, g->stab[i]);
+            return g->stab[i];
+        }
+    if (g->nnode == g->capnode) {
+        g->capnode = 2 * g->capnode + 64;
+        g->node = cg_grow(g->node, sizeof *g->node * (size_t)g->capnode);
+    }
+    id = g->nnode++;
+    g->node[id] = n;
+    cg_node_range(g, id);
+    stab_put(g, id);
+    ptr_put(g, e, id);
+    return id;
+}
+
+/* ---- expressions ---------------------------------------------------------------- */
+
+/* The operand that is printed instead of node n, or -1: the other side of
+ * a && 1 or a || 0, the chosen side of a select on a constant. */
+static int stands_for(const cg_ctx *g, const cg_node *n)
+{
+    const sc_expr *e = n->e;
+    if (e->kind == E_SELECT && cg_folds(&g->node[n->kid[0]]))
+        return n->kid[g->node[n->kid[0]].lo ? 1 : 2];
+    if (e->kind == E_BINARY && (e->op == SC_AND || e->op == SC_OR)) {
+        int64_t neutral = e->op == SC_AND;
+        for (int i = 0; i < 2; i++) {
+            const cg_node *k = &g->node[n->kid[i]];
+            if (cg_folds(k) && k->lo == neutral)
+                return n->kid[1 - i];
+        }
+    }
+    return -1;
+}
+
+/* The node printed for id (see stands_for). */
+static int resolve(const cg_ctx *g, int id)
+{
+    for (int k; (k = stands_for(g, &g->node[id])) >= 0;)
+        id = k;
+    return id;
+}
+
+void cg_int(cg_ctx *g, sc_type t, int64_t v)
+{
+    v = cg_wrap(v, t);
+    if (t == SC_U32)
+        cg_printf(g, "%" PRId64 "u", v);
+    else if (v == INT32_MIN)
+        cg_printf(g, "(-2147483647-1)");
+    else
+        cg_printf(g, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
+}
+
+static void pr_float(cg_ctx *g, double v)
+{
+    float f = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v;
+    char s[64];
+    if (isnan(f)) {
+        cg_printf(g, "%s", g->t->nan);
+        return;
+    }
+    if (isinf(f)) {
+        cg_printf(g, f > 0 ? "%s" : "(-%s)", g->t->inf);
+        return;
+    }
+    snprintf(s, sizeof s, "%.9g", (double)f);
+    if (!strpbrk(s, ".e"))
+        strcat(s, ".0");
+    cg_printf(g, signbit(f) ? "(%sf)" : "%sf", s);
+}
+
+static void pr_u32_op(cg_ctx *g, const cg_node *n);
+
+/* An operand as a 32-bit unsigned value, for wrapping i32 arithmetic; a
+ * wrapping i32 + - * operand stays unsigned rather than going through
+ * int32_t and back. */
+static void pr_u32(cg_ctx *g, int id)
+{
+    const cg_node *n = &g->node[id];
+    const sc_expr *e = n->e;
+    if (cg_folds(n) && n->tmp < 0) {
+        cg_printf(g, "%" PRIu32 "u", (uint32_t)cg_wrap(n->lo, SC_U32));
+    } else if (n->tmp < 0 && n->wraps && e->type == SC_I32 && e->kind == E_BINARY) {
+        cg_printf(g, "(");
+        pr_u32_op(g, n);
+        cg_printf(g, ")");
+    } else {
+        cg_printf(g, "(%s)", g->t->type[SC_U32]);
+        cg_expr(g, id, false);
+    }
+}
+
+/* (uint32_t)a op (uint32_t)b; a negative constant b turns + into - */
+static void pr_u32_op(cg_ctx *g, const cg_node *n)
+{
+    const cg_node *nb = &g->node[n->kid[1]];
+    int op = n->e->op;
+    pr_u32(g, n->kid[0]);
+    int64_t v = cg_folds(nb) && nb->tmp < 0 ? nb->lo : 0;
+    if (op != SC_MUL && v < 0 && v != INT32_MIN) {
+        cg_printf(g, " %s %" PRId64 "u", op == SC_ADD ? "-" : "+", -v);
+    } else {
+        cg_printf(g, " %s ", op == SC_ADD ? "+" : op == SC_SUB ? "-" : "*");
+        pr_u32(g, n->kid[1]);
+    }
+}
+
+static void helper_call(cg_ctx *g, int h, sc_type t, const char *name, int a, int b)
+{
+    g->used[h][t] = true;
+    cg_printf(g, "sc_%s_%s(", name, sc_type_name(t));
+    cg_expr(g, a, true);
+    if (b >= 0) {
+        cg_printf(g, ", ");
+        cg_expr(g, b, true);
+    }
+    cg_printf(g, ")");
+}
+
+static void pr_infix(cg_ctx *g, const char *op, int a, int b, bool top)
+{
+    const cg_node *nb = &g->node[b];
+    bool sum = !strcmp(op, "+") || !strcmp(op, "-");
+    cg_printf(g, top ? "" : "(");
+    cg_expr(g, a, false);
+    if (sum && nb->tmp < 0 && cg_folds(nb) && nb->lo < 0 && cg_fits(nb->e->type, -nb->lo, -nb->lo)) {
+        /* a + -3 as a - 3: the same value in exact (non-wrapping) arithmetic */
+        cg_printf(g, " %s ", op[0] == '+' ? "-" : "+");
+        cg_int(g, nb->e->type, -nb->lo);
+    } else if (sum && nb->tmp < 0 && nb->fconst && signbit(nb->fval) && !isnan(nb->fval)) {
+        /* and x + -0.5f as x - 0.5f, which IEEE defines as that sum */
+        cg_printf(g, " %s ", op[0] == '+' ? "-" : "+");
+        pr_float(g, -nb->fval);
+    } else {
+        cg_printf(g, " %s ", op);
+        cg_expr(g, b, false);
+    }
+    cg_printf(g, top ? "" : ")");
+}
+
+static const char *const c_ops[SC_BINOP_COUNT] = {
+    [SC_ADD] = "+", [SC_SUB] = "-", [SC_MUL] = "*", [SC_DIV] = "/", [SC_MOD] = "%",
+    [SC_EQ] = "==", [SC_NE] = "!=", [SC_LT] = "<", [SC_LE] = "<=", [SC_GT] = ">",
+    [SC_GE] = ">=", [SC_AND] = "&&", [SC_OR] = "||", [SC_BITAND] = "&",
+    [SC_BITOR] = "|", [SC_BITXOR] = "^",
+};
+
+/* + - * of an integer type (see the top of the file). */
+static void pr_arith(cg_ctx *g, const cg_node *n, bool top)
+{
+    const sc_expr *e = n->e;
+    sc_type t = e->type;
+    int a = n->kid[0], b = n->kid[1], op = e->op;
+    const char *T = g->t->type[t];
+    if (!n->wraps || t == SC_U32) {
+        pr_infix(g, c_ops[op], a, b, top);
+    } else if (t == SC_I32) {
+        cg_printf(g, "((%s)(", T);
+        pr_u32_op(g, n);
+        cg_printf(g, "))");
+    } else if (t == SC_U16 && op == SC_MUL) {
+        cg_printf(g, "((%s)(", T);
+        pr_u32(g, a);
+        cg_printf(g, " * ");
+        pr_u32(g, b);
+        cg_printf(g, "))");
+    } else {
+        cg_printf(g, "((%s)", T);
+        pr_infix(g, c_ops[op], a, b, false);
+        cg_printf(g, ")");
+    }
+}
+
+static void pr_binary(cg_ctx *g, const cg_node *n, bool top)
+{
+    const sc_expr *e = n->e;
+    sc_type at = e->args[0]->type, t = e->type;
+    int a = n->kid[0], b = n->kid[1], op = e->op;
+    const cg_node *na = &g->node[a], *nb = &g->node[b];
+    if (op >= SC_EQ && op <= SC_OR) {
+        pr_infix(g, c_ops[op], a, b, top);
+        return;
+    }
+    if (at == SC_F32) {
+        if (op == SC_MOD)
+            helper_call(g, H_MOD, SC_F32, "mod", a, b);
+        else if (op == SC_MIN || op == SC_MAX) {
+            cg_printf(g, "%s(", op == SC_MIN ? g->t->fmin : g->t->fmax);
+            cg_expr(g, a, true);
+            cg_printf(g, ", ");
+            cg_expr(g, b, true);
+            cg_printf(g, ")");
+        } else
+            pr_infix(g, c_ops[op], a, b, top);
+        return;
+    }
+    switch (op) {
+    case SC_ADD: case SC_SUB: case SC_MUL:
+        pr_arith(g, n, top);
+        break;
+    case SC_DIV: case SC_MOD:
+        /* plain C division where it is floor division and cannot trap */
+        if (na->lo >= 0 && nb->lo > 0 && nb->lo == nb->hi)
+            pr_infix(g, c_ops[op], a, b, top);
+        else
+            helper_call(g, op == SC_DIV ? H_DIV : H_MOD, t, op == SC_DIV ? "div" : "mod", a, b);
+        break;
+    case SC_MIN: helper_call(g, H_MIN, t, "min", a, b); break;
+    case SC_MAX: helper_call(g, H_MAX, t, "max", a, b); break;
+    case SC_SHL: helper_call(g, H_SHL, t, "shl", a, b); break;
+    case SC_SHR: helper_call(g, H_SHR, t, "shr", a, b); break;
+    default:
+        /* & | ^: operands in range give a result in range */
+        pr_infix(g, c_ops[op], a, b, top);
+        break;
+    }
+}
+
+static void pr_cast(cg_ctx *g, const cg_node *n)
+{
+    sc_type to = n->e->type, from = n->e->args[0]->type;
+    int a = n->kid[0];
+    if (to == from) {
+        cg_expr(g, a, false);
+    } else if (to == SC_BOOL) {
+        cg_printf(g, "(");
+        cg_expr(g, a, false);
+        cg_printf(g, from == SC_F32 ? " != 0.0f)" : " != 0)");
+    } else if (from == SC_F32 && to != SC_F32) {
+        g->used[H_FTOI][to] = true;
+        cg_printf(g, "sc_f32_to_%s(", sc_type_name(to));
+        cg_expr(g, a, true);
+        cg_printf(g, ")");
+    } else {
+        cg_printf(g, "((%s)", g->t->type[to]);
+        cg_expr(g, a, false);
+        cg_printf(g, ")");
+    }
+}
+
+static void pr_unary(cg_ctx *g, const cg_node *n)
+{
+    sc_type t = n->e->type;
+    int a = n->kid[0];
+    const char *T = g->t->type[t];
+    if (n->e->op == SC_NOT) {
+        cg_printf(g, "(!");
+        cg_expr(g, a, false);
+        cg_printf(g, ")");
+    } else if (n->e->op == SC_BITNOT) {
+        cg_printf(g, t == SC_U8 || t == SC_U16 ? "((%s)(~" : "(~", T);
+        cg_expr(g, a, false);
+        cg_printf(g, t == SC_U8 || t == SC_U16 ? "))" : ")");
+    } else if (t == SC_F32 || !n->wraps) {
+        cg_printf(g, "(-");
+        cg_expr(g, a, false);
+        cg_printf(g, ")");
+    } else if (t == SC_I32) {
+        cg_printf(g, "((%s)(0u - ", T);
+        pr_u32(g, a);
+        cg_printf(g, "))");
+    } else if (t == SC_U32) {
+        cg_printf(g, "(0u - ");
+        cg_expr(g, a, false);
+        cg_printf(g, ")");
+    } else {
+        cg_printf(g, "((%s)(-", T);
+        cg_expr(g, a, false);
+        cg_printf(g, "))");
+    }
+}
+
+static void pr_math(cg_ctx *g, const cg_node *n)
+{
+    const sc_expr *e = n->e;
+    if (e->op == SC_ABS && e->type != SC_F32) {
+        if (sc_type_is_signed(e->type))
+            helper_call(g, H_ABS, e->type, "abs", n->kid[0], -1);
+        else
+            cg_expr(g, n->kid[0], false);
+        return;
+    }
+    cg_printf(g, "%s(", g->t->math[e->op]);
+    for (int i = 0; i < n->nkid; i++) {
+        cg_printf(g, i ? ", " : "");
+        cg_expr(g, n->kid[i], true);
+    }
+    cg_printf(g, ")");
+}
+
+/* Flat element index of (coords) in a, the coordinates and mins being
+ * nodes: the sum of (c - min) * stride, with constant offsets folded into
+ * the terms (x + 1 - 0 is x + 1) and constant terms into one number. */
+void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+{
+    bool wide = a->count > INT32_MAX, any = false;
+    int64_t konst = 0;
+    for (int d = 0; d < a->ndims; d++) {
+        const cg_node *c = &g->node[coord[d]], *m = &g->node[min[d]];
+        if (cg_folds(c) && cg_folds(m)) {
+            konst += (c->lo - m->lo) * a->stride[d];
+            continue;
+        }
+        bool bare = a->ndims == 1 && a->stride[d] == 1 && !wide;   /* alone in [] */
+        cg_printf(g, any ? " + " : "");
+        any = true;
+        if (wide)
+            cg_printf(g, "(%s)", g->t->i64);
+        if (cg_folds(m)) {
+            int64_t off = -m->lo;
+            int base = coord[d];
+            const sc_expr *ce = c->e;
+            if (c->tmp < 0 && ce->kind == E_BINARY && ce->type == SC_I32 && !c->wraps &&
+                (ce->op == SC_ADD || ce->op == SC_SUB) && cg_folds(&g->node[c->kid[1]])) {
+                int64_t k = g->node[c->kid[1]].lo;
+                off += ce->op == SC_ADD ? k : -k;
+                base = c->kid[0];
+            }
+            if (off == 0) {
+                cg_expr(g, base, bare);
+            } else {
+                cg_printf(g, bare ? "" : "(");
+                cg_expr(g, base, false);
+                cg_printf(g, " %s %" PRId64 "%s", off < 0 ? "-" : "+", off < 0 ? -off : off,
+                          bare ? "" : ")");
+            }
+        } else {
+            cg_printf(g, "(");
+            cg_expr(g, coord[d], false);
+            cg_printf(g, " - ");
+            cg_expr(g, min[d], false);
+            cg_printf(g, ")");
+        }
+        if (a->stride[d] != 1)
+            cg_printf(g, " * %" PRId64, a->stride[d]);
+    }
+    if (!any)
+        cg_printf(g, "%" PRId64, konst);
+    else if (konst)
+        cg_printf(g, " %s %" PRId64, konst < 0 ? "-" : "+", konst < 0 ? -konst : konst);
+}
+
+/* Prints node id; `top` drops the outer parentheses of an infix form. */
+void cg_expr(cg_ctx *g, int id, bool top)
+{
+    const cg_node *n = &g->node[id];
+    const sc_expr *e = n->e;
+    if (n->tmp >= 0) {
+        cg_printf(g, "sc_t%d", n->tmp);
+        return;
+    }
+    if (cg_folds(n)) {
+        cg_int(g, e->type, n->lo);
+        return;
+    }
+    if (n->fconst) {
+        pr_float(g, n->fval);
+        return;
+    }
+    if (stands_for(g, n) >= 0) {
+        cg_expr(g, resolve(g, id), top);
+        return;
+    }
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32)
+            pr_float(g, e->c.f);
+        else
+            cg_int(g, e->type, e->c.i);
+        break;
+    case E_VAR:
+        g->printed_bid |= !strcmp(e->name, "bid");
+        g->printed_tid |= !strcmp(e->name, "tid");
+        cg_printf(g, "%s", cg_name(g, e->name));
+        break;
+    case E_PARAM:
+        cg_mark(g, e->param);
+        if (e->type == cg_param_abi_type(e->param))
+            cg_printf(g, "%s", cg_name(g, e->param->name));
+        else
+            cg_printf(g, "((%s)%s)", g->t->type[e->type], cg_name(g, e->param->name));
+        break;
+    case E_CALL: {
+        const lower_alloc *a = storage_of(g, e->func);
+        cg_mark(g, a);
+        cg_printf(g, "%s[", cg_name(g, a->name));
+        cg_index(g, a, n->kid, n->kid + e->nargs);
+        cg_printf(g, "]");
+        break;
+    }
+    case E_CAST:   pr_cast(g, n); break;
+    case E_UNARY:  pr_unary(g, n); break;
+    case E_BINARY: pr_binary(g, n, top); break;
+    case E_MATH:   pr_math(g, n); break;
+    case E_SELECT:
+        cg_printf(g, top ? "" : "(");
+        cg_expr(g, n->kid[0], false);
+        cg_printf(g, " ? ");
+        cg_expr(g, n->kid[1], false);
+        cg_printf(g, " : ");
+        cg_expr(g, n->kid[2], false);
+        cg_printf(g, top ? "" : ")");
+        break;
+    default:
+        cg_bug("unknown expression kind", NULL);
+    }
+}
+
+/* ---- statements -------------------------------------------------------------------- */
+
+void cg_st_begin(cg_ctx *g)
+{
+    g->nnode = 0;
+    tables_reset(g);
+}
+
+/* Printed as a name or a literal, without its operands. */
+static bool trivial(const cg_node *n)
+{
+    return n->e->kind == E_CONST || n->e->kind == E_VAR || n->e->kind == E_PARAM ||
+           cg_folds(n) || n->fconst;
+}
+
+/* Counts the uses of each node in what will be printed (operands of
+ * constants are not printed). */
+static void count_uses(cg_ctx *g, int id)
+{
+    if (g->node[id].counted)
+        return;
+    g->node[id].counted = true;
+    if (trivial(&g->node[id]))
+        return;
+    for (int i = 0; i < g->node[id].nkid; i++) {
+        int k = resolve(g, g->node[id].kid[i]);
+        g->node[k].nref++;
+        count_uses(g, k);
+    }
+}
+
+int cg_st_root(cg_ctx *g, const sc_expr *e, int uses)
+{
+    if (!e)
+        cg_bug("statement without an expression", NULL);
+    int id = resolve(g, canon(g, e));
+    g->node[id].nref += uses;
+    count_uses(g, id);
+    return id;
+}
+
+/* Prints the temporaries that node id needs (operands first). */
+void cg_st_hoist(cg_ctx *g, int id)
+{
+    if (g->node[id].visited)
+        return;
+    g->node[id].visited = true;
+    if (trivial(&g->node[id]))
+        return;
+    for (int i = 0; i < g->node[id].nkid; i++)
+        cg_st_hoist(g, resolve(g, g->node[id].kid[i]));
+    if (g->node[id].nref >= 2) {
+        cg_put_indent(g);
+        cg_printf(g, "const %s sc_t%d = ", g->t->type[g->node[id].e->type], g->ntmp);
+        cg_expr(g, id, true);
+        cg_printf(g, ";\n");
+        g->node[id].tmp = g->ntmp++;
+    }
+}
+
+void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi)
+{
+    if (g->nenv == g->capenv) {
+        g->capenv = 2 * g->capenv + 16;
+        g->env = cg_grow(g->env, sizeof *g->env * (size_t)g->capenv);
+    }
+    if (!cg_fits(SC_I32, lo, hi))
+        cg_type_range(SC_I32, &lo, &hi);
+    g->env[g->nenv++] = (cg_var){ name, lo, hi };
+}
