@@ -18,7 +18,9 @@ static void c_prologue(cg_ctx *g)
 {
     cg_printf(g, "/* Build: cc -std=c11 -O2 -fopenmp -ffp-contract=off -shared -fPIC (no fast-math). */\n"
                  "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-                 "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n");
+                 "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n"
+                 "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n * same result on every back end and in the reference evaluator. */\n"
+                 "static inline float sc_expf(float x) { return (float)exp((double)x); }\nstatic inline float sc_logf(float x) { return (float)log((double)x); }\nstatic inline float sc_sinf(float x) { return (float)sin((double)x); }\nstatic inline float sc_cosf(float x) { return (float)cos((double)x); }\nstatic inline float sc_tanhf(float x) { return (float)tanh((double)x); }\nstatic inline float sc_powf(float x, float y) { return (float)pow((double)x, (double)y); }\nstatic inline float sc_atan2f(float y, float x) { return (float)atan2((double)y, (double)x); }\n");
 }
 
 static bool c_big(const lower_alloc *a)
@@ -122,10 +124,10 @@ const cg_target cg_target_c = {
               [SC_I32] = "int32_t", [SC_F32] = "float" },
     .i64 = "int64_t",
     .fn_qual = "static inline",
-    .math = { [SC_SQRT] = "sqrtf", [SC_EXP] = "expf", [SC_LOG] = "logf", [SC_POW] = "powf",
+    .math = { [SC_SQRT] = "sqrtf", [SC_EXP] = "sc_expf", [SC_LOG] = "sc_logf", [SC_POW] = "sc_powf",
               [SC_FLOOR] = "floorf", [SC_CEIL] = "ceilf", [SC_ROUND] = "rintf",
-              [SC_SIN] = "sinf", [SC_COS] = "cosf", [SC_TANH] = "tanhf",
-              [SC_ATAN2] = "atan2f", [SC_ABS] = "fabsf" },
+              [SC_SIN] = "sc_sinf", [SC_COS] = "sc_cosf", [SC_TANH] = "sc_tanhf",
+              [SC_ATAN2] = "sc_atan2f", [SC_ABS] = "fabsf" },
     .fmin = "fminf",
     .fmax = "fmaxf",
     .inf = "INFINITY",

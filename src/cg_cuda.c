@@ -20,7 +20,9 @@ static void cu_prologue(cg_ctx *g)
                  "typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\n"
                  "typedef unsigned int uint32_t;\ntypedef signed char int8_t;\n"
                  "typedef short int16_t;\ntypedef int int32_t;\ntypedef long long int64_t;\n"
-                 "#else\n#include <stdint.h>\n#endif\n");
+                 "#else\n#include <stdint.h>\n#endif\n"
+                 "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n * same result on every back end and in the reference evaluator. */\n"
+                 "__device__ inline float sc_expf(float x) { return (float)exp((double)x); }\n__device__ inline float sc_logf(float x) { return (float)log((double)x); }\n__device__ inline float sc_sinf(float x) { return (float)sin((double)x); }\n__device__ inline float sc_cosf(float x) { return (float)cos((double)x); }\n__device__ inline float sc_tanhf(float x) { return (float)tanh((double)x); }\n__device__ inline float sc_powf(float x, float y) { return (float)pow((double)x, (double)y); }\n__device__ inline float sc_atan2f(float y, float x) { return (float)atan2((double)y, (double)x); }\n");
 }
 
 static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
@@ -90,10 +92,10 @@ const cg_target cg_target_cuda = {
               [SC_I32] = "int32_t", [SC_F32] = "float" },
     .i64 = "int64_t",
     .fn_qual = "static __device__ __forceinline__",
-    .math = { [SC_SQRT] = "sqrtf", [SC_EXP] = "expf", [SC_LOG] = "logf", [SC_POW] = "powf",
+    .math = { [SC_SQRT] = "sqrtf", [SC_EXP] = "sc_expf", [SC_LOG] = "sc_logf", [SC_POW] = "sc_powf",
               [SC_FLOOR] = "floorf", [SC_CEIL] = "ceilf", [SC_ROUND] = "rintf",
-              [SC_SIN] = "sinf", [SC_COS] = "cosf", [SC_TANH] = "tanhf",
-              [SC_ATAN2] = "atan2f", [SC_ABS] = "fabsf" },
+              [SC_SIN] = "sc_sinf", [SC_COS] = "sc_cosf", [SC_TANH] = "sc_tanhf",
+              [SC_ATAN2] = "sc_atan2f", [SC_ABS] = "fabsf" },
     .fmin = "fminf",
     .fmax = "fmaxf",
     .inf = "__int_as_float(0x7f800000)",

@@ -15,7 +15,10 @@
 static void cl_prologue(cg_ctx *g)
 {
     cg_printf(g, "/* Build options: -cl-fp32-correctly-rounded-divide-sqrt; no fast or relaxed math. */\n"
-                 "#pragma OPENCL FP_CONTRACT OFF\n");
+                 "#pragma OPENCL FP_CONTRACT OFF\n"
+                 "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                 "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n * same result on every back end and in the reference evaluator. */\n"
+                 "inline float sc_expf(float x) { return (float)exp((double)x); }\ninline float sc_logf(float x) { return (float)log((double)x); }\ninline float sc_sinf(float x) { return (float)sin((double)x); }\ninline float sc_cosf(float x) { return (float)cos((double)x); }\ninline float sc_tanhf(float x) { return (float)tanh((double)x); }\ninline float sc_powf(float x, float y) { return (float)pow((double)x, (double)y); }\ninline float sc_atan2f(float y, float x) { return (float)atan2((double)y, (double)x); }\n");
 }
 
 static void cl_kernel_open(cg_ctx *g, const lower_kernel *k)
@@ -79,10 +82,10 @@ const cg_target cg_target_opencl = {
               [SC_I32] = "int", [SC_F32] = "float" },
     .i64 = "long",
     .fn_qual = "static inline",
-    .math = { [SC_SQRT] = "sqrt", [SC_EXP] = "exp", [SC_LOG] = "log", [SC_POW] = "pow",
+    .math = { [SC_SQRT] = "sqrt", [SC_EXP] = "sc_expf", [SC_LOG] = "sc_logf", [SC_POW] = "sc_powf",
               [SC_FLOOR] = "floor", [SC_CEIL] = "ceil", [SC_ROUND] = "rint",
-              [SC_SIN] = "sin", [SC_COS] = "cos", [SC_TANH] = "tanh",
-              [SC_ATAN2] = "atan2", [SC_ABS] = "fabs" },
+              [SC_SIN] = "sc_sinf", [SC_COS] = "sc_cosf", [SC_TANH] = "sc_tanhf",
+              [SC_ATAN2] = "sc_atan2f", [SC_ABS] = "fabs" },
     .fmin = "fmin",
     .fmax = "fmax",
     .inf = "INFINITY",

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "scmath.h"
 #include "cg_backend.h"
 
 void cg_type_range(sc_type t, int64_t *lo, int64_t *hi)
@@ -133,16 +134,16 @@ static void node_float(cg_ctx *g, cg_node *n)
             return;
         switch (e->op) {
         case SC_SQRT:  r = sqrtf(x); break;
-        case SC_EXP:   r = expf(x); break;
-        case SC_LOG:   r = logf(x); break;
-        case SC_POW:   r = powf(x, y); break;
+        case SC_EXP:   r = sc_expf(x); break;
+        case SC_LOG:   r = sc_logf(x); break;
+        case SC_POW:   r = sc_powf(x, y); break;
         case SC_FLOOR: r = floorf(x); break;
         case SC_CEIL:  r = ceilf(x); break;
         case SC_ROUND: r = rintf(x); break;
-        case SC_SIN:   r = sinf(x); break;
-        case SC_COS:   r = cosf(x); break;
-        case SC_TANH:  r = tanhf(x); break;
-        case SC_ATAN2: r = atan2f(x, y); break;
+        case SC_SIN:   r = sc_sinf(x); break;
+        case SC_COS:   r = sc_cosf(x); break;
+        case SC_TANH:  r = sc_tanhf(x); break;
+        case SC_ATAN2: r = sc_atan2f(x, y); break;
         case SC_ABS:   r = fabsf(x); break;
         default:       return;
         }

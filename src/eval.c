@@ -24,7 +24,7 @@
  *  - Casts: int -> int wraps; f32 -> int truncates toward zero, saturates
  *    to the target's range, NaN gives 0; anything -> bool is != 0;
  *    bool -> int is 0 or 1; int -> f32 rounds to nearest.
- *  - Math on f32: sqrtf expf logf powf floorf ceilf sinf cosf tanhf atan2f;
+ *  - Math on f32: sqrtf floorf ceilf; exp log pow sin cos tanh atan2 as in scmath.h;
  *    round is rintf (ties to even, as Halide's).  abs keeps its type: fabsf
  *    on f32, and on integers |a| wrapped (abs of the most negative i8 is
  *    itself).
@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scmath.h"
 #include "eval.h"
 
 /* Chunks of a stage run in parallel when built with OpenMP. */
@@ -909,16 +910,16 @@ static void exec_math(const ev_instr *in, ev_lanes *restrict out, const ev_lanes
     const float *x = a->f, *y = b ? b->f : NULL;
     switch (in->e->op) {
     case SC_SQRT:  LOOP(o[j] = sqrtf(x[j]));
-    case SC_EXP:   LOOP(o[j] = expf(x[j]));
-    case SC_LOG:   LOOP(o[j] = logf(x[j]));
-    case SC_POW:   LOOP(o[j] = powf(x[j], y[j]));
+    case SC_EXP:   LOOP(o[j] = sc_expf(x[j]));
+    case SC_LOG:   LOOP(o[j] = sc_logf(x[j]));
+    case SC_POW:   LOOP(o[j] = sc_powf(x[j], y[j]));
     case SC_FLOOR: LOOP(o[j] = floorf(x[j]));
     case SC_CEIL:  LOOP(o[j] = ceilf(x[j]));
     case SC_ROUND: LOOP(o[j] = rintf(x[j]));
-    case SC_SIN:   LOOP(o[j] = sinf(x[j]));
-    case SC_COS:   LOOP(o[j] = cosf(x[j]));
-    case SC_TANH:  LOOP(o[j] = tanhf(x[j]));
-    case SC_ATAN2: LOOP(o[j] = atan2f(x[j], y[j]));
+    case SC_SIN:   LOOP(o[j] = sc_sinf(x[j]));
+    case SC_COS:   LOOP(o[j] = sc_cosf(x[j]));
+    case SC_TANH:  LOOP(o[j] = sc_tanhf(x[j]));
+    case SC_ATAN2: LOOP(o[j] = sc_atan2f(x[j], y[j]));
     case SC_ABS:
         if (in->e->type == SC_F32) {
             LOOP(o[j] = fabsf(x[j]));

@@ -463,7 +463,10 @@ static int cmd_run(sc_pipeline *p, const options *o) {
 static int load_scheduled(driver_state *d, const options *o) {
     sc_parse_options po = { o->small, o->nsets, o->set_names, o->set_values };
     if (driver_load(d, o->pipe, &po, stderr) != 0) return EXIT_INPUT;
-    driver_sched_opts so = { o->schedule, o->strategy, o->seed, o->target, NULL, o->prune };
+    /* CUDA code is made for a CUDA GPU's limits unless a target is named */
+    bool cuda = (o->backend && !strcmp(o->backend, "cuda")) || (o->device && !strcmp(o->device, "cuda"));
+    const char *tname = o->target ? o->target : cuda ? "a100" : NULL;
+    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune };
     if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
     return EXIT_OK;
 }

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ir.h"
+#include "scmath.h"
 #include "lex.h"
 
 #define MAX_DEPTH 200          /* expression and statement nesting */
@@ -652,10 +653,10 @@ static bool const_value(const sc_expr *e, double *v, bool *is_int) {
             *v = (double)ct_wrap(e->type, a < 0 ? -(int64_t)a : (int64_t)a);
             return true;
         }
-        static float (*const f1[])(float) = { sqrtf, expf, logf, NULL, floorf, ceilf, rintf,
-                                              sinf, cosf, tanhf, NULL, fabsf };
+        static float (*const f1[])(float) = { sqrtf, sc_expf, sc_logf, NULL, floorf, ceilf, rintf,
+                                              sc_sinf, sc_cosf, sc_tanhf, NULL, fabsf };
         float fa = (float)a, fb = (float)b;
-        *v = e->op == SC_POW ? powf(fa, fb) : e->op == SC_ATAN2 ? atan2f(fa, fb) : f1[e->op](fa);
+        *v = e->op == SC_POW ? sc_powf(fa, fb) : e->op == SC_ATAN2 ? sc_atan2f(fa, fb) : f1[e->op](fa);
         return true;
     }
     case E_BINARY:

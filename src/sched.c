@@ -539,7 +539,7 @@ int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state 
         errlen = sizeof local;
     }
     err[0] = 0;
-    check_ctx c = { p, b, s, t, err, errlen, NULL, NULL, NULL, NULL, NULL };
+    check_ctx c = { p, b, s, t, err, errlen, NULL, NULL, NULL, NULL, NULL, NULL };
     if (s->nfuncs != p->funcs.n)
         return fail(&c, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
     if (p->order.n != p->funcs.n)
