@@ -48,7 +48,7 @@ demo: deps all
 # against the reference; SEEDS=N (or a-b, or a,b,c), APPS=a,b, BACKENDS=c,opencl,cuda.
 SEEDS ?= 30
 fuzz-schedules: all
-	SEEDS=$(SEEDS) ./$(BUILD)/tests/test_schedules
+	SEEDS=$(SEEDS) CUDA_SEEDS=$(SEEDS) ./$(BUILD)/tests/test_schedules
 
 test: deps all
 	@bash tests/run.sh $(BUILD)
