@@ -186,6 +186,8 @@ int space_tilings(const sc_func *f, int st, sched_loc loc, const int64_t *extent
             total *= extents[k];
         }
         if (threads > max_threads) continue;
+        /* sched_check's register estimate: 16 + one per serial point */
+        if (o->t && 16 + serial > o->t->registers_per_thread) continue;
         if (o->prune) {
             if (serial > 64) continue;                                   /* too large to unroll */
             if (threads % warp && total >= warp && threads < max_threads) continue;   /* idle lanes */
@@ -298,31 +300,61 @@ int space_children(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
     return n;
 }
 
+/* A 1-D tiling: `threads` threads on the chosen loop, one point each. */
+static sched_tile one_d(const sc_func *f, int st, const bounds_result *b, int threads, int64_t threshold);
+
+int space_fits(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const space_opts *o,
+               char *why, size_t whylen) {
+    if (!o->t) return 0;
+    /* Undecided Funcs are producers of every decided one (consumers are
+     * decided first), so putting them at root with a small tiling adds
+     * nothing to the decided Funcs' kernels: what fails now fails for
+     * every completion. */
+    ir_arena *scratch = ir_arena_new();
+    sched_state *full = sched_state_copy(scratch, s);
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = func_at(p, i);
+        if (f->kind != FUNC_DEFINED || (full->f[i] && full->f[i]->loc != SCHED_UNDECIDED)) continue;
+        sched_func *sf = sched_func_new(scratch, SCHED_ROOT, -1, f->nstages);
+        for (int st = 0; st < f->nstages; st++) sf->tile[st] = one_d(f, st, b, o->t->warp_size, 16);
+        full->f[i] = sf;
+    }
+    int rc = sched_check(p, b, full, o->t, o->prune, why, whylen);
+    ir_arena_free(scratch);
+    return rc;
+}
+
 sched_state *space_random(ir_arena *a, sc_pipeline *p, const bounds_result *b,
                           const space_opts *o, uint64_t seed, char *err, size_t errlen) {
     space_rng rng = { seed * 0x2545f4914f6cdd1dull + 1 };
     char why[512] = "";
-    for (int attempt = 0; attempt < 500; attempt++) {
+    for (int attempt = 0; attempt < 100; attempt++) {
         sched_state *s = sched_state_new(a, p);
-        for (int fid; (fid = space_next(p, s)) >= 0;) {
+        bool dead = false;
+        for (int fid; !dead && (fid = space_next(p, s)) >= 0;) {
             sched_func locs[8];
             int nl = space_locations(p, s, fid, o, locs, 8);
             sched_func *sf = ir_alloc(a, sizeof *sf);
-            *sf = locs[space_rand_below(&rng, nl)];
             s->f[fid] = sf;
-            if (sf->loc == SCHED_INLINE && lower_max_inlined_size(p, s, NULL) > LOWER_SEARCH_INLINED) {
-                /* excessive inlining: take another location */
-                for (int k = 0; k < nl; k++) if (locs[k].loc != SCHED_INLINE) { *sf = locs[k]; break; }
+            /* A decision over the limits is redrawn (a few times) rather
+             * than discovered when the whole schedule is done. */
+            for (int tries = 0;; tries++) {
+                *sf = locs[space_rand_below(&rng, nl)];
+                if (sf->loc == SCHED_INLINE && lower_max_inlined_size(p, s, NULL) > LOWER_SEARCH_INLINED) {
+                    /* excessive inlining: take another location */
+                    for (int k = 0; k < nl; k++) if (locs[k].loc != SCHED_INLINE) { *sf = locs[k]; break; }
+                }
+                choose_tiles(a, p, b, s, fid, sf, o, &rng);
+                if (sf->loc == SCHED_INLINE || space_fits(p, b, s, o, why, sizeof why) == 0) break;
+                if (tries == 15) { dead = true; break; }
             }
-            choose_tiles(a, p, b, s, fid, sf, o, &rng);
         }
-        if (!o->t || sched_check(p, b, s, o->t, o->prune, why, sizeof why) == 0) return s;
+        if (!dead && (!o->t || sched_check(p, b, s, o->t, o->prune, why, sizeof why) == 0)) return s;
     }
-    snprintf(err, errlen, "no random schedule within the target's limits after 500 tries (last: %s)", why);
+    snprintf(err, errlen, "no random schedule within the target's limits after 100 walks (last: %s)", why);
     return NULL;
 }
 
-/* A 1-D tiling: `threads` threads on the chosen loop, one point each. */
 static sched_tile one_d(const sc_func *f, int st, const bounds_result *b, int threads, int64_t threshold) {
     sched_tile t;
     memset(&t, 0, sizeof t);

@@ -47,8 +47,16 @@ int space_children(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
                    const sched_state *s, const space_opts *o, space_rng *rng,
                    sched_state **out, int max);
 
-/* A random complete schedule that passes sched_check (retrying the walk
- * up to 500 times).  NULL with err if none was found. */
+/* Whether a partial state can still be completed within o->t's limits:
+ * 0 when it can (or there is no target), -1 with the limit it breaks in
+ * why.  The undecided Funcs are checked as root Funcs of a warp of
+ * threads, which adds nothing to the decided Funcs' kernels. */
+int space_fits(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const space_opts *o,
+               char *why, size_t whylen);
+
+/* A random complete schedule that passes sched_check.  Every decision
+ * is checked with space_fits and redrawn (up to 16 times) when it breaks
+ * a limit; a walk that gets stuck starts again (up to 100 walks).  NULL with err if none was found. */
 sched_state *space_random(ir_arena *a, sc_pipeline *p, const bounds_result *b,
                           const space_opts *o, uint64_t seed, char *err, size_t errlen);
 /* `root`: every Func at root except trivial re-indexing wrappers (boundary
