@@ -192,6 +192,11 @@ void sc_buffer_fill_random(sc_buffer *b, uint64_t seed);
 int sc_evaluate(sc_pipeline *p, sc_buffer **inputs, uint64_t seed,
                 sc_buffer **outputs);
 
+/* A new buffer for the i-th input of a finalized pipeline, filled as
+ * sc_evaluate fills it for seed (each input its own stream).  NULL if it
+ * cannot be allocated. */
+sc_buffer *sc_input_random(const sc_pipeline *p, int i, uint64_t seed);
+
 int sc_input_count(const sc_pipeline *p);
 sc_func *sc_input_at(const sc_pipeline *p, int i);
 int sc_output_count(const sc_pipeline *p);

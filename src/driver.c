@@ -124,11 +124,8 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
     sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **ref = calloc((size_t)nout + 1, sizeof *ref);
     if (!in || !ref) abort();
     for (int i = 0; i < nin; i++) {
-        const sc_func *f = d->p->inputs.items[i];
-        int zero[SC_MAX_DIMS] = {0};
-        in[i] = sc_buffer_new(f->type, f->ndims, zero, f->extent);
+        in[i] = sc_input_random(d->p, i, 1);
         if (!in[i]) abort();
-        sc_buffer_fill_random(in[i], 1 * 1000003u + (uint64_t)i);
     }
     /* A wrong result is never timed: timing implies the check. */
     bool check = o->check || o->samples > 0;

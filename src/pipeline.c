@@ -97,6 +97,17 @@ int sc_pipeline_finalize(sc_pipeline *p) {
     return 0;
 }
 
+sc_buffer *sc_input_random(const sc_pipeline *p, int i, uint64_t seed) {
+    if (i < 0 || i >= p->inputs.n) return NULL;
+    const sc_func *f = p->inputs.items[i];
+    int mins[SC_MAX_DIMS] = {0};
+    sc_buffer *b = sc_buffer_new(f->type, f->ndims, mins, f->extent);
+    /* Each input gets its own stream, so adding an input does not change
+     * the others' data. */
+    if (b) sc_buffer_fill_random(b, seed * 1000003u + (uint64_t)i);
+    return b;
+}
+
 int sc_evaluate(sc_pipeline *p, sc_buffer **inputs, uint64_t seed, sc_buffer **outputs) {
     if (!p->finalized && sc_pipeline_finalize(p) != 0) return -1;
     bounds_result *b = bounds_infer(p);
@@ -109,18 +120,13 @@ int sc_evaluate(sc_pipeline *p, sc_buffer **inputs, uint64_t seed, sc_buffer **o
     for (int i = 0; i < n; i++) {
         in[i] = inputs ? inputs[i] : NULL;
         if (in[i]) continue;
-        const sc_func *f = p->inputs.items[i];
-        int mins[SC_MAX_DIMS] = {0};
-        in[i] = sc_buffer_new(f->type, f->ndims, mins, f->extent);
+        in[i] = sc_input_random(p, i, seed);
         if (!in[i]) {
-            sc_error(p, "cannot allocate input %s", f->name);
+            sc_error(p, "cannot allocate input %s", ((const sc_func *)p->inputs.items[i])->name);
             rc = -1;
             break;
         }
         made[i] = true;
-        /* Each input gets its own stream, so adding an input does not
-         * change the others' data. */
-        sc_buffer_fill_random(in[i], seed * 1000003u + (uint64_t)i);
     }
     if (rc == 0) rc = eval_pipeline(p, b, in, outputs);
     for (int i = 0; i < n; i++) if (made[i]) sc_buffer_free(in[i]);

@@ -13,12 +13,12 @@
  * same code, and the Halide form prints.  Integer outputs must match
  * exactly, f32 outputs within 1e-4 absolute + 1e-4 relative.
  */
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "check.h"
+#include "apps.h"
+#include <stdio.h>
 #include "exec.h"
 #include "space.h"
 
@@ -39,14 +39,6 @@ static void parse_seeds(void) {
     } else {
         for (int s = 1; s <= atoi(e) && nseeds < 1000; s++) seeds[nseeds++] = (uint64_t)s;
     }
-}
-
-static bool wanted(const char *list, const char *name) {
-    if (!list) return true;
-    size_t n = strlen(name);
-    for (const char *c = list; c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL)
-        if (!strncmp(c, name, n) && (c[n] == ',' || c[n] == 0)) return true;
-    return false;
 }
 
 static void report(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -104,10 +96,6 @@ static void cuda_compile(const char *app, uint64_t seed, device *d, const lower_
     free(src);
 }
 
-static int compare_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int main(void) {
     parse_seeds();
     only_apps = getenv("APPS");
@@ -119,13 +107,13 @@ int main(void) {
     device cuda = {0};
     const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
     for (int i = 0; i < 2; i++) {
-        if (!wanted(backends, all[i]->name)) continue;
+        if (!apps_wanted(backends, all[i]->name)) continue;
         rt_device *dv = all[i]->open(err, sizeof err);
         if (!dv) { report(false, "open %s: %s", all[i]->name, err); continue; }
         devs[ndev].ops = all[i];
         devs[ndev++].dev = dv;
     }
-    if (wanted(backends, "cuda")) {
+    if (apps_wanted(backends, "cuda")) {
         cuda.dev = rt_cuda_ops.open(err, sizeof err);
         cuda.ops = &rt_cuda_ops;
         if (!cuda.dev) printf("PASS cuda (skipped: %s)\n", err);
@@ -134,7 +122,7 @@ int main(void) {
     if (target_by_name("host-opencl", NULL, &t, err, sizeof err) != 0 &&
         target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
         report(false, "no target: %s", err);
-        CHECK_EXIT();
+        return 1;
     }
     /* Schedules must fit both the OpenCL device and a CUDA GPU (they are
      * compiled for sm_80 and sm_90): take the tighter of each limit. */
@@ -144,32 +132,20 @@ int main(void) {
         if (gpu.shared_mem_per_block < t.shared_mem_per_block) t.shared_mem_per_block = gpu.shared_mem_per_block;
         if (gpu.registers_per_thread < t.registers_per_thread) t.registers_per_thread = gpu.registers_per_thread;
     }
-    DIR *dir = opendir("apps");
-    char *names[256];
-    int napps = 0;
-    for (struct dirent *e; dir && (e = readdir(dir)) && napps < 256;) {
-        size_t n = strlen(e->d_name);
-        if (n > 5 && !strcmp(e->d_name + n - 5, ".pipe")) names[napps++] = strndup(e->d_name, n - 5);
-    }
-    if (dir) closedir(dir);
-    qsort(names, (size_t)napps, sizeof names[0], compare_names);
+    char **names;
+    int napps = apps_list("apps", &names, err, sizeof err);
+    if (napps < 0) report(false, "%s", err);
     for (int ai = 0; ai < napps; ai++) {
         const char *app = names[ai];
-        if (!wanted(only_apps, app)) continue;
-        char path[512];
-        snprintf(path, sizeof path, "apps/%s.pipe", app);
-        sc_parse_options po = { 1, 0, NULL, NULL };
-        sc_pipeline *p = sc_parse_file(path, &po);
-        bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
-        if (!b) { report(false, "%s: does not parse", app); sc_pipeline_free(p); continue; }
-        sc_buffer *in[16] = {0}, *ref[16] = {0};
-        for (int i = 0; i < p->inputs.n; i++) {
-            const sc_func *f = p->inputs.items[i];
-            int zero[SC_MAX_DIMS] = {0};
-            in[i] = sc_buffer_new(f->type, f->ndims, zero, f->extent);
-            sc_buffer_fill_random(in[i], 7 + (uint64_t)i);
+        if (!apps_wanted(only_apps, app)) continue;
+        app_case ac;
+        if (app_load("apps", app, true, 7, &ac, err, sizeof err) != 0) {
+            report(false, "%s: %s", app, err);
+            continue;
         }
-        if (sc_evaluate(p, in, 7, ref) != 0) { report(false, "%s: reference failed", app); continue; }
+        sc_pipeline *p = ac.p;
+        bounds_result *b = ac.b;
+        sc_buffer **in = ac.in, **ref = ac.ref;
         space_opts so = { &t, false };
         for (int k = 0; k < nseeds; k++) {
             ir_arena *arena = ir_arena_new();
@@ -196,12 +172,9 @@ int main(void) {
             if (cuda.dev && k < cuda_seeds) cuda_compile(app, seeds[k], &cuda, prog);
             ir_arena_free(arena);
         }
-        for (int i = 0; i < p->inputs.n; i++) sc_buffer_free(in[i]);
-        for (int i = 0; i < p->outputs.n; i++) sc_buffer_free(ref[i]);
-        bounds_free(b);
-        sc_pipeline_free(p);
+        app_free(&ac);
     }
-    for (int i = 0; i < napps; i++) free(names[i]);
+    apps_free_names(names, napps);
     for (int d = 0; d < ndev; d++) devs[d].ops->close(devs[d].dev);
     if (cuda.dev) cuda.ops->close(cuda.dev);
     return nfail ? 1 : 0;
