@@ -277,6 +277,8 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage_error("--backend: '%s' is not one of cuda, opencl, c", o->backend);
     if (o->device && strcmp(o->device, "cuda") && strcmp(o->device, "opencl") && strcmp(o->device, "c"))
         return usage_error("--device: '%s' is not one of cuda, opencl, c", o->device);
+    if (o->strategy && strcmp(o->strategy, "root") && strcmp(o->strategy, "baseline") && strcmp(o->strategy, "random"))
+        return usage_error("--strategy: '%s' is not one of root, baseline, random", o->strategy);
     if (o->dump && strcmp(o->dump, "kernels") && strcmp(o->dump, "schedule"))
         return usage_error("--dump: '%s' is not one of kernels, schedule", o->dump);
     if (!strcmp(o->cmd, "run") && (o->device || o->check) && !o->schedule && !o->strategy)

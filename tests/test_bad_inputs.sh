@@ -9,14 +9,8 @@
 # with status 1 (bad input), within 10 s, without a crash.  The empty file,
 # which cannot carry an expect line, is made here.  One PASS/FAIL line per
 # file.  BUILD (default: build) is where the stagecraft binary is.
-start=$PWD
-cd "$(dirname "$0")/.." || exit 2
-build=${BUILD:-build}
-case $build in /*) ;; *) build=$start/$build ;; esac
-bin=$build/stagecraft
-[ -x "$bin" ] || { echo "FAIL test_bad_inputs ($bin not built)"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_lib.sh" test_bad_inputs
+bin=$sc
 
 # The generated cases: an empty file and one holding only blank space.
 : >"$tmp/empty.pipe"

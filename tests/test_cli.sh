@@ -2,15 +2,7 @@
 # The stagecraft command line: exit statuses (0 ok, 1 bad input, 2 bad
 # usage), messages, file output and the size options.  One PASS/FAIL line
 # per case.  BUILD (default: build) is where the stagecraft binary is.
-start=$PWD
-cd "$(dirname "$0")/.." || exit 2
-build=${BUILD:-build}
-case $build in /*) ;; *) build=$start/$build ;; esac
-sc=$build/stagecraft
-[ -x "$sc" ] || { echo "FAIL test_cli ($sc not built)"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
+source "$(dirname "$0")/cli_lib.sh" test_cli
 
 # The app the file tests run: apps/box_blur.pipe (u16 in -> u16 out of the
 # same size), or a stand-in of the same shape when it is not there.
@@ -27,35 +19,6 @@ output out(W, H);
 EOF
 fi
 
-out=$tmp/out.txt
-err=$tmp/err.txt
-# case NAME STATUS [-o REGEX] [-e REGEX] -- COMMAND...: runs COMMAND and
-# checks its exit status, and that stdout (-o) and stderr (-e) match the
-# extended regular expressions.
-case_() {
-    local name=$1 want=$2; shift 2
-    local ore="" ere=""
-    while [ "$1" != "--" ]; do
-        case $1 in -o) ore=$2 ;; -e) ere=$2 ;; esac
-        shift 2
-    done
-    shift
-    timeout 60 "$@" >"$out" 2>"$err"
-    local rc=$? why=""
-    if [ "$rc" -ne "$want" ]; then why="exit status $rc, expected $want"
-    elif [ -n "$ore" ] && ! grep -Eq -- "$ore" "$out"; then why="stdout does not match /$ore/"
-    elif [ -n "$ere" ] && ! grep -Eq -- "$ere" "$err"; then why="stderr does not match /$ere/"
-    fi
-    if [ -z "$why" ]; then
-        echo "PASS $name"
-    else
-        echo "FAIL $name: $why"
-        head -n 5 "$out" "$err" | sed 's/^/    /'
-        failed=1
-    fi
-}
-# ok NAME COND: a PASS/FAIL line for a shell condition already evaluated.
-ok() { if [ "$2" -eq 0 ]; then echo "PASS $1"; else echo "FAIL $1"; failed=1; fi; }
 
 # ---- help and usage ------------------------------------------------------
 case_ help_top 0 -o 'usage: stagecraft COMMAND' -- "$sc" --help

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The scheduling commands of the command line: schedule, compile, run with a
+# schedule or strategy (--check, --dump), bench.  Exit statuses (0 ok, 1 bad
+# input, 2 bad usage), messages naming the file/line or the limit, and the
+# files written.  One PASS/FAIL line per case.  BUILD (default: build) is
+# where the stagecraft binary is.
+source "$(dirname "$0")/cli_lib.sh" test_cli_sched
+CASE_TIMEOUT=300
+# OpenCL cases run only where an OpenCL device opens (PoCL here).
+have_opencl=0
+"$sc" run apps/unsharp.pipe --small --strategy root --device opencl >/dev/null 2>&1 && have_opencl=1
+
+app=apps/unsharp.pipe
+
+# ---- help ---------------------------------------------------------------------
+for c in schedule compile bench; do
+    case_ "help_$c" 0 -o "usage: stagecraft $c FILE.pipe" -- "$sc" "$c" --help
+done
+case_ help_schedule_strategies 0 -o 'root\|baseline\|random' -- "$sc" schedule --help
+
+# ---- schedule ---------------------------------------------------------------
+for st in root baseline random; do
+    case_ "schedule_$st" 0 -o "wrote $tmp/$st.sched \\(target a100\\)" -- \
+        "$sc" schedule "$app" --small --target a100 --strategy "$st" --seed 3 -o "$tmp/$st.sched"
+    ok "schedule_${st}_header" "$(head -n 1 "$tmp/$st.sched" | grep -q '^schedule unsharp;'; echo $?)"
+done
+"$sc" schedule "$app" --small --target a100 --strategy random --seed 3 -o "$tmp/again.sched" >/dev/null 2>&1
+ok schedule_random_same_seed "$(cmp -s "$tmp/random.sched" "$tmp/again.sched"; echo $?)"
+same=0
+for s in 4 5 6 7; do
+    "$sc" schedule "$app" --small --target a100 --strategy random --seed $s -o "$tmp/s$s.sched" >/dev/null 2>&1
+    cmp -s "$tmp/random.sched" "$tmp/s$s.sched" && same=$((same + 1))
+done
+ok schedule_random_seeds_differ "$([ $same -lt 4 ]; echo $?)"
+case_ schedule_stdout 0 -o '^out: root \[' -- "$sc" schedule "$app" --small --target a100 --strategy root
+case_ schedule_halide 0 -o 'compute_root\(\)' -- "$sc" schedule "$app" --small --target a100 --strategy baseline --halide
+case_ schedule_halide_gpu 0 -o 'gpu_(blocks|tile|threads)' -- "$sc" schedule "$app" --small --target a100 --strategy baseline --halide
+case_ schedule_paper_size 0 -- "$sc" schedule apps/local_laplacian.pipe --target a100 --strategy random --seed 1 -o "$tmp/ll.sched"
+case_ schedule_unknown_strategy 2 -e "--strategy: 'best' is not one of root, baseline, random" -- \
+    "$sc" schedule "$app" --small --target a100 --strategy best
+case_ schedule_unknown_target 1 -e "unknown target 'p100'" -- \
+    "$sc" schedule "$app" --small --target p100 --strategy root
+case_ schedule_missing_pipe 1 -e "$tmp/none.pipe" -- "$sc" schedule "$tmp/none.pipe" --target a100 --strategy root
+printf 'sm_count = 80\nwarp_size = 32\n' >"$tmp/half.target"
+case_ schedule_target_file_incomplete 1 -e 'half.target' -- \
+    "$sc" schedule "$app" --small --target "$tmp/half.target" --strategy root
+
+# ---- compile ----------------------------------------------------------------
+case_ compile_c 0 -o 'wrote .*unsharp\.c' -- "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend c -o "$tmp/c"
+ok compile_c_files "$([ -s "$tmp/c/unsharp.c" ] && [ -s "$tmp/c/unsharp.sched" ]; echo $?)"
+ok compile_c_builds "$(cc -std=c11 -fopenmp -O0 -c "$tmp/c/unsharp.c" -o "$tmp/c/u.o" 2>/dev/null; echo $?)"
+ok compile_c_schedule_comment "$(grep -q 'ratio: block of out' "$tmp/c/unsharp.c" || grep -q 'schedule unsharp' "$tmp/c/unsharp.c"; echo $?)"
+case_ compile_opencl 0 -o 'wrote .*unsharp\.cl' -- "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend opencl -o "$tmp/cl"
+ok compile_opencl_kernel "$(grep -q '__kernel' "$tmp/cl/unsharp.cl"; echo $?)"
+case_ compile_cuda 0 -o 'registers, [0-9]+ bytes spill stores' -- \
+    "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend cuda -o "$tmp/cu"
+ok compile_cuda_global "$(grep -q '__global__' "$tmp/cu/unsharp.cu"; echo $?)"
+case_ compile_strategy 0 -- "$sc" compile "$app" --small --strategy baseline --backend c -o "$tmp/c2"
+case_ compile_no_outdir 2 -e 'compile needs --backend cuda\|opencl\|c and -o DIR' -- \
+    "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend c
+case_ compile_bad_backend 2 -e "--backend: 'ptx' is not one of cuda, opencl, c" -- \
+    "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend ptx -o "$tmp/x"
+case_ compile_missing_schedule 1 -e "$tmp/none.sched" -- \
+    "$sc" compile "$app" --small --schedule "$tmp/none.sched" --backend c -o "$tmp/x"
+printf 'schedule unsharp;\nout: rooot;\n' >"$tmp/bad.sched"
+case_ compile_bad_schedule 1 -e "bad\\.sched:2:6: expected inline, root, block or thread" -- \
+    "$sc" compile "$app" --small --schedule "$tmp/bad.sched" --backend c -o "$tmp/x"
+printf 'schedule harris;\n' >"$tmp/other.sched"
+case_ compile_other_pipeline 1 -e 'other\.sched:1:.*harris' -- \
+    "$sc" compile "$app" --small --schedule "$tmp/other.sched" --backend c -o "$tmp/x"
+# 64 x 32 threads per block: over the a100's 1024
+sed 's/^out: root \[[^]]*\]/out: root [x=64x1 y=32x1 c=1x1]/' "$tmp/root.sched" >"$tmp/wide.sched"
+case_ compile_over_threads 1 -e "out: 2048 threads per block, over the target's 1024 \\(a100\\)" -- \
+    "$sc" compile "$app" --small --target a100 --schedule "$tmp/wide.sched" --backend cuda -o "$tmp/x"
+ok compile_over_nothing_written "$([ ! -e "$tmp/x/unsharp.cu" ]; echo $?)"
+# 32 serial points per thread on each of x and y: over 255 registers
+sed 's/^out: root \[[^]]*\]/out: root [x=32x32 y=1x32 c=1x1]/' "$tmp/root.sched" >"$tmp/regs.sched"
+case_ compile_over_registers 1 -e "registers per thread .* over the target's 255 \\(a100\\)" -- \
+    "$sc" compile "$app" --small --target a100 --schedule "$tmp/regs.sched" --backend cuda -o "$tmp/x"
+
+# ---- run with a schedule ----------------------------------------------------
+case_ run_check_c 0 -o 'check: matches the reference, max difference' -- \
+    "$sc" run "$app" --small --schedule "$tmp/random.sched" --device c --check
+case_ run_check_strategy_c 0 -o '^kernels: [0-9]+' -- "$sc" run "$app" --small --strategy root --device c --check
+case_ run_dump_kernels 0 -o '^kernel [a-z_]+_s0  # ' -- \
+    "$sc" run "$app" --small --schedule "$tmp/random.sched" --dump=kernels --device c
+if [ $have_opencl = 1 ]; then
+    case_ run_check_opencl 0 -o 'check: matches the reference' -- \
+        "$sc" run "$app" --small --schedule "$tmp/random.sched" --device opencl --check
+    case_ bench_opencl 0 -o '^time: [0-9.]+ ms \(min over' -- "$sc" bench "$app" --small --strategy baseline --device opencl
+fi
+case_ run_check_hist_c 0 -o 'check: matches the reference' -- \
+    "$sc" run apps/hist.pipe --small --strategy random --seed 2 --device c --check
+case_ run_bad_device 2 -e "--device: 'gpu' is not one of cuda, opencl, c" -- \
+    "$sc" run "$app" --small --strategy root --device gpu
+case_ run_both_schedule_and_strategy 2 -e 'give --schedule or --strategy, not both' -- \
+    "$sc" run "$app" --small --schedule "$tmp/random.sched" --strategy root --device c
+case_ run_device_needs_schedule 2 -e '--device and --check need --schedule F or --strategy S' -- \
+    "$sc" run "$app" --small --device c
+case_ run_bad_dump 2 -e "--dump: 'asm' is not one of kernels, schedule" -- \
+    "$sc" run "$app" --small --strategy root --dump=asm --device c
+
+# ---- bench --------------------------------------------------------------------
+case_ bench_c 0 -o '^time: [0-9.]+ ms \(min over [0-9]+ samples of the mean of [0-9]+ runs' -- \
+    "$sc" bench "$app" --small --schedule "$tmp/random.sched" --device c
+case_ bench_unknown_strategy 2 -e "--strategy: 'fast'" -- "$sc" bench "$app" --small --strategy fast --device c
+exit $failed
