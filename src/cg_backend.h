@@ -40,6 +40,15 @@ typedef struct cg_target {
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);
     void (*phase_close)(cg_ctx *g, const lower_kernel *k, int phase);
     void (*kernel_close)(cg_ctx *g, const lower_kernel *k);
+    struct {                              /* GPU back ends: what cg_gpu_* print */
+        const char *global_qual;          /* before a buffer argument: "__global " */
+        const char *restrict_qual;        /* "restrict", "__restrict__" */
+        const char *shared_qual;          /* "__local", "__shared__" */
+        const char *index_type;           /* of bid and tid */
+        const char *bid, *tid;            /* block and thread index expressions */
+        const char *barrier;              /* the statement between phases */
+        const char *no_params;            /* parameter list of a kernel without any */
+    } gpu;
 } cg_target;
 
 extern const cg_target cg_target_c;
@@ -70,6 +79,19 @@ bool cg_stores_to(const lower_kernel *k, const lower_alloc *a);
 /* A scalar parameter's type in the kernel ABI: f32, or i32 for every
  * integer type (cast to the parameter's type where it is used). */
 sc_type cg_param_abi_type(const sc_param *param);
+
+/* The seven sc_ math functions (exp log pow sin cos tanh atan2 computed in
+ * double, rounded once to f32), each declared with qualifiers qual. */
+void cg_math_prologue(cg_ctx *g, const char *qual);
+/* GPU back ends: after the kernel's attributes, prints "NAME(arguments)",
+ * opens the body and declares shared arrays, unused arguments, bid, tid
+ * (from the target's gpu strings).  The phase and close functions suit
+ * the cg_target fields directly: a phase is a braced block, phases are
+ * separated by the barrier. */
+void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k);
+void cg_gpu_phase_open(cg_ctx *g, const lower_kernel *k, int phase);
+void cg_gpu_phase_close(cg_ctx *g, const lower_kernel *k, int phase);
+void cg_gpu_kernel_close(cg_ctx *g, const lower_kernel *k);
 
 /* Shared arrays of at most this many bytes live on the stack in C. */
 #define CG_C_STACK_BYTES 65536

@@ -18,9 +18,8 @@ static void c_prologue(cg_ctx *g)
 {
     cg_printf(g, "/* Build: cc -std=c11 -O2 -fopenmp -ffp-contract=off -shared -fPIC (no fast-math). */\n"
                  "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-                 "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n"
-                 "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n * same result on every back end and in the reference evaluator. */\n"
-                 "static inline float sc_expf(float x) { return (float)exp((double)x); }\nstatic inline float sc_logf(float x) { return (float)log((double)x); }\nstatic inline float sc_sinf(float x) { return (float)sin((double)x); }\nstatic inline float sc_cosf(float x) { return (float)cos((double)x); }\nstatic inline float sc_tanhf(float x) { return (float)tanh((double)x); }\nstatic inline float sc_powf(float x, float y) { return (float)pow((double)x, (double)y); }\nstatic inline float sc_atan2f(float y, float x) { return (float)atan2((double)y, (double)x); }\n");
+                 "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n");
+    cg_math_prologue(g, "static inline");
 }
 
 static bool c_big(const lower_alloc *a)

@@ -20,9 +20,8 @@ static void cu_prologue(cg_ctx *g)
                  "typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\n"
                  "typedef unsigned int uint32_t;\ntypedef signed char int8_t;\n"
                  "typedef short int16_t;\ntypedef int int32_t;\ntypedef long long int64_t;\n"
-                 "#else\n#include <stdint.h>\n#endif\n"
-                 "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n * same result on every back end and in the reference evaluator. */\n"
-                 "__device__ inline float sc_expf(float x) { return (float)exp((double)x); }\n__device__ inline float sc_logf(float x) { return (float)log((double)x); }\n__device__ inline float sc_sinf(float x) { return (float)sin((double)x); }\n__device__ inline float sc_cosf(float x) { return (float)cos((double)x); }\n__device__ inline float sc_tanhf(float x) { return (float)tanh((double)x); }\n__device__ inline float sc_powf(float x, float y) { return (float)pow((double)x, (double)y); }\n__device__ inline float sc_atan2f(float y, float x) { return (float)atan2((double)y, (double)x); }\n");
+                 "#else\n#include <stdint.h>\n#endif\n");
+    cg_math_prologue(g, "__device__ inline");
 }
 
 static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
@@ -34,55 +33,7 @@ static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
         cg_line(g, "extern \"C\" __global__ void __launch_bounds__(%d)", k->nthreads);
     else
         cg_line(g, "extern \"C\" __global__ void /* %d threads: over CUDA's 1024 */", k->nthreads);
-    cg_printf(g, "%s(", cg_name(g, k->name));
-    for (int i = 0; i < k->nargs; i++) {
-        const lower_alloc *a = k->args[i];
-        cg_printf(g, "%s%s%s *__restrict__ %s", i ? ",\n        " : "",
-                  cg_stores_to(k, a) ? "" : "const ", cg_type(g, cg_alloc_type(a)),
-                  cg_name(g, a->name));
-    }
-    for (int i = 0; i < k->nparams; i++)
-        cg_printf(g, "%sconst %s %s", k->nargs + i ? ",\n        " : "",
-                  cg_type(g, cg_param_abi_type(k->params[i])), cg_name(g, k->params[i]->name));
-    cg_printf(g, ")\n{\n");
-    cg_indent(g, 1);
-    for (int i = 0; i < k->nshared; i++)
-        cg_line(g, "__shared__ %s %s[%lld];", cg_type(g, cg_alloc_type(k->shared[i])),
-                cg_name(g, k->shared[i]->name),
-                (long long)(k->shared[i]->count > 0 ? k->shared[i]->count : 1));
-    for (int i = 0; i < k->nargs + k->nparams; i++) {
-        const void *x = i < k->nargs ? (const void *)k->args[i] : (const void *)k->params[i - k->nargs];
-        if (!cg_printed(g, x))
-            cg_line(g, "(void)%s;            /* unused here (its uses were constant) */",
-                    cg_name(g, i < k->nargs ? k->args[i]->name : k->params[i - k->nargs]->name));
-    }
-    if (cg_printed_var(g, "bid"))
-        cg_line(g, "const int32_t bid = (int32_t)blockIdx.x;");
-    if (cg_printed_var(g, "tid"))
-        cg_line(g, "const int32_t tid = (int32_t)threadIdx.x;");
-}
-
-static void cu_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
-{
-    (void)k;
-    cg_line(g, "/* phase %d */", phase);
-    cg_line(g, "{");
-    cg_indent(g, 1);
-}
-
-static void cu_phase_close(cg_ctx *g, const lower_kernel *k, int phase)
-{
-    cg_indent(g, -1);
-    cg_line(g, "}");
-    if (phase + 1 < k->nphases)
-        cg_line(g, "__syncthreads();");
-}
-
-static void cu_kernel_close(cg_ctx *g, const lower_kernel *k)
-{
-    (void)k;
-    cg_indent(g, -1);
-    cg_line(g, "}");
+    cg_gpu_kernel_frame(g, k);
 }
 
 const cg_target cg_target_cuda = {
@@ -103,7 +54,10 @@ const cg_target cg_target_cuda = {
     .unroll = "#pragma unroll",
     .prologue = cu_prologue,
     .kernel_open = cu_kernel_open,
-    .phase_open = cu_phase_open,
-    .phase_close = cu_phase_close,
-    .kernel_close = cu_kernel_close,
+    .phase_open = cg_gpu_phase_open,
+    .phase_close = cg_gpu_phase_close,
+    .kernel_close = cg_gpu_kernel_close,
+    .gpu = { .global_qual = "", .restrict_qual = "__restrict__", .shared_qual = "__shared__",
+             .index_type = "int32_t", .bid = "blockIdx.x", .tid = "threadIdx.x",
+             .barrier = "__syncthreads();", .no_params = "" },
 };

@@ -218,6 +218,79 @@ bool cg_printed_var(const cg_ctx *g, const char *name)
     return !strcmp(name, "bid") ? g->printed_bid : !strcmp(name, "tid") ? g->printed_tid : false;
 }
 
+/* ---- pieces the back ends share ---- */
+
+void cg_math_prologue(cg_ctx *g, const char *qual)
+{
+    static const struct { const char *name, *params, *value; } fn[] = {
+        { "sc_expf", "float x", "exp((double)x)" },
+        { "sc_logf", "float x", "log((double)x)" },
+        { "sc_sinf", "float x", "sin((double)x)" },
+        { "sc_cosf", "float x", "cos((double)x)" },
+        { "sc_tanhf", "float x", "tanh((double)x)" },
+        { "sc_powf", "float x, float y", "pow((double)x, (double)y)" },
+        { "sc_atan2f", "float y, float x", "atan2((double)y, (double)x)" },
+    };
+    cg_printf(g, "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n"
+                 " * same result on every back end and in the reference evaluator. */\n");
+    for (size_t i = 0; i < sizeof fn / sizeof fn[0]; i++)
+        cg_printf(g, "%s float %s(%s) { return (float)%s; }\n", qual, fn[i].name, fn[i].params, fn[i].value);
+}
+
+void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k)
+{
+    const cg_target *t = g->t;
+    cg_printf(g, "%s(", cg_name(g, k->name));
+    for (int i = 0; i < k->nargs; i++) {
+        const lower_alloc *a = k->args[i];
+        cg_printf(g, "%s%s%s%s *%s %s", i ? ",\n        " : "", t->gpu.global_qual,
+                  cg_stores_to(k, a) ? "" : "const ", cg_type(g, cg_alloc_type(a)), t->gpu.restrict_qual,
+                  cg_name(g, a->name));
+    }
+    for (int i = 0; i < k->nparams; i++)
+        cg_printf(g, "%sconst %s %s", k->nargs + i ? ",\n        " : "",
+                  cg_type(g, cg_param_abi_type(k->params[i])), cg_name(g, k->params[i]->name));
+    cg_printf(g, "%s)\n{\n", k->nargs + k->nparams ? "" : t->gpu.no_params);
+    cg_indent(g, 1);
+    for (int i = 0; i < k->nshared; i++)
+        cg_line(g, "%s %s %s[%lld];", t->gpu.shared_qual, cg_type(g, cg_alloc_type(k->shared[i])),
+                cg_name(g, k->shared[i]->name),
+                (long long)(k->shared[i]->count > 0 ? k->shared[i]->count : 1));
+    for (int i = 0; i < k->nargs + k->nparams; i++) {
+        const void *x = i < k->nargs ? (const void *)k->args[i] : (const void *)k->params[i - k->nargs];
+        if (!cg_printed(g, x))
+            cg_line(g, "(void)%s;            /* unused here (its uses were constant) */",
+                    cg_name(g, i < k->nargs ? k->args[i]->name : k->params[i - k->nargs]->name));
+    }
+    if (cg_printed_var(g, "bid"))
+        cg_line(g, "const %s bid = (%s)%s;", t->gpu.index_type, t->gpu.index_type, t->gpu.bid);
+    if (cg_printed_var(g, "tid"))
+        cg_line(g, "const %s tid = (%s)%s;", t->gpu.index_type, t->gpu.index_type, t->gpu.tid);
+}
+
+void cg_gpu_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
+{
+    (void)k;
+    cg_line(g, "/* phase %d */", phase);
+    cg_line(g, "{");
+    cg_indent(g, 1);
+}
+
+void cg_gpu_phase_close(cg_ctx *g, const lower_kernel *k, int phase)
+{
+    cg_indent(g, -1);
+    cg_line(g, "}");
+    if (phase + 1 < k->nphases)
+        cg_line(g, "%s", g->t->gpu.barrier);
+}
+
+void cg_gpu_kernel_close(cg_ctx *g, const lower_kernel *k)
+{
+    (void)k;
+    cg_indent(g, -1);
+    cg_line(g, "}");
+}
+
 static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top);
 
 /* The statements of a scope whose braces the caller prints. */

@@ -162,6 +162,16 @@ typedef struct {
     sc_expr *rvals[SC_MAX_DIMS];
 } subst_map;
 
+/* A copy of node e with its own argument array (for copy-on-write). */
+static sc_expr *copy_node(ctx *c, const sc_expr *e) {
+    sc_expr *r = node(c, e->kind, e->type, e->nargs);
+    sc_expr **args = r->args;
+    *r = *e;
+    r->args = args;
+    memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
+    return r;
+}
+
 static sc_expr *subst(ctx *c, sc_expr *e, const subst_map *m) {
     if (e->kind == E_VAR) {
         for (int i = 0; i < m->n; i++)
@@ -176,13 +186,7 @@ static sc_expr *subst(ctx *c, sc_expr *e, const subst_map *m) {
     sc_expr *r = NULL;
     for (int i = 0; i < e->nargs; i++) {
         sc_expr *a = subst(c, e->args[i], m);
-        if (a != e->args[i] && !r) {
-            r = node(c, e->kind, e->type, e->nargs);
-            sc_expr **args = r->args;
-            *r = *e;
-            r->args = args;
-            memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
-        }
+        if (a != e->args[i] && !r) r = copy_node(c, e);
         if (r) r->args[i] = a;
     }
     return r ? r : e;
@@ -195,11 +199,7 @@ static sc_expr *inline_expr(ctx *c, sc_expr *e) {
         sc_expr *a = inline_expr(c, e->args[i]);
         if (a != e->args[i]) {
             if (r == e) {
-                r = node(c, e->kind, e->type, e->nargs);
-                sc_expr **args = r->args;
-                *r = *e;
-                r->args = args;
-                memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
+                r = copy_node(c, e);
             }
             r->args[i] = a;
         }
@@ -502,6 +502,14 @@ static void fp_call(const sc_expr *e, void *user) {
     if (e->kind == E_CALL && e->func == w->prod) ir_vec_push(w->arena, &w->calls, (void *)e);
 }
 
+/* The name of dimension d of f in generated names (inputs have no
+ * variables: x, y, z, w, then d4 ...). */
+static const char *dim_name(const sc_func *f, int d) {
+    static const char *const xyzw[] = { "x", "y", "z", "w", "d4", "d5", "d6", "d7" };
+    if (f->vars[d]) return f->vars[d];
+    return d < 8 ? xyzw[d] : "d";
+}
+
 /* The clipped footprint of prod in the consumer stage described by box:
  * LETs of its origin go into seq; returns the origin expressions and
  * extents.  Per dimension, the calls' spans are united when they share
@@ -547,7 +555,7 @@ static bool footprint(ctx *c, const sc_func *prod, const tile_box *box, kstmt *s
         ext[d] = e;
         sc_expr *lo = s.sym ? mk_bin(c, SC_ADD, s.sym, mk_int(c, s.lo)) : mk_int(c, s.lo);
         lo = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, lo, mk_int(c, rmax - e + 1)), mk_int(c, rmin));
-        mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, prod->vars[d]), lo);
+        mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
     }
     return true;
 }
@@ -585,6 +593,167 @@ static tile_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const
 }
 
 static void emit_thread_child(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq);
+static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr **mins, const int64_t *ext);
+
+/* ---- register staging (Anderson et al. 2021 §6.7) ---- */
+
+/* The producers a stage reads from global memory, each with its distinct
+ * call expressions. */
+typedef struct {
+    int n;
+    const sc_func *func[LOWER_MAX_STAGED];
+    int calls[LOWER_MAX_STAGED];
+    ir_vec seen;                  /* distinct calls */
+    const sc_func *consumer;
+    ctx *c;
+} stage_reads;
+
+static void note_read(const sc_expr *e, void *user) {
+    stage_reads *r = user;
+    ctx *c = r->c;
+    if (e->kind != E_CALL || e->func == r->consumer || !c->global[e->func->id]) return;
+    const lower_alloc *here = c->k->storage[e->func->id];
+    if (here && here != c->global[e->func->id]) return;      /* fused here: not global */
+    for (int i = 0; i < r->seen.n; i++)
+        if (ir_expr_equal(r->seen.items[i], e)) return;
+    ir_vec_push(c->arena, &r->seen, (void *)e);
+    for (int i = 0; i < r->n; i++)
+        if (r->func[i] == e->func) { r->calls[i]++; return; }
+    if (r->n < LOWER_MAX_STAGED) {
+        r->func[r->n] = e->func;
+        r->calls[r->n++] = 1;
+    }
+}
+
+/* Copies e with the calls of from[i] made calls of to[i]. */
+static sc_expr *retarget(ctx *c, sc_expr *e, int n, const sc_func *const *from, sc_func *const *to) {
+    sc_expr *r = e;
+    for (int i = 0; i < e->nargs; i++) {
+        sc_expr *a = retarget(c, e->args[i], n, from, to);
+        if (a != e->args[i]) {
+            if (r == e) {
+                r = copy_node(c, e);
+            }
+            r->args[i] = a;
+        }
+    }
+    if (r->kind == E_CALL)
+        for (int i = 0; i < n; i++)
+            if (r->func == from[i]) {
+                if (r == e) {
+                    r = copy_node(c, e);
+                }
+                r->func = to[i];
+                break;
+            }
+    return r;
+}
+
+/* Whether a footprint symbol is an affine form of the tile's variables
+ * (no min, max, division): then a call's offset from the footprint's
+ * origin is a constant once the tile's loops are unrolled, and the staged
+ * array can live in registers. */
+static bool affine_sym(const sc_expr *e) {
+    if (e->kind == E_VAR || e->kind == E_CONST) return true;
+    if (e->kind != E_BINARY || (e->op != SC_ADD && e->op != SC_SUB && e->op != SC_MUL)) return false;
+    return affine_sym(e->args[0]) && affine_sym(e->args[1]);
+}
+
+/* The footprint of prod's calls in stage st of f over box, per dimension
+ * one symbol shared by every call + [lo, hi], when every coordinate is
+ * affine (see affine_sym).  Not clipped into prod's region: loads clamp. */
+static bool affine_footprint(ctx *c, const sc_func *prod, const tile_box *box, span *dims) {
+    fp_walk w = { prod, c->arena, {0} };
+    int fid = box->f->id, st = box->stage;
+    ir_visit(c->val[fid][st], fp_call, &w);
+    for (int d = 0; d < box->f->stages[st].nargs; d++) ir_visit(c->lhs[fid][st][d], fp_call, &w);
+    if (!w.calls.n) return false;
+    for (int d = 0; d < prod->ndims; d++)
+        for (int i = 0; i < w.calls.n; i++) {
+            const sc_expr *call = w.calls.items[i];
+            span sp = fp_arg(c, call->args[d], box);
+            if (!sp.ok || (sp.sym && !affine_sym(sp.sym)) || (i > 0 && !sym_equal(dims[d].sym, sp.sym)))
+                return false;
+            if (i == 0) dims[d] = sp;
+            if (sp.lo < dims[d].lo) dims[d].lo = sp.lo;
+            if (sp.hi > dims[d].hi) dims[d].hi = sp.hi;
+        }
+    return true;
+}
+
+/* Stages, for one thread's tile (box) of stage st of f, every producer
+ * read from global memory whose footprint over the tile is affine (see
+ * affine_footprint), holds at most LOWER_STAGE_ELEMS points and is smaller
+ * than the loads it replaces (`loads` per distinct call: the tile's points
+ * times reduction points): a MEM_LOCAL copy loaded by unrolled loops in
+ * seq (at coordinates clamped into the producer's buffer), read by the
+ * stage through a stand-in Func (id p->funcs.n and up, see lower.h).
+ * Returns how many were staged (from[i] -> to[i]). */
+static int stage_producers(ctx *c, const sc_func *f, int st, const tile_box *box, int64_t loads,
+                           kstmt *seq, const sc_func **from, sc_func **to) {
+    stage_reads r;
+    memset(&r, 0, sizeof r);
+    r.consumer = f;
+    r.c = c;
+    ir_visit(c->val[f->id][st], note_read, &r);
+    for (int d = 0; d < f->stages[st].nargs; d++) ir_visit(c->lhs[f->id][st][d], note_read, &r);
+    int n = 0;
+    lower_kernel *k = c->k;
+    for (int i = 0; i < r.n && k->nstaged < LOWER_MAX_STAGED; i++) {
+        const sc_func *prod = r.func[i];
+        sc_expr *mins[SC_MAX_DIMS];
+        int64_t ext[SC_MAX_DIMS], elems = 1;
+        span dims[SC_MAX_DIMS];
+        if (!affine_footprint(c, prod, box, dims)) continue;
+        for (int d = 0; d < prod->ndims; d++) {
+            ext[d] = dims[d].hi - dims[d].lo + 1;
+            elems *= ext[d];
+        }
+        if (elems > LOWER_STAGE_ELEMS || elems >= r.calls[i] * loads) continue;
+        for (int d = 0; d < prod->ndims; d++) {
+            sc_expr *lo = dims[d].sym ? mk_bin(c, SC_ADD, dims[d].sym, mk_int(c, dims[d].lo)) : mk_int(c, dims[d].lo);
+            mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
+        }
+        sc_func *copy = ir_alloc(c->arena, sizeof *copy);
+        *copy = *prod;
+        copy->id = c->p->funcs.n + k->nstaged++;
+        lower_alloc *a = new_alloc(c, copy, MEM_LOCAL, mins, ext);
+        copy->name = a->name;                    /* "blur_r", as printed */
+        k->storage[copy->id] = a;
+        k->staged_elems += elems;
+        kstmt *al = stmt(c, KS_ALLOC);
+        al->alloc = a;
+        seq_add(c, seq, al);
+        kstmt *store = stmt(c, KS_STORE);
+        store->alloc = a;
+        sc_expr *call = node(c, E_CALL, prod->type, prod->ndims);
+        call->func = (sc_func *)prod;
+        const char *var[SC_MAX_DIMS];
+        const lower_alloc *g = c->global[prod->id];
+        for (int d = 0; d < prod->ndims; d++) {
+            var[d] = fresh(c, "%s_%s_l", prod->name, dim_name(prod, d));
+            store->coords[d] = mk_var(c, var[d]);
+            /* points past the buffer (never used) load its edge */
+            int64_t gmin = g->min[d]->c.i, gmax = gmin + g->extent[d] - 1;
+            call->args[d] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, store->coords[d], mk_int(c, gmax)), mk_int(c, gmin));
+        }
+        store->value = call;
+        kstmt *body = store;
+        for (int d = 0; d < prod->ndims; d++) {
+            kstmt *loop = stmt(c, KS_FOR);
+            loop->var = var[d];
+            loop->min = mins[d];
+            loop->extent = ext[d];
+            loop->unroll = true;
+            loop->body = body;
+            body = loop;
+        }
+        seq_add(c, seq, body);
+        from[n] = prod;
+        to[n++] = copy;
+    }
+    return n;
+}
 
 /* Computes stage st of f over the box base[k] + [0, n[k]) of its pure
  * loops (skipping points at or past limit[k] where limit[k] is set), into
@@ -618,10 +787,23 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
             m.rvals[d] = mk_var(c, rvar[d]);
         }
     }
+    /* Register staging needs every loop over the staged copies unrolled
+     * (constant indices keep them in registers) and reuse to gain from. */
+    int64_t loads = total;
+    bool unrolled = total < 16;
+    if (stg->rdom)
+        for (int d = 0; d < stg->rdom->ndims; d++) {
+            unrolled &= stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            loads *= stg->rdom->extent[d];
+        }
+    const sc_func *from[LOWER_MAX_STAGED];
+    sc_func *to[LOWER_MAX_STAGED];
+    int nstaged = total > 1 && unrolled ? stage_producers(c, f, st, &box, loads, seq, from, to) : 0;
     kstmt *store = stmt(c, KS_STORE);
     store->alloc = dst;
-    for (int d = 0; d < f->ndims; d++) store->coords[d] = subst(c, c->lhs[f->id][st][d], &m);
-    store->value = subst(c, c->val[f->id][st], &m);
+    for (int d = 0; d < f->ndims; d++)
+        store->coords[d] = retarget(c, subst(c, c->lhs[f->id][st][d], &m), nstaged, from, to);
+    store->value = retarget(c, subst(c, c->val[f->id][st], &m), nstaged, from, to);
     kstmt *body = store;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
@@ -793,7 +975,8 @@ static void arg_stmt(const kstmt *s, arg_walk *w) {
 /* The global buffers and parameters a kernel uses, in id order. */
 static void collect_args(ctx *c, lower_kernel *k) {
     const sc_pipeline *p = c->p;
-    arg_walk w = { c, ir_alloc(c->arena, (size_t)p->funcs.n + 1), ir_alloc(c->arena, (size_t)p->params.n + 1) };
+    arg_walk w = { c, ir_alloc(c->arena, (size_t)(p->funcs.n + LOWER_MAX_STAGED) + 1),
+                   ir_alloc(c->arena, (size_t)p->params.n + 1) };
     arg_stmt(k->block_setup, &w);
     for (int i = 0; i < k->nphases; i++) arg_stmt(k->phases[i], &w);
     for (int i = 0; i < k->nshared; i++)
@@ -858,7 +1041,9 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     k->nblocks = nblocks;
     k->nthreads = (int)nthreads;
     k->block_setup = stmt(c, KS_SEQ);
-    k->storage = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)p->funcs.n);
+    k->storage = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)(p->funcs.n + LOWER_MAX_STAGED));
+    k->root = r;
+    k->stage = st;
     k->storage[r->id] = c->global[r->id];
     char comment[1024];
     snprintf(comment, sizeof comment, "%s stage %d: root", r->name, st);

@@ -27,6 +27,13 @@
  *    kernel->storage[func id]; element (c0, c1, ...) of an allocation is at
  *    flat index sum_d (c_d - min_d) * stride_d.  There are no E_RVAR nodes
  *    and no calls of inline Funcs left.
+ *  - Register staging (Anderson et al. 2021 §6.7): where a thread's
+ *    unrolled serial tile reads a global producer at overlapping points
+ *    (a stencil), the points are first loaded into a MEM_LOCAL array, and
+ *    the stage reads that instead.  The array belongs to a stand-in
+ *    sc_func made by lowering: a copy of the producer with id
+ *    p->funcs.n + i (i < LOWER_MAX_STAGED), so E_CALLs of the copy read
+ *    storage[that id]; the load loops call the producer itself.
  *  - E_PARAM is a scalar kernel argument.
  *  - Integer division and modulo keep the pipeline's semantics (Euclidean;
  *    x / 0 = 0): generated code uses helper functions for them, and for
@@ -41,6 +48,11 @@
 #include "sched.h"
 
 typedef enum { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } lower_mem;
+
+/* Register staging limits: staged copies per kernel, and elements per
+ * staged copy. */
+#define LOWER_MAX_STAGED 32
+#define LOWER_STAGE_ELEMS 32
 
 typedef struct {
     const sc_func *func;
@@ -92,7 +104,12 @@ typedef struct {
     lower_alloc **args;
     int nparams;                  /* then scalar parameters */
     sc_param **params;
-    lower_alloc **storage;        /* [func id] -> storage in this kernel, or NULL */
+    lower_alloc **storage;        /* [func id] -> storage in this kernel, or NULL;
+                                     ids from p->funcs.n up are staged copies */
+    const sc_func *root;          /* the root Func and stage it computes */
+    int stage;
+    int nstaged;                  /* staged copies (register staging) */
+    int64_t staged_elems;         /* their elements, summed */
     const char *comment;          /* the schedule of the Func, one line */
 } lower_kernel;
 

@@ -458,30 +458,32 @@ static int check_threads(check_ctx *c, bool warp_multiple) {
 /* Shared memory and estimated registers per kernel, from the footprints
  * lowering allocates.  Registers per thread are estimated as 16 (indices,
  * addresses) + one 32-bit register per element of every thread-level Func
- * of the kernel (smaller types take a whole register too) + one per point
- * of the root stage's serial tile. */
+ * and every register-staged copy of the kernel (smaller types take a whole
+ * register too) + one per point of the root stage's serial tile. */
 static int check_memory(check_ctx *c) {
     const sc_pipeline *p = c->p;
     const target *t = c->t;
     int n = p->funcs.n;
-    bool any_fused = false;
-    for (int i = 0; i < n; i++) any_fused |= c->root[i] >= 0;
     int64_t *count = calloc((size_t)n + 1, sizeof(int64_t));
     int64_t *smem = calloc((size_t)c->kbase[p->funcs.n] + 1, sizeof(int64_t));
     int64_t *words = calloc((size_t)c->kbase[p->funcs.n] + 1, sizeof(int64_t));
     if (!count || !smem || !words) abort();
     int rc = 0;
-    if (any_fused) {
+    {
         /* One lowering, in a scratch arena, gives every footprint
-         * (lower_footprint_extents would lower once per fused Func). */
+         * (lower_footprint_extents would lower once per fused Func) and
+         * the register-staged points of each kernel. */
         ir_arena *scratch = ir_arena_new();
         char msg[512] = "";
         lower_program *prog = lower_schedule(scratch, (sc_pipeline *)p, c->b, c->s, msg, sizeof msg);
-        for (int k = 0; prog && k < prog->nkernels; k++)
+        for (int k = 0; prog && k < prog->nkernels; k++) {
+            const lower_kernel *kn = prog->kernels[k];
+            words[c->kbase[kn->root->id] + kn->stage] += kn->staged_elems;
             for (int i = 0; i < n; i++) {
                 const lower_alloc *a = prog->kernels[k]->storage[i];
                 if (a && a->mem != MEM_GLOBAL && c->root[i] >= 0) count[i] = a->count;
             }
+        }
         ir_arena_free(scratch);
         if (!prog) {
             rc = fail(c, "%s", msg);
@@ -519,7 +521,7 @@ static int check_memory(check_ctx *c) {
             for (int k = 0; k < sf->tile[st].npure; k++) serial = sat_mul(serial, sf->tile[st].serial[k]);
             int64_t regs = 16 + words[kk] + serial;
             if (regs > t->registers_per_thread)
-                rc = fail(c, "%s: an estimated %lld registers per thread (16 + %lld for thread-level Funcs + "
+                rc = fail(c, "%s: an estimated %lld registers per thread (16 + %lld for thread-level and staged points + "
                           "%lld serial points), over the target's %d (%s)", nm, (long long)regs,
                           (long long)words[kk], (long long)serial, t->registers_per_thread, t->name);
         }
