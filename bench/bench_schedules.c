@@ -331,6 +331,9 @@ int main(int argc, char **argv) {
         app_free(&ac);
     }
     apps_free_names(names, napps);
-    printf("\nwall time: %.0f s\n", now_s() - t_all);
+    /* again at the end: how steady the device was over the run */
+    bw = copy_bandwidth(&d, &t, timeout_ms, &co);
+    if (bw > 0) printf("\ncopy kernel again: %.3f ms = %.2f GB/s\n", co.ms, bw);
+    printf("wall time: %.0f s\n", now_s() - t_all);
     return 0;
 }
