@@ -300,9 +300,6 @@ int space_children(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
     return n;
 }
 
-/* A 1-D tiling: `threads` threads on the chosen loop, one point each. */
-static sched_tile one_d(const sc_func *f, int st, const bounds_result *b, int threads, int64_t threshold);
-
 int space_fits(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const space_opts *o,
                char *why, size_t whylen) {
     if (!o->t) return 0;
@@ -315,8 +312,16 @@ int space_fits(const sc_pipeline *p, const bounds_result *b, const sched_state *
     for (int i = 0; i < p->funcs.n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED || (full->f[i] && full->f[i]->loc != SCHED_UNDECIDED)) continue;
+        /* one warp of threads, one point each: within every limit, even
+         * where the Func has fewer points than a warp */
         sched_func *sf = sched_func_new(scratch, SCHED_ROOT, -1, f->nstages);
-        for (int st = 0; st < f->nstages; st++) sf->tile[st] = one_d(f, st, b, o->t->warp_size, 16);
+        for (int st = 0; st < f->nstages; st++) {
+            sched_tile *tl = &sf->tile[st];
+            int64_t ext[SC_MAX_DIMS];
+            tl->npure = stage_extents(f, st, b, ext);
+            for (int k = 0; k < tl->npure; k++) tl->threads[k] = tl->serial[k] = 1;
+            if (tl->npure) tl->threads[first_large(tl->npure, ext, 16)] = o->t->warp_size;
+        }
         full->f[i] = sf;
     }
     int rc = sched_check(p, b, full, o->t, o->prune, why, whylen);
@@ -355,6 +360,7 @@ sched_state *space_random(ir_arena *a, sc_pipeline *p, const bounds_result *b,
     return NULL;
 }
 
+/* A 1-D tiling: `threads` threads on the chosen loop, one point each. */
 static sched_tile one_d(const sc_func *f, int st, const bounds_result *b, int threads, int64_t threshold) {
     sched_tile t;
     memset(&t, 0, sizeof t);

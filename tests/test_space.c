@@ -1,0 +1,133 @@
+/*
+ * test_space.c - the schedule space: every app at its paper size gets a
+ * seeded random schedule within the limits of a wide-warp GPU (a100) and
+ * of a narrow-warp device (warp 8, like PoCL's), with and without the
+ * §6.6 pruning; the walk is deterministic per seed; space_fits rejects a
+ * partial state over a limit and accepts the same state within it; the
+ * fixed strategies pass sched_check.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apps.h"
+#include "check.h"
+#include "space.h"
+
+static target a100(void) {
+    target t;
+    char err[512];
+    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    return t;
+}
+
+static void test_every_app_gets_random_schedules(void) {
+    target wide = a100(), narrow = a100();
+    narrow.warp_size = 8;
+    snprintf(narrow.name, sizeof narrow.name, "narrow");
+    char **names, err[1024];
+    int n = apps_list("apps", &names, err, sizeof err);
+    CHECK(n >= 17);
+    for (int i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "apps/%s.pipe", names[i]);
+        sc_pipeline *p = sc_parse_file(path, NULL);
+        bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+        CHECK(b != NULL);
+        for (int k = 0; b && k < 4; k++) {
+            space_opts o = { k / 2 ? &narrow : &wide, k % 2 == 1 };
+            for (uint64_t seed = 1; seed <= 2; seed++) {
+                ir_arena *a = ir_arena_new();
+                sched_state *s = space_random(a, p, b, &o, seed, err, sizeof err);
+                if (!s) fprintf(stderr, "%s on %s (prune %d) seed %llu: %s\n", names[i], o.t->name, o.prune,
+                                (unsigned long long)seed, err);
+                CHECK(s != NULL);
+                CHECK(!s || sched_check(p, b, s, o.t, o.prune, err, sizeof err) == 0);
+                ir_arena_free(a);
+            }
+        }
+        for (int k = 0; b && k < 2; k++) {
+            ir_arena *a = ir_arena_new();
+            sched_state *s = k ? space_baseline(a, p, b, &wide) : space_root(a, p, b, &wide);
+            if (sched_check(p, b, s, &wide, false, err, sizeof err) != 0)
+                fprintf(stderr, "%s %s: %s\n", names[i], k ? "baseline" : "root", err);
+            CHECK(sched_check(p, b, s, &wide, false, err, sizeof err) == 0);
+            ir_arena_free(a);
+        }
+        if (b) bounds_free(b);
+        sc_pipeline_free(p);
+    }
+    apps_free_names(names, n);
+}
+
+static const char *BLUR =
+    "input f32 in(256, 128);\n"
+    "blur_x(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y);\n"
+    "out(x, y) = blur_x(x, y) + blur_x(x, y + 1) + blur_x(x, y + 2);\n"
+    "output out(254, 126);\n";
+
+static void test_walk_is_deterministic(void) {
+    sc_pipeline *p = sc_parse_string("blur.pipe", BLUR, strlen(BLUR), NULL);
+    bounds_result *b = bounds_infer(p);
+    target t = a100();
+    space_opts o = { &t, true };
+    char err[512];
+    ir_arena *a = ir_arena_new();
+    int differ = 0;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        char *x = sched_to_text(p, space_random(a, p, b, &o, seed, err, sizeof err));
+        char *y = sched_to_text(p, space_random(a, p, b, &o, seed, err, sizeof err));
+        char *z = sched_to_text(p, space_random(a, p, b, &o, seed + 100, err, sizeof err));
+        CHECK(!strcmp(x, y));
+        differ += strcmp(x, z) != 0;
+        free(x);
+        free(y);
+        free(z);
+    }
+    CHECK(differ > 0);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
+/* out decided (blur_x not yet): too many threads is caught before blur_x
+ * is decided; a legal out, then blur_x in registers over a serial tile
+ * too large for the register file, likewise. */
+static void test_fits_checks_partial_states(void) {
+    sc_pipeline *p = sc_parse_string("blur.pipe", BLUR, strlen(BLUR), NULL);
+    bounds_result *b = bounds_infer(p);
+    target t = a100();
+    space_opts o = { &t, false };
+    char err[512];
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_state_new(a, p);
+    int out = space_next(p, s);
+    CHECK(out >= 0 && !strcmp(((sc_func *)p->funcs.items[out])->name, "out"));
+    sched_func *sf = sched_func_new(a, SCHED_ROOT, -1, 1);
+    sf->tile[0] = (sched_tile){ .npure = 2, .threads = { 64, 32 }, .serial = { 1, 1 } };
+    s->f[out] = sf;
+    CHECK(space_fits(p, b, s, &o, err, sizeof err) != 0);
+    CHECK(strstr(err, "2048 threads per block, over the target's 1024") != NULL);
+    sf->tile[0] = (sched_tile){ .npure = 2, .threads = { 32, 4 }, .serial = { 8, 8 } };
+    CHECK(space_fits(p, b, s, &o, err, sizeof err) == 0);
+    int bx = space_next(p, s);
+    CHECK(bx >= 0 && !strcmp(((sc_func *)p->funcs.items[bx])->name, "blur_x"));
+    s->f[bx] = sched_func_new(a, SCHED_THREAD, out, 1);
+    /* 16 + 8x10 blur_x points + 64 serial points = 160: fits */
+    CHECK(space_fits(p, b, s, &o, err, sizeof err) == 0);
+    t.registers_per_thread = 159;
+    CHECK(space_fits(p, b, s, &o, err, sizeof err) != 0);
+    CHECK(strstr(err, "registers per thread") != NULL);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
+int main(void) {
+    RUN(test_every_app_gets_random_schedules);
+    RUN(test_walk_is_deterministic);
+    RUN(test_fits_checks_partial_states);
+    CHECK_EXIT();
+}
