@@ -40,6 +40,8 @@ typedef struct cg_target {
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);
     void (*phase_close)(cg_ctx *g, const lower_kernel *k, int phase);
     void (*kernel_close)(cg_ctx *g, const lower_kernel *k);
+    void (*host)(cg_ctx *g);              /* the host entry point after the
+                                             kernels (cg_host.c), or NULL */
     struct {                              /* GPU back ends: what cg_gpu_* print */
         const char *global_qual;          /* before a buffer argument: "__global " */
         const char *restrict_qual;        /* "restrict", "__restrict__" */
@@ -93,6 +95,33 @@ void cg_gpu_phase_open(cg_ctx *g, const lower_kernel *k, int phase);
 void cg_gpu_phase_close(cg_ctx *g, const lower_kernel *k, int phase);
 void cg_gpu_kernel_close(cg_ctx *g, const lower_kernel *k);
 
+/* ---- the host entry point (cg_host.c), for cg_target.host ---- */
+
+/* The i-th input (list 0) or output (list 1) of the program's pipeline. */
+const sc_func *cg_host_func(const lower_program *prog, int list, int i);
+/* The global buffer of an input or root Func, or NULL (an unread input). */
+const lower_alloc *cg_host_buffer_of(const lower_program *prog, const sc_func *f);
+/* "PIPELINE_run", and the host variable of a global buffer ("sc_NAME");
+ * each stays valid until CG_SCRATCH_N more names are made. */
+const char *cg_host_name(cg_ctx *g);
+const char *cg_host_buf(cg_ctx *g, const lower_alloc *a);
+/* The buffer's size in bytes (at least 1). */
+int64_t cg_host_bytes(const lower_alloc *a);
+/* Prints the comment (arrays, sizes, parameters, then `returns`) and the
+ * signature "QUAL int NAME_run(inputs, params, outputs)", opens the body. */
+void cg_host_open(cg_ctx *g, const char *qual, const char *returns);
+void cg_host_close(cg_ctx *g);
+/* Declares sc_p_NAME, each parameter a kernel reads in its kernel ABI
+ * type, and marks the unread parameters and inputs (void). */
+void cg_host_params(cg_ctx *g);
+/* A kernel's arguments in ABI order, each after `prefix`. */
+void cg_host_args(cg_ctx *g, const lower_kernel *k, const char *prefix);
+/* Whether output f's buffer is exactly [0, extent) (no copy needed in C). */
+bool cg_host_output_is_region(const sc_func *f, const lower_alloc *a);
+/* Copies output f from buffer a into the user's array, with `copy`, a
+ * statement format taking destination, source and byte count (%s each). */
+void cg_host_copy_out(cg_ctx *g, const sc_func *f, const lower_alloc *a, const char *copy);
+
 /* Shared arrays of at most this many bytes live on the stack in C. */
 #define CG_C_STACK_BYTES 65536
 
@@ -120,6 +149,8 @@ typedef struct {
 
 typedef struct { const char *name; int64_t lo, hi; } cg_var;
 
+enum { CG_SCRATCH_N = 4, CG_SCRATCH = 320 };
+
 struct cg_ctx {
     const cg_target *t;
     const lower_program *prog;
@@ -142,11 +173,15 @@ struct cg_ctx {
     const void **printed;             /* allocations and parameters printed */
     int nprinted, capprinted;
     bool printed_bid, printed_tid;
+    char scratch[CG_SCRATCH_N][CG_SCRATCH];   /* names made by cg_host_* */
+    int nscratch;
 };
 
 void *cg_grow(void *p, size_t n);          /* realloc, aborting when out of memory */
 _Noreturn void cg_bug(const char *what, const char *name);
 void cg_put_indent(cg_ctx *g);
+/* The next of CG_SCRATCH_N rotating buffers of CG_SCRATCH bytes. */
+char *cg_scratch(cg_ctx *g);
 void cg_mark(cg_ctx *g, const void *alloc_or_param);
 /* codegen.c: the helper functions used so far. */
 void cg_helpers(cg_ctx *g);

@@ -12,12 +12,13 @@
  * does not contract in ISO mode; clang does unless told), never -ffast-math.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include "cg_backend.h"
 
 static void c_prologue(cg_ctx *g)
 {
     cg_printf(g, "/* Build: cc -std=c11 -O2 -fopenmp -ffp-contract=off -shared -fPIC (no fast-math). */\n"
-                 "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+                 "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
                  "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n");
     cg_math_prologue(g, "static inline");
 }
@@ -116,6 +117,66 @@ static void c_kernel_close(cg_ctx *g, const lower_kernel *k)
     cg_line(g, "}");
 }
 
+/* The host entry point (cg_host.c): inputs are read in place, an output
+ * whose buffer is exactly its [0, extent) is written in place, the other
+ * root Funcs get malloc'd buffers. */
+static void c_host(cg_ctx *g)
+{
+    const lower_program *prog = g->prog;
+    cg_host_open(g, "", "Returns 0, or -1 if a buffer could not be allocated.");
+    bool any_malloc = false;
+    bool *own = cg_grow(NULL, sizeof(bool) * ((size_t)prog->nbuffers + 1));
+    for (int i = 0; i < prog->nbuffers; i++) {
+        const lower_alloc *a = prog->buffers[i];
+        const sc_func *f = a->func;
+        own[i] = !(f->kind == FUNC_INPUT || (f->is_output && cg_host_output_is_region(f, a)));
+        any_malloc |= own[i];
+        if (own[i])
+            cg_line(g, "void *%s = NULL;", cg_host_buf(g, a));
+        else
+            cg_line(g, "void *%s = (void *)%s;", cg_host_buf(g, a), cg_name(g, f->name));
+    }
+    cg_host_params(g);
+    if (any_malloc)
+        cg_line(g, "int sc_rc = -1;");
+    for (int i = 0; i < prog->nbuffers; i++)
+        if (own[i])
+            cg_line(g, "if (!(%s = malloc(%" PRId64 "))) goto sc_done;",
+                    cg_host_buf(g, prog->buffers[i]), cg_host_bytes(prog->buffers[i]));
+    for (int i = 0; i < prog->nkernels; i++) {
+        const lower_kernel *k = prog->kernels[i];
+        if (k->nargs + k->nparams == 0) {
+            cg_line(g, "%s(%" PRId64 ", %d, NULL);", cg_name(g, k->name), k->nblocks, k->nthreads);
+            continue;
+        }
+        cg_line(g, "{");
+        cg_put_indent(g);
+        cg_printf(g, "    void *sc_a[] = { ");
+        cg_host_args(g, k, "(void *)&");
+        cg_printf(g, " };\n");
+        cg_line(g, "    %s(%" PRId64 ", %d, sc_a);", cg_name(g, k->name), k->nblocks, k->nthreads);
+        cg_line(g, "}");
+    }
+    for (int i = 0; i < prog->p->outputs.n; i++) {
+        const sc_func *f = cg_host_func(prog, 1, i);
+        const lower_alloc *a = cg_host_buffer_of(prog, f);
+        if (!cg_host_output_is_region(f, a))
+            cg_host_copy_out(g, f, a, "memcpy(%s, %s, %s);");
+    }
+    if (any_malloc) {
+        cg_line(g, "sc_rc = 0;");
+        cg_printf(g, "sc_done:\n");
+        for (int i = 0; i < prog->nbuffers; i++)
+            if (own[i])
+                cg_line(g, "free(%s);", cg_host_buf(g, prog->buffers[i]));
+        cg_line(g, "return sc_rc;");
+    } else {
+        cg_line(g, "return 0;");
+    }
+    free(own);
+    cg_host_close(g);
+}
+
 const cg_target cg_target_c = {
     .name = "C",
     .type = { [SC_BOOL] = "int", [SC_U8] = "uint8_t", [SC_U16] = "uint16_t",
@@ -137,4 +198,5 @@ const cg_target cg_target_c = {
     .phase_open = c_phase_open,
     .phase_close = c_phase_close,
     .kernel_close = c_kernel_close,
+    .host = c_host,
 };

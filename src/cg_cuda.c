@@ -11,6 +11,9 @@
  * --ftz=true; -arch=sm_XX as the runtime chooses.  Static shared memory is
  * limited to 48 KiB per block.
  */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "cg_backend.h"
 
 static void cu_prologue(cg_ctx *g)
@@ -36,6 +39,55 @@ static void cu_kernel_open(cg_ctx *g, const lower_kernel *k)
     cg_gpu_kernel_frame(g, k);
 }
 
+/* The host entry point (cg_host.c), for nvcc: NVRTC, which compiles only
+ * device code, skips it.  Every declaration comes before the first goto
+ * (C++ forbids jumping over an initialisation). */
+static void cu_host(cg_ctx *g)
+{
+    const lower_program *prog = g->prog;
+    cg_printf(g, "\n#ifndef __CUDACC_RTC__\n#include <cuda_runtime.h>\n");
+    cg_host_open(g, "extern \"C\"",
+                 "Runs on the current CUDA device, in the default stream, and returns once\n"
+                 " * the outputs are copied back: cudaSuccess (0), or the first CUDA error\n"
+                 " * (cudaGetErrorString names it).  Nothing is left allocated either way.");
+    cg_line(g, "cudaError_t sc_rc = cudaSuccess;");
+    for (int i = 0; i < prog->nbuffers; i++) {
+        const lower_alloc *a = prog->buffers[i];
+        cg_line(g, "%s *%s = NULL;", cg_type(g, cg_alloc_type(a)), cg_host_buf(g, a));
+    }
+    cg_host_params(g);
+    static const char check[] = " != cudaSuccess) goto sc_done;";
+    for (int i = 0; i < prog->nbuffers; i++) {
+        const lower_alloc *a = prog->buffers[i];
+        cg_line(g, "if ((sc_rc = cudaMalloc((void **)&%s, %" PRId64 "))%s", cg_host_buf(g, a),
+                cg_host_bytes(a), check);
+        if (a->func->kind == FUNC_INPUT)
+            cg_line(g, "if ((sc_rc = cudaMemcpy(%s, %s, %" PRId64 ", cudaMemcpyHostToDevice))%s",
+                    cg_host_buf(g, a), cg_name(g, a->func->name), cg_host_bytes(a), check);
+    }
+    for (int i = 0; i < prog->nkernels; i++) {
+        const lower_kernel *k = prog->kernels[i];
+        cg_put_indent(g);
+        cg_printf(g, "%s<<<%" PRId64 ", %d>>>(", cg_name(g, k->name), k->nblocks, k->nthreads);
+        cg_host_args(g, k, "");
+        cg_printf(g, ");\n");
+        cg_line(g, "if ((sc_rc = cudaGetLastError())%s", check);
+    }
+    cg_line(g, "if ((sc_rc = cudaDeviceSynchronize())%s", check);
+    char copy[128];
+    snprintf(copy, sizeof copy, "if ((sc_rc = cudaMemcpy(%%s, %%s, %%s, cudaMemcpyDeviceToHost))%s", check);
+    for (int i = 0; i < prog->p->outputs.n; i++) {
+        const sc_func *f = cg_host_func(prog, 1, i);
+        cg_host_copy_out(g, f, cg_host_buffer_of(prog, f), copy);
+    }
+    cg_printf(g, "sc_done:\n");
+    for (int i = 0; i < prog->nbuffers; i++)
+        cg_line(g, "cudaFree(%s);", cg_host_buf(g, prog->buffers[i]));
+    cg_line(g, "return (int)sc_rc;");
+    cg_host_close(g);
+    cg_printf(g, "#endif\n");
+}
+
 const cg_target cg_target_cuda = {
     .name = "CUDA",
     .type = { [SC_BOOL] = "int", [SC_U8] = "uint8_t", [SC_U16] = "uint16_t",
@@ -57,6 +109,7 @@ const cg_target cg_target_cuda = {
     .phase_open = cg_gpu_phase_open,
     .phase_close = cg_gpu_phase_close,
     .kernel_close = cg_gpu_kernel_close,
+    .host = cu_host,
     .gpu = { .global_qual = "", .restrict_qual = "__restrict__", .shared_qual = "__shared__",
              .index_type = "int32_t", .bid = "blockIdx.x", .tid = "threadIdx.x",
              .barrier = "__syncthreads();", .no_params = "" },

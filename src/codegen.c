@@ -75,6 +75,11 @@ void cg_line(cg_ctx *g, const char *fmt, ...)
 }
 
 void cg_indent(cg_ctx *g, int delta) { g->indent += delta; }
+
+char *cg_scratch(cg_ctx *g)
+{
+    return g->scratch[g->nscratch++ % CG_SCRATCH_N];
+}
 const char *cg_type(cg_ctx *g, sc_type t) { return g->t->type[t]; }
 sc_type cg_alloc_type(const lower_alloc *a) { return a->func->type; }
 
@@ -598,6 +603,8 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     }
     cg_printf(&g, "%.*s", (int)kernels.n, kernels.s ? kernels.s : "");
     free(kernels.s);
+    if (g.t->host)
+        g.t->host(&g);
     for (int i = 0; i < g.nnames; i++)
         free(g.names[i]);
     free(g.names);

@@ -14,6 +14,11 @@
 typedef enum { CG_C, CG_OPENCL, CG_CUDA } cg_backend;
 
 char *cg_generate(const lower_program *prog, cg_backend backend);
+/* A C header declaring the host entry point that cg_generate writes for
+ * the C and CUDA back ends (cg_host.c):
+ *     int PIPELINE_run(const T *input..., T param..., T *output...);
+ * malloc'd, or NULL. */
+char *cg_generate_header(const lower_program *prog);
 /* The compiler options the generated code needs to compute what the
  * reference evaluator computes: no contraction of a * b + c into fused
  * multiply-adds, correctly rounded division and square root. */

@@ -117,8 +117,10 @@ static void print_help(const char *cmd) {
                "  --halide       also print the equivalent Halide schedule\n");
     if (!strcmp(cmd, "compile"))
         printf("Generates code for a schedule into DIR (PIPELINE.cu, .cl or .c, and the\n"
-               "schedule).  For cuda, also compiles it with NVRTC and prints registers and\n"
-               "spills per kernel (--arch sm_80 by default).\n"
+               "schedule).  CUDA and C code end with a host entry point, PIPELINE_run(inputs,\n"
+               "params, outputs) on arrays in host memory, declared in PIPELINE.h.  For cuda,\n"
+               "also compiles it with NVRTC and prints registers and spills per kernel\n"
+               "(--arch sm_80 by default).\n"
                "  --dump=kernels   also print the kernel IR\n");
     if (!strcmp(cmd, "bench"))
         printf("Times a schedule on a device as Sioutas et al. 2020 s5 do: --warmup N\n"
@@ -527,6 +529,14 @@ static int cmd_compile(const options *o) {
     snprintf(path, sizeof path, "%s/%s.%s", o->outdir, d.p->name, ext);
     if (rc == EXIT_OK && write_file(path, src) != 0) rc = EXIT_INPUT;
     if (rc == EXIT_OK) printf("wrote %s (%d kernel%s)\n", path, d.prog->nkernels, d.prog->nkernels == 1 ? "" : "s");
+    if (rc == EXIT_OK && be != CG_OPENCL) {
+        /* the host entry point's declaration, for C and C++ callers */
+        char *h = cg_generate_header(d.prog);
+        snprintf(path, sizeof path, "%s/%s.h", o->outdir, d.p->name);
+        if (write_file(path, h) != 0) rc = EXIT_INPUT;
+        else printf("wrote %s (entry point %s_run)\n", path, d.p->name);
+        free(h);
+    }
     char *text = sched_to_text(d.p, d.s);
     snprintf(path, sizeof path, "%s/%s.sched", o->outdir, d.p->name);
     if (rc == EXIT_OK && write_file(path, text) != 0) rc = EXIT_INPUT;

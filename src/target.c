@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "rt.h"
 #include "target.h"
 
@@ -287,18 +288,44 @@ static void list_targets(const char *dir, char *buf, size_t len) {
     }
 }
 
+/* Where the shipped targets are when the caller names no folder:
+ * $STAGECRAFT_TARGETS, else ./targets if it exists, else the targets/
+ * folder beside the folder of the running program (build/stagecraft ->
+ * targets/), so that the command works from any directory. */
+static const char *default_dir(char *buf, size_t len) {
+    const char *env = getenv("STAGECRAFT_TARGETS");
+    if (env && *env) return env;
+    DIR *here = opendir("targets");
+    if (here) { closedir(here); return "targets"; }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return "targets";
+    exe[n] = 0;
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash) return "targets";
+        *slash = 0;
+    }
+    snprintf(buf, len, "%s/targets", exe);
+    DIR *there = opendir(buf);
+    if (!there) return "targets";
+    closedir(there);
+    return buf;
+}
+
 int target_by_name(const char *name, const char *dir, target *t, char *err, size_t errlen) {
     if (!name || !*name) {
         snprintf(err, errlen, "expected a target name");
         return -1;
     }
     if (!strcmp(name, "host-opencl")) return host_opencl(t, err, errlen);
-    if (!dir) dir = "targets";
+    char dirbuf[PATH_MAX + 16];
+    if (!dir) dir = default_dir(dirbuf, sizeof dirbuf);
     if (!is_word(name) || name[0] == '.') {
         snprintf(err, errlen, "invalid target name '%s' (expected letters, digits, '_', '-' or '.')", name);
         return -1;
     }
-    char path[4096];
+    char path[PATH_MAX + 512];
     snprintf(path, sizeof path, "%s/%s.target", dir, name);
     FILE *f = fopen(path, "r");
     if (!f) {

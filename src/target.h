@@ -29,7 +29,8 @@ typedef struct {
 
 /* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */
 int target_load(const char *path, target *t, char *err, size_t errlen);
-/* By name: targets/NAME.target under dir (NULL = "targets"), or
+/* By name: targets/NAME.target under dir (NULL: $STAGECRAFT_TARGETS,
+ * else ./targets, else the targets/ folder beside the program's folder), or
  * "host-opencl" from the OpenCL device.  0, or -1 with err. */
 int target_by_name(const char *name, const char *dir, target *t, char *err, size_t errlen);
 /* Writes the target in file form. */

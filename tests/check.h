@@ -7,10 +7,12 @@
  */
 #ifndef SC_CHECK_H
 #define SC_CHECK_H
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int check_fail_ = 0;
+static int check_fail_ __attribute__((unused)) = 0;
 static int check_total_fail_ = 0;
 
 #define CHECK(cond) do { if (!(cond)) { \
@@ -22,4 +24,19 @@ static int check_total_fail_ = 0;
     check_total_fail_ += check_fail_; } while (0)
 
 #define CHECK_EXIT() return check_total_fail_ ? 1 : 0
+
+/* One case whose name is formatted at run time (a case per app and seed):
+ * prints "PASS name" or "FAIL name" and counts a failure for CHECK_EXIT. */
+static inline void check_report(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void check_report(bool ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+    check_total_fail_ += !ok;
+}
 #endif

@@ -50,11 +50,35 @@ case_ compile_c 0 -o 'wrote .*unsharp\.c' -- "$sc" compile "$app" --small --sche
 ok compile_c_files "$([ -s "$tmp/c/unsharp.c" ] && [ -s "$tmp/c/unsharp.sched" ]; echo $?)"
 ok compile_c_builds "$(cc -std=c11 -fopenmp -O0 -c "$tmp/c/unsharp.c" -o "$tmp/c/u.o" 2>/dev/null; echo $?)"
 ok compile_c_schedule_comment "$(grep -q 'ratio: block of out' "$tmp/c/unsharp.c" || grep -q 'schedule unsharp' "$tmp/c/unsharp.c"; echo $?)"
+# the host entry point, called from a user's program built with cc
+ok compile_c_header "$(grep -q '^int unsharp_run(const float \*in, float \*out);' "$tmp/c/unsharp.h"; echo $?)"
+cat >"$tmp/c/main.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "unsharp.h"
+int main(void)
+{
+    enum { N = 64 * 48 * 3 };
+    float *in = malloc(sizeof(float) * N), *out = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) in[i] = 0.25f + (float)(i % 7) / 8;
+    int rc = unsharp_run(in, out);
+    double sum = 0;
+    for (int i = 0; i < N; i++) sum += out[i];
+    printf("rc %d sum %.3f\n", rc, sum);
+    return rc;
+}
+EOF
+ok compile_c_host_runs "$(cc -std=c11 -fopenmp -O1 -ffp-contract=off -I"$tmp/c" "$tmp/c/main.c" "$tmp/c/unsharp.c" \
+    -lm -o "$tmp/c/main" 2>/dev/null && "$tmp/c/main" | grep -Eq '^rc 0 sum [0-9]'; echo $?)"
 case_ compile_opencl 0 -o 'wrote .*unsharp\.cl' -- "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend opencl -o "$tmp/cl"
 ok compile_opencl_kernel "$(grep -q '__kernel' "$tmp/cl/unsharp.cl"; echo $?)"
 case_ compile_cuda 0 -o 'registers, [0-9]+ bytes spill stores' -- \
     "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend cuda -o "$tmp/cu"
 ok compile_cuda_global "$(grep -q '__global__' "$tmp/cu/unsharp.cu"; echo $?)"
+ok compile_cuda_host "$(grep -q '^extern "C" int unsharp_run(const float \*in, float \*out)' "$tmp/cu/unsharp.cu" &&
+    grep -q 'unsharp_run' "$tmp/cu/unsharp.h"; echo $?)"
+# the shipped targets are found from any directory
+case_ schedule_elsewhere 0 -o 'target a100' -- sh -c "cd '$tmp' && '$sc' schedule '$PWD/$app' --small --target a100 --strategy root"
 case_ compile_strategy 0 -- "$sc" compile "$app" --small --strategy baseline --backend c -o "$tmp/c2"
 case_ compile_no_outdir 2 -e 'compile needs --backend cuda\|opencl\|c and -o DIR' -- \
     "$sc" compile "$app" --small --schedule "$tmp/random.sched" --backend c

@@ -13,11 +13,11 @@
  * same code, and the Halide form prints.  Integer outputs must match
  * exactly, f32 outputs within 1e-4 absolute + 1e-4 relative.
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "apps.h"
+#include "check.h"
 #include <stdio.h>
 #include "exec.h"
 #include "space.h"
@@ -25,7 +25,6 @@
 static int nseeds;
 static uint64_t seeds[1000];
 static const char *only_apps, *backends = "c,opencl,cuda";
-static int npass, nfail;
 
 static void parse_seeds(void) {
     const char *e = getenv("SEEDS");
@@ -41,18 +40,6 @@ static void parse_seeds(void) {
     }
 }
 
-static void report(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void report(bool ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (ok) npass++; else nfail++;
-}
 
 typedef struct { const rt_ops *ops; rt_device *dev; } device;
 
@@ -65,7 +52,7 @@ static void run_on(const char *app, uint64_t seed, device *d, const lower_progra
     exec_session *s = exec_open_checked(d->ops, d->dev, prog, NULL, in, ref, 1e-4, 1e-4, 120000,
                                         &worst, &bad, err, sizeof err);
     if (s && bad) snprintf(err, sizeof err, "%lld points differ from the reference", (long long)bad);
-    report(s && !bad, "%s/seed%llu/%s (%d kernels, max difference %.3g)%s%s", app, (unsigned long long)seed,
+    check_report(s && !bad, "%s/seed%llu/%s (%d kernels, max difference %.3g)%s%s", app, (unsigned long long)seed,
            d->ops->name, prog->nkernels, worst, s && !bad ? "" : ": ", s && !bad ? "" : err);
     exec_close(s);
 }
@@ -78,7 +65,7 @@ static void cuda_compile(const char *app, uint64_t seed, device *d, const lower_
         snprintf(opts, sizeof opts, "%s -arch=%s", cg_required_options(CG_CUDA), archs[a]);
         rt_module *m = d->ops->compile(d->dev, src, opts, err, sizeof err);
         if (!m) {
-            report(false, "%s/seed%llu/cuda-%s: %s", app, (unsigned long long)seed, archs[a], err);
+            check_report(false, "%s/seed%llu/cuda-%s: %s", app, (unsigned long long)seed, archs[a], err);
             continue;
         }
         rt_kernel_info *info = NULL;
@@ -88,7 +75,7 @@ static void cuda_compile(const char *app, uint64_t seed, device *d, const lower_
             if (info[i].registers > maxreg) maxreg = info[i].registers;
             spills += info[i].spill_store_bytes > 0 ? info[i].spill_store_bytes : 0;
         }
-        report(n == prog->nkernels && maxreg > 0, "%s/seed%llu/cuda-%s (%d kernels, up to %d registers, %d bytes spilled)",
+        check_report(n == prog->nkernels && maxreg > 0, "%s/seed%llu/cuda-%s (%d kernels, up to %d registers, %d bytes spilled)",
                app, (unsigned long long)seed, archs[a], n, maxreg, spills);
         free(info);
         d->ops->module_free(m);
@@ -109,7 +96,7 @@ int main(void) {
     for (int i = 0; i < 2; i++) {
         if (!apps_wanted(backends, all[i]->name)) continue;
         rt_device *dv = all[i]->open(err, sizeof err);
-        if (!dv) { report(false, "open %s: %s", all[i]->name, err); continue; }
+        if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
         devs[ndev].ops = all[i];
         devs[ndev++].dev = dv;
     }
@@ -121,7 +108,7 @@ int main(void) {
     target t;
     if (target_by_name("host-opencl", NULL, &t, err, sizeof err) != 0 &&
         target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
-        report(false, "no target: %s", err);
+        check_report(false, "no target: %s", err);
         return 1;
     }
     /* Schedules must fit both the OpenCL device and a CUDA GPU (they are
@@ -134,13 +121,13 @@ int main(void) {
     }
     char **names;
     int napps = apps_list("apps", &names, err, sizeof err);
-    if (napps < 0) report(false, "%s", err);
+    if (napps < 0) check_report(false, "%s", err);
     for (int ai = 0; ai < napps; ai++) {
         const char *app = names[ai];
         if (!apps_wanted(only_apps, app)) continue;
         app_case ac;
         if (app_load("apps", app, true, 7, &ac, err, sizeof err) != 0) {
-            report(false, "%s: %s", app, err);
+            check_report(false, "%s: %s", app, err);
             continue;
         }
         sc_pipeline *p = ac.p;
@@ -152,7 +139,7 @@ int main(void) {
             sched_state *s = space_random(arena, p, b, &so, seeds[k], err, sizeof err);
             lower_program *prog = s ? lower_schedule(arena, p, b, s, err, sizeof err) : NULL;
             if (!prog) {
-                report(false, "%s/seed%llu: %s", app, (unsigned long long)seeds[k], err);
+                check_report(false, "%s/seed%llu: %s", app, (unsigned long long)seeds[k], err);
                 ir_arena_free(arena);
                 continue;
             }
@@ -163,7 +150,7 @@ int main(void) {
             lower_program *prog2 = back ? lower_schedule(arena, p, b, back, err, sizeof err) : NULL;
             char *c1 = cg_generate(prog, CG_C), *c2 = prog2 ? cg_generate(prog2, CG_C) : NULL;
             char *hal = sched_to_halide(p, s);
-            report(text2 && !strcmp(text, text2) && c2 && !strcmp(c1, c2) && hal && strlen(hal) > 0,
+            check_report(text2 && !strcmp(text, text2) && c2 && !strcmp(c1, c2) && hal && strlen(hal) > 0,
                    "%s/seed%llu/text (schedule prints, parses back, gives the same code; Halide form prints)",
                    app, (unsigned long long)seeds[k]);
             free(text); free(text2); free(c1); free(c2); free(hal);
@@ -177,5 +164,5 @@ int main(void) {
     apps_free_names(names, napps);
     for (int d = 0; d < ndev; d++) devs[d].ops->close(devs[d].dev);
     if (cuda.dev) cuda.ops->close(cuda.dev);
-    return nfail ? 1 : 0;
+    CHECK_EXIT();
 }
