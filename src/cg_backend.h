@@ -97,6 +97,10 @@ void cg_gpu_kernel_close(cg_ctx *g, const lower_kernel *k);
 
 /* ---- the host entry point (cg_host.c), for cg_target.host ---- */
 
+/* Whether the program's buffers cover every output and kernel argument
+ * (programs made by lower_schedule do; hand-made ones in tests may not):
+ * only then is there a host entry point. */
+bool cg_host_possible(const lower_program *prog);
 /* The i-th input (list 0) or output (list 1) of the program's pipeline. */
 const sc_func *cg_host_func(const lower_program *prog, int list, int i);
 /* The global buffer of an input or root Func, or NULL (an unread input). */

@@ -34,6 +34,24 @@ const lower_alloc *cg_host_buffer_of(const lower_program *prog, const sc_func *f
     return NULL;
 }
 
+bool cg_host_possible(const lower_program *prog)
+{
+    if (!prog->p)
+        return false;
+    for (int i = 0; i < prog->p->outputs.n; i++)
+        if (!cg_host_buffer_of(prog, cg_host_func(prog, 1, i)))
+            return false;
+    for (int i = 0; i < prog->nkernels; i++)
+        for (int j = 0; j < prog->kernels[i]->nargs; j++) {
+            bool found = false;
+            for (int b = 0; b < prog->nbuffers && !found; b++)
+                found = prog->buffers[b] == prog->kernels[i]->args[j];
+            if (!found)
+                return false;
+        }
+    return true;
+}
+
 const char *cg_host_name(cg_ctx *g)
 {
     char *name = cg_scratch(g);
@@ -206,7 +224,7 @@ void cg_host_copy_out(cg_ctx *g, const sc_func *f, const lower_alloc *a, const c
 
 char *cg_generate_header(const lower_program *prog)
 {
-    if (!prog || !prog->p)
+    if (!prog || !cg_host_possible(prog))
         return NULL;
     cg_ctx g;
     cg_buf out = {0};

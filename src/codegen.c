@@ -603,7 +603,7 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     }
     cg_printf(&g, "%.*s", (int)kernels.n, kernels.s ? kernels.s : "");
     free(kernels.s);
-    if (g.t->host)
+    if (g.t->host && cg_host_possible(prog))
         g.t->host(&g);
     for (int i = 0; i < g.nnames; i++)
         free(g.names[i]);

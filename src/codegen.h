@@ -17,7 +17,8 @@ char *cg_generate(const lower_program *prog, cg_backend backend);
 /* A C header declaring the host entry point that cg_generate writes for
  * the C and CUDA back ends (cg_host.c):
  *     int PIPELINE_run(const T *input..., T param..., T *output...);
- * malloc'd, or NULL. */
+ * malloc'd; NULL where the program has no entry point (a hand-made program
+ * whose buffers do not cover its outputs and kernel arguments). */
 char *cg_generate_header(const lower_program *prog);
 /* The compiler options the generated code needs to compute what the
  * reference evaluator computes: no contraction of a * b + c into fused

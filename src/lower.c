@@ -168,7 +168,7 @@ static sc_expr *copy_node(ctx *c, const sc_expr *e) {
     sc_expr **args = r->args;
     *r = *e;
     r->args = args;
-    memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
+    if (e->nargs) memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
     return r;
 }
 

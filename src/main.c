@@ -533,7 +533,8 @@ static int cmd_compile(const options *o) {
         /* the host entry point's declaration, for C and C++ callers */
         char *h = cg_generate_header(d.prog);
         snprintf(path, sizeof path, "%s/%s.h", o->outdir, d.p->name);
-        if (write_file(path, h) != 0) rc = EXIT_INPUT;
+        if (!h) fprintf(stderr, "stagecraft: internal error: the program has no host entry point\n");
+        if (!h || write_file(path, h) != 0) rc = EXIT_INPUT;
         else printf("wrote %s (entry point %s_run)\n", path, d.p->name);
         free(h);
     }
