@@ -3,10 +3,20 @@
  * (DESIGN.md, "Targets and devices": the first CUDA GPU, else the first
  * OpenCL device, else the C compiler).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rt.h"
+
+void rt_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
 
 const rt_ops *rt_ops_by_name(const char *name)
 {

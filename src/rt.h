@@ -115,6 +115,10 @@ typedef struct {
  * a usable OpenCL device. */
 int rt_opencl_query(rt_device *d, rt_device_limits *out);
 
+/* For the back ends: formats a message into err (nothing if err is NULL
+ * or errlen 0). */
+void rt_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* By name: "c", "opencl", "cuda"; NULL if unknown. */
 const rt_ops *rt_ops_by_name(const char *name);
 

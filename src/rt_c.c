@@ -83,15 +83,6 @@ struct rt_buf {
 };
 
 /* Formats a message into err (which may be NULL). */
-static void c_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static double c_now(void)
 {
     struct timespec ts;
@@ -188,7 +179,7 @@ static void *c_worker(void *arg)
 static rt_device *c_open(char *err, size_t errlen)
 {
     rt_device *d = calloc(1, sizeof *d);
-    if (!d) { c_err(err, errlen, "out of memory"); return NULL; }
+    if (!d) { rt_error(err, errlen, "out of memory"); return NULL; }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -206,7 +197,7 @@ static rt_device *c_open(char *err, size_t errlen)
     int rc = pthread_create(&d->worker, &ta, c_worker, d);
     pthread_attr_destroy(&ta);
     if (rc != 0) {
-        c_err(err, errlen, "cannot start the C back end's worker thread: %s", strerror(rc));
+        rt_error(err, errlen, "cannot start the C back end's worker thread: %s", strerror(rc));
         pthread_mutex_destroy(&d->mu);
         pthread_cond_destroy(&d->work_cv);
         pthread_cond_destroy(&d->done_cv);
@@ -254,7 +245,7 @@ static int c_can_run(rt_device *d)
 static int c_usable_locked(rt_device *d, char *err, size_t errlen)
 {
     if (!d->broken) return 1;
-    c_err(err, errlen, "C device unusable: %s", d->broken_msg);
+    rt_error(err, errlen, "C device unusable: %s", d->broken_msg);
     return 0;
 }
 
@@ -279,7 +270,7 @@ static int c_wait_locked(rt_device *d, int limit_ms, char *err, size_t errlen)
             d->broken = 1;
             snprintf(d->broken_msg, sizeof d->broken_msg,
                      "kernel %s ran past the time limit of %d ms", name, limit_ms);
-            c_err(err, errlen, "%s", d->broken_msg);
+            rt_error(err, errlen, "%s", d->broken_msg);
             return -2;
         }
     }
@@ -316,7 +307,7 @@ static rt_module *c_compile(rt_device *d, const char *source, const char *option
                             char *log, size_t loglen)
 {
     if (log && loglen) log[0] = '\0';
-    if (!d || !source) { c_err(log, loglen, "no device or no source"); return NULL; }
+    if (!d || !source) { rt_error(log, loglen, "no device or no source"); return NULL; }
     pthread_mutex_lock(&d->mu);
     int ok = c_usable_locked(d, log, loglen);
     pthread_mutex_unlock(&d->mu);
@@ -327,7 +318,7 @@ static rt_module *c_compile(rt_device *d, const char *source, const char *option
     char dir[256], src[300], so[300];
     snprintf(dir, sizeof dir, "%s/sc_rt_c_XXXXXX", tmp);
     if (!mkdtemp(dir)) {
-        c_err(log, loglen, "cannot make a temporary directory in %s: %s", tmp, strerror(errno));
+        rt_error(log, loglen, "cannot make a temporary directory in %s: %s", tmp, strerror(errno));
         return NULL;
     }
     snprintf(src, sizeof src, "%s/kernels.c", dir);
@@ -335,7 +326,7 @@ static rt_module *c_compile(rt_device *d, const char *source, const char *option
     rt_module *m = NULL;
     char *cmd = NULL;
     if (c_write_file(src, source) != 0) {
-        c_err(log, loglen, "cannot write %s: %s", src, strerror(errno));
+        rt_error(log, loglen, "cannot write %s: %s", src, strerror(errno));
         goto done;
     }
 
@@ -344,12 +335,12 @@ static rt_module *c_compile(rt_device *d, const char *source, const char *option
     if (!options) options = "";
     size_t cmdlen = strlen(cc) + strlen(options) + 2 * sizeof so + 128;
     cmd = malloc(cmdlen);
-    if (!cmd) { c_err(log, loglen, "out of memory"); goto done; }
+    if (!cmd) { rt_error(log, loglen, "out of memory"); goto done; }
     snprintf(cmd, cmdlen, "%s -O2 -march=native -fopenmp -shared -fPIC -std=c11 %s -o '%s' '%s' -lm 2>&1",
              cc, options, so, src);
     FILE *p = popen(cmd, "r");
     if (!p) {
-        c_err(log, loglen, "cannot run the C compiler (%s): %s", cc, strerror(errno));
+        rt_error(log, loglen, "cannot run the C compiler (%s): %s", cc, strerror(errno));
         goto done;
     }
     size_t used = 0;
@@ -373,11 +364,11 @@ static rt_module *c_compile(rt_device *d, const char *source, const char *option
     }
 
     m = calloc(1, sizeof *m);
-    if (!m) { c_err(log, loglen, "out of memory"); goto done; }
+    if (!m) { rt_error(log, loglen, "out of memory"); goto done; }
     snprintf(m->path, sizeof m->path, "%s", so);
     m->so = dlopen(so, RTLD_LOCAL | RTLD_NOW);
     if (!m->so) {
-        c_err(log, loglen, "cannot load the compiled kernels: %s", dlerror());
+        rt_error(log, loglen, "cannot load the compiled kernels: %s", dlerror());
         free(m);
         m = NULL;
         goto done;
@@ -417,7 +408,7 @@ static int c_kernel_info(rt_module *m, rt_kernel_info **info)
 /* Host memory, 64-byte aligned (a cache line, the widest vector). */
 static rt_buf *c_alloc(rt_device *d, size_t bytes, char *err, size_t errlen)
 {
-    if (!d) { c_err(err, errlen, "no device"); return NULL; }
+    if (!d) { rt_error(err, errlen, "no device"); return NULL; }
     pthread_mutex_lock(&d->mu);
     int ok = c_usable_locked(d, err, errlen);
     pthread_mutex_unlock(&d->mu);
@@ -428,7 +419,7 @@ static rt_buf *c_alloc(rt_device *d, size_t bytes, char *err, size_t errlen)
     if (b && rounded >= bytes) b->data = aligned_alloc(64, rounded ? rounded : 64);
     if (!b || !b->data) {
         free(b);
-        c_err(err, errlen, "cannot allocate %zu bytes of host memory", bytes);
+        rt_error(err, errlen, "cannot allocate %zu bytes of host memory", bytes);
         return NULL;
     }
     memset(b->data, 0, rounded ? rounded : 64);
@@ -455,9 +446,9 @@ static void c_buf_free(rt_buf *b)
  * use it), within the last limit given to finish(). */
 static int c_copy(rt_buf *b, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    if (!b) { c_err(err, errlen, "no buffer"); return -1; }
+    if (!b) { rt_error(err, errlen, "no buffer"); return -1; }
     if (bytes > b->bytes) {
-        c_err(err, errlen, "copy of %zu bytes into a buffer of %zu", bytes, b->bytes);
+        rt_error(err, errlen, "copy of %zu bytes into a buffer of %zu", bytes, b->bytes);
         return -1;
     }
     rt_device *d = b->d;
@@ -496,24 +487,24 @@ static c_kernel_fn c_lookup(rt_module *m, const char *kernel)
 static int c_launch(rt_module *m, const char *kernel, int64_t nblocks, int nthreads,
                     int nargs, const rt_arg *args, char *err, size_t errlen)
 {
-    if (!m || !kernel) { c_err(err, errlen, "no module or no kernel name"); return -1; }
+    if (!m || !kernel) { rt_error(err, errlen, "no module or no kernel name"); return -1; }
     rt_device *d = m->d;
     if (nblocks < 0 || nthreads < 1 || nargs < 0 || (nargs > 0 && !args)) {
-        c_err(err, errlen, "launch of %s over %lld blocks of %d threads with %d arguments: bad shape",
+        rt_error(err, errlen, "launch of %s over %lld blocks of %d threads with %d arguments: bad shape",
               kernel, (long long)nblocks, nthreads, nargs);
         return -1;
     }
     c_kernel_fn fn = c_lookup(m, kernel);
-    if (!fn) { c_err(err, errlen, "unknown kernel %s in this module", kernel); return -1; }
+    if (!fn) { rt_error(err, errlen, "unknown kernel %s in this module", kernel); return -1; }
     for (int i = 0; i < nargs; i++) {
         if (args[i].kind == RT_ARG_BUF && (!args[i].buf || args[i].buf->d != d)) {
-            c_err(err, errlen, "kernel %s: argument %d is not a buffer of this device", kernel, i);
+            rt_error(err, errlen, "kernel %s: argument %d is not a buffer of this device", kernel, i);
             return -1;
         }
     }
     size_t na = (size_t)nargs;
     c_job *j = calloc(1, sizeof *j + na * (sizeof(rt_buf *) + sizeof(c_slot) + sizeof(void *)));
-    if (!j) { c_err(err, errlen, "out of memory"); return -1; }
+    if (!j) { rt_error(err, errlen, "out of memory"); return -1; }
     /* Layout after the header: slots (the most aligned), then pointers. */
     j->slots = (c_slot *)(j + 1);
     j->bufs = (rt_buf **)(j->slots + na);
@@ -555,7 +546,7 @@ static int c_launch(rt_module *m, const char *kernel, int64_t nblocks, int nthre
 
 static int c_finish(rt_device *d, int timeout_ms, char *err, size_t errlen)
 {
-    if (!d) { c_err(err, errlen, "no device"); return -1; }
+    if (!d) { rt_error(err, errlen, "no device"); return -1; }
     pthread_mutex_lock(&d->mu);
     d->limit_ms = timeout_ms;
     int rc = c_wait_locked(d, timeout_ms, err, errlen);

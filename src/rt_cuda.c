@@ -142,15 +142,6 @@ struct rt_buf {
     size_t bytes;
 };
 
-static void cuda_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static const char *cuda_status(CUresult rc)
 {
     const char *s = NULL;
@@ -283,9 +274,9 @@ static int cuda_attach(rt_device *d)
 static rt_device *cuda_open(char *err, size_t errlen)
 {
     pthread_once(&cuda_once, cuda_load_once);
-    if (!nv.lib) { cuda_err(err, errlen, "%s", nv.err); return NULL; }
+    if (!nv.lib) { rt_error(err, errlen, "%s", nv.err); return NULL; }
     rt_device *d = calloc(1, sizeof *d);
-    if (!d) { cuda_err(err, errlen, "out of memory"); return NULL; }
+    if (!d) { rt_error(err, errlen, "out of memory"); return NULL; }
     d->refs = 1;
     d->can_run = cuda_attach(d) == 0;
     if (d->can_run) {
@@ -338,13 +329,13 @@ static int cuda_can_run(rt_device *d)
 /* Whether kernels can run now; makes the context current if so. */
 static int cuda_usable(rt_device *d, char *err, size_t errlen)
 {
-    if (!d) { cuda_err(err, errlen, "no device"); return 0; }
+    if (!d) { rt_error(err, errlen, "no device"); return 0; }
     if (!d->can_run) {
-        cuda_err(err, errlen, "no CUDA GPU: compile-only (%s)", d->why_not);
+        rt_error(err, errlen, "no CUDA GPU: compile-only (%s)", d->why_not);
         return 0;
     }
     if (d->broken) {
-        cuda_err(err, errlen, "CUDA device unusable: %s", d->broken_msg);
+        rt_error(err, errlen, "CUDA device unusable: %s", d->broken_msg);
         return 0;
     }
     cu.CtxSetCurrent(d->ctx);
@@ -373,14 +364,14 @@ static int cuda_wait(rt_device *d, int limit_ms, char *err, size_t errlen)
             d->broken = 1;
             snprintf(d->broken_msg, sizeof d->broken_msg, "kernel %s failed: %s", d->last_name,
                      cuda_status(rc));
-            cuda_err(err, errlen, "%s", d->broken_msg);
+            rt_error(err, errlen, "%s", d->broken_msg);
             return -1;
         }
         if (limit_ms > 0 && (cuda_now() - t0) * 1e3 > limit_ms) {
             d->broken = 1;
             snprintf(d->broken_msg, sizeof d->broken_msg,
                      "kernel %s ran past the time limit of %d ms", d->last_name, limit_ms);
-            cuda_err(err, errlen, "%s", d->broken_msg);
+            rt_error(err, errlen, "%s", d->broken_msg);
             return -2;
         }
         struct timespec ts = {0, sleep_ns};
@@ -608,7 +599,7 @@ static rt_module *cuda_compile(rt_device *d, const char *source, const char *opt
                                char *log, size_t loglen)
 {
     if (log && loglen) log[0] = '\0';
-    if (!d || !source) { cuda_err(log, loglen, "no device or no source"); return NULL; }
+    if (!d || !source) { rt_error(log, loglen, "no device or no source"); return NULL; }
     char **opts = NULL;
     int nopts = cuda_split(options, &opts);
     char arch_opt[48], *extra[3];
@@ -631,7 +622,7 @@ static rt_module *cuda_compile(rt_device *d, const char *source, const char *opt
     nvrtcProgram prog = NULL;
     char *nvlog = NULL;
     int ok = 0;
-    if (!all || !m) { cuda_err(log, loglen, "out of memory"); goto fail; }
+    if (!all || !m) { rt_error(log, loglen, "out of memory"); goto fail; }
     for (int i = 0; i < nopts; i++) all[i] = opts[i];
     for (int i = 0; i < nextra; i++) all[nopts + i] = extra[i];
     m->d = d;
@@ -645,15 +636,15 @@ static rt_module *cuda_compile(rt_device *d, const char *source, const char *opt
         rc = cuda_nvrtc(source, all, nopts + nextra - 1, &prog, &nvlog);
     }
     if (rc != NVRTC_SUCCESS_) {
-        cuda_err(log, loglen, "NVRTC failed (%s):\n%s", nv.GetErrorString(rc),
+        rt_error(log, loglen, "NVRTC failed (%s):\n%s", nv.GetErrorString(rc),
                  nvlog && *nvlog ? nvlog : "(no log)");
         goto fail;
     }
-    cuda_err(log, loglen, "%s", nvlog ? nvlog : "");
+    rt_error(log, loglen, "%s", nvlog ? nvlog : "");
     size_t n = 0;
     if (nv.GetPTXSize(prog, &n) != NVRTC_SUCCESS_ || !(m->ptx = calloc(n + 1, 1)) ||
         nv.GetPTX(prog, m->ptx) != NVRTC_SUCCESS_) {
-        cuda_err(log, loglen, "NVRTC gave no PTX");
+        rt_error(log, loglen, "NVRTC gave no PTX");
         goto fail;
     }
     if (real && nv.GetCUBINSize && nv.GetCUBINSize(prog, &n) == NVRTC_SUCCESS_ && n > 0 &&
@@ -718,10 +709,10 @@ static rt_buf *cuda_alloc(rt_device *d, size_t bytes, char *err, size_t errlen)
 {
     if (!cuda_usable(d, err, errlen)) return NULL;
     rt_buf *b = calloc(1, sizeof *b);
-    if (!b) { cuda_err(err, errlen, "out of memory"); return NULL; }
+    if (!b) { rt_error(err, errlen, "out of memory"); return NULL; }
     CUresult rc = cu.MemAlloc(&b->p, bytes ? bytes : 1);
     if (rc != CUDA_SUCCESS_) {
-        cuda_err(err, errlen, "cuMemAlloc of %zu bytes: %s", bytes, cuda_status(rc));
+        rt_error(err, errlen, "cuMemAlloc of %zu bytes: %s", bytes, cuda_status(rc));
         free(b);
         return NULL;
     }
@@ -747,9 +738,9 @@ static void cuda_buf_free(rt_buf *b)
  * limit given to finish(). */
 static int cuda_copy(rt_buf *b, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    if (!b) { cuda_err(err, errlen, "no buffer"); return -1; }
+    if (!b) { rt_error(err, errlen, "no buffer"); return -1; }
     if (bytes > b->bytes) {
-        cuda_err(err, errlen, "copy of %zu bytes into a buffer of %zu", bytes, b->bytes);
+        rt_error(err, errlen, "copy of %zu bytes into a buffer of %zu", bytes, b->bytes);
         return -1;
     }
     rt_device *d = b->d;
@@ -757,7 +748,7 @@ static int cuda_copy(rt_buf *b, void *dst, const void *src, size_t bytes, char *
     if (rc != 0 || bytes == 0) return rc;
     CUresult st = dst ? cu.MemcpyDtoH(dst, b->p, bytes) : cu.MemcpyHtoD(b->p, src, bytes);
     if (st != CUDA_SUCCESS_) {
-        cuda_err(err, errlen, "%s of %zu bytes: %s", dst ? "cuMemcpyDtoH" : "cuMemcpyHtoD", bytes,
+        rt_error(err, errlen, "%s of %zu bytes: %s", dst ? "cuMemcpyDtoH" : "cuMemcpyHtoD", bytes,
                  cuda_status(st));
         return -1;
     }
@@ -785,7 +776,7 @@ static CUfunction cuda_function(rt_module *m, const char *name, char *err, size_
         rc = cu.ModuleLoadData(&m->mod, m->cubin ? (const void *)m->cubin : (const void *)m->ptx);
         if (rc != CUDA_SUCCESS_) {
             m->mod = NULL;
-            cuda_err(err, errlen, "cannot load the module compiled for %s on this sm_%d%d GPU: %s",
+            rt_error(err, errlen, "cannot load the module compiled for %s on this sm_%d%d GPU: %s",
                      m->arch, m->d->cc_major, m->d->cc_minor, cuda_status(rc));
             return NULL;
         }
@@ -793,18 +784,18 @@ static CUfunction cuda_function(rt_module *m, const char *name, char *err, size_
     CUfunction f = NULL;
     rc = cu.ModuleGetFunction(&f, m->mod, name);
     if (rc != CUDA_SUCCESS_ || !f) {
-        cuda_err(err, errlen, "unknown kernel %s in this module (%s)", name, cuda_status(rc));
+        rt_error(err, errlen, "unknown kernel %s in this module (%s)", name, cuda_status(rc));
         return NULL;
     }
     if (m->nkernels == m->cap) {
         int cap = m->cap ? 2 * m->cap : 8;
         cuda_kentry *g = realloc(m->kernels, (size_t)cap * sizeof *g);
-        if (!g) { cuda_err(err, errlen, "out of memory"); return NULL; }
+        if (!g) { rt_error(err, errlen, "out of memory"); return NULL; }
         m->kernels = g;
         m->cap = cap;
     }
     char *copy = malloc(strlen(name) + 1);
-    if (!copy) { cuda_err(err, errlen, "out of memory"); return NULL; }
+    if (!copy) { rt_error(err, errlen, "out of memory"); return NULL; }
     strcpy(copy, name);
     m->kernels[m->nkernels].name = copy;
     m->kernels[m->nkernels++].f = f;
@@ -814,16 +805,16 @@ static CUfunction cuda_function(rt_module *m, const char *name, char *err, size_
 static int cuda_launch(rt_module *m, const char *kernel, int64_t nblocks, int nthreads,
                        int nargs, const rt_arg *args, char *err, size_t errlen)
 {
-    if (!m || !kernel) { cuda_err(err, errlen, "no module or no kernel name"); return -1; }
+    if (!m || !kernel) { rt_error(err, errlen, "no module or no kernel name"); return -1; }
     rt_device *d = m->d;
     if (!cuda_usable(d, err, errlen)) return -1;
     if (nblocks < 0 || nthreads < 1 || nargs < 0 || (nargs > 0 && !args)) {
-        cuda_err(err, errlen, "launch of %s over %lld blocks of %d threads with %d arguments: bad shape",
+        rt_error(err, errlen, "launch of %s over %lld blocks of %d threads with %d arguments: bad shape",
                  kernel, (long long)nblocks, nthreads, nargs);
         return -1;
     }
     if (nthreads > d->max_threads || nblocks > d->max_grid_x) {
-        cuda_err(err, errlen, "kernel %s: %lld blocks of %d threads exceed the GPU's limits (%d blocks, %d threads per block)",
+        rt_error(err, errlen, "kernel %s: %lld blocks of %d threads exceed the GPU's limits (%d blocks, %d threads per block)",
                  kernel, (long long)nblocks, nthreads, d->max_grid_x, d->max_threads);
         return -1;
     }
@@ -832,12 +823,12 @@ static int cuda_launch(rt_module *m, const char *kernel, int64_t nblocks, int nt
     typedef union { CUdeviceptr p; int32_t i; float f; } slot;
     slot vals[64];
     void *params[64];
-    if (nargs > 64) { cuda_err(err, errlen, "kernel %s: more than 64 arguments", kernel); return -1; }
+    if (nargs > 64) { rt_error(err, errlen, "kernel %s: more than 64 arguments", kernel); return -1; }
     for (int i = 0; i < nargs; i++) {
         switch (args[i].kind) {
         case RT_ARG_BUF:
             if (!args[i].buf || args[i].buf->d != d) {
-                cuda_err(err, errlen, "kernel %s: argument %d is not a buffer of this device", kernel, i);
+                rt_error(err, errlen, "kernel %s: argument %d is not a buffer of this device", kernel, i);
                 return -1;
             }
             vals[i].p = args[i].buf->p;
@@ -851,7 +842,7 @@ static int cuda_launch(rt_module *m, const char *kernel, int64_t nblocks, int nt
     CUresult rc = cu.LaunchKernel(f, (unsigned)nblocks, 1, 1, (unsigned)nthreads, 1, 1, 0, NULL,
                                   params, NULL);
     if (rc != CUDA_SUCCESS_) {
-        cuda_err(err, errlen, "kernel %s over %lld blocks of %d threads: %s", kernel,
+        rt_error(err, errlen, "kernel %s over %lld blocks of %d threads: %s", kernel,
                  (long long)nblocks, nthreads, cuda_status(rc));
         return -1;
     }
@@ -861,7 +852,7 @@ static int cuda_launch(rt_module *m, const char *kernel, int64_t nblocks, int nt
 
 static int cuda_finish(rt_device *d, int timeout_ms, char *err, size_t errlen)
 {
-    if (!d) { cuda_err(err, errlen, "no device"); return -1; }
+    if (!d) { rt_error(err, errlen, "no device"); return -1; }
     d->limit_ms = timeout_ms;
     return cuda_wait(d, timeout_ms, err, errlen);
 }

@@ -115,15 +115,6 @@ struct rt_buf {
     size_t bytes;
 };
 
-static void ocl_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* The name of an OpenCL status code, for messages. */
 static const char *ocl_status_name(cl_int rc)
 {
@@ -246,13 +237,13 @@ static int ocl_pick(cl_platform_id *pp, cl_device_id *pd, char *err, size_t errl
     cl_uint np = 0;
     cl_int rc = ocl.GetPlatformIDs(0, NULL, &np);
     if (rc != CL_SUCCESS || np == 0) {
-        ocl_seterr(err, errlen, "no OpenCL platform (%s)", rc ? ocl_status_name(rc) : "none found");
+        rt_error(err, errlen, "no OpenCL platform (%s)", rc ? ocl_status_name(rc) : "none found");
         return -1;
     }
     cl_platform_id plats[16];
     if (np > 16) np = 16;
     if ((rc = ocl.GetPlatformIDs(np, plats, NULL)) != CL_SUCCESS) {
-        ocl_seterr(err, errlen, "clGetPlatformIDs: %s", ocl_status_name(rc));
+        rt_error(err, errlen, "clGetPlatformIDs: %s", ocl_status_name(rc));
         return -1;
     }
     static const cl_device_type kinds[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL};
@@ -265,29 +256,29 @@ static int ocl_pick(cl_platform_id *pp, cl_device_id *pd, char *err, size_t errl
             }
         }
     }
-    ocl_seterr(err, errlen, "no OpenCL device on %u platform(s)", np);
+    rt_error(err, errlen, "no OpenCL device on %u platform(s)", np);
     return -1;
 }
 
 static rt_device *ocl_open(char *err, size_t errlen)
 {
     pthread_once(&ocl_once, ocl_load_once);
-    if (!ocl.lib) { ocl_seterr(err, errlen, "%s", ocl.err); return NULL; }
+    if (!ocl.lib) { rt_error(err, errlen, "%s", ocl.err); return NULL; }
     rt_device *d = calloc(1, sizeof *d);
-    if (!d) { ocl_seterr(err, errlen, "out of memory"); return NULL; }
+    if (!d) { rt_error(err, errlen, "out of memory"); return NULL; }
     d->magic = CL_DEV_MAGIC;
     d->refs = 1;
     if (ocl_pick(&d->platform, &d->dev, err, errlen) != 0) { free(d); return NULL; }
     cl_int rc;
     d->ctx = ocl.CreateContext(NULL, 1, &d->dev, NULL, NULL, &rc);
     if (!d->ctx) {
-        ocl_seterr(err, errlen, "clCreateContext: %s", ocl_status_name(rc));
+        rt_error(err, errlen, "clCreateContext: %s", ocl_status_name(rc));
         free(d);
         return NULL;
     }
     d->q = ocl.CreateCommandQueue(d->ctx, d->dev, CL_QUEUE_PROFILING_ENABLE, &rc);
     if (!d->q) {
-        ocl_seterr(err, errlen, "clCreateCommandQueue: %s", ocl_status_name(rc));
+        rt_error(err, errlen, "clCreateCommandQueue: %s", ocl_status_name(rc));
         ocl.ReleaseContext(d->ctx);
         free(d);
         return NULL;
@@ -352,10 +343,10 @@ static int ocl_can_run(rt_device *d)
 
 static int ocl_usable(rt_device *d, char *err, size_t errlen)
 {
-    if (!d) { ocl_seterr(err, errlen, "no device"); return 0; }
-    if (d->closed) { ocl_seterr(err, errlen, "OpenCL device already closed"); return 0; }
+    if (!d) { rt_error(err, errlen, "no device"); return 0; }
+    if (d->closed) { rt_error(err, errlen, "OpenCL device already closed"); return 0; }
     if (d->broken) {
-        ocl_seterr(err, errlen, "OpenCL device unusable: %s", d->broken_msg);
+        rt_error(err, errlen, "OpenCL device unusable: %s", d->broken_msg);
         return 0;
     }
     return 1;
@@ -376,11 +367,11 @@ static int ocl_wait(rt_device *d, int limit_ms, char *err, size_t errlen)
             cl_int rc = ocl.GetEventInfo(d->ev_last, CL_EVENT_COMMAND_EXECUTION_STATUS,
                                          sizeof st, &st, NULL);
             if (rc != CL_SUCCESS) {
-                ocl_seterr(err, errlen, "clGetEventInfo: %s", ocl_status_name(rc));
+                rt_error(err, errlen, "clGetEventInfo: %s", ocl_status_name(rc));
                 return -1;
             }
             if (st < 0) {
-                ocl_seterr(err, errlen, "kernel %s failed: %s", d->last_name, ocl_status_name(st));
+                rt_error(err, errlen, "kernel %s failed: %s", d->last_name, ocl_status_name(st));
                 ocl.ReleaseEvent(d->ev_last);
                 d->ev_last = NULL;
                 return -1;
@@ -390,7 +381,7 @@ static int ocl_wait(rt_device *d, int limit_ms, char *err, size_t errlen)
                 d->broken = 1;
                 snprintf(d->broken_msg, sizeof d->broken_msg,
                          "kernel %s ran past the time limit of %d ms", d->last_name, limit_ms);
-                ocl_seterr(err, errlen, "%s", d->broken_msg);
+                rt_error(err, errlen, "%s", d->broken_msg);
                 return -2;
             }
             struct timespec ts = {0, sleep_ns};
@@ -402,7 +393,7 @@ static int ocl_wait(rt_device *d, int limit_ms, char *err, size_t errlen)
     }
     cl_int rc = ocl.Finish(d->q);
     if (rc != CL_SUCCESS) {
-        ocl_seterr(err, errlen, "clFinish: %s", ocl_status_name(rc));
+        rt_error(err, errlen, "clFinish: %s", ocl_status_name(rc));
         return -1;
     }
     return 0;
@@ -415,11 +406,11 @@ static rt_module *ocl_compile(rt_device *d, const char *source, const char *opti
 {
     if (log && loglen) log[0] = '\0';
     if (!ocl_usable(d, log, loglen)) return NULL;
-    if (!source) { ocl_seterr(log, loglen, "no source"); return NULL; }
+    if (!source) { rt_error(log, loglen, "no source"); return NULL; }
     cl_int rc;
     cl_program prog = ocl.CreateProgramWithSource(d->ctx, 1, &source, NULL, &rc);
     if (!prog) {
-        ocl_seterr(log, loglen, "clCreateProgramWithSource: %s", ocl_status_name(rc));
+        rt_error(log, loglen, "clCreateProgramWithSource: %s", ocl_status_name(rc));
         return NULL;
     }
     rc = ocl.BuildProgram(prog, 1, &d->dev, options ? options : "", NULL, NULL);
@@ -429,18 +420,18 @@ static rt_module *ocl_compile(rt_device *d, const char *source, const char *opti
         n > 0 && (blog = calloc(n + 1, 1)) != NULL)
         ocl.GetProgramBuildInfo(prog, d->dev, CL_PROGRAM_BUILD_LOG, n, blog, NULL);
     if (rc != CL_SUCCESS) {
-        ocl_seterr(log, loglen, "OpenCL build failed (%s):\n%s", ocl_status_name(rc),
+        rt_error(log, loglen, "OpenCL build failed (%s):\n%s", ocl_status_name(rc),
                   blog ? blog : "(no build log)");
         free(blog);
         ocl.ReleaseProgram(prog);
         return NULL;
     }
-    if (blog) ocl_seterr(log, loglen, "%s", blog);
+    if (blog) rt_error(log, loglen, "%s", blog);
     free(blog);
     rt_module *m = calloc(1, sizeof *m);
     if (!m) {
         ocl.ReleaseProgram(prog);
-        ocl_seterr(log, loglen, "out of memory");
+        rt_error(log, loglen, "out of memory");
         return NULL;
     }
     m->d = d;
@@ -511,12 +502,12 @@ static rt_buf *ocl_alloc(rt_device *d, size_t bytes, char *err, size_t errlen)
 {
     if (!ocl_usable(d, err, errlen)) return NULL;
     rt_buf *b = calloc(1, sizeof *b);
-    if (!b) { ocl_seterr(err, errlen, "out of memory"); return NULL; }
+    if (!b) { rt_error(err, errlen, "out of memory"); return NULL; }
     cl_int rc;
     /* OpenCL refuses empty buffers; a one-byte one stands in. */
     b->mem = ocl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &rc);
     if (!b->mem) {
-        ocl_seterr(err, errlen, "clCreateBuffer of %zu bytes: %s", bytes, ocl_status_name(rc));
+        rt_error(err, errlen, "clCreateBuffer of %zu bytes: %s", bytes, ocl_status_name(rc));
         free(b);
         return NULL;
     }
@@ -540,9 +531,9 @@ static void ocl_buf_free(rt_buf *b)
  * never return). */
 static int ocl_copy(rt_buf *b, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    if (!b) { ocl_seterr(err, errlen, "no buffer"); return -1; }
+    if (!b) { rt_error(err, errlen, "no buffer"); return -1; }
     if (bytes > b->bytes) {
-        ocl_seterr(err, errlen, "copy of %zu bytes into a buffer of %zu", bytes, b->bytes);
+        rt_error(err, errlen, "copy of %zu bytes into a buffer of %zu", bytes, b->bytes);
         return -1;
     }
     rt_device *d = b->d;
@@ -551,7 +542,7 @@ static int ocl_copy(rt_buf *b, void *dst, const void *src, size_t bytes, char *e
     cl_int st = dst ? ocl.EnqueueReadBuffer(d->q, b->mem, CL_TRUE, 0, bytes, dst, 0, NULL, NULL)
                     : ocl.EnqueueWriteBuffer(d->q, b->mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
     if (st != CL_SUCCESS) {
-        ocl_seterr(err, errlen, "%s of %zu bytes: %s",
+        rt_error(err, errlen, "%s of %zu bytes: %s",
                   dst ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer", bytes, ocl_status_name(st));
         return -1;
     }
@@ -577,9 +568,9 @@ static ocl_kentry *ocl_kernel(rt_module *m, const char *name, char *err, size_t 
     cl_kernel k = ocl.CreateKernel(m->prog, name, &rc);
     if (!k) {
         if (rc == CL_INVALID_KERNEL_NAME)
-            ocl_seterr(err, errlen, "unknown kernel %s in this module", name);
+            rt_error(err, errlen, "unknown kernel %s in this module", name);
         else
-            ocl_seterr(err, errlen, "clCreateKernel(%s): %s", name, ocl_status_name(rc));
+            rt_error(err, errlen, "clCreateKernel(%s): %s", name, ocl_status_name(rc));
         return NULL;
     }
     if (m->nkernels == m->cap) {
@@ -587,7 +578,7 @@ static ocl_kentry *ocl_kernel(rt_module *m, const char *name, char *err, size_t 
         ocl_kentry *grown = realloc(m->kernels, (size_t)cap * sizeof *grown);
         if (!grown) {
             ocl.ReleaseKernel(k);
-            ocl_seterr(err, errlen, "out of memory");
+            rt_error(err, errlen, "out of memory");
             return NULL;
         }
         m->kernels = grown;
@@ -597,7 +588,7 @@ static ocl_kentry *ocl_kernel(rt_module *m, const char *name, char *err, size_t 
     e->name = malloc(strlen(name) + 1);
     if (!e->name) {
         ocl.ReleaseKernel(k);
-        ocl_seterr(err, errlen, "out of memory");
+        rt_error(err, errlen, "out of memory");
         return NULL;
     }
     strcpy(e->name, name);
@@ -612,29 +603,29 @@ static ocl_kentry *ocl_kernel(rt_module *m, const char *name, char *err, size_t 
 static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nthreads,
                      int nargs, const rt_arg *args, char *err, size_t errlen)
 {
-    if (!m || !kernel) { ocl_seterr(err, errlen, "no module or no kernel name"); return -1; }
+    if (!m || !kernel) { rt_error(err, errlen, "no module or no kernel name"); return -1; }
     rt_device *d = m->d;
     if (!ocl_usable(d, err, errlen)) return -1;
     if (nblocks < 0 || nthreads < 1 || nargs < 0 || (nargs > 0 && !args)) {
-        ocl_seterr(err, errlen, "launch of %s over %lld blocks of %d threads with %d arguments: bad shape",
+        rt_error(err, errlen, "launch of %s over %lld blocks of %d threads with %d arguments: bad shape",
                   kernel, (long long)nblocks, nthreads, nargs);
         return -1;
     }
     ocl_kentry *e = ocl_kernel(m, kernel, err, errlen);
     if (!e) return -1;
     if ((size_t)nthreads > d->max_wg || (size_t)nthreads > d->max_item0) {
-        ocl_seterr(err, errlen, "kernel %s: %d threads per block exceed the device's max work-group size %zu",
+        rt_error(err, errlen, "kernel %s: %d threads per block exceed the device's max work-group size %zu",
                   kernel, nthreads, d->max_wg < d->max_item0 ? d->max_wg : d->max_item0);
         return -1;
     }
     if ((size_t)nthreads > e->max_wg) {
-        ocl_seterr(err, errlen, "kernel %s: %d threads per block exceed its max work-group size %zu "
+        rt_error(err, errlen, "kernel %s: %d threads per block exceed its max work-group size %zu "
                   "(CL_KERNEL_WORK_GROUP_SIZE: it uses too many resources per work-item)",
                   kernel, nthreads, e->max_wg);
         return -1;
     }
     if ((uint64_t)nblocks > SIZE_MAX / (uint64_t)nthreads) {
-        ocl_seterr(err, errlen, "kernel %s: %lld blocks of %d threads overflow the global size",
+        rt_error(err, errlen, "kernel %s: %lld blocks of %d threads overflow the global size",
                   kernel, (long long)nblocks, nthreads);
         return -1;
     }
@@ -645,7 +636,7 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
         switch (args[i].kind) {
         case RT_ARG_BUF:
             if (!args[i].buf || args[i].buf->d != d) {
-                ocl_seterr(err, errlen, "kernel %s: argument %d is not a buffer of this device", kernel, i);
+                rt_error(err, errlen, "kernel %s: argument %d is not a buffer of this device", kernel, i);
                 return -1;
             }
             rc = ocl.SetKernelArg(e->k, (cl_uint)i, sizeof(cl_mem), &args[i].buf->mem);
@@ -660,7 +651,7 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
             break;
         }
         if (rc != CL_SUCCESS) {
-            ocl_seterr(err, errlen, "kernel %s: argument %d: %s", kernel, i, ocl_status_name(rc));
+            rt_error(err, errlen, "kernel %s: argument %d: %s", kernel, i, ocl_status_name(rc));
             return -1;
         }
     }
@@ -669,7 +660,7 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
     cl_event ev = NULL;
     cl_int rc = ocl.EnqueueNDRangeKernel(d->q, e->k, 1, NULL, &global, &local, 0, NULL, &ev);
     if (rc != CL_SUCCESS) {
-        ocl_seterr(err, errlen, "kernel %s over %lld blocks of %d threads: %s", kernel,
+        rt_error(err, errlen, "kernel %s over %lld blocks of %d threads: %s", kernel,
                   (long long)nblocks, nthreads, ocl_status_name(rc));
         return -1;
     }
@@ -690,7 +681,7 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
 
 static int ocl_finish(rt_device *d, int timeout_ms, char *err, size_t errlen)
 {
-    if (!d) { ocl_seterr(err, errlen, "no device"); return -1; }
+    if (!d) { rt_error(err, errlen, "no device"); return -1; }
     d->limit_ms = timeout_ms;
     return ocl_wait(d, timeout_ms, err, errlen);
 }
