@@ -45,10 +45,12 @@ demo: deps all
 	./$(BUILD)/stagecraft bench apps/$(DEMO_APP).pipe --strategy baseline --dump=schedule --samples 3 --runs 3
 
 # Random schedules of every app on the C and OpenCL back ends, checked
-# against the reference; SEEDS=N (or a-b, or a,b,c), APPS=a,b, BACKENDS=c,opencl,cuda.
+# against the reference, their CUDA compiled for sm_80 and sm_90; SEEDS=N
+# (or a-b, or a,b,c), APPS=a,b, BACKENDS=c,opencl,cuda, JOBS=N apps at once
+# (default: the core count).
 SEEDS ?= 30
 fuzz-schedules: all
-	SEEDS=$(SEEDS) CUDA_SEEDS=$(SEEDS) ./$(BUILD)/tests/test_schedules
+	SEEDS=$(SEEDS) CUDA_SEEDS=1000 bash tests/fuzz_schedules.sh $(BUILD)
 
 test: deps all
 	@bash tests/run.sh $(BUILD)
