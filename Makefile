@@ -1,11 +1,12 @@
 # stagecraft - see README.md.  `make demo`, `make test`.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-override CFLAGS += -fopenmp -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -iquote src
+SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
+override CFLAGS += -fopenmp -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude $(addprefix -iquote ,$(SRC_DIRS))
 LDLIBS  = -lpng -lm -ldl -lpthread
 BUILD  ?= build
 
-LIB_SRCS  = $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRCS  = $(wildcard src/*/*.c)
 LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -16,7 +17,7 @@ all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_sched
 deps:
 	@bash scripts/install-deps.sh
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/stagecraft.h
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h) include/stagecraft.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -68,7 +69,7 @@ FUZZ_TIME ?= 45
 FUZZ_SAN = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
 	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" build-fuzz/libstagecraft.a
-	clang $(FUZZ_SAN) -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -Iinclude -iquote src tests/fuzz_parse.c \
+	clang $(FUZZ_SAN) -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -Iinclude $(addprefix -iquote ,$(SRC_DIRS)) tests/fuzz_parse.c \
 		build-fuzz/libstagecraft.a $(LDLIBS) -o build-fuzz/fuzz_parse
 	@mkdir -p build-fuzz/corpus build-fuzz/seed && cp apps/*.pipe tests/bad/*.pipe build-fuzz/seed/
 	cd build-fuzz && ./fuzz_parse -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \

@@ -3,7 +3,7 @@
  *
  * A pipeline is a DAG of Funcs over integer coordinates, in the style of
  * Halide.  Everything the .pipe language can say can be built here; the
- * parser (src/parse.c) is itself a client of this API.
+ * parser (src/front/parse.c) is itself a client of this API.
  *
  * Memory: an sc_pipeline owns every expression, Func, reduction domain and
  * parameter built on it (one arena, freed by sc_pipeline_free).  Buffers
