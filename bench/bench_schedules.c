@@ -6,10 +6,15 @@
  *
  *   build/bench_schedules [--device opencl|c] [--random N] [--small]
  *                         [--apps a,b] [--timeout-ms MS] [--cut F]
+ *                         [--math fast|exact]
  *
- * Every schedule is checked against the reference evaluator before it is
- * timed (a wrong result is never timed); timing follows Sioutas et al.
- * 2020 §5 (warm-up, mean of runs, minimum over samples).
+ * The code timed is generated with fast math by default (the device's own
+ * f32 functions, contraction allowed: what a user who wants speed runs),
+ * --math exact for the bit-exact code the tests check.  Every schedule is
+ * checked against the reference evaluator before it is timed (a wrong
+ * result is never timed), within the math mode's tolerance (exec.h);
+ * timing follows Sioutas et al. 2020 §5 (warm-up, mean of runs, minimum
+ * over samples).
  *
  * Time limits.  A run of the whole pipeline may take at most --timeout-ms
  * (60 s); a random schedule is stopped ("cut") once a timed run takes
@@ -49,6 +54,7 @@ typedef struct {
 typedef struct {
     const rt_ops *ops;
     bool fork_each;             /* measure in a child process */
+    cg_math math;               /* fast unless --math exact */
 } device;
 
 static double now_s(void) {
@@ -73,14 +79,13 @@ static void measure(const device *d, sc_pipeline *p, const bounds_result *b, con
     exec_session *x = NULL;
     if (prog) {
         o->kernels = prog->nkernels;
-        double md;
-        int64_t bad;
-        x = exec_open_checked(d->ops, dev, prog, NULL, in, ref, 1e-4, 1e-4, lim.first_ms, &md, &bad, o->msg,
+        exec_diff diff;
+        x = exec_open_checked(d->ops, dev, prog, d->math, NULL, in, ref, lim.first_ms, &diff, o->msg,
                               sizeof o->msg);
-        if (x && bad) {
+        if (x && diff.mismatches) {
             o->kind = OUT_WRONG;
-            snprintf(o->msg, sizeof o->msg, "%lld points differ from the reference (max difference %g)",
-                     (long long)bad, md);
+            snprintf(o->msg, sizeof o->msg, "%lld points beyond the tolerance of %s math (max difference %g, %lld ulp)",
+                     (long long)diff.mismatches, cg_math_name(d->math), diff.max_abs, (long long)diff.max_ulp);
         } else if (x) {
             /* The checked run was the warm-up.  One run estimates the
              * time; fast schedules get more runs per sample. */
@@ -228,7 +233,7 @@ static int find_target(const char *devname, target *t, char *desc, size_t descle
 }
 
 int main(int argc, char **argv) {
-    const char *devname = "opencl", *apps = NULL;
+    const char *devname = "opencl", *apps = NULL, *mathname = "fast";
     int nrandom = 20, small = 0, timeout_ms = 60000;
     double cut = 5;
     for (int i = 1; i < argc; i++) {
@@ -238,9 +243,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) timeout_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cut") && i + 1 < argc) cut = atof(argv[++i]);
         else if (!strcmp(argv[i], "--small")) small = 1;
+        else if (!strcmp(argv[i], "--math") && i + 1 < argc) mathname = argv[++i];
         else {
             fprintf(stderr, "usage: %s [--device opencl|c] [--random N] [--small] [--apps a,b] "
-                    "[--timeout-ms MS] [--cut F]\n", argv[0]);
+                    "[--timeout-ms MS] [--cut F] [--math fast|exact]\n", argv[0]);
             return 2;
         }
     }
@@ -249,16 +255,27 @@ int main(int argc, char **argv) {
         return 2;
     }
     char err[8192], desc[1024];
-    device d = { rt_ops_by_name(devname), strcmp(devname, "c") != 0 };
+    device d = { rt_ops_by_name(devname), strcmp(devname, "c") != 0, CG_MATH_FAST };
     if (!d.ops) { fprintf(stderr, "unknown device '%s' (expected opencl, c or cuda)\n", devname); return 2; }
+    if (cg_math_parse(mathname, &d.math) != 0) {
+        fprintf(stderr, "--math: '%s' is not one of fast, exact\n", mathname);
+        return 2;
+    }
     target t;
     if (find_target(devname, &t, desc, sizeof desc, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", devname, err);
         return 1;
     }
+    exec_tol tol = exec_tolerance(d.math);
+    char how[256];
+    cg_backend be = CG_OPENCL;
+    cg_backend_parse(d.ops->name, &be);
     printf("device: %s: %s\ntarget: %s; sizes: %s; %d random schedules per app; times in ms\n"
+           "math: %s (build options %s; checked: %s)\n"
            "limits: %d ms per run; random schedules cut at %gx the best so far\n",
-           d.ops->name, desc, t.name, small ? "small" : "paper", nrandom, timeout_ms, cut);
+           d.ops->name, desc, t.name, small ? "small" : "paper", nrandom, cg_math_name(d.math),
+           cg_math_options(be, d.math),
+           exec_tol_describe(&tol, how, sizeof how), timeout_ms, cut);
     fflush(stdout);
     double t_all = now_s();
     outcome co;

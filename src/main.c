@@ -48,6 +48,7 @@ typedef struct {
     const char *outdir;
     const char *dump;
     const char *arch;
+    const char *math;             /* exact | fast; NULL: the command's default */
     int check;
     int halide;
     int prune;
@@ -78,11 +79,13 @@ static void print_help(const char *cmd) {
     printf("usage: stagecraft %s FILE.pipe", cmd);
     if (!strcmp(cmd, "run"))
         printf(" [-i NAME=FILE]... [-o NAME=FILE]... [--seed N]\n"
-               "       [--schedule F.sched | --strategy S] [--device c|opencl|cuda] [--check]");
+               "       [--schedule F.sched | --strategy S] [--device c|opencl|cuda] [--check]\n"
+               "       [--math exact|fast]");
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
     if (!strcmp(cmd, "schedule")) printf(" --strategy root|baseline|random [--seed N] [-o F.sched] [--halide]");
-    if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend cuda|opencl|c -o DIR");
-    if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D]");
+    if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend cuda|opencl|c -o DIR\n"
+                                        "       [--math exact|fast]");
+    if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]");
     printf(" [--small] [--set NAME=VALUE]...\n\n");
     if (!strcmp(cmd, "check"))
         printf("Parses and analyses FILE.pipe and prints its Funcs, stages, inputs, outputs,\n"
@@ -98,7 +101,11 @@ static void print_help(const char *cmd) {
                "With --schedule or --strategy, runs the scheduled code on a device:\n"
                "  --device D     c, opencl or cuda (default: the best found)\n"
                "  --check        compare every output with the reference evaluator\n"
-               "  --target T     the target the schedule is made and checked for\n");
+               "  --target T     the target the schedule is made and checked for\n"
+               "  --math M       exact (default): code bit-identical to the reference\n"
+               "                 evaluator, checked bit for bit; fast: the device's own\n"
+               "                 f32 exp/log/sin/cos and fused multiply-adds, checked within\n"
+               "                 a stated tolerance (docs/backends.md)\n");
     if (!strcmp(cmd, "dump"))
         printf("Prints one analysis of FILE.pipe:\n"
                "  ir       the IR as .pipe text (parses back to the same IR)\n"
@@ -121,12 +128,17 @@ static void print_help(const char *cmd) {
                "params, outputs) on arrays in host memory, declared in PIPELINE.h.  For cuda,\n"
                "also compiles it with NVRTC and prints registers and spills per kernel\n"
                "(--arch sm_80 by default).\n"
-               "  --dump=kernels   also print the kernel IR\n");
+               "  --dump=kernels   also print the kernel IR\n"
+               "  --math M         exact (default) or fast (the device's own f32 functions,\n"
+               "                   contraction allowed; the build options are printed)\n");
     if (!strcmp(cmd, "bench"))
         printf("Times a schedule on a device as Sioutas et al. 2020 s5 do: --warmup N\n"
                "(default 3) runs, then --samples M (default 5) samples of the mean of\n"
                "--runs N (default 10) runs each; prints the minimum.  Checks the result\n"
-               "against the reference first (a wrong result is never timed).\n");
+               "against the reference first (a wrong result is never timed).\n"
+               "  --math M       fast (default for bench: the device's own f32 functions,\n"
+               "                 contraction allowed, checked within the tolerance of\n"
+               "                 docs/backends.md) or exact (bit-identical to the reference)\n");
     printf("\ncommon options:\n"
            "  --small            use the small sizes the .pipe file declares\n"
            "  --set NAME=VALUE   override a size or a param (repeatable)\n"
@@ -169,6 +181,7 @@ static const char **string_option(options *o, const char *a) {
     if (!strcmp(a, "--backend")) return &o->backend;
     if (!strcmp(a, "--dump")) return &o->dump;
     if (!strcmp(a, "--arch")) return &o->arch;
+    if (!strcmp(a, "--math")) return &o->math;
     return NULL;
 }
 
@@ -281,6 +294,13 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage_error("--device: '%s' is not one of cuda, opencl, c", o->device);
     if (o->strategy && strcmp(o->strategy, "root") && strcmp(o->strategy, "baseline") && strcmp(o->strategy, "random"))
         return usage_error("--strategy: '%s' is not one of root, baseline, random", o->strategy);
+    cg_math m;
+    if (o->math && cg_math_parse(o->math, &m) != 0)
+        return usage_error("--math: '%s' is not one of exact, fast", o->math);
+    if (o->math && strcmp(o->cmd, "run") && strcmp(o->cmd, "compile") && strcmp(o->cmd, "bench"))
+        return usage_error("--math is an option of run, compile and bench, not %s", o->cmd);
+    if (o->math && !strcmp(o->cmd, "run") && !o->schedule && !o->strategy)
+        return usage_error("--math needs --schedule F or --strategy S (the reference evaluator is always exact)%s", "");
     if (o->dump && strcmp(o->dump, "kernels") && strcmp(o->dump, "schedule"))
         return usage_error("--dump: '%s' is not one of kernels, schedule", o->dump);
     if (!strcmp(o->cmd, "run") && (o->device || o->check) && !o->schedule && !o->strategy)
@@ -464,6 +484,14 @@ static int cmd_run(sc_pipeline *p, const options *o) {
 
 /* ---- schedules, code and devices ---------------------------------------- */
 
+/* --math, or the command's default: fast for bench (timings are of the
+ * code a user who wants speed runs), exact elsewhere. */
+static cg_math command_math(const options *o) {
+    cg_math m = !strcmp(o->cmd, "bench") ? CG_MATH_FAST : CG_MATH_EXACT;
+    if (o->math) cg_math_parse(o->math, &m);
+    return m;
+}
+
 static int load_scheduled(driver_state *d, const options *o) {
     sc_parse_options po = { o->small, o->nsets, o->set_names, o->set_values };
     if (driver_load(d, o->pipe, &po, stderr) != 0) return EXIT_INPUT;
@@ -519,7 +547,8 @@ static int cmd_compile(const options *o) {
     if (rc != EXIT_OK) { driver_free(&d); return rc; }
     cg_backend be;
     cg_backend_parse(o->backend, &be);
-    char *src = cg_generate(d.prog, be);
+    cg_math math = command_math(o);
+    char *src = cg_generate_math(d.prog, be, math);
     char path[4096];
     if (mkdir(o->outdir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "stagecraft: cannot create %s: %s\n", o->outdir, strerror(errno));
@@ -528,7 +557,9 @@ static int cmd_compile(const options *o) {
     const char *ext = be == CG_CUDA ? "cu" : be == CG_OPENCL ? "cl" : "c";
     snprintf(path, sizeof path, "%s/%s.%s", o->outdir, d.p->name, ext);
     if (rc == EXIT_OK && write_file(path, src) != 0) rc = EXIT_INPUT;
-    if (rc == EXIT_OK) printf("wrote %s (%d kernel%s)\n", path, d.prog->nkernels, d.prog->nkernels == 1 ? "" : "s");
+    if (rc == EXIT_OK)
+        printf("wrote %s (%d kernel%s, %s math; build options: %s)\n", path, d.prog->nkernels,
+               d.prog->nkernels == 1 ? "" : "s", cg_math_name(math), cg_math_options(be, math));
     if (rc == EXIT_OK && be != CG_OPENCL) {
         /* the host entry point's declaration, for C and C++ callers */
         char *h = cg_generate_header(d.prog);
@@ -552,7 +583,7 @@ static int cmd_compile(const options *o) {
             rc = EXIT_INPUT;
         } else {
             char opts[160];
-            snprintf(opts, sizeof opts, "%s -arch=%s", cg_required_options(CG_CUDA), o->arch ? o->arch : "sm_80");
+            snprintf(opts, sizeof opts, "%s -arch=%s", cg_math_options(CG_CUDA, math), o->arch ? o->arch : "sm_80");
             rt_module *m = rt_cuda_ops.compile(dev, src, opts, err, sizeof err);
             if (!m) {
                 fprintf(stderr, "stagecraft: NVRTC failed:\n%s\n", err);
@@ -587,7 +618,7 @@ static int cmd_device_run(const options *o, bool bench) {
             free(text);
         }
         driver_run_opts ro = { o->device, o->check || bench, o->warmup, o->runs, bench ? o->samples : 0,
-                               o->timeout_ms, DRIVER_ABS_TOL, DRIVER_REL_TOL, o->arch, stdout, NULL };
+                               o->timeout_ms, command_math(o), o->arch, stdout, NULL };
         printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
         for (int i = 0; i < d.p->outputs.n; i++) {
             const sc_func *f = d.p->outputs.items[i];

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # fuzz_schedules.sh BUILD - make fuzz-schedules: build/tests/test_schedules
 # once per app, JOBS apps at a time (default: the number of cores), with
-# the SEEDS, CUDA_SEEDS, BACKENDS and APPS of the environment.  Each app's
-# cases are printed as its process ends, then the closing line
-# "N passed, N failed".  Exit status 1 if any case failed.
+# the SEEDS, CUDA_SEEDS, BACKENDS, APPS and MATH (exact or fast) of the
+# environment.  Each app's cases are printed as its process ends, then the
+# closing line "N passed, N failed".  Exit status 1 if any case failed.
 build=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
 bin=$build/tests/test_schedules

@@ -124,7 +124,31 @@ case_ run_device_needs_schedule 2 -e '--device and --check need --schedule F or 
 case_ run_bad_dump 2 -e "--dump: 'asm' is not one of kernels, schedule" -- \
     "$sc" run "$app" --small --strategy root --dump=asm --device c
 
+# ---- --math exact|fast -----------------------------------------------------------
+case_ run_math_exact_default 0 -o 'check: matches the reference, max difference 0 \(0 ulp; 0 of 9216 .*bit-exact' -- \
+    "$sc" run "$app" --small --strategy baseline --device c --check
+case_ run_math_fast_c 0 -o 'check: matches the reference, .*tolerance: within [0-9]+ ulp' -- \
+    "$sc" run "$app" --small --strategy baseline --device c --check --math fast
+if [ $have_opencl = 1 ]; then
+    case_ run_math_fast_opencl 0 -o 'check: matches the reference, .*tolerance: within [0-9]+ ulp' -- \
+        "$sc" run "$app" --small --strategy baseline --device opencl --check --math=fast
+fi
+case_ compile_math_fast_opencl 0 -o 'fast math; build options: -cl-mad-enable' -- \
+    "$sc" compile "$app" --small --strategy baseline --backend opencl --math fast -o "$tmp/fastcl"
+ok compile_math_fast_native "$(grep -q 'native_exp(' "$tmp/fastcl/unsharp.cl" && ! grep -q 'sc_expf' "$tmp/fastcl/unsharp.cl"; echo $?)"
+case_ compile_math_fast_c 0 -o 'build options: -ffp-contract=fast' -- \
+    "$sc" compile "$app" --small --strategy baseline --backend c --math fast -o "$tmp/fastc"
+ok compile_math_fast_expf "$(grep -q '[^_]expf(' "$tmp/fastc/unsharp.c" && ! grep -q 'sc_expf' "$tmp/fastc/unsharp.c"; echo $?)"
+ok compile_math_exact_sc "$(grep -q 'sc_expf(' "$tmp/c/unsharp.c" && grep -q 'FP_CONTRACT OFF' "$tmp/c/unsharp.c"; echo $?)"
+case_ math_bad_value 2 -e "--math: 'relaxed' is not one of exact, fast" -- \
+    "$sc" run "$app" --small --strategy root --device c --math relaxed
+case_ math_on_schedule 2 -e '--math is an option of run, compile and bench, not schedule' -- \
+    "$sc" schedule "$app" --small --strategy root --math fast
+case_ math_needs_schedule 2 -e '--math needs --schedule F or --strategy S' -- "$sc" run "$app" --small --math fast
+
 # ---- bench --------------------------------------------------------------------
+case_ bench_math_fast_default 0 -o '^math: fast' -- "$sc" bench "$app" --small --strategy root --device c --samples 1 --runs 1
+case_ bench_math_exact 0 -o '^math: exact' -- "$sc" bench "$app" --small --strategy root --device c --samples 1 --runs 1 --math exact
 case_ bench_c 0 -o '^time: [0-9.]+ ms \(min over [0-9]+ samples of the mean of [0-9]+ runs' -- \
     "$sc" bench "$app" --small --schedule "$tmp/random.sched" --device c
 case_ bench_unknown_strategy 2 -e "--strategy: 'fast'" -- "$sc" bench "$app" --small --strategy fast --device c

@@ -3,8 +3,8 @@
  * they are tested apart from lowering).  Each case builds a pipeline with
  * the C API and a lower_program for it, generates C, OpenCL and CUDA,
  * checks pieces of the text, runs the C through the system compiler and
- * dlopen against the reference evaluator (integers exact, f32 within a
- * relative 1e-5), and compiles the CUDA with nvcc and the OpenCL C with
+ * dlopen against the reference evaluator (bit-exact, NaN equal to NaN, as
+ * exec_compare's exact mode), and compiles the CUDA with nvcc and the OpenCL C with
  * clang where those are installed (skipped, with a note, where not).
  * SC_CODEGEN_KEEP=1 keeps the generated files (they are kept on failure).
  */
@@ -296,8 +296,8 @@ static void run_kernel(void *so, const lower_kernel *k)
     fn(k->nblocks, k->nthreads, argv);
 }
 
-/* Element-wise comparison: integers exactly, f32 to a relative 1e-5 with
- * NaN equal to NaN.  Reports the first few differences. */
+/* Element-wise comparison: bit-identical (f32 -0 differs from +0), NaN
+ * equal to NaN.  Reports the first few differences. */
 static int compare(const char *what, const sc_buffer *ref, const sc_buffer *got)
 {
     int bad = 0, c[SC_MAX_DIMS] = {0};
@@ -308,10 +308,7 @@ static int compare(const char *what, const sc_buffer *ref, const sc_buffer *got)
             r /= ref->extent[d];
         }
         double x = sc_buffer_get(ref, c), y = sc_buffer_get(got, c);
-        bool ok = ref->type == SC_F32
-                      ? (isnan(x) && isnan(y)) || x == y ||
-                            fabs(x - y) <= 1e-5 * fmax(1.0, fabs(x))
-                      : x == y;
+        bool ok = (isnan(x) && isnan(y)) || (x == y && signbit(x) == signbit(y));
         if (!ok && bad++ < 3)
             fprintf(stderr, "  %s at (%d, %d): reference %.9g, generated C %.9g\n", what,
                     c[0], ref->ndims > 1 ? c[1] : 0, x, y);

@@ -4,7 +4,7 @@
  * a user would: the generated file is compiled on its own with the system
  * C compiler or nvcc, together with a caller that includes the header and
  * passes the reference inputs and the pipeline's parameter values; the
- * outputs are compared with the reference evaluator's.
+ * outputs are compared with the reference evaluator's, bit for bit.
  *
  * C runs here.  CUDA is compiled and linked with nvcc (host and device
  * code); where a GPU is present its outputs are checked too, elsewhere the
@@ -126,18 +126,16 @@ static bool call_lib(const char *lib, const app_case *ac, sc_buffer **out, int *
 
 static void compare(const char *what, const app_case *ac, sc_buffer **out)
 {
-    int64_t bad = 0;
-    double worst = 0;
+    exec_diff all = {0};
+    exec_tol exact = exec_tolerance(CG_MATH_EXACT);
     bool ok = true;
     for (int i = 0; i < ac->p->outputs.n; i++) {
-        double md;
-        int64_t b;
-        ok = ok && exec_compare(out[i], ac->ref[i], 1e-4, 1e-4, &md, &b) == 0;
-        bad += b;
-        if (md > worst) worst = md;
+        exec_diff d;
+        ok = ok && exec_compare(out[i], ac->ref[i], &exact, &d) == 0;
+        exec_diff_add(&all, &d);
     }
-    check_report(ok && bad == 0, "%s (%d output%s, %lld points differ, max difference %.3g)", what,
-           ac->p->outputs.n, ac->p->outputs.n == 1 ? "" : "s", (long long)bad, worst);
+    check_report(ok && all.mismatches == 0, "%s (%d output%s, bit-exact: %lld points differ, max difference %.3g)",
+                 what, ac->p->outputs.n, ac->p->outputs.n == 1 ? "" : "s", (long long)all.mismatches, all.max_abs);
 }
 
 static void free_outputs(const app_case *ac, sc_buffer **out)

@@ -65,11 +65,12 @@ static int64_t mismatches_on_c(const lowered *l) {
     sc_buffer *in[4] = {0}, *ref[4] = {0};
     for (int i = 0; i < l->p->inputs.n; i++) in[i] = sc_input_random(l->p, i, 3);
     int64_t bad = -1;
-    double md;
+    exec_diff diff;
     if (sc_evaluate(l->p, in, 3, ref) == 0) {
-        exec_session *x = exec_open_checked(&rt_c_ops, dev, l->prog, NULL, in, ref, 0, 0, 60000, &md, &bad,
+        exec_session *x = exec_open_checked(&rt_c_ops, dev, l->prog, CG_MATH_EXACT, NULL, in, ref, 60000, &diff,
                                             err, sizeof err);
-        if (!x) { fprintf(stderr, "%s\n", err); bad = -1; }
+        bad = x ? diff.mismatches : -1;
+        if (!x) fprintf(stderr, "%s\n", err);
         exec_close(x);
     }
     for (int i = 0; i < 4; i++) { sc_buffer_free(in[i]); sc_buffer_free(ref[i]); }

@@ -8,10 +8,16 @@
  *   BACKENDS=c,opencl,cuda
  *   CUDA_SEEDS=N     compile CUDA for the first N seeds of each app (default 1;
  *                    make fuzz-schedules compiles every seed)
+ *   MATH=exact (default) or fast
  *
  * Also checks, per schedule: the text form round-trips and lowers to the
- * same code, and the Halide form prints.  Integer outputs must match
- * exactly, f32 outputs within 1e-4 absolute + 1e-4 relative.
+ * same code, and the Halide form prints.  With exact math every output must
+ * be bit-identical to the reference evaluator's (NaN equal to NaN); with
+ * fast math within exec_tolerance(CG_MATH_FAST).  Each case prints how many
+ * points differ, the outliers, the largest difference in ulps and
+ * absolute, the largest |value|, and with fast math, for ulp bounds N of
+ * 1 to 256, the floor the points beyond N ulps need (relative to the
+ * largest |value|): the figures the fast tolerance is set from.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,7 @@
 static int nseeds;
 static uint64_t seeds[1000];
 static const char *only_apps, *backends = "c,opencl,cuda";
+static cg_math math = CG_MATH_EXACT;
 
 static void parse_seeds(void) {
     const char *e = getenv("SEEDS");
@@ -43,26 +50,54 @@ static void parse_seeds(void) {
 
 typedef struct { const rt_ops *ops; rt_device *dev; } device;
 
+/* With fast math: for each ulp bound N, the floor (times the largest
+ * |value|) that the points beyond N ulps would need; written to buf. */
+static void floors_needed(exec_session *s, const lower_program *prog, sc_buffer **ref, char *buf, size_t len) {
+    static const int64_t bound[] = { 1, 4, 16, 64, 256 };
+    int nout = prog->p->outputs.n;
+    sc_buffer **got = calloc((size_t)nout + 1, sizeof *got);
+    char err[512];
+    size_t n = 0;
+    buf[0] = 0;
+    if (!got) abort();
+    if (exec_download(s, got, err, sizeof err) == 0)
+        for (size_t b = 0; b < sizeof bound / sizeof bound[0] && n < len; b++) {
+            exec_tol t = exec_tolerance(CG_MATH_FAST);
+            exec_diff all = {0}, one;
+            t.max_ulp = bound[b];
+            for (int i = 0; i < nout; i++)
+                if (exec_compare(got[i], ref[i], &t, &one) == 0) exec_diff_add(&all, &one);
+            int w = snprintf(buf + n, len - n, "%s%lld: %.2g", b ? ", " : "; floor needed beyond N ulp: ",
+                             (long long)bound[b], all.max_far);
+            if (w > 0) n += (size_t)w;
+        }
+    for (int i = 0; i < nout; i++) sc_buffer_free(got[i]);
+    free(got);
+}
+
 /* Runs prog on dev and compares with the reference outputs. */
 static void run_on(const char *app, uint64_t seed, device *d, const lower_program *prog,
                    sc_buffer **in, sc_buffer **ref) {
-    char err[8192];
-    double worst;
-    int64_t bad;
-    exec_session *s = exec_open_checked(d->ops, d->dev, prog, NULL, in, ref, 1e-4, 1e-4, 120000,
-                                        &worst, &bad, err, sizeof err);
-    if (s && bad) snprintf(err, sizeof err, "%lld points differ from the reference", (long long)bad);
-    check_report(s && !bad, "%s/seed%llu/%s (%d kernels, max difference %.3g)%s%s", app, (unsigned long long)seed,
-           d->ops->name, prog->nkernels, worst, s && !bad ? "" : ": ", s && !bad ? "" : err);
+    char err[8192], floors[256] = "";
+    exec_diff df;
+    exec_session *s = exec_open_checked(d->ops, d->dev, prog, math, NULL, in, ref, 120000, &df, err, sizeof err);
+    bool ok = s && df.mismatches == 0;
+    if (s && !ok) snprintf(err, sizeof err, "%lld points beyond the tolerance", (long long)df.mismatches);
+    if (s && math == CG_MATH_FAST) floors_needed(s, prog, ref, floors, sizeof floors);
+    check_report(ok, "%s/seed%llu/%s%s (%d kernels; %lld of %lld points differ, %lld outliers; max %lld ulp, "
+                 "max diff %.3g, largest |value| %.3g%s)%s%s",
+                 app, (unsigned long long)seed, d->ops->name, math == CG_MATH_FAST ? "/fast" : "", prog->nkernels,
+                 (long long)df.differ, (long long)df.points, (long long)df.outliers, (long long)df.max_ulp,
+                 df.max_abs, df.scale, floors, ok ? "" : ": ", ok ? "" : err);
     exec_close(s);
 }
 
 static void cuda_compile(const char *app, uint64_t seed, device *d, const lower_program *prog) {
     static const char *archs[] = { "sm_80", "sm_90" };
-    char *src = cg_generate(prog, CG_CUDA);
+    char *src = cg_generate_math(prog, CG_CUDA, math);
     for (int a = 0; a < 2; a++) {
         char err[16384], opts[128];
-        snprintf(opts, sizeof opts, "%s -arch=%s", cg_required_options(CG_CUDA), archs[a]);
+        snprintf(opts, sizeof opts, "%s -arch=%s", cg_math_options(CG_CUDA, math), archs[a]);
         rt_module *m = d->ops->compile(d->dev, src, opts, err, sizeof err);
         if (!m) {
             check_report(false, "%s/seed%llu/cuda-%s: %s", app, (unsigned long long)seed, archs[a], err);
@@ -88,6 +123,10 @@ int main(void) {
     only_apps = getenv("APPS");
     int cuda_seeds = getenv("CUDA_SEEDS") ? atoi(getenv("CUDA_SEEDS")) : 1;
     if (getenv("BACKENDS")) backends = getenv("BACKENDS");
+    if (getenv("MATH") && *getenv("MATH") && cg_math_parse(getenv("MATH"), &math) != 0) {
+        check_report(false, "MATH=%s: expected exact or fast", getenv("MATH"));
+        return 1;
+    }
     char err[4096];
     device devs[3];
     int ndev = 0;

@@ -26,11 +26,12 @@
 typedef struct cg_ctx cg_ctx;
 
 typedef struct cg_target {
-    const char *name;                     /* "c", "opencl", "cuda" */
+    const char *name;                     /* "C", "OpenCL", "CUDA" */
     const char *type[SC_TYPE_COUNT];      /* scalar types; bool is an int */
     const char *i64;                      /* 64-bit signed integer type */
     const char *fn_qual;                  /* qualifiers of helper functions */
     const char *math[SC_MATH_COUNT];      /* f32 math; [SC_ABS] is fabs */
+    const char *fast_math[SC_MATH_COUNT]; /* CG_MATH_FAST: where it differs, else NULL */
     const char *fmin, *fmax;              /* f32 min / max (NaN-ignoring) */
     const char *inf, *nan;                /* f32 +infinity and a quiet NaN */
     const char *unroll;                   /* pragma line for an unrolled loop;
@@ -82,8 +83,14 @@ bool cg_stores_to(const lower_kernel *k, const lower_alloc *a);
  * integer type (cast to the parameter's type where it is used). */
 sc_type cg_param_abi_type(const sc_param *param);
 
-/* The seven sc_ math functions (exp log pow sin cos tanh atan2 computed in
- * double, rounded once to f32), each declared with qualifiers qual. */
+/* Whether the code is generated with CG_MATH_FAST. */
+bool cg_fast(const cg_ctx *g);
+/* The name of f32 math function op in the code's math mode. */
+const char *cg_math_fn(const cg_ctx *g, sc_mathfn op);
+/* In CG_MATH_EXACT, the seven sc_ math functions (exp log pow sin cos tanh
+ * atan2 computed in double, rounded once to f32), each declared with
+ * qualifiers qual; in CG_MATH_FAST a comment that says the code is not
+ * exact. */
 void cg_math_prologue(cg_ctx *g, const char *qual);
 /* GPU back ends: after the kernel's attributes, prints "NAME(arguments)",
  * opens the body and declares shared arrays, unused arguments, bid, tid
@@ -157,6 +164,7 @@ enum { CG_SCRATCH_N = 4, CG_SCRATCH = 320 };
 
 struct cg_ctx {
     const cg_target *t;
+    cg_math math;
     const lower_program *prog;
     const lower_kernel *k;
     cg_buf *out;

@@ -10,6 +10,8 @@
  *
  * Expected compiler options: -std=c11 -O2 -fopenmp -ffp-contract=off (GCC
  * does not contract in ISO mode; clang does unless told), never -ffast-math.
+ * Fast math (CG_MATH_FAST): the C library's f32 functions (expf, logf ...)
+ * and -ffp-contract=fast.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -17,9 +19,11 @@
 
 static void c_prologue(cg_ctx *g)
 {
-    cg_printf(g, "/* Build: cc -std=c11 -O2 -fopenmp -ffp-contract=off -shared -fPIC (no fast-math). */\n"
-                 "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n"
-                 "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n");
+    cg_printf(g, "/* Build: cc -std=c11 -O2 -fopenmp %s -shared -fPIC (no -ffast-math). */\n"
+                 "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n",
+              cg_math_options(CG_C, g->math));
+    if (!cg_fast(g))
+        cg_printf(g, "#ifdef __clang__\n#pragma STDC FP_CONTRACT OFF\n#endif\n");
     cg_math_prologue(g, "static inline");
 }
 
@@ -188,6 +192,8 @@ const cg_target cg_target_c = {
               [SC_FLOOR] = "floorf", [SC_CEIL] = "ceilf", [SC_ROUND] = "rintf",
               [SC_SIN] = "sc_sinf", [SC_COS] = "sc_cosf", [SC_TANH] = "sc_tanhf",
               [SC_ATAN2] = "sc_atan2f", [SC_ABS] = "fabsf" },
+    .fast_math = { [SC_EXP] = "expf", [SC_LOG] = "logf", [SC_POW] = "powf", [SC_SIN] = "sinf",
+                   [SC_COS] = "cosf", [SC_TANH] = "tanhf", [SC_ATAN2] = "atan2f" },
     .fmin = "fminf",
     .fmax = "fmaxf",
     .inf = "INFINITY",

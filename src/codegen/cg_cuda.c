@@ -10,6 +10,11 @@
  * --prec-sqrt=true (the defaults), never --use_fast_math or
  * --ftz=true; -arch=sm_XX as the runtime chooses.  Static shared memory is
  * limited to 48 KiB per block.
+ *
+ * Fast math (CG_MATH_FAST): the intrinsics __expf, __logf, __sinf, __cosf,
+ * tanhf, atan2f and powf (__powf is exp2(y * log2(x)), NaN for a negative
+ * base), with --fmad=true --prec-div=false --prec-sqrt=false; denormals
+ * kept (--ftz=false), unlike --use_fast_math.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,12 +23,12 @@
 
 static void cu_prologue(cg_ctx *g)
 {
-    cg_printf(g, "/* Build: --fmad=false --prec-div=true --prec-sqrt=true (no fast math). */\n"
+    cg_printf(g, "/* Build: %s (not --use_fast_math). */\n"
                  "#ifdef __CUDACC_RTC__\n"
                  "typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\n"
                  "typedef unsigned int uint32_t;\ntypedef signed char int8_t;\n"
                  "typedef short int16_t;\ntypedef int int32_t;\ntypedef long long int64_t;\n"
-                 "#else\n#include <stdint.h>\n#endif\n");
+                 "#else\n#include <stdint.h>\n#endif\n", cg_math_options(CG_CUDA, g->math));
     cg_math_prologue(g, "__device__ inline");
 }
 
@@ -99,6 +104,8 @@ const cg_target cg_target_cuda = {
               [SC_FLOOR] = "floorf", [SC_CEIL] = "ceilf", [SC_ROUND] = "rintf",
               [SC_SIN] = "sc_sinf", [SC_COS] = "sc_cosf", [SC_TANH] = "sc_tanhf",
               [SC_ATAN2] = "sc_atan2f", [SC_ABS] = "fabsf" },
+    .fast_math = { [SC_EXP] = "__expf", [SC_LOG] = "__logf", [SC_POW] = "powf", [SC_SIN] = "__sinf",
+                   [SC_COS] = "__cosf", [SC_TANH] = "tanhf", [SC_ATAN2] = "atan2f" },
     .fmin = "fminf",
     .fmax = "fmaxf",
     .inf = "__int_as_float(0x7f800000)",

@@ -487,7 +487,7 @@ static void pr_math(cg_ctx *g, const cg_node *n)
             cg_expr(g, n->kid[0], false);
         return;
     }
-    cg_printf(g, "%s(", g->t->math[e->op]);
+    cg_printf(g, "%s(", cg_math_fn(g, (sc_mathfn)e->op));
     for (int i = 0; i < n->nkid; i++) {
         cg_printf(g, i ? ", " : "");
         cg_expr(g, n->kid[i], true);

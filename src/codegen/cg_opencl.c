@@ -9,14 +9,22 @@
  * -cl-finite-math-only (NaN tests in the casts).  FP_CONTRACT is switched
  * off in the source.  The math builtins (exp, log, pow, sin ...) are the
  * standard ones, not native_*, so within a few ulp of the C library.
+ *
+ * Fast math (CG_MATH_FAST): native_exp, native_log, native_sin,
+ * native_cos (the device's fastest forms, accuracy implementation-defined),
+ * the f32 builtins pow, tanh and atan2 (native_powr is defined only for
+ * x >= 0, and pow of a negative base is part of the language), contraction
+ * on (the OpenCL default), built with -cl-mad-enable; no double, so fast
+ * code also runs on devices without cl_khr_fp64.
  */
 #include "cg_backend.h"
 
 static void cl_prologue(cg_ctx *g)
 {
-    cg_printf(g, "/* Build options: -cl-fp32-correctly-rounded-divide-sqrt; no fast or relaxed math. */\n"
-                 "#pragma OPENCL FP_CONTRACT OFF\n"
-                 "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    cg_printf(g, "/* Build options: %s; no -cl-fast-relaxed-math. */\n", cg_math_options(CG_OPENCL, g->math));
+    if (!cg_fast(g))
+        cg_printf(g, "#pragma OPENCL FP_CONTRACT OFF\n"
+                     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     cg_math_prologue(g, "inline");
 }
 
@@ -38,6 +46,9 @@ const cg_target cg_target_opencl = {
               [SC_FLOOR] = "floor", [SC_CEIL] = "ceil", [SC_ROUND] = "rint",
               [SC_SIN] = "sc_sinf", [SC_COS] = "sc_cosf", [SC_TANH] = "sc_tanhf",
               [SC_ATAN2] = "sc_atan2f", [SC_ABS] = "fabs" },
+    .fast_math = { [SC_EXP] = "native_exp", [SC_LOG] = "native_log", [SC_POW] = "pow",
+                   [SC_SIN] = "native_sin", [SC_COS] = "native_cos", [SC_TANH] = "tanh",
+                   [SC_ATAN2] = "atan2" },
     .fmin = "fmin",
     .fmax = "fmax",
     .inf = "INFINITY",

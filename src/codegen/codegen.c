@@ -117,6 +117,9 @@ static const char *const reserved[] = {
     "fmin", "fminf", "fmax", "fmaxf", "isnan", "isinf", "isfinite", "signbit",
     "malloc", "free", "abort", "main", "INFINITY", "NAN", "NULL", "HUGE_VAL",
     "HUGE_VALF", "bid", "tid",
+    /* fast math */
+    "native_exp", "native_log", "native_sin", "native_cos", "__expf", "__logf",
+    "__sinf", "__cosf",
 };
 
 static bool is_reserved(const char *s)
@@ -225,6 +228,18 @@ bool cg_printed_var(const cg_ctx *g, const char *name)
 
 /* ---- pieces the back ends share ---- */
 
+bool cg_fast(const cg_ctx *g)
+{
+    return g->math == CG_MATH_FAST;
+}
+
+const char *cg_math_fn(const cg_ctx *g, sc_mathfn op)
+{
+    if (cg_fast(g) && g->t->fast_math[op])
+        return g->t->fast_math[op];
+    return g->t->math[op];
+}
+
 void cg_math_prologue(cg_ctx *g, const char *qual)
 {
     static const struct { const char *name, *params, *value; } fn[] = {
@@ -236,6 +251,11 @@ void cg_math_prologue(cg_ctx *g, const char *qual)
         { "sc_powf", "float x, float y", "pow((double)x, (double)y)" },
         { "sc_atan2f", "float y, float x", "atan2((double)y, (double)x)" },
     };
+    if (cg_fast(g)) {
+        cg_printf(g, "/* Fast math: the device's f32 functions, contraction allowed; results\n"
+                     " * differ from the reference evaluator's within a tolerance. */\n");
+        return;
+    }
     cg_printf(g, "/* exp log pow sin cos tanh atan2 in double, rounded once to f32: the\n"
                  " * same result on every back end and in the reference evaluator. */\n");
     for (size_t i = 0; i < sizeof fn / sizeof fn[0]; i++)
@@ -496,7 +516,7 @@ void cg_helpers(cg_ctx *g)
     }
     if (g->used[H_MOD][SC_F32])
         cg_printf(g, "%s float sc_mod_f32(float a, float b) { return a - b * %s(a / b); }\n",
-                  Q, g->t->math[SC_FLOOR]);
+                  Q, cg_math_fn(g, SC_FLOOR));
 }
 
 /* ---- kernels and files -------------------------------------------------------------- */
@@ -575,6 +595,11 @@ static void pr_file_comment(cg_ctx *g)
 
 char *cg_generate(const lower_program *prog, cg_backend backend)
 {
+    return cg_generate_math(prog, backend, CG_MATH_EXACT);
+}
+
+char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
+{
     static const cg_target *const targets[] = {
         [CG_C] = &cg_target_c, [CG_OPENCL] = &cg_target_opencl, [CG_CUDA] = &cg_target_cuda,
     };
@@ -584,6 +609,7 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     cg_buf kernels = {0}, file = {0};
     memset(&g, 0, sizeof g);
     g.t = targets[backend];
+    g.math = math;
     g.prog = prog;
     g.out = &kernels;
     for (int i = 0; i < prog->nkernels; i++)
@@ -621,11 +647,41 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
  * cg_opencl.c, cg_cuda.c say why). */
 const char *cg_required_options(cg_backend backend)
 {
+    return cg_math_options(backend, CG_MATH_EXACT);
+}
+
+/* Fast math keeps IEEE infinities, NaNs and signed zeros (the pipeline
+ * language's casts and select test for NaN): no -ffast-math,
+ * -cl-fast-relaxed-math or --use_fast_math, whose finite-math assumptions
+ * would let the compiler delete those tests.  CUDA keeps denormals
+ * (--ftz=false) so that values near zero stay within the tolerance. */
+const char *cg_math_options(cg_backend backend, cg_math m)
+{
+    bool fast = m == CG_MATH_FAST;
     switch (backend) {
-    case CG_CUDA:   return "--fmad=false --prec-div=true --prec-sqrt=true";
-    case CG_OPENCL: return "-cl-fp32-correctly-rounded-divide-sqrt";
-    default:        return "-ffp-contract=off";
+    case CG_CUDA:
+        return fast ? "--fmad=true --prec-div=false --prec-sqrt=false --ftz=false"
+                    : "--fmad=false --prec-div=true --prec-sqrt=true";
+    case CG_OPENCL:
+        return fast ? "-cl-mad-enable" : "-cl-fp32-correctly-rounded-divide-sqrt";
+    default:
+        return fast ? "-ffp-contract=fast" : "-ffp-contract=off";
     }
+}
+
+const char *cg_math_name(cg_math m)
+{
+    return m == CG_MATH_FAST ? "fast" : "exact";
+}
+
+int cg_math_parse(const char *name, cg_math *out)
+{
+    for (int m = CG_MATH_EXACT; m <= CG_MATH_FAST; m++)
+        if (name && !strcmp(name, cg_math_name((cg_math)m))) {
+            *out = (cg_math)m;
+            return 0;
+        }
+    return -1;
 }
 
 const char *cg_backend_name(cg_backend b)

@@ -13,7 +13,21 @@
 
 typedef enum { CG_C, CG_OPENCL, CG_CUDA } cg_backend;
 
+/* How f32 arithmetic is compiled.
+ *   CG_MATH_EXACT  exp log pow sin cos tanh atan2 computed in double and
+ *                  rounded once to f32 (scmath.h), no contraction of
+ *                  a * b + c into fused multiply-adds, correctly rounded
+ *                  division and square root: the reference evaluator's
+ *                  results bit for bit.  The default, and what the tests use.
+ *   CG_MATH_FAST   the device's own f32 functions (native_exp, __expf,
+ *                  expf ...) and contraction allowed: for timing.  Checked
+ *                  against the reference within a stated tolerance
+ *                  (exec.h, exec_tolerance). */
+typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
+
+/* cg_generate_math with CG_MATH_EXACT. */
 char *cg_generate(const lower_program *prog, cg_backend backend);
+char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math);
 /* A C header declaring the host entry point that cg_generate writes for
  * the C and CUDA back ends (cg_host.c):
  *     int PIPELINE_run(const T *input..., T param..., T *output...);
@@ -24,6 +38,14 @@ char *cg_generate_header(const lower_program *prog);
  * reference evaluator computes: no contraction of a * b + c into fused
  * multiply-adds, correctly rounded division and square root. */
 const char *cg_required_options(cg_backend backend);
+/* The compiler options of code generated with math mode m: for
+ * CG_MATH_EXACT those of cg_required_options; for CG_MATH_FAST the ones
+ * that allow contraction (-ffp-contract=fast, -cl-mad-enable, --fmad=true)
+ * and approximate division and square root on CUDA. */
+const char *cg_math_options(cg_backend backend, cg_math m);
+/* "exact", "fast"; and back (0, or -1 if unknown). */
+const char *cg_math_name(cg_math m);
+int cg_math_parse(const char *name, cg_math *out);
 const char *cg_backend_name(cg_backend b);
 /* "c", "opencl", "cuda" -> 0 and *out; -1 if unknown. */
 int cg_backend_parse(const char *name, cg_backend *out);

@@ -107,11 +107,12 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
     if (!strcmp(ops->name, "cuda")) snprintf(options, sizeof options, "-arch=%s", o->arch ? o->arch : "sm_80");
     const char *opt = options[0] ? options : NULL;
     fprintf(o->out, "device: %s: %s\n", ops->name, ops->describe(dev));
+    fprintf(o->out, "math: %s\n", cg_math_name(o->math));
     fprintf(o->out, "kernels: %d\n", d->prog->nkernels);
     int rc = 0;
     exec_session *s = NULL;
     if (!ops->can_run(dev)) {
-        s = exec_open(ops, dev, d->prog, opt, err, sizeof err);
+        s = exec_open_math(ops, dev, d->prog, o->math, opt, err, sizeof err);
         if (!s) { fprintf(err_out, "%s\n", err); ops->close(dev); return -1; }
         print_kernel_info(s, o->out);
         fprintf(o->out, "compiled only: %s cannot run kernels here\n", ops->name);
@@ -130,30 +131,27 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
     /* A wrong result is never timed: timing implies the check. */
     bool check = o->check || o->samples > 0;
     if (check) {
-        double maxd;
-        int64_t bad;
+        exec_diff diff;
         if (sc_evaluate(d->p, in, 1, ref) != 0) {
             print_errors(d->p, err_out);
             rc = -1;
-        } else if (!(s = exec_open_checked(ops, dev, d->prog, opt, in, ref, o->abs_tol, o->rel_tol,
-                                           o->timeout_ms, &maxd, &bad, err, sizeof err))) {
+        } else if (!(s = exec_open_checked(ops, dev, d->prog, o->math, opt, in, ref, o->timeout_ms, &diff,
+                                           err, sizeof err))) {
             fprintf(err_out, "%s\n", err);
             rc = -1;
         } else {
             print_kernel_info(s, o->out);
-            int64_t total = 0;
-            bool is_float = false;
-            for (int i = 0; i < nout; i++) {
-                total += sc_buffer_count(ref[i]);
-                is_float |= ((sc_func *)d->p->outputs.items[i])->type == SC_F32;
-            }
-            fprintf(o->out, "check: %s, max difference %.3g (%lld of %lld output points differ; %s)\n",
-                    bad ? "MISMATCH with the reference" : "matches the reference", maxd, (long long)bad,
-                    (long long)total, is_float ? "f32 tolerance 1e-4 abs + 1e-4 rel" : "exact");
-            if (bad) rc = 1;
+            exec_tol tol = exec_tolerance(o->math);
+            char how[256];
+            fprintf(o->out, "check: %s, max difference %.3g (%lld ulp; %lld of %lld output points differ: "
+                    "%lld outliers, %lld beyond the tolerance; tolerance: %s)\n",
+                    diff.mismatches ? "MISMATCH with the reference" : "matches the reference", diff.max_abs,
+                    (long long)diff.max_ulp, (long long)diff.differ, (long long)diff.points,
+                    (long long)diff.outliers, (long long)diff.mismatches, exec_tol_describe(&tol, how, sizeof how));
+            if (diff.mismatches) rc = 1;
         }
     } else {
-        s = exec_open(ops, dev, d->prog, opt, err, sizeof err);
+        s = exec_open_math(ops, dev, d->prog, o->math, opt, err, sizeof err);
         if (!s || exec_upload(s, in, err, sizeof err) != 0 || exec_run(s, o->timeout_ms, err, sizeof err) != 0) {
             fprintf(err_out, "%s\n", err);
             rc = -1;

@@ -34,25 +34,23 @@ int driver_load(driver_state *d, const char *pipe_path, const sc_parse_options *
 int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out);
 void driver_free(driver_state *d);
 
-/* Runs the lowered program on a device (by name, or NULL for the best);
- * with check, compares every output with the reference evaluator and
- * prints how far apart they are; with timing > 0 also times it (warmup,
- * runs, samples).  Returns 0 if everything ran (and matched). */
+/* Runs the lowered program on a device (by name, or NULL for the best),
+ * its code generated with the math mode (exact: bit-identical to the
+ * reference evaluator; fast: the device's own f32 functions, checked within
+ * exec_tolerance); with check, compares every output with the reference
+ * evaluator and prints how far apart they are; with timing > 0 also times
+ * it (warmup, runs, samples).  Returns 0 if everything ran (and matched). */
 typedef struct {
     const char *device;
     bool check;
     int warmup, runs, samples;    /* samples == 0: no timing */
     int timeout_ms;
-    double abs_tol, rel_tol;
+    cg_math math;
     const char *arch;             /* CUDA: "sm_80" ... */
     FILE *out;
     double *time_ms;              /* out: the measured time, if timed */
 } driver_run_opts;
 
 int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out);
-
-/* The default f32 tolerance of --check. */
-#define DRIVER_ABS_TOL 1e-4
-#define DRIVER_REL_TOL 1e-4
 
 #endif
