@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,18 +56,21 @@ typedef struct {
     int warmup, runs, samples, timeout_ms;
 } options;
 
-static const char *usage_text =
-    "usage: stagecraft COMMAND FILE.pipe [options]\n"
-    "\n"
-    "commands:\n"
-    "  check     parse and analyse; print Funcs, stages, inputs, outputs, edges, bounds\n"
-    "  run       evaluate (reference evaluator, or a schedule on a device) and write the outputs\n"
-    "  dump      print one analysis (--what=ir|bounds|deps|ops)\n"
-    "  schedule  make a schedule (--strategy root|baseline|random) for a target\n"
-    "  compile   generate CUDA, OpenCL or C for a schedule (--backend)\n"
-    "  bench     time a schedule on a device\n"
-    "\n"
-    "Run 'stagecraft COMMAND --help' for the options of a command.\n";
+static void print_usage(FILE *out) {
+    char names[256];
+    fprintf(out, "usage: stagecraft COMMAND FILE.pipe [options]\n"
+                 "\n"
+                 "commands:\n"
+                 "  check     parse and analyse; print Funcs, stages, inputs, outputs, edges, bounds\n"
+                 "  run       evaluate (reference evaluator, or a schedule on a device) and write the outputs\n"
+                 "  dump      print one analysis (--what=ir|bounds|deps|ops)\n"
+                 "  schedule  make a schedule (--strategy %s) for a target\n"
+                 "  compile   generate CUDA, OpenCL or C for a schedule (--backend)\n"
+                 "  bench     time a schedule on a device\n"
+                 "\n"
+                 "Run 'stagecraft COMMAND --help' for the options of a command.\n",
+            space_strategy_names(names, sizeof names, "|", "|"));
+}
 
 static const char *commands[] = { "check", "run", "dump", "schedule", "compile", "bench", NULL };
 
@@ -75,16 +79,19 @@ static bool is_sched_cmd(const char *cmd) {
 }
 
 static void print_help(const char *cmd) {
-    if (!cmd) { fputs(usage_text, stdout); return; }
+    if (!cmd) { print_usage(stdout); return; }
+    char strategies[256], devices[64];
+    space_strategy_names(strategies, sizeof strategies, "|", "|");
+    rt_ops_names(devices, sizeof devices, "|", "|");
     printf("usage: stagecraft %s FILE.pipe", cmd);
     if (!strcmp(cmd, "run"))
         printf(" [-i NAME=FILE]... [-o NAME=FILE]... [--seed N]\n"
-               "       [--schedule F.sched | --strategy S] [--device c|opencl|cuda] [--check]\n"
-               "       [--math exact|fast]");
+               "       [--schedule F.sched | --strategy S] [--device %s] [--check]\n"
+               "       [--math exact|fast]", devices);
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
-    if (!strcmp(cmd, "schedule")) printf(" --strategy root|baseline|random [--seed N] [-o F.sched] [--halide]");
-    if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend cuda|opencl|c -o DIR\n"
-                                        "       [--math exact|fast]");
+    if (!strcmp(cmd, "schedule")) printf(" --strategy %s [--seed N] [-o F.sched] [--halide]", strategies);
+    if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
+                                        "       [--math exact|fast]", devices);
     if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]");
     printf(" [--small] [--set NAME=VALUE]...\n\n");
     if (!strcmp(cmd, "check"))
@@ -99,29 +106,31 @@ static void print_help(const char *cmd) {
                "                 first output); every output is summarised on stdout\n"
                "  --seed N       seed of the random inputs (default 1)\n"
                "With --schedule or --strategy, runs the scheduled code on a device:\n"
-               "  --device D     c, opencl or cuda (default: the best found)\n"
+               "  --device D     %s (default: the best found)\n"
                "  --check        compare every output with the reference evaluator\n"
                "  --target T     the target the schedule is made and checked for\n"
                "  --math M       exact (default): code bit-identical to the reference\n"
                "                 evaluator, checked bit for bit; fast: the device's own\n"
                "                 f32 exp/log/sin/cos and fused multiply-adds, checked within\n"
-               "                 a stated tolerance (docs/backends.md)\n");
+               "                 a stated tolerance (docs/backends.md)\n", rt_ops_names(devices, sizeof devices, ", ", " or "));
     if (!strcmp(cmd, "dump"))
         printf("Prints one analysis of FILE.pipe:\n"
                "  ir       the IR as .pipe text (parses back to the same IR)\n"
                "  bounds   the region of every Func and the loop extents of every stage\n"
                "  deps     the access Jacobian of every producer call\n"
                "  ops      the operation histogram of every stage\n");
-    if (!strcmp(cmd, "schedule"))
+    if (!strcmp(cmd, "schedule")) {
         printf("Makes a schedule and prints it (or writes it with -o):\n"
-               "  --strategy S   root (every Func its own kernels), baseline (inline\n"
-               "                 point-wise Funcs, 1-D tiles of 64 threads) or random\n"
-               "                 (a seeded random walk through the schedule space)\n"
-               "  --seed N       the random walk's seed (default 1)\n"
+               "  --strategy S   one of\n");
+        for (int i = 0; i < space_strategy_count(); i++)
+            printf("                   %-9s %s%s\n", space_strategy_at(i)->name, space_strategy_at(i)->summary,
+                   space_strategy_at(i)->seeded ? " (--seed)" : "");
+        printf("  --seed N       the seed of a seeded strategy (default 1)\n"
                "  --target T     a100 (default when no OpenCL device), v100, h100,\n"
                "                 rtx2080ti, or host-opencl (the OpenCL device's limits)\n"
                "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
                "  --halide       also print the equivalent Halide schedule\n");
+    }
     if (!strcmp(cmd, "compile"))
         printf("Generates code for a schedule into DIR (PIPELINE.cu, .cl or .c, and the\n"
                "schedule).  CUDA and C code end with a host entry point, PIPELINE_run(inputs,\n"
@@ -145,10 +154,14 @@ static void print_help(const char *cmd) {
            "  --help             this text\n");
 }
 
-static int usage_error(const char *fmt, const char *arg) {
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "stagecraft: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(run 'stagecraft --help' for usage)\n");
+    va_end(ap);
     return EXIT_USAGE;
 }
 
@@ -192,7 +205,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->runs = 10;
     o->samples = 5;
     o->timeout_ms = 60000;
-    if (argc < 2) { fputs(usage_text, stderr); return EXIT_USAGE; }
+    if (argc < 2) { print_usage(stderr); return EXIT_USAGE; }
     o->cmd = argv[1];
     if (!strcmp(o->cmd, "--help") || !strcmp(o->cmd, "-h") || !strcmp(o->cmd, "help")) {
         print_help(NULL);
@@ -286,14 +299,19 @@ static int parse_options(int argc, char **argv, options *o) {
     if (!strcmp(o->cmd, "dump") && !o->what) return usage_error("dump needs --what=ir|bounds|deps|ops%s", "");
     if (strcmp(o->cmd, "dump") && o->what) return usage_error("--what is an option of dump, not %s", o->cmd);
     if (o->schedule && o->strategy) return usage_error("give --schedule or --strategy, not both%s", "");
-    if (!strcmp(o->cmd, "compile") && (!o->backend || !o->outdir))
-        return usage_error("compile needs --backend cuda|opencl|c and -o DIR%s", "");
-    if (o->backend && strcmp(o->backend, "cuda") && strcmp(o->backend, "opencl") && strcmp(o->backend, "c"))
-        return usage_error("--backend: '%s' is not one of cuda, opencl, c", o->backend);
-    if (o->device && strcmp(o->device, "cuda") && strcmp(o->device, "opencl") && strcmp(o->device, "c"))
-        return usage_error("--device: '%s' is not one of cuda, opencl, c", o->device);
-    if (o->strategy && strcmp(o->strategy, "root") && strcmp(o->strategy, "baseline") && strcmp(o->strategy, "random"))
-        return usage_error("--strategy: '%s' is not one of root, baseline, random", o->strategy);
+    if (!strcmp(o->cmd, "compile") && (!o->backend || !o->outdir)) {
+        char names[64];
+        return usage_error("compile needs --backend %s and -o DIR", rt_ops_names(names, sizeof names, "|", "|"));
+    }
+    char names[256];
+    /* every runtime has a code generator of its name (exec_open) */
+    if (o->backend && !rt_ops_by_name(o->backend))
+        return usage_error("--backend: '%s' is not one of %s", o->backend, rt_ops_names(names, sizeof names, ", ", ", "));
+    if (o->device && !rt_ops_by_name(o->device))
+        return usage_error("--device: '%s' is not one of %s", o->device, rt_ops_names(names, sizeof names, ", ", ", "));
+    if (o->strategy && !space_strategy_by_name(o->strategy))
+        return usage_error("--strategy: '%s' is not one of %s", o->strategy,
+                           space_strategy_names(names, sizeof names, ", ", ", "));
     cg_math m;
     if (o->math && cg_math_parse(o->math, &m) != 0)
         return usage_error("--math: '%s' is not one of exact, fast", o->math);

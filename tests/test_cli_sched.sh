@@ -17,6 +17,8 @@ for c in schedule compile bench; do
     case_ "help_$c" 0 -o "usage: stagecraft $c FILE.pipe" -- "$sc" "$c" --help
 done
 case_ help_schedule_strategies 0 -o 'root\|baseline\|random' -- "$sc" schedule --help
+case_ help_schedule_summaries 0 -o '^ +random +a random walk through the schedule space \(--seed\)' -- "$sc" schedule --help
+case_ help_run_devices 0 -o '\[--device cuda\|opencl\|c\]' -- "$sc" run --help
 
 # ---- schedule ---------------------------------------------------------------
 for st in root baseline random; do
@@ -152,4 +154,7 @@ case_ bench_math_exact 0 -o '^math: exact' -- "$sc" bench "$app" --small --strat
 case_ bench_c 0 -o '^time: [0-9.]+ ms \(min over [0-9]+ samples of the mean of [0-9]+ runs' -- \
     "$sc" bench "$app" --small --schedule "$tmp/random.sched" --device c
 case_ bench_unknown_strategy 2 -e "--strategy: 'fast'" -- "$sc" bench "$app" --small --strategy fast --device c
+# the names in the messages come from the strategy and runtime tables
+case_ run_unknown_strategy_lists 2 -e "--strategy: 'beam' is not one of root, baseline, random" -- \
+    "$sc" run "$app" --small --strategy beam --device c
 exit $failed

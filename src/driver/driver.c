@@ -62,11 +62,15 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
         d->s = sched_parse(d->arena, d->p, o->schedule_path, text, err, sizeof err);
         free(text);
     } else {
-        const char *st = o->strategy ? o->strategy : "baseline";
-        if (!strcmp(st, "root")) d->s = space_root(d->arena, d->p, d->b, &d->t);
-        else if (!strcmp(st, "baseline")) d->s = space_baseline(d->arena, d->p, d->b, &d->t);
-        else if (!strcmp(st, "random")) d->s = space_random(d->arena, d->p, d->b, &so, o->seed, err, sizeof err);
-        else snprintf(err, sizeof err, "unknown strategy '%s' (expected root, baseline or random)", st);
+        const char *name = o->strategy ? o->strategy : "baseline";
+        const space_strategy *st = space_strategy_by_name(name);
+        if (st) {
+            d->s = st->make(d->arena, d->p, d->b, &so, o->seed, err, sizeof err);
+        } else {
+            char names[256];
+            snprintf(err, sizeof err, "unknown strategy '%s' (expected %s)", name,
+                     space_strategy_names(names, sizeof names, ", ", " or "));
+        }
     }
     if (!d->s) { fprintf(err_out, "%s\n", err); return -1; }
     if (sched_check(d->p, d->b, d->s, &d->t, false, err, sizeof err) != 0) {
@@ -84,7 +88,11 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
 static rt_device *open_device(const char *name, const rt_ops **ops, char *err, size_t errlen) {
     if (!name) return rt_open_best(ops, err, errlen);
     *ops = rt_ops_by_name(name);
-    if (!*ops) { snprintf(err, errlen, "unknown device '%s' (expected c, opencl or cuda)", name); return NULL; }
+    if (!*ops) {
+        char names[64];
+        snprintf(err, errlen, "unknown device '%s' (expected %s)", name, rt_ops_names(names, sizeof names, ", ", " or "));
+        return NULL;
+    }
     return (*ops)->open(err, errlen);
 }
 

@@ -8,7 +8,7 @@
 #define SC_DRIVER_H
 
 #include "exec.h"
-#include "space.h"
+#include "strategy.h"
 
 typedef struct {
     sc_pipeline *p;
@@ -21,7 +21,7 @@ typedef struct {
 
 typedef struct {
     const char *schedule_path;    /* a .sched file, or NULL */
-    const char *strategy;         /* root | baseline | random (when no file) */
+    const char *strategy;         /* a name in strategy.h's table (when no file) */
     uint64_t seed;
     const char *target;           /* target name; NULL = host-opencl if it exists, else a100 */
     const char *targets_dir;      /* NULL = "targets" */

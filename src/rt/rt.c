@@ -18,13 +18,28 @@ void rt_error(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Every runtime, in the order rt_open_best tries them. */
+static const rt_ops *const all_ops[] = {&rt_cuda_ops, &rt_opencl_ops, &rt_c_ops};
+enum { NOPS = sizeof all_ops / sizeof all_ops[0] };
+
 const rt_ops *rt_ops_by_name(const char *name)
 {
-    static const rt_ops *const all[] = {&rt_cuda_ops, &rt_opencl_ops, &rt_c_ops};
     if (!name) return NULL;
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(all[i]->name, name) == 0) return all[i];
+    for (int i = 0; i < NOPS; i++)
+        if (strcmp(all_ops[i]->name, name) == 0) return all_ops[i];
     return NULL;
+}
+
+const char *rt_ops_names(char *buf, size_t len, const char *sep, const char *last)
+{
+    size_t n = 0;
+    if (len) buf[0] = 0;
+    for (int i = 0; i < NOPS && n < len; i++) {
+        int w = snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : i == NOPS - 1 ? last : sep, all_ops[i]->name);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+    return buf;
 }
 
 /* CUDA counts only where kernels can run: a compile-only CUDA device (NVRTC

@@ -121,6 +121,9 @@ void rt_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
 
 /* By name: "c", "opencl", "cuda"; NULL if unknown. */
 const rt_ops *rt_ops_by_name(const char *name);
+/* The names of the runtimes, best first, joined by sep, the last two by
+ * last ("cuda, opencl or c"); buf is returned. */
+const char *rt_ops_names(char *buf, size_t len, const char *sep, const char *last);
 
 /* The best device found: the first CUDA GPU that can run, else the first
  * OpenCL device, else C.  Sets *ops and returns the opened device. */

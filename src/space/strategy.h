@@ -1,0 +1,32 @@
+/*
+ * strategy.h - the schedule strategies as plug-ins: each is a name, a line
+ * saying what it does, and a function that makes a complete schedule of a
+ * pipeline for a target.  The driver and the command line find them by
+ * name in one table (strategy.c), so a new strategy (a search, a cost
+ * model's choice) is one more entry there, and the usage text and the
+ * "unknown strategy" error list it without further change.
+ */
+#ifndef SC_STRATEGY_H
+#define SC_STRATEGY_H
+
+#include "space.h"
+
+typedef struct space_strategy {
+    const char *name;             /* as given to --strategy */
+    const char *summary;          /* one line for --help */
+    bool seeded;                  /* whether the seed changes the result */
+    /* A complete schedule in arena a, or NULL with err. */
+    sched_state *(*make)(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
+                         uint64_t seed, char *err, size_t errlen);
+} space_strategy;
+
+/* The strategy of that name; NULL if there is none. */
+const space_strategy *space_strategy_by_name(const char *name);
+/* The i-th strategy of the table, for 0 <= i < space_strategy_count(). */
+int space_strategy_count(void);
+const space_strategy *space_strategy_at(int i);
+/* The names in table order, joined by sep, the last two by last
+ * ("root, baseline or random"); buf is returned. */
+const char *space_strategy_names(char *buf, size_t len, const char *sep, const char *last);
+
+#endif
