@@ -9,7 +9,8 @@
  * that, the old 1e-4 tolerance did not).
  *
  * Fast: the generated code uses the device's functions (expf, native_exp,
- * __expf) and the contraction options; a few apps with transcendentals,
+ * __expf) and the contraction options (the CUDA compiles with NVRTC where
+ * it is installed); a few apps with transcendentals,
  * FMA-prone stencils and integer outputs run on C and OpenCL and pass the
  * fast tolerance, their results really differing from the exact ones
  * somewhere; the tolerance accepts what it states and no more.
@@ -260,6 +261,20 @@ static void test_fast_code(void)
         CHECK(strstr(fast, cg_math_options(want[i].be, CG_MATH_FAST)) != NULL);
         free(fast);
         free(exact);
+    }
+    /* fast CUDA compiles with its options, where NVRTC is installed */
+    rt_device *cu = prog ? rt_cuda_ops.open(err, sizeof err) : NULL;
+    if (cu) {
+        char *src = cg_generate_math(prog, CG_CUDA, CG_MATH_FAST), opts[256], log[16384];
+        snprintf(opts, sizeof opts, "%s -arch=sm_80", cg_math_options(CG_CUDA, CG_MATH_FAST));
+        rt_module *m = rt_cuda_ops.compile(cu, src, opts, log, sizeof log);
+        if (!m) fprintf(stderr, "  NVRTC: %s\n", log);
+        CHECK(m != NULL);
+        if (m) rt_cuda_ops.module_free(m);
+        free(src);
+        rt_cuda_ops.close(cu);
+    } else {
+        printf("  (fast CUDA not compiled: %s)\n", err);
     }
     CHECK(!strcmp(cg_math_options(CG_C, CG_MATH_FAST), "-ffp-contract=fast"));
     CHECK(!strcmp(cg_math_options(CG_C, CG_MATH_EXACT), cg_required_options(CG_C)));
