@@ -229,11 +229,12 @@ exec_session *exec_open_checked(const rt_ops *ops, rt_device *dev, const lower_p
  * 1.0e-7 of the output's largest |value| from the reference (unsharp);
  * FAST_FLOOR leaves a margin of 100 for devices not measured (CUDA's
  * intrinsics).  Outliers: local_laplacian's flipped remap indices moved
- * 1.4% of its points by up to 7e-4 of the scale (root schedule), the only
- * ones seen; FAST_OUTLIER_* are about 2 and 3 times that. */
+ * 1.4% of its points by up to 7e-4 of the scale at the small size (root
+ * schedule), and 0.003% of them by up to 1.1e-3 at the paper size
+ * (baseline), the only ones seen; FAST_OUTLIER_* are 2 to 4 times that. */
 #define FAST_ULP 64
 #define FAST_FLOOR 1e-5
-#define FAST_OUTLIER_FLOOR 2e-3
+#define FAST_OUTLIER_FLOOR 5e-3
 #define FAST_OUTLIER_FRAC 0.03
 
 exec_tol exec_tolerance(cg_math math) {
