@@ -226,8 +226,8 @@ exec_session *exec_open_checked(const rt_ops *ops, rt_device *dev, const lower_p
  * ends at its small size under random schedules (tests/test_schedules.c
  * with MATH=fast prints the figures per case; docs/backends.md has the
  * table and the reasons).  Beyond 64 ulps no point was further than
- * 1.0e-7 of the output's largest |value| from the reference (unsharp);
- * FAST_FLOOR leaves a margin of 100 for devices not measured (CUDA's
+ * 7.8e-7 of the output's largest |value| from the reference (bgu);
+ * FAST_FLOOR leaves a margin of 13 for devices not measured (CUDA's
  * intrinsics).  Outliers: local_laplacian's flipped remap indices moved
  * 1.4% of its points by up to 7e-4 of the scale at the small size (root
  * schedule), and 0.003% of them by up to 1.1e-3 at the paper size
