@@ -1011,24 +1011,6 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
     return c.failed ? NULL : prog;
 }
 
-int lower_footprint_extents(sc_pipeline *p, const bounds_result *b, const sched_state *s,
-                            int func_id, int64_t *extent, char *err, size_t errlen) {
-    ir_arena *arena = ir_arena_new();
-    lower_program *prog = lower_schedule(arena, p, b, s, err, errlen);
-    int rc = -1;
-    for (int i = 0; prog && i < prog->nkernels && rc != 0; i++) {
-        const lower_alloc *a = prog->kernels[i]->storage[func_id];
-        if (a && a->mem != MEM_GLOBAL) {
-            for (int d = 0; d < a->ndims; d++) extent[d] = a->extent[d];
-            rc = 0;
-        }
-    }
-    if (prog && rc != 0)
-        snprintf(err, errlen, "%s is not fused into any kernel", ((sc_func *)p->funcs.items[func_id])->name);
-    ir_arena_free(arena);
-    return rc;
-}
-
 /* ---- printing ------------------------------------------------------------- */
 
 static void indent(FILE *out, int depth) {
