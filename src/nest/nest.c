@@ -50,13 +50,15 @@ typedef struct kentry {
 struct nest_ctx {
     const sc_pipeline *p;
     const bounds_result *b;
-    ir_arena *arena;
+    ir_arena *arena;               /* call graph, stage expressions */
+    ir_arena *karena;              /* cached kernels (nest_ctx_flush) */
     int n;
     int *ndirect;                  /* [fid] distinct Funcs called, any stage */
     int **direct;
     sexpr *etab[TABLE];
     kentry *ktab[TABLE];
     nest_stats stats;
+    bool no_kernel_cache;
     /* scratch, sized n (one build at a time per ctx) */
     int *mark, *stack, *sig;
     int stamp;
@@ -93,6 +95,7 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->p = p;
     x->b = b;
     x->arena = ir_arena_new();
+    x->karena = ir_arena_new();
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
     x->ndirect = xcalloc(n, sizeof(int));
@@ -123,6 +126,7 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
 void nest_ctx_free(nest_ctx *x) {
     if (!x) return;
     ir_arena_free(x->arena);
+    ir_arena_free(x->karena);
     free(x->ndirect);
     free(x->direct);
     free(x->mark);
@@ -135,6 +139,14 @@ void nest_ctx_free(nest_ctx *x) {
 }
 
 nest_stats nest_ctx_stats(const nest_ctx *x) { return x->stats; }
+
+void nest_ctx_cache_kernels(nest_ctx *x, bool on) { x->no_kernel_cache = !on; }
+
+void nest_ctx_flush(nest_ctx *x) {
+    ir_arena_free(x->karena);
+    x->karena = ir_arena_new();
+    memset(x->ktab, 0, sizeof x->ktab);
+}
 
 static bool is_inline(const sched_state *s, int id) {
     return s->f[id] && s->f[id]->loc == SCHED_INLINE;
@@ -244,18 +256,90 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     return r;
 }
 
-/* Distinct calls (structurally) of an expression DAG, first seen first. */
-typedef struct { ir_vec seen; ir_vec calls; ir_arena *a; } call_walk;
+/* Distinct calls (structurally) of an expression DAG, first seen first.
+ * Nodes are visited once each (a pointer table holding each node's
+ * structural hash, consistent with ir_expr_equal), calls are compared
+ * only when their hashes agree. */
+typedef struct { const sc_expr *e; uint64_t h; } node_hash;
 
-static void collect_calls(call_walk *w, const sc_expr *e) {
-    for (int i = 0; i < w->seen.n; i++) if (w->seen.items[i] == e) return;
-    ir_vec_push(w->a, &w->seen, (void *)e);
-    if (e->kind == E_CALL) {
-        bool dup = false;
-        for (int i = 0; i < w->calls.n && !dup; i++) dup = ir_expr_equal(w->calls.items[i], e);
-        if (!dup) ir_vec_push(w->a, &w->calls, (void *)e);
+typedef struct {
+    node_hash *tab;
+    size_t cap, used;
+    ir_vec calls;
+    ir_vec hashes;                 /* of calls, as uintptr_t */
+    ir_arena *a;
+} call_walk;
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t hmix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+static node_hash *slot(call_walk *w, const sc_expr *e) {
+    size_t i = (size_t)(((uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ULL) & (w->cap - 1);
+    while (w->tab[i].e && w->tab[i].e != e) i = (i + 1) & (w->cap - 1);
+    return &w->tab[i];
+}
+
+static void grow(call_walk *w) {
+    node_hash *old = w->tab;
+    size_t oc = w->cap;
+    w->cap = oc ? 2 * oc : 1024;
+    w->tab = xcalloc(w->cap, sizeof *w->tab);
+    for (size_t i = 0; i < oc; i++)
+        if (old[i].e) *slot(w, old[i].e) = old[i];
+    free(old);
+}
+
+static uint64_t collect_calls(call_walk *w, const sc_expr *e) {
+    if (2 * (w->used + 1) > w->cap) grow(w);
+    node_hash *sl = slot(w, e);
+    if (sl->e) return sl->h;
+    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
+    switch (e->kind) {
+    case E_CONST: {
+        uint64_t v;
+        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
+        else v = (uint64_t)e->c.i;
+        h = hmix(h, v);
+        break;
     }
-    for (int i = 0; i < e->nargs; i++) collect_calls(w, e->args[i]);
+    case E_VAR: h = hmix(h, str_hash(e->name)); break;
+    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
+    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
+    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
+    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
+    default: break;
+    }
+    /* a call takes its place before the calls inside it (pre-order, as
+     * lowering's walks see them); dropped below if a duplicate */
+    int pos = -1;
+    if (e->kind == E_CALL) {
+        pos = w->calls.n;
+        ir_vec_push(w->a, &w->calls, (void *)e);
+        ir_vec_push(w->a, &w->hashes, NULL);
+    }
+    for (int i = 0; i < e->nargs; i++) h = hmix(h, collect_calls(w, e->args[i]));
+    /* the children may have grown the table: find the slot again */
+    sl = slot(w, e);
+    sl->e = e;
+    sl->h = h;
+    w->used++;
+    if (pos >= 0) {
+        bool dup = false;
+        for (int i = 0; i < pos && !dup; i++)
+            dup = w->calls.items[i] && (uint64_t)(uintptr_t)w->hashes.items[i] == h &&
+                  ir_expr_equal(w->calls.items[i], e);
+        if (dup) w->calls.items[pos] = NULL;
+        else w->hashes.items[pos] = (void *)(uintptr_t)h;
+    }
+    return h;
 }
 
 static uint64_t sig_hash(int fid, int n, const int *sig) {
@@ -297,9 +381,16 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
             e->val[st] = inline_expr(x, s, sg->value);
             e->lhs[st] = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)(sg->nargs + 1));
             for (int d = 0; d < sg->nargs; d++) e->lhs[st][d] = inline_expr(x, s, sg->args[d]);
-            call_walk w = { {0}, {0}, x->arena };
+            call_walk w;
+            memset(&w, 0, sizeof w);
+            w.a = x->arena;
             collect_calls(&w, e->val[st]);
             for (int d = 0; d < sg->nargs; d++) collect_calls(&w, e->lhs[st][d]);
+            free(w.tab);
+            int kept = 0;
+            for (int i = 0; i < w.calls.n; i++)
+                if (w.calls.items[i]) w.calls.items[kept++] = w.calls.items[i];
+            w.calls.n = kept;
             e->ncalls[st] = w.calls.n;
             e->calls[st] = (const sc_expr **)w.calls.items;
         }
@@ -322,6 +413,7 @@ typedef struct {
     char *err;
     size_t errlen;
     bool failed;
+    ir_arena *ka;                  /* where kernel records go */
     /* the kernel being built */
     kentry *ke;
     uint64_t leaf;
@@ -474,7 +566,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     int nc = e->ncalls[st];
     const sc_expr *const *calls = e->calls[st];
     rec->naccess = nc;
-    rec->access = ir_alloc(x->arena, sizeof(nest_access) * (size_t)(nc + 1));
+    rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(nc + 1));
     /* register staging, as lowering's stage_producers */
     int64_t staged_ext[NEST_MAX_STAGED][SC_MAX_DIMS];
     const sc_func *staged[NEST_MAX_STAGED];
@@ -750,22 +842,22 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
             nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i]);
         }
     uint64_t h = key_hash(key, nkey);
-    for (kentry *e = x->ktab[h % TABLE]; e; e = e->next)
+    for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h % TABLE]; e; e = e->next)
         if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(uintptr_t) * (size_t)nkey)) {
             x->stats.kernel_hits++;
             return e;
         }
     x->stats.kernel_misses++;
-    kentry *ke = ir_alloc(x->arena, sizeof *ke);
+    kentry *ke = ir_alloc(w->ka, sizeof *ke);
     ke->h = h;
     ke->nkey = nkey;
-    ke->key = ir_alloc(x->arena, sizeof(uintptr_t) * (size_t)nkey);
+    ke->key = ir_alloc(w->ka, sizeof(uintptr_t) * (size_t)nkey);
     memcpy(ke->key, key, sizeof(uintptr_t) * (size_t)nkey);
     ke->nmem = nmem;
-    ke->mem_ids = ir_alloc(x->arena, sizeof(int) * (size_t)(nmem + 1));
+    ke->mem_ids = ir_alloc(w->ka, sizeof(int) * (size_t)(nmem + 1));
     memcpy(ke->mem_ids, mem_ids, sizeof(int) * (size_t)nmem);
-    ke->mem = ir_alloc(x->arena, sizeof(nest_func) * (size_t)(nmem + 1));
-    ke->root_stage = ir_alloc(x->arena, sizeof(nest_stage));
+    ke->mem = ir_alloc(w->ka, sizeof(nest_func) * (size_t)(nmem + 1));
+    ke->root_stage = ir_alloc(w->ka, sizeof(nest_stage));
     for (int i = 0; i < nmem; i++) {
         const sc_func *g = func_at(x->p, mem_ids[i]);
         nest_func *m = &ke->mem[i];
@@ -774,8 +866,8 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
         m->at = w->s->f[g->id]->at;
         m->at_stage = w->cstage[g->id];
         m->nstages = g->nstages;
-        m->stages = ir_alloc(x->arena, sizeof(nest_stage *) * (size_t)g->nstages);
-        for (int s = 0; s < g->nstages; s++) m->stages[s] = ir_alloc(x->arena, sizeof(nest_stage));
+        m->stages = ir_alloc(w->ka, sizeof(nest_stage *) * (size_t)g->nstages);
+        for (int s = 0; s < g->nstages; s++) m->stages[s] = ir_alloc(w->ka, sizeof(nest_stage));
     }
     w->ke = ke;
     w->leaf = 0;
@@ -787,8 +879,10 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
             for (int s = 0; s < ke->mem[i].nstages; s++)
                 finish_stage((nest_stage *)ke->mem[i].stages[s], ke->k.nblocks, false);
     }
-    ke->next = x->ktab[h % TABLE];
-    x->ktab[h % TABLE] = ke;
+    if (!x->no_kernel_cache) {
+        ke->next = x->ktab[h % TABLE];
+        x->ktab[h % TABLE] = ke;
+    }
     return ke;
 }
 
@@ -858,6 +952,8 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.s = s;
     w.err = err;
     w.errlen = errlen;
+    ir_arena *own = x->no_kernel_cache ? ir_arena_new() : NULL;
+    w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
     w.se = xcalloc(nn, sizeof(sexpr *));
     int *ints = xcalloc(4 * nn, sizeof(int));
@@ -915,6 +1011,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         w.kstage[i] = w.cstage[prev];
     }
     out = xcalloc(1, sizeof *out);
+    out->own_arena = own;
     out->nfuncs = n;
     out->funcs = xcalloc(nn, sizeof(nest_func *));
     int nk = 0;
@@ -977,6 +1074,7 @@ done_roots:
         free(sp);
     }
 done:
+    if (!out && own) ir_arena_free(own);
     free(w.se);
     free(ints);
     free(key);
@@ -986,6 +1084,7 @@ done:
 
 void nest_free(nest *n) {
     if (!n) return;
+    if (n->own_arena) ir_arena_free(n->own_arena);
     free(n->own_roots);
     free(n->own_stages);
     free(n->funcs);

@@ -29,9 +29,11 @@
  * decisions (sched_func contents: location, consumer, tiles) of their
  * Funcs, so extending a state by one decision rebuilds only the kernel
  * that decision changes (and a state seen before costs no rebuild).
- * Everything cached lives in the ctx's arena; a nest returned by
+ * Everything cached lives in the ctx's arenas; a nest returned by
  * nest_build is malloc'd (nest_free) and points into the ctx, which must
- * outlive it.  No static buffers: one ctx per thread.
+ * outlive it (and must not be flushed while it lives).  With the kernel
+ * cache off, a nest's records live in an arena of its own.  No static
+ * buffers: one ctx per thread.
  */
 #ifndef SC_NEST_H
 #define SC_NEST_H
@@ -134,6 +136,7 @@ typedef struct {
     const nest_kernel **kernels;   /* launch order, as lowering makes them */
     int nmodelled;                 /* Funcs with records */
     void *own_roots, *own_stages;  /* blocks the nest owns (nest_free) */
+    ir_arena *own_arena;           /* its records when kernels are not cached */
 } nest;
 
 typedef struct nest_ctx nest_ctx;
@@ -146,6 +149,14 @@ void nest_ctx_free(nest_ctx *x);
  * Func and the rule when s breaks one of the rules lowering enforces. */
 nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen);
 void nest_free(nest *n);
+
+/* Whether built kernels are kept for reuse (default on; off to measure
+ * or check a build from scratch).  Stage expressions are always kept. */
+void nest_ctx_cache_kernels(nest_ctx *x, bool on);
+
+/* Drops the cached kernels (their memory grows with every new kernel a
+ * search builds): nests built before must be freed first. */
+void nest_ctx_flush(nest_ctx *x);
 
 /* Cache statistics since the ctx was made. */
 typedef struct { int64_t kernel_hits, kernel_misses, expr_hits, expr_misses; } nest_stats;
