@@ -32,7 +32,21 @@ typedef struct sexpr {
     sc_expr ***lhs;                /* [stage][d] */
     int *ncalls;                   /* [stage] distinct calls, first seen first */
     const sc_expr ***calls;
+    int *nacc;                     /* [stage] accesses: calls distinct by value */
+    struct acc_rep **acc;
 } sexpr;
+
+/* One access: a call standing for `count` structurally distinct calls
+ * with the same producer and the same affine, unclamped Jacobian rows and
+ * offsets (x - 2 - 2 and x - 4), with its Jacobian (a pure function of
+ * the expression, so computed once). */
+typedef struct acc_rep {
+    const sc_expr *call;
+    int count;
+    bool affine, plain;            /* plain: affine and unclamped */
+    double *coef;                  /* [d * nloops + l] */
+    double *off;                   /* [d] */
+} acc_rep;
 
 /* A kernel (root stage and the Funcs fused into it), for one key. */
 typedef struct kentry {
@@ -61,6 +75,7 @@ struct nest_ctx {
     bool no_kernel_cache;
     /* scratch, sized n (one build at a time per ctx) */
     int *mark, *stack, *sig;
+    uintptr_t *key;                /* a kernel key: every decision with all its tiles */
     int stamp;
     double *size_memo;
     sc_expr **inl_memo;
@@ -106,6 +121,9 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->size_memo = xcalloc(n, sizeof(double));
     x->inl_memo = xcalloc(n, sizeof(sc_expr *));
     x->inl_stamp = xcalloc(n, sizeof(int));
+    size_t words = 8;
+    for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
+    x->key = xcalloc(words, sizeof(uintptr_t));
     int *tmp = xcalloc(n, sizeof(int));
     for (int i = 0; i < x->n; i++) {
         const sc_func *f = func_at(p, i);
@@ -132,6 +150,7 @@ void nest_ctx_free(nest_ctx *x) {
     free(x->mark);
     free(x->stack);
     free(x->sig);
+    free(x->key);
     free(x->size_memo);
     free(x->inl_memo);
     free(x->inl_stamp);
@@ -348,6 +367,38 @@ static uint64_t sig_hash(int fid, int n, const int *sig) {
     return h;
 }
 
+/* The accesses of stage st (see acc_rep). */
+static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
+    int which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), nc = e->ncalls[st];
+    acc_rep *reps = ir_alloc(x->arena, sizeof(acc_rep) * (size_t)(nc + 1));
+    int n = 0;
+    for (int i = 0; i < nc; i++) {
+        const sc_expr *call = e->calls[st][i];
+        int nd = call->func->ndims;
+        acc_rep r = { call, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
+                      ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1)) };
+        for (int d = 0; d < nd && r.affine; d++) {
+            deps_ratio coef[2 * SC_MAX_DIMS], off;
+            bool clamped = false;
+            if (!deps_linearise(f, st, call->args[d], coef, &off, &clamped)) { r.affine = r.plain = false; break; }
+            r.plain &= !clamped;
+            for (int l = 0; l < nl; l++) r.coef[d * nl + l] = (double)coef[l].num / (double)coef[l].den;
+            r.off[d] = (double)off.num / (double)off.den;
+        }
+        int j = 0;
+        if (r.plain)
+            for (; j < n; j++)
+                if (reps[j].plain && reps[j].call->func == call->func &&
+                    !memcmp(reps[j].coef, r.coef, sizeof(double) * (size_t)(nd * nl)) &&
+                    !memcmp(reps[j].off, r.off, sizeof(double) * (size_t)nd))
+                    break;
+        if (r.plain && j < n) reps[j].count++;
+        else reps[n++] = r;
+    }
+    e->nacc[st] = n;
+    e->acc[st] = reps;
+}
+
 /* f's stages after inlining under s (cached). */
 static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
     int n = inline_sig(x, s, fid);
@@ -394,6 +445,9 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
             e->ncalls[st] = w.calls.n;
             e->calls[st] = (const sc_expr **)w.calls.items;
         }
+        e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
+        e->acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
+        for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
     }
     e->next = x->etab[h % TABLE];
     x->etab[h % TABLE] = e;
@@ -565,8 +619,6 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     const sexpr *e = w->se[f->id];
     int nc = e->ncalls[st];
     const sc_expr *const *calls = e->calls[st];
-    rec->naccess = nc;
-    rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(nc + 1));
     /* register staging, as lowering's stage_producers */
     int64_t staged_ext[NEST_MAX_STAGED][SC_MAX_DIMS];
     const sc_func *staged[NEST_MAX_STAGED];
@@ -608,12 +660,16 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     fp_box rbox = make_box(f, st, real, realn);
     fp_box bbox = blk ? make_box(f, st, blk, blkn) : rbox;
     int which[2 * SC_MAX_DIMS], nloops = ir_stage_loops(f, st, which);
-    for (int i = 0; i < nc; i++) {
+    rec->naccess = e->nacc[st];
+    rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(rec->naccess + 1));
+    for (int i = 0; i < rec->naccess; i++) {
         nest_access *a = &rec->access[i];
-        const sc_expr *call = calls[i];
+        const acc_rep *rep = &e->acc[st][i];
+        const sc_expr *call = rep->call;
         const sc_func *g = call->func;
         a->producer = g;
         a->call = call;
+        a->calls = rep->count;
         a->ndims = g->ndims;
         const nest_func *m = member(w, g->id);
         a->mem = m ? m->mem : NEST_GLOBAL;
@@ -630,13 +686,11 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
         a->bytes_thread = access_box(w, call, &box, a->fp_thread) * size;
         a->bytes_block = access_box(w, call, &bbox, a->fp_block) * size;
         a->bytes_realization = access_box(w, call, &rbox, a->fp_realization) * size;
-        a->affine = true;
+        a->affine = rep->affine;
+        a->clamped = rep->affine && !rep->plain;
         double sl[2 * SC_MAX_DIMS] = {0};
-        for (int d = 0; d < g->ndims && a->affine; d++) {
-            deps_ratio coef[2 * SC_MAX_DIMS];
-            if (!deps_linearise(f, st, call->args[d], coef, NULL, NULL)) { a->affine = false; break; }
-            for (int l = 0; l < nloops; l++) sl[l] += (double)coef[l].num / (double)coef[l].den * (double)strides[d];
-        }
+        for (int d = 0; d < g->ndims && a->affine; d++)
+            for (int l = 0; l < nloops; l++) sl[l] += rep->coef[d * nloops + l] * (double)strides[d];
         for (int l = 0; l < nloops; l++) a->stride_serial[l] = a->affine ? sl[l] : NAN;
         for (int k = 0; k < np; k++) {
             a->stride_thread[k] = a->affine ? sl[li[k]] * (double)n[k] : NAN;
@@ -807,12 +861,12 @@ static void finish_stage(nest_stage *rec, int64_t nblocks, bool root) {
 
 /* A decision's content, appended to a kernel key (records are compared
  * by value: a state's arena may be freed and its addresses reused). */
-static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, const sexpr *se) {
+static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, const sexpr *se, int only) {
     key[nkey++] = (uintptr_t)id;
     key[nkey++] = (uintptr_t)se;
     key[nkey++] = (uintptr_t)sf->loc | (uintptr_t)(sf->at + 1) << 8;
     if (sf->tile)
-        for (int s = 0; s < sf->nstages; s++) {
+        for (int s = only < 0 ? 0 : only; s < (only < 0 ? sf->nstages : only + 1); s++) {
             const sched_tile *t = &sf->tile[s];
             key[nkey++] = (uintptr_t)t->npure;
             for (int k = 0; k < t->npure; k++)
@@ -835,11 +889,11 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
     nest_ctx *x = w->x;
     int nkey = 0, nmem = 0;
     key[nkey++] = (uintptr_t)st;
-    nkey = key_decision(key, nkey, r->id, w->s->f[r->id], w->se[r->id]);
+    nkey = key_decision(key, nkey, r->id, w->s->f[r->id], w->se[r->id], st);
     for (int i = 0; i < x->n; i++)
         if (w->root[i] == r->id && w->kstage[i] == st) {
             mem_ids[nmem++] = i;
-            nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i]);
+            nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i], -1);
         }
     uint64_t h = key_hash(key, nkey);
     for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h % TABLE]; e; e = e->next)
@@ -961,9 +1015,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.cstage = ints + nn;
     w.root = ints + 2 * nn;
     w.kstage = ints + 3 * nn;
-    int maxst = 1;
-    for (int i = 0; i < n; i++) if (func_at(p, i)->nstages > maxst) maxst = func_at(p, i)->nstages;
-    uintptr_t *key = xcalloc(nn * (size_t)(4 + maxst * (1 + SC_MAX_DIMS)) + 8, sizeof(uintptr_t));
+    uintptr_t *key = x->key;
     int *mem_ids = xcalloc(nn, sizeof(int));
     nest *out = NULL;
     /* stages after inlining, and consumers */
@@ -1077,7 +1129,6 @@ done:
     if (!out && own) ir_arena_free(own);
     free(w.se);
     free(ints);
-    free(key);
     free(mem_ids);
     return out;
 }

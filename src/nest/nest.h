@@ -55,13 +55,17 @@ typedef enum { NEST_GLOBAL, NEST_SHARED, NEST_REGISTER } nest_mem;
 
 const char *nest_mem_name(nest_mem m);
 
-/* One access: a distinct call (structurally) in a stage after inlining. */
+/* One access: a call in a stage after inlining; calls with the same
+ * producer and the same affine Jacobian rows and offsets (x - 2 - 2 and
+ * x - 4) are one access. */
 typedef struct {
     const sc_func *producer;       /* a Func or an input */
     const sc_expr *call;           /* after inlining (ctx arena) */
+    int calls;                     /* structurally distinct calls it stands for */
     nest_mem mem;                  /* where it reads: the producer's storage */
     bool staged;                   /* lowering stages it in registers (§6.7) */
     bool affine;                   /* every coordinate has a Jacobian row */
+    bool clamped;                  /* some row only through a clamp (1-Lipschitz) */
     int ndims;
     /* Box extents of what it reads, per producer dimension, clipped into
      * the producer's region: at one point of the stage's pure loops (its
