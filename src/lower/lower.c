@@ -426,7 +426,7 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
     for (int i = 0; i < calls.n; i++) bx[i] = boxes[0];
     fp_span dims[SC_MAX_DIMS];
     char msg[256];
-    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, msg, sizeof msg)) {
+    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, NULL, NULL, msg, sizeof msg)) {
         if (!calls.n) fail(c, "%s does not call %s", box->f->name, prod->name);
         else fail(c, "%s", msg);
         return false;

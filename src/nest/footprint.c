@@ -185,7 +185,7 @@ fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box)
 
 int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
              const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
-             char *err, size_t errlen) {
+             fp_fallback_fn fallback, void *user, char *err, size_t errlen) {
     if (n <= 0) {
         snprintf(err, errlen, "nothing calls %s where it is computed", prod->name);
         return -1;
@@ -203,7 +203,7 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
         }
         if (!same) {
             for (int i = 0; i < n; i++) {
-                fp_span s = fp_fallback(b, calls[i]->args[d], boxes[i]);
+                fp_span s = fallback ? fallback(user, i, d) : fp_fallback(b, calls[i]->args[d], boxes[i]);
                 if (!s.ok) {
                     snprintf(err, errlen, "cannot bound a coordinate of %s in %s", prod->name, boxes[i]->f->name);
                     return -1;

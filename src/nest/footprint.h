@@ -65,10 +65,13 @@ fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box)
 
 /* The union box of prod over calls[0..n) (calls[i] evaluated in
  * boxes[i]; several boxes for a Func fused into several consumers),
- * unclipped, per producer dimension.  0, or -1 with a message. */
+ * unclipped, per producer dimension.  fallback: NULL, or what
+ * fp_fallback gives for coordinate d of calls[i] (a caller may remember
+ * it: it depends on the expression only).  0, or -1 with a message. */
+typedef fp_span (*fp_fallback_fn)(void *user, int i, int d);
 int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
              const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
-             char *err, size_t errlen);
+             fp_fallback_fn fallback, void *user, char *err, size_t errlen);
 
 /* The union of calls when every coordinate shares one affine symbol per
  * dimension (register staging); false otherwise.  Not clipped. */

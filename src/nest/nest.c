@@ -32,6 +32,8 @@ typedef struct sexpr {
     sc_expr ***lhs;                /* [stage][d] */
     int *ncalls;                   /* [stage] distinct calls, first seen first */
     const sc_expr ***calls;
+    fp_span **fb;                  /* [stage][call * SC_MAX_DIMS + d] fallback spans */
+    unsigned char **fb_done;
     int *nacc;                     /* [stage] accesses: calls distinct by value */
     struct acc_rep **acc;
 } sexpr;
@@ -42,6 +44,7 @@ typedef struct sexpr {
  * the expression, so computed once). */
 typedef struct acc_rep {
     const sc_expr *call;
+    int index;                     /* in the stage's calls */
     int count;
     bool affine, plain;            /* plain: affine and unclamped */
     double *coef;                  /* [d * nloops + l] */
@@ -375,7 +378,7 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     for (int i = 0; i < nc; i++) {
         const sc_expr *call = e->calls[st][i];
         int nd = call->func->ndims;
-        acc_rep r = { call, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
+        acc_rep r = { call, i, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
                       ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1)) };
         for (int d = 0; d < nd && r.affine; d++) {
             deps_ratio coef[2 * SC_MAX_DIMS], off;
@@ -444,6 +447,13 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
             w.calls.n = kept;
             e->ncalls[st] = w.calls.n;
             e->calls[st] = (const sc_expr **)w.calls.items;
+        }
+        e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
+        e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
+        for (int st = 0; st < f->nstages; st++) {
+            size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
+            e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
+            e->fb_done[st] = ir_alloc(x->arena, m);
         }
         e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
         e->acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
@@ -529,6 +539,25 @@ static nest_func *member(build *w, int id) {
     return NULL;
 }
 
+/* fp_fallback of call idx[i] of a stage, remembered in its sexpr (it
+ * depends on the expression and the consumer's region only). */
+typedef struct { build *w; const sexpr *e; const fp_box *box; const int *idx; } fb_user;
+
+static fp_span fallback_of(build *w, const sexpr *e, const fp_box *box, int call, int d) {
+    int st = box->stage;
+    size_t k = (size_t)call * SC_MAX_DIMS + (size_t)d;
+    if (!e->fb_done[st][k]) {
+        e->fb[st][k] = fp_fallback(w->x->b, e->calls[st][call]->args[d], box);
+        e->fb_done[st][k] = 1;
+    }
+    return e->fb[st][k];
+}
+
+static fp_span cached_fallback(void *user, int i, int d) {
+    fb_user *u = user;
+    return fallback_of(u->w, u->e, u->box, u->idx[i], d);
+}
+
 /* The clipped footprint of prod over box (the calls of stage box->stage
  * of box->f): origins and extents, as lowering's footprint(). */
 static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins, int64_t *ext) {
@@ -536,16 +565,20 @@ static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins
     int nc = e->ncalls[box->stage];
     const sc_expr **calls = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
     const fp_box **boxes = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+    int *idx = xcalloc((size_t)nc + 1, sizeof(int));
     int n = 0;
     for (int i = 0; i < nc; i++)
         if (e->calls[box->stage][i]->func == prod) {
+            idx[n] = i;
             calls[n] = e->calls[box->stage][i];
             boxes[n++] = box;
         }
     fp_span dims[SC_MAX_DIMS];
-    int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, w->err, w->errlen) : -1;
+    fb_user u = { w, e, box, idx };
+    int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, cached_fallback, &u, w->err, w->errlen) : -1;
     free(calls);
     free(boxes);
+    free(idx);
     if (!n) return failf(w, "%s does not call %s", box->f->name, prod->name);
     if (rc) {
         w->failed = true;
@@ -566,12 +599,13 @@ static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins
 
 /* Extents of a box's footprint of one call, clipped (fallback when the
  * algebra cannot follow a coordinate). */
-static int64_t access_box(build *w, const sc_expr *call, const fp_box *box, int64_t *ext) {
+static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box, int64_t *ext) {
+    const sc_expr *call = e->calls[box->stage][index];
     const sc_func *prod = call->func;
     int64_t elems = 1;
     for (int d = 0; d < prod->ndims; d++) {
         fp_span s = fp_arg(NULL, call->args[d], box);
-        if (!s.ok) s = fp_fallback(w->x->b, call->args[d], box);
+        if (!s.ok) s = fallback_of(w, e, box, index, d);
         if (!s.ok) {
             s.lo = w->x->b->funcs[prod->id].min[d];
             s.hi = s.lo + w->x->b->funcs[prod->id].extent[d] - 1;
@@ -682,10 +716,10 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             acc *= si >= 0 ? staged_ext[si][d] : m ? m->extent[d] : x->b->funcs[g->id].extent[d];
         }
         int64_t size = sc_type_size(g->type);
-        a->bytes_point = access_box(w, call, &pbox, a->fp_point) * size;
-        a->bytes_thread = access_box(w, call, &box, a->fp_thread) * size;
-        a->bytes_block = access_box(w, call, &bbox, a->fp_block) * size;
-        a->bytes_realization = access_box(w, call, &rbox, a->fp_realization) * size;
+        a->bytes_point = access_box(w, e, rep->index, &pbox, a->fp_point) * size;
+        a->bytes_thread = access_box(w, e, rep->index, &box, a->fp_thread) * size;
+        a->bytes_block = access_box(w, e, rep->index, &bbox, a->fp_block) * size;
+        a->bytes_realization = access_box(w, e, rep->index, &rbox, a->fp_realization) * size;
         a->affine = rep->affine;
         a->clamped = rep->affine && !rep->plain;
         double sl[2 * SC_MAX_DIMS] = {0};
