@@ -33,6 +33,9 @@ typedef struct sexpr {
     int *ncalls;                   /* [stage] distinct calls, first seen first */
     const sc_expr ***calls;
     fp_span **fb;                  /* [stage][call * SC_MAX_DIMS + d] fallback spans */
+    signed char **lin_k;           /* [stage][call * SC_MAX_DIMS + d]: the coordinate is
+                                      pure loop k's variable + lin_c, or -1 */
+    int64_t **lin_c;
     unsigned char **fb_done;
     int *nacc;                     /* [stage] accesses: calls distinct by value */
     struct acc_rep **acc;
@@ -370,6 +373,37 @@ static uint64_t sig_hash(int fid, int n, const int *sig) {
     return h;
 }
 
+/* Whether e is a pure variable plus a constant, built with + and - of
+ * constants only (then fp_arg's span is the variable's, shifted). */
+static bool var_shift(const sc_expr *e, const char **var, int64_t *c) {
+    if (e->kind == E_VAR) { *var = e->name; *c = 0; return true; }
+    if (e->kind != E_BINARY || (e->op != SC_ADD && e->op != SC_SUB)) return false;
+    const sc_expr *k = e->args[1];
+    if (k->kind != E_CONST || k->type == SC_F32 || !var_shift(e->args[0], var, c)) return false;
+    *c += e->op == SC_ADD ? k->c.i : -k->c.i;
+    return true;
+}
+
+static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
+    size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
+    e->lin_k[st] = ir_alloc(a, m);
+    e->lin_c[st] = ir_alloc(a, sizeof(int64_t) * m);
+    int dims[SC_MAX_DIMS], which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), np = 0;
+    for (int i = 0; i < nl; i++) if (which[i] >= 0) dims[np++] = which[i];
+    for (int i = 0; i < e->ncalls[st]; i++) {
+        const sc_expr *call = e->calls[st][i];
+        for (int d = 0; d < call->nargs && d < SC_MAX_DIMS; d++) {
+            size_t q = (size_t)i * SC_MAX_DIMS + (size_t)d;
+            const char *v;
+            int64_t c;
+            e->lin_k[st][q] = -1;
+            if (!var_shift(call->args[d], &v, &c)) continue;
+            for (int k = 0; k < np; k++)
+                if (!strcmp(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
+        }
+    }
+}
+
 /* The accesses of stage st (see acc_rep). */
 static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     int which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), nc = e->ncalls[st];
@@ -455,6 +489,9 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
             e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
             e->fb_done[st] = ir_alloc(x->arena, m);
         }
+        e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
+        e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
+        for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
         e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
         e->acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
         for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
@@ -558,6 +595,21 @@ static fp_span cached_fallback(void *user, int i, int d) {
     return fallback_of(u->w, u->e, u->box, u->idx[i], d);
 }
 
+/* fp_arg of coordinate d of call `call` of the stage over box. */
+static fp_span arg_of(const sexpr *e, const fp_box *box, int call, int d) {
+    size_t q = (size_t)call * SC_MAX_DIMS + (size_t)d;
+    int k = e->lin_k[box->stage][q];
+    if (k < 0) return fp_arg(NULL, e->calls[box->stage][call]->args[d], box);
+    int64_t c = e->lin_c[box->stage][q];
+    fp_span r = { true, true, NULL, box->h[k], box->lo[k] + c, box->hi[k] + c };
+    return r;
+}
+
+static fp_span hooked_arg(void *user, int i, int d) {
+    fb_user *u = user;
+    return arg_of(u->e, u->box, u->idx[i], d);
+}
+
 /* The clipped footprint of prod over box (the calls of stage box->stage
  * of box->f): origins and extents, as lowering's footprint(). */
 static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins, int64_t *ext) {
@@ -575,7 +627,8 @@ static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins
         }
     fp_span dims[SC_MAX_DIMS];
     fb_user u = { w, e, box, idx };
-    int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, cached_fallback, &u, w->err, w->errlen) : -1;
+    fp_hooks hooks = { hooked_arg, cached_fallback, &u };
+    int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, &hooks, w->err, w->errlen) : -1;
     free(calls);
     free(boxes);
     free(idx);
@@ -604,7 +657,7 @@ static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box
     const sc_func *prod = call->func;
     int64_t elems = 1;
     for (int d = 0; d < prod->ndims; d++) {
-        fp_span s = fp_arg(NULL, call->args[d], box);
+        fp_span s = arg_of(e, box, index, d);
         if (!s.ok) s = fallback_of(w, e, box, index, d);
         if (!s.ok) {
             s.lo = w->x->b->funcs[prod->id].min[d];
@@ -670,11 +723,16 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
         }
         for (int j = 0; j < ncand && ke->k.nstaged < NEST_MAX_STAGED; j++) {
             const sc_expr **gc = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
+            int *gi = xcalloc((size_t)nc + 1, sizeof(int));
             int ng = 0;
-            for (int i = 0; i < nc; i++) if (calls[i]->func == cand[j]) gc[ng++] = calls[i];
+            for (int i = 0; i < nc; i++)
+                if (calls[i]->func == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
             fp_span sp[SC_MAX_DIMS];
-            bool aff = fp_affine_union(NULL, cand[j], ng, gc, &box, sp);
+            fb_user u = { w, e, &box, gi };
+            fp_hooks hooks = { hooked_arg, cached_fallback, &u };
+            bool aff = fp_affine_union(NULL, cand[j], ng, gc, &box, sp, &hooks);
             free(gc);
+            free(gi);
             if (!aff) continue;
             int64_t elems = 1;
             for (int d = 0; d < cand[j]->ndims; d++) elems *= sp[d].hi - sp[d].lo + 1;
