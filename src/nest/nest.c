@@ -315,7 +315,7 @@ static node_hash *slot(call_walk *w, const sc_expr *e) {
 static void grow(call_walk *w) {
     node_hash *old = w->tab;
     size_t oc = w->cap;
-    w->cap = oc ? 2 * oc : 1024;
+    w->cap = oc ? 2 * oc : 64;
     w->tab = xcalloc(w->cap, sizeof *w->tab);
     for (size_t i = 0; i < oc; i++)
         if (old[i].e) *slot(w, old[i].e) = old[i];
