@@ -13,7 +13,7 @@
  *   lower      lower_schedule of the complete state, for comparison
  *
  *   build/bench_nest [--walks N] [--apps a,b] [--small] [--min-s S]
- *                    [--skip children,lower]
+ *                    [--skip featurize,children,lower]
  *
  * Rates are states per second; the other figures repeat their loop until
  * it has run --min-s seconds (0.3).  The walks are space_random's (seeds
@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--small")) small = true;
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_nest [--walks N] [--apps a,b] [--small] [--min-s S] [--skip children,lower]\n");
+            fprintf(stderr, "usage: bench_nest [--walks N] [--apps a,b] [--small] [--min-s S] [--skip featurize,children,lower]\n");
             return 2;
         }
     }
@@ -150,7 +150,8 @@ int main(int argc, char **argv) {
         nest_ctx_cache_kernels(x, false);
         built = 0;
         t0 = now_s();
-        do {
+        bool feat_on = !strstr(skip, "featurize");
+        while (feat_on) {
             for (int w = 0; w < nw; w++) {
                 nest *m = nest_build(x, full[w], err, sizeof err);
                 if (m) check += feature_hook(m);
@@ -158,8 +159,9 @@ int main(int argc, char **argv) {
                 built++;
             }
             el = now_s() - t0;
-        } while (el < min_s);
-        double feat = (double)built / el;
+            if (el >= min_s) break;
+        }
+        double feat = built ? (double)built / el : 0;
         nest_ctx_free(x);
         /* (c) children of every prefix state */
         static sched_state *kids[4096];

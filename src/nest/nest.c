@@ -83,9 +83,6 @@ struct nest_ctx {
     int *mark, *stack, *sig;
     uintptr_t *key;                /* a kernel key: every decision with all its tiles */
     int stamp;
-    double *size_memo;
-    sc_expr **inl_memo;
-    int *inl_stamp;
 };
 
 static sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -124,9 +121,6 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->mark = xcalloc(n, sizeof(int));
     x->stack = xcalloc(n, sizeof(int));
     x->sig = xcalloc(n, sizeof(int));
-    x->size_memo = xcalloc(n, sizeof(double));
-    x->inl_memo = xcalloc(n, sizeof(sc_expr *));
-    x->inl_stamp = xcalloc(n, sizeof(int));
     size_t words = 8;
     for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
     x->key = xcalloc(words, sizeof(uintptr_t));
@@ -157,9 +151,6 @@ void nest_ctx_free(nest_ctx *x) {
     free(x->stack);
     free(x->sig);
     free(x->key);
-    free(x->size_memo);
-    free(x->inl_memo);
-    free(x->inl_stamp);
     free(x);
 }
 
@@ -199,16 +190,12 @@ static int inline_sig(nest_ctx *x, const sched_state *s, int fid) {
     return n;
 }
 
-static double inlined_size(nest_ctx *x, const sched_state *s, const sc_expr *e);
+static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls);
 
+/* An inline Func's value with its own inline calls expanded: its cached
+ * sexpr (under the same state, so the same inline set). */
 static double inline_func_size(nest_ctx *x, const sched_state *s, const sc_func *g) {
-    if (x->inl_stamp[g->id] == x->stamp && x->size_memo[g->id] >= 0) return x->size_memo[g->id];
-    x->inl_stamp[g->id] = x->stamp;
-    x->inl_memo[g->id] = NULL;
-    x->size_memo[g->id] = 1e300;
-    double v = inlined_size(x, s, g->stages[0].value);
-    x->size_memo[g->id] = v;
-    return v;
+    return stages_of(x, s, g->id, false)->size;
 }
 
 /* Tree size once inline Funcs are substituted (lower_max_inlined_size's
@@ -266,17 +253,14 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     }
     if (r->kind == E_CALL && r->func->kind == FUNC_DEFINED && is_inline(s, r->func->id)) {
         const sc_func *g = r->func;
-        if (x->inl_stamp[g->id] != x->stamp || !x->inl_memo[g->id]) {
-            x->inl_stamp[g->id] = x->stamp;
-            x->size_memo[g->id] = -1;
-            x->inl_memo[g->id] = inline_expr(x, s, g->stages[0].value);
-        }
+        const sexpr *ge = stages_of(x, s, g->id, false);
+        assert(ge->val);          /* no larger than the caller, which fits */
         subst_map m = { 0, {0}, {0} };
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
             m.vals[m.n++] = r->args[d];
         }
-        return subst(x->arena, x->inl_memo[g->id], &m);
+        return subst(x->arena, ge->val[0], &m);
     }
     return r;
 }
@@ -436,13 +420,50 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     e->acc[st] = reps;
 }
 
-/* f's stages after inlining under s (cached). */
-static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
+/* The calls, fallbacks, shortcuts and accesses of e's stages. */
+static void ensure_calls(nest_ctx *x, sexpr *e) {
+    if (e->calls || !e->val) return;
+    const sc_func *f = func_at(x->p, e->fid);
+    e->ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
+    e->calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) {
+        const ir_stage *sg = &f->stages[st];
+        call_walk w;
+        memset(&w, 0, sizeof w);
+        w.a = x->arena;
+        collect_calls(&w, e->val[st]);
+        for (int d = 0; d < sg->nargs; d++) collect_calls(&w, e->lhs[st][d]);
+        free(w.tab);
+        int kept = 0;
+        for (int i = 0; i < w.calls.n; i++)
+            if (w.calls.items[i]) w.calls.items[kept++] = w.calls.items[i];
+        e->ncalls[st] = kept;
+        e->calls[st] = (const sc_expr **)w.calls.items;
+    }
+    e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
+    e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) {
+        size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
+        e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
+        e->fb_done[st] = ir_alloc(x->arena, m);
+    }
+    e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
+    e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
+    e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
+    e->acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
+}
+
+/* f's stages after inlining under s (cached), with their calls when
+ * `calls`.  An inline Func's entry serves the Funcs that inline it. */
+static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls) {
     int n = inline_sig(x, s, fid);
     uint64_t h = sig_hash(fid, n, x->sig);
     for (sexpr *e = x->etab[h % TABLE]; e; e = e->next)
         if (e->h == h && e->fid == fid && e->nsig == n && !memcmp(e->sig, x->sig, sizeof(int) * (size_t)n)) {
             x->stats.expr_hits++;
+            if (calls) ensure_calls(x, e);
             return e;
         }
     x->stats.expr_misses++;
@@ -453,48 +474,21 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
     e->h = h;
     e->sig = ir_alloc(x->arena, sizeof(int) * (size_t)(n + 1));
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)n);
-    x->stamp++;
+    /* (recursion below reuses the scratch signature: it is copied) */
     for (int st = 0; st < f->nstages; st++) {
         double v = inlined_size(x, s, f->stages[st].value);
         if (v > e->size) e->size = v;
     }
     if (e->size <= NEST_MAX_INLINED) {
-        x->stamp++;
         e->val = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)f->nstages);
         e->lhs = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
-        e->ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-        e->calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
         for (int st = 0; st < f->nstages; st++) {
             const ir_stage *sg = &f->stages[st];
             e->val[st] = inline_expr(x, s, sg->value);
             e->lhs[st] = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)(sg->nargs + 1));
             for (int d = 0; d < sg->nargs; d++) e->lhs[st][d] = inline_expr(x, s, sg->args[d]);
-            call_walk w;
-            memset(&w, 0, sizeof w);
-            w.a = x->arena;
-            collect_calls(&w, e->val[st]);
-            for (int d = 0; d < sg->nargs; d++) collect_calls(&w, e->lhs[st][d]);
-            free(w.tab);
-            int kept = 0;
-            for (int i = 0; i < w.calls.n; i++)
-                if (w.calls.items[i]) w.calls.items[kept++] = w.calls.items[i];
-            w.calls.n = kept;
-            e->ncalls[st] = w.calls.n;
-            e->calls[st] = (const sc_expr **)w.calls.items;
         }
-        e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
-        e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
-        for (int st = 0; st < f->nstages; st++) {
-            size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
-            e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
-            e->fb_done[st] = ir_alloc(x->arena, m);
-        }
-        e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
-        e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
-        for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
-        e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-        e->acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
-        for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
+        if (calls) ensure_calls(x, e);
     }
     e->next = x->etab[h % TABLE];
     x->etab[h % TABLE] = e;
@@ -1117,7 +1111,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         const sched_func *sf = s->f[i];
         if (func_at(p, i)->kind != FUNC_DEFINED || !sf || sf->loc == SCHED_UNDECIDED || sf->loc == SCHED_INLINE)
             continue;
-        w.se[i] = stages_of(x, s, i);
+        w.se[i] = stages_of(x, s, i, true);
         if (w.se[i]->size > NEST_MAX_INLINED) {
             failf(&w, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of "
                   "its producers at root or fused", func_at(p, i)->name, w.se[i]->size, NEST_MAX_INLINED);
