@@ -118,6 +118,15 @@ static void model_equals_kernel_ir(void) {
             if (m && prog && compare(what, p, m, prog) == 0) ok++;
             for (int f = 0; m && f < p->funcs.n; f++) fused += m->funcs[f] && m->funcs[f]->loc != SCHED_ROOT;
             nest_free(m);
+            /* built from scratch (no kernel reuse), the same */
+            if (k < 3) {
+                nest_ctx *y = nest_ctx_new(p, b);
+                nest_ctx_cache_kernels(y, false);
+                nest *f = nest_build(y, s, merr, sizeof merr);
+                CHECK(f != NULL && prog && compare(what, p, f, prog) == 0);
+                nest_free(f);
+                nest_ctx_free(y);
+            }
             /* prefixes: decide Funcs in the walk's order, undecided first */
             sched_state *q = sched_state_new(a, p);
             for (int f = space_next(p, q); f >= 0 && k < 3; f = space_next(p, q)) {
