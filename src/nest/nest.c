@@ -28,8 +28,9 @@ typedef struct sexpr {
     int *sig;                      /* the inline Funcs it expands, DFS order */
     uint64_t h;
     double size;                   /* largest stage, in tree nodes */
-    sc_expr **val;                 /* [stage] */
-    sc_expr ***lhs;                /* [stage][d] */
+    bool fits;                     /* size <= NEST_MAX_INLINED */
+    sc_expr *val0;                 /* stage 0's value, inlined (made on demand) */
+    bool *uses;                    /* [d]: stage 0's inlined value uses variable d */
     int *ncalls;                   /* [stage] distinct calls, first seen first */
     const sc_expr ***calls;
     fp_span **fb;                  /* [stage][call * SC_MAX_DIMS + d] fallback spans */
@@ -253,31 +254,18 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     }
     if (r->kind == E_CALL && r->func->kind == FUNC_DEFINED && is_inline(s, r->func->id)) {
         const sc_func *g = r->func;
-        const sexpr *ge = stages_of(x, s, g->id, false);
-        assert(ge->val);          /* no larger than the caller, which fits */
+        sexpr *ge = (sexpr *)stages_of(x, s, g->id, false);
+        assert(ge->fits);         /* no larger than the caller, which fits */
+        if (!ge->val0) ge->val0 = inline_expr(x, s, g->stages[0].value);
         subst_map m = { 0, {0}, {0} };
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
             m.vals[m.n++] = r->args[d];
         }
-        return subst(x->arena, ge->val[0], &m);
+        return subst(x->arena, ge->val0, &m);
     }
     return r;
 }
-
-/* Distinct calls (structurally) of an expression DAG, first seen first.
- * Nodes are visited once each (a pointer table holding each node's
- * structural hash, consistent with ir_expr_equal), calls are compared
- * only when their hashes agree. */
-typedef struct { const sc_expr *e; uint64_t h; } node_hash;
-
-typedef struct {
-    node_hash *tab;
-    size_t cap, used;
-    ir_vec calls;
-    ir_vec hashes;                 /* of calls, as uintptr_t */
-    ir_arena *a;
-} call_walk;
 
 static uint64_t str_hash(const char *s) {
     uint64_t h = 1469598103934665603ULL;
@@ -288,67 +276,6 @@ static uint64_t str_hash(const char *s) {
 static uint64_t hmix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h * 0xff51afd7ed558ccdULL;
-}
-
-static node_hash *slot(call_walk *w, const sc_expr *e) {
-    size_t i = (size_t)(((uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ULL) & (w->cap - 1);
-    while (w->tab[i].e && w->tab[i].e != e) i = (i + 1) & (w->cap - 1);
-    return &w->tab[i];
-}
-
-static void grow(call_walk *w) {
-    node_hash *old = w->tab;
-    size_t oc = w->cap;
-    w->cap = oc ? 2 * oc : 64;
-    w->tab = xcalloc(w->cap, sizeof *w->tab);
-    for (size_t i = 0; i < oc; i++)
-        if (old[i].e) *slot(w, old[i].e) = old[i];
-    free(old);
-}
-
-static uint64_t collect_calls(call_walk *w, const sc_expr *e) {
-    if (2 * (w->used + 1) > w->cap) grow(w);
-    node_hash *sl = slot(w, e);
-    if (sl->e) return sl->h;
-    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
-    switch (e->kind) {
-    case E_CONST: {
-        uint64_t v;
-        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
-        else v = (uint64_t)e->c.i;
-        h = hmix(h, v);
-        break;
-    }
-    case E_VAR: h = hmix(h, str_hash(e->name)); break;
-    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
-    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
-    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
-    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
-    default: break;
-    }
-    /* a call takes its place before the calls inside it (pre-order, as
-     * lowering's walks see them); dropped below if a duplicate */
-    int pos = -1;
-    if (e->kind == E_CALL) {
-        pos = w->calls.n;
-        ir_vec_push(w->a, &w->calls, (void *)e);
-        ir_vec_push(w->a, &w->hashes, NULL);
-    }
-    for (int i = 0; i < e->nargs; i++) h = hmix(h, collect_calls(w, e->args[i]));
-    /* the children may have grown the table: find the slot again */
-    sl = slot(w, e);
-    sl->e = e;
-    sl->h = h;
-    w->used++;
-    if (pos >= 0) {
-        bool dup = false;
-        for (int i = 0; i < pos && !dup; i++)
-            dup = w->calls.items[i] && (uint64_t)(uintptr_t)w->hashes.items[i] == h &&
-                  ir_expr_equal(w->calls.items[i], e);
-        if (dup) w->calls.items[pos] = NULL;
-        else w->hashes.items[pos] = (void *)(uintptr_t)h;
-    }
-    return h;
 }
 
 static uint64_t sig_hash(int fid, int n, const int *sig) {
@@ -420,26 +347,100 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     e->acc[st] = reps;
 }
 
-/* The calls, fallbacks, shortcuts and accesses of e's stages. */
-static void ensure_calls(nest_ctx *x, sexpr *e) {
-    if (e->calls || !e->val) return;
+/* Structural hash of an expression tree (consistent with ir_expr_equal). */
+static uint64_t expr_hash(const sc_expr *e) {
+    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
+    switch (e->kind) {
+    case E_CONST: {
+        uint64_t v;
+        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
+        else v = (uint64_t)e->c.i;
+        h = hmix(h, v);
+        break;
+    }
+    case E_VAR: h = hmix(h, str_hash(e->name)); break;
+    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
+    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
+    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
+    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
+    default: break;
+    }
+    for (int i = 0; i < e->nargs; i++) h = hmix(h, expr_hash(e->args[i]));
+    return h;
+}
+
+typedef struct { ir_vec calls, hashes; ir_arena *a; } call_set;
+
+static void add_call(call_set *cs, sc_expr *c) {
+    uint64_t h = expr_hash(c);
+    for (int i = 0; i < cs->calls.n; i++)
+        if ((uint64_t)(uintptr_t)cs->hashes.items[i] == h && ir_expr_equal(cs->calls.items[i], c)) return;
+    ir_vec_push(cs->a, &cs->calls, c);
+    ir_vec_push(cs->a, &cs->hashes, (void *)(uintptr_t)h);
+}
+
+static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e);
+
+/* Whether e, once inlined, uses the variable `name`. */
+static bool uses_var(nest_ctx *x, const sched_state *s, const sc_expr *e, const char *name) {
+    if (e->kind == E_VAR) return !strcmp(e->name, name);
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
+        sexpr *ge = (sexpr *)stages_of(x, s, e->func->id, true);
+        for (int d = 0; d < e->nargs; d++)
+            if (ge->uses[d] && uses_var(x, s, e->args[d], name)) return true;
+        return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_var(x, s, e->args[i], name)) return true;
+    return false;
+}
+
+/* The distinct calls of e once inlined, first seen first, composed from
+ * the inline Funcs' own call lists rather than from the inlined tree
+ * (which can be thousands of times larger). */
+static void walk_calls(nest_ctx *x, const sched_state *s, const sc_expr *e, call_set *cs) {
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
+        const sc_func *g = e->func;
+        sexpr *ge = (sexpr *)stages_of(x, s, g->id, true);
+        subst_map m = { 0, {0}, {0} };
+        for (int d = 0; d < g->ndims; d++) {
+            m.names[m.n] = g->vars[d];
+            m.vals[m.n++] = inline_expr(x, s, e->args[d]);
+        }
+        for (int i = 0; i < ge->ncalls[0]; i++) add_call(cs, subst(x->arena, (sc_expr *)ge->calls[0][i], &m));
+        for (int d = 0; d < g->ndims; d++)
+            if (ge->uses[d]) walk_calls(x, s, e->args[d], cs);
+        return;
+    }
+    if (e->kind == E_CALL) add_call(cs, inline_expr(x, s, (sc_expr *)e));
+    for (int i = 0; i < e->nargs; i++) walk_calls(x, s, e->args[i], cs);
+}
+
+/* The calls of e's stages (and, for stage 0, which variables it uses). */
+static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e) {
+    if (e->calls || !e->fits) return;
     const sc_func *f = func_at(x->p, e->fid);
-    e->ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-    e->calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
+    int *ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
+    const sc_expr ***calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
     for (int st = 0; st < f->nstages; st++) {
         const ir_stage *sg = &f->stages[st];
-        call_walk w;
-        memset(&w, 0, sizeof w);
-        w.a = x->arena;
-        collect_calls(&w, e->val[st]);
-        for (int d = 0; d < sg->nargs; d++) collect_calls(&w, e->lhs[st][d]);
-        free(w.tab);
-        int kept = 0;
-        for (int i = 0; i < w.calls.n; i++)
-            if (w.calls.items[i]) w.calls.items[kept++] = w.calls.items[i];
-        e->ncalls[st] = kept;
-        e->calls[st] = (const sc_expr **)w.calls.items;
+        call_set cs = { {0}, {0}, x->arena };
+        walk_calls(x, s, sg->value, &cs);
+        for (int d = 0; d < sg->nargs; d++) walk_calls(x, s, sg->args[d], &cs);
+        ncalls[st] = cs.calls.n;
+        calls[st] = (const sc_expr **)cs.calls.items;
     }
+    e->uses = ir_alloc(x->arena, sizeof(bool) * (size_t)(f->ndims + 1));
+    for (int d = 0; d < f->ndims; d++) e->uses[d] = uses_var(x, s, f->stages[0].value, f->vars[d]);
+    e->ncalls = ncalls;
+    e->calls = calls;
+}
+
+/* The fallbacks, shortcuts and accesses of e's stages (non-inline use). */
+static void ensure_accesses(nest_ctx *x, const sched_state *s, sexpr *e) {
+    ensure_calls(x, s, e);
+    if (e->acc || !e->fits) return;
+    const sc_func *f = func_at(x->p, e->fid);
     e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
     e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
     for (int st = 0; st < f->nstages; st++) {
@@ -451,7 +452,8 @@ static void ensure_calls(nest_ctx *x, sexpr *e) {
     e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
     for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
     e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-    e->acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
+    acc_rep **acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
+    e->acc = acc;
     for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
 }
 
@@ -463,7 +465,7 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool c
     for (sexpr *e = x->etab[h % TABLE]; e; e = e->next)
         if (e->h == h && e->fid == fid && e->nsig == n && !memcmp(e->sig, x->sig, sizeof(int) * (size_t)n)) {
             x->stats.expr_hits++;
-            if (calls) ensure_calls(x, e);
+            if (calls) ensure_calls(x, s, e);
             return e;
         }
     x->stats.expr_misses++;
@@ -479,19 +481,10 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool c
         double v = inlined_size(x, s, f->stages[st].value);
         if (v > e->size) e->size = v;
     }
-    if (e->size <= NEST_MAX_INLINED) {
-        e->val = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)f->nstages);
-        e->lhs = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
-        for (int st = 0; st < f->nstages; st++) {
-            const ir_stage *sg = &f->stages[st];
-            e->val[st] = inline_expr(x, s, sg->value);
-            e->lhs[st] = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)(sg->nargs + 1));
-            for (int d = 0; d < sg->nargs; d++) e->lhs[st][d] = inline_expr(x, s, sg->args[d]);
-        }
-        if (calls) ensure_calls(x, e);
-    }
+    e->fits = e->size <= NEST_MAX_INLINED;
     e->next = x->etab[h % TABLE];
     x->etab[h % TABLE] = e;
+    if (calls) ensure_calls(x, s, e);
     return e;
 }
 
@@ -1112,6 +1105,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         if (func_at(p, i)->kind != FUNC_DEFINED || !sf || sf->loc == SCHED_UNDECIDED || sf->loc == SCHED_INLINE)
             continue;
         w.se[i] = stages_of(x, s, i, true);
+        ensure_accesses(x, s, (sexpr *)w.se[i]);
         if (w.se[i]->size > NEST_MAX_INLINED) {
             failf(&w, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of "
                   "its producers at root or fused", func_at(p, i)->name, w.se[i]->size, NEST_MAX_INLINED);
