@@ -68,8 +68,12 @@ typedef struct kentry {
     nest_func *mem;
 } kentry;
 
+/* A stage's loops (ir_stage_loops), computed once. */
+typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } loops_info;
+
 struct nest_ctx {
     const sc_pipeline *p;
+    loops_info **loops;            /* [fid][stage] */
     const bounds_result *b;
     ir_arena *arena;               /* call graph, stage expressions */
     ir_arena *karena;              /* cached kernels (nest_ctx_flush) */
@@ -125,6 +129,21 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     size_t words = 8;
     for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
     x->key = xcalloc(words, sizeof(uintptr_t));
+    x->loops = ir_alloc(x->arena, sizeof(loops_info *) * n);
+    for (int i = 0; i < x->n; i++) {
+        const sc_func *f = func_at(p, i);
+        x->loops[i] = ir_alloc(x->arena, sizeof(loops_info) * (size_t)(f->nstages + 1));
+        for (int st = 0; st < f->nstages; st++) {
+            loops_info *l = &x->loops[i][st];
+            int which[2 * SC_MAX_DIMS];
+            l->nloops = ir_stage_loops(f, st, which);
+            for (int k = 0; k < l->nloops; k++)
+                if (which[k] >= 0) {
+                    l->li[l->npure] = k;
+                    l->dims[l->npure++] = which[k];
+                }
+        }
+    }
     int *tmp = xcalloc(n, sizeof(int));
     for (int i = 0; i < x->n; i++) {
         const sc_func *f = func_at(p, i);
@@ -519,25 +538,22 @@ static int failf(build *w, const char *fmt, ...) {
     return -1;
 }
 
-static int pure_loops(const sc_func *f, int st, int *dims, int *li) {
-    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < n; i++)
-        if (which[i] >= 0) {
-            if (li) li[np] = i;
-            dims[np++] = which[i];
-        }
-    return np;
+static int pure_loops(const nest_ctx *x, const sc_func *f, int st, int *dims, int *li) {
+    const loops_info *l = &x->loops[f->id][st];
+    memcpy(dims, l->dims, sizeof(int) * (size_t)l->npure);
+    if (li) memcpy(li, l->li, sizeof(int) * (size_t)l->npure);
+    return l->npure;
 }
 
 static org fresh(build *w) { org o = { fp_hash_leaf(++w->leaf), 0 }; return o; }
 static org konst(int64_t v) { org o = { 0, v }; return o; }
 
-static fp_box make_box(const sc_func *f, int st, const org *base, const int64_t *n) {
+static fp_box make_box(const nest_ctx *x, const sc_func *f, int st, const org *base, const int64_t *n) {
     fp_box box;
     memset(&box, 0, sizeof box);
     box.f = f;
     box.stage = st;
-    int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims, NULL);
+    int dims[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, NULL);
     for (int k = 0; k < np; k++) {
         box.names[k] = f->vars[dims[k]];
         box.h[k] = base[k].h;
@@ -666,7 +682,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
                        const org *real, const int64_t *realn, const org *blk, const int64_t *blkn, int64_t rpb) {
     nest_ctx *x = w->x;
     kentry *ke = w->ke;
-    fp_box box = make_box(f, st, tb, n);
+    fp_box box = make_box(w->x, f, st, tb, n);
     for (int i = 0; i < ke->nmem && !w->failed; i++) {
         int id = ke->mem_ids[i];
         const sched_func *sf = w->s->f[id];
@@ -674,7 +690,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             thread_child(w, func_at(x->p, id), &box, rpb * (rec->threads_used));
     }
     if (w->failed) return;
-    int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(f, st, dims, li);
+    int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, li);
     const ir_stage *stg = &f->stages[st];
     int64_t total = 1;
     for (int k = 0; k < np; k++) total *= n[k];
@@ -735,10 +751,10 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     /* accesses */
     int64_t one[SC_MAX_DIMS];
     for (int k = 0; k < SC_MAX_DIMS; k++) one[k] = 1;
-    fp_box pbox = make_box(f, st, tb, one);
-    fp_box rbox = make_box(f, st, real, realn);
-    fp_box bbox = blk ? make_box(f, st, blk, blkn) : rbox;
-    int which[2 * SC_MAX_DIMS], nloops = ir_stage_loops(f, st, which);
+    fp_box pbox = make_box(w->x, f, st, tb, one);
+    fp_box rbox = make_box(w->x, f, st, real, realn);
+    fp_box bbox = blk ? make_box(w->x, f, st, blk, blkn) : rbox;
+    int nloops = x->loops[f->id][st].nloops;
     rec->naccess = e->nacc[st];
     rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(rec->naccess + 1));
     for (int i = 0; i < rec->naccess; i++) {
@@ -776,17 +792,16 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             a->stride_block[k] = !a->affine ? NAN : blk ? sl[li[k]] * (double)blkn[k] : 0;
         }
     }
-    (void)which;
     rec->points_per_realization = redpts;
     for (int k = 0; k < np; k++) rec->points_per_realization *= realn[k];
 }
 
-static void fill_stage_head(nest_stage *rec, const sc_func *f, int st, int kernel) {
+static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f, int st, int kernel) {
     rec->func = f;
     rec->stage = st;
     rec->kernel = kernel;
     int dims[SC_MAX_DIMS];
-    rec->npure = pure_loops(f, st, dims, NULL);
+    rec->npure = pure_loops(x, f, st, dims, NULL);
 }
 
 /* A THREAD-level producer: in registers over its footprint. */
@@ -804,7 +819,7 @@ static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64
     w->ke->k.register_elems += m->elems;
     for (int s = 0; s < prod->nstages && !w->failed; s++) {
         nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(rec, prod, s, -1);
+        fill_stage_head(w->x, rec, prod, s, -1);
         for (int k = 0; k < rec->npure; k++) {
             rec->extent[k] = rec->serial[k] = ext[k];
             rec->blocks[k] = 1;
@@ -833,7 +848,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
     ke->k.shared_bytes += m->bytes;
     const sched_func *sf = w->s->f[prod->id];
     for (int s = 0; s < prod->nstages && !w->failed; s++) {
-        fp_box pbox = make_box(prod, s, mins, ext);
+        fp_box pbox = make_box(w->x, prod, s, mins, ext);
         for (int i = 0; i < ke->nmem && !w->failed; i++) {
             int id = ke->mem_ids[i];
             const sched_func *cf = w->s->f[id];
@@ -842,13 +857,13 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
         }
         if (w->failed) return;
         const sched_tile *t = &sf->tile[s];
-        int dims[SC_MAX_DIMS], np = pure_loops(prod, s, dims, NULL);
+        int dims[SC_MAX_DIMS], np = pure_loops(w->x, prod, s, dims, NULL);
         if (t->npure != np) {
             failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", prod->name, s, t->npure, np);
             return;
         }
         nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(rec, prod, s, -1);
+        fill_stage_head(w->x, rec, prod, s, -1);
         int64_t used = 1, per[SC_MAX_DIMS];
         for (int q = 0; q < np; q++) {
             if (t->threads[q] < 1) { failf(w, "%s: thread counts must be positive", prod->name); return; }
@@ -880,7 +895,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     const sched_func *sf = w->s->f[r->id];
     const sched_tile *t = &sf->tile[st];
     const bounds_stage *bs = &x->b->funcs[r->id].stages[st];
-    int dims[SC_MAX_DIMS], np = pure_loops(r, st, dims, NULL);
+    int dims[SC_MAX_DIMS], np = pure_loops(x, r, st, dims, NULL);
     if (t->npure != np) {
         failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", r->name, st, t->npure, np);
         return;
@@ -908,7 +923,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
         base[q] = nb[q] == 1 ? konst(mn[q]) : fresh(w);
         reg[q] = konst(mn[q]);
     }
-    fp_box box = make_box(r, st, base, blk);
+    fp_box box = make_box(w->x, r, st, base, blk);
     for (int i = 0; i < ke->nmem && !w->failed; i++) {
         int id = ke->mem_ids[i];
         const sched_func *cf = w->s->f[id];
@@ -917,7 +932,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     }
     if (w->failed) return;
     nest_stage *rec = ke->root_stage;
-    fill_stage_head(rec, r, st, -1);
+    fill_stage_head(w->x, rec, r, st, -1);
     int64_t per[SC_MAX_DIMS];
     for (int q = 0; q < np; q++) {
         per[q] = t->serial[q];
