@@ -581,7 +581,7 @@ static nest_func *member(build *w, int id) {
 
 /* fp_fallback of call idx[i] of a stage, remembered in its sexpr (it
  * depends on the expression and the consumer's region only). */
-typedef struct { build *w; const sexpr *e; const fp_box *box; const int *idx; } fb_user;
+typedef struct { build *w; const sexpr *const *e; const fp_box *const *box; const int *idx; } fb_user;
 
 static fp_span fallback_of(build *w, const sexpr *e, const fp_box *box, int call, int d) {
     int st = box->stage;
@@ -595,7 +595,7 @@ static fp_span fallback_of(build *w, const sexpr *e, const fp_box *box, int call
 
 static fp_span cached_fallback(void *user, int i, int d) {
     fb_user *u = user;
-    return fallback_of(u->w, u->e, u->box, u->idx[i], d);
+    return fallback_of(u->w, u->e[i], u->box[i], u->idx[i], d);
 }
 
 /* fp_arg of coordinate d of call `call` of the stage over box. */
@@ -610,32 +610,43 @@ static fp_span arg_of(const sexpr *e, const fp_box *box, int call, int d) {
 
 static fp_span hooked_arg(void *user, int i, int d) {
     fb_user *u = user;
-    return arg_of(u->e, u->box, u->idx[i], d);
+    return arg_of(u->e[i], u->box[i], u->idx[i], d);
 }
 
-/* The clipped footprint of prod over box (the calls of stage box->stage
- * of box->f): origins and extents, as lowering's footprint(). */
-static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins, int64_t *ext) {
-    const sexpr *e = w->se[box->f->id];
-    int nc = e->ncalls[box->stage];
+/* The clipped footprint of prod: the union of what every consumer box
+ * cboxes[j] (the calls of stage cboxes[j]->stage of cboxes[j]->f) reads
+ * of it, as lowering's footprint().  Today a fused Func has one consumer
+ * (nb == 1); a Func fused at the common ancestor of several consumers
+ * gives one box per consumer, within one block (or thread) of it. */
+static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const *cboxes, org *mins,
+                     int64_t *ext) {
+    int nc = 0;
+    for (int j = 0; j < nb; j++) nc += w->se[cboxes[j]->f->id]->ncalls[cboxes[j]->stage];
     const sc_expr **calls = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
     const fp_box **boxes = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+    const sexpr **es = xcalloc((size_t)nc + 1, sizeof(sexpr *));
     int *idx = xcalloc((size_t)nc + 1, sizeof(int));
     int n = 0;
-    for (int i = 0; i < nc; i++)
-        if (e->calls[box->stage][i]->func == prod) {
-            idx[n] = i;
-            calls[n] = e->calls[box->stage][i];
-            boxes[n++] = box;
-        }
+    for (int j = 0; j < nb; j++) {
+        const fp_box *box = cboxes[j];
+        const sexpr *e = w->se[box->f->id];
+        for (int i = 0; i < e->ncalls[box->stage]; i++)
+            if (e->calls[box->stage][i]->func == prod) {
+                idx[n] = i;
+                es[n] = e;
+                calls[n] = e->calls[box->stage][i];
+                boxes[n++] = box;
+            }
+    }
     fp_span dims[SC_MAX_DIMS];
-    fb_user u = { w, e, box, idx };
+    fb_user u = { w, es, boxes, idx };
     fp_hooks hooks = { hooked_arg, cached_fallback, &u };
     int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, &hooks, w->err, w->errlen) : -1;
     free(calls);
     free(boxes);
+    free(es);
     free(idx);
-    if (!n) return failf(w, "%s does not call %s", box->f->name, prod->name);
+    if (!n) return failf(w, "%s does not call %s", cboxes[0]->f->name, prod->name);
     if (rc) {
         w->failed = true;
         return -1;
@@ -731,11 +742,16 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             for (int i = 0; i < nc; i++)
                 if (calls[i]->func == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
             fp_span sp[SC_MAX_DIMS];
-            fb_user u = { w, e, &box, gi };
+            const sexpr **ges = xcalloc((size_t)nc + 1, sizeof(sexpr *));
+            const fp_box **gbx = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+            for (int i = 0; i < ng; i++) { ges[i] = e; gbx[i] = &box; }
+            fb_user u = { w, ges, gbx, gi };
             fp_hooks hooks = { hooked_arg, cached_fallback, &u };
             bool aff = fp_affine_union(NULL, cand[j], ng, gc, &box, sp, &hooks);
             free(gc);
             free(gi);
+            free(ges);
+            free(gbx);
             if (!aff) continue;
             int64_t elems = 1;
             for (int d = 0; d < cand[j]->ndims; d++) elems *= sp[d].hi - sp[d].lo + 1;
@@ -809,7 +825,7 @@ static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64
     nest_func *m = member(w, prod->id);
     org mins[SC_MAX_DIMS];
     int64_t ext[SC_MAX_DIMS];
-    if (footprint(w, prod, box, mins, ext)) return;
+    if (footprint(w, prod, 1, &box, mins, ext)) return;
     m->mem = NEST_REGISTER;
     m->ndims = prod->ndims;
     m->elems = 1;
@@ -838,7 +854,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
     nest_func *m = member(w, prod->id);
     org mins[SC_MAX_DIMS];
     int64_t ext[SC_MAX_DIMS];
-    if (footprint(w, prod, box, mins, ext)) return;
+    if (footprint(w, prod, 1, &box, mins, ext)) return;
     m->mem = NEST_SHARED;
     m->ndims = prod->ndims;
     m->elems = 1;
