@@ -64,7 +64,7 @@ static int compare(const char *what, const sc_pipeline *p, const nest *m, const 
             if (!a) continue;
             if (!f || f->mem == NEST_GLOBAL) { MISMATCH("%s is fused in %s but not in the model", a->func->name, lk->name); continue; }
             if ((a->mem == MEM_SHARED) != (f->mem == NEST_SHARED)) MISMATCH("%s: memory kind differs", a->func->name);
-            if (f->stages[0]->kernel != k) MISMATCH("%s: kernel %d in the model, %d lowered", a->func->name, f->stages[0]->kernel, k);
+            if (f->stages[0]->kernel != mk) MISMATCH("%s: not in kernel %d in the model", a->func->name, k);
             for (int d = 0; d < a->ndims; d++)
                 if (a->extent[d] != f->extent[d])
                     MISMATCH("%s dim %d: extent %lld in the model, %lld lowered", a->func->name, d,

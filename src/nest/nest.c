@@ -812,7 +812,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     for (int k = 0; k < np; k++) rec->points_per_realization *= realn[k];
 }
 
-static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f, int st, int kernel) {
+static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f, int st, const nest_kernel *kernel) {
     rec->func = f;
     rec->stage = st;
     rec->kernel = kernel;
@@ -835,7 +835,7 @@ static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64
     w->ke->k.register_elems += m->elems;
     for (int s = 0; s < prod->nstages && !w->failed; s++) {
         nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(w->x, rec, prod, s, -1);
+        fill_stage_head(w->x, rec, prod, s, &w->ke->k);
         for (int k = 0; k < rec->npure; k++) {
             rec->extent[k] = rec->serial[k] = ext[k];
             rec->blocks[k] = 1;
@@ -879,7 +879,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
             return;
         }
         nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(w->x, rec, prod, s, -1);
+        fill_stage_head(w->x, rec, prod, s, &w->ke->k);
         int64_t used = 1, per[SC_MAX_DIMS];
         for (int q = 0; q < np; q++) {
             if (t->threads[q] < 1) { failf(w, "%s: thread counts must be positive", prod->name); return; }
@@ -948,7 +948,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     }
     if (w->failed) return;
     nest_stage *rec = ke->root_stage;
-    fill_stage_head(w->x, rec, r, st, -1);
+    fill_stage_head(w->x, rec, r, st, &w->ke->k);
     int64_t per[SC_MAX_DIMS];
     for (int q = 0; q < np; q++) {
         per[q] = t->serial[q];
@@ -1218,11 +1218,9 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
             if (!ke->k.root) continue;
             int kid = out->nkernels++;
             out->kernels[kid] = &ke->k;
-            ke->root_stage->kernel = kid;
             rf->stages[st] = ke->root_stage;
             for (int m = 0; m < ke->nmem; m++) {
                 nest_func *mf = &ke->mem[m];
-                for (int q = 0; q < mf->nstages; q++) ((nest_stage *)mf->stages[q])->kernel = kid;
                 out->funcs[ke->mem_ids[m]] = mf;
                 out->nmodelled++;
             }
@@ -1297,7 +1295,9 @@ void nest_print(FILE *out, const sc_pipeline *p, const nest *n) {
         for (int st = 0; st < f->nstages; st++) {
             const nest_stage *r = f->stages[st];
             if (!r) continue;
-            fprintf(out, "  stage %d (kernel %d): extent ", st, r->kernel);
+            int kid = 0;
+            while (kid < n->nkernels && n->kernels[kid] != r->kernel) kid++;
+            fprintf(out, "  stage %d (kernel %d): extent ", st, kid);
             print_ext(out, r->npure, r->extent);
             fprintf(out, ", blocks ");
             print_ext(out, r->npure, r->blocks);

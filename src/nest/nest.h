@@ -55,6 +55,19 @@ typedef enum { NEST_GLOBAL, NEST_SHARED, NEST_REGISTER } nest_mem;
 
 const char *nest_mem_name(nest_mem m);
 
+typedef struct {
+    const sc_func *root;
+    int stage;
+    int64_t nblocks;
+    int nthreads;
+    int nshared;                   /* BLOCK-level Funcs */
+    int64_t shared_bytes;
+    int nregister;                 /* THREAD-level Funcs */
+    int64_t register_elems;        /* their elements per thread, summed */
+    int nstaged;                   /* register-staged copies */
+    int64_t staged_elems;
+} nest_kernel;
+
 /* One access: a call in a stage after inlining; calls with the same
  * producer and the same affine Jacobian rows and offsets (x - 2 - 2 and
  * x - 4) are one access. */
@@ -87,7 +100,7 @@ typedef struct {
 typedef struct {
     const sc_func *func;
     int stage;
-    int kernel;                    /* index in nest.kernels */
+    const nest_kernel *kernel;     /* its kernel, one of nest.kernels */
     int npure;                     /* pure loops, k-th in ir_stage_loops order */
     int64_t extent[SC_MAX_DIMS];   /* points per pure loop in one realization */
     int64_t blocks[SC_MAX_DIMS];   /* ROOT: blocks per pure loop; else 1 */
@@ -120,18 +133,6 @@ typedef struct {
     const nest_stage **stages;
 } nest_func;
 
-typedef struct {
-    const sc_func *root;
-    int stage;
-    int64_t nblocks;
-    int nthreads;
-    int nshared;                   /* BLOCK-level Funcs */
-    int64_t shared_bytes;
-    int nregister;                 /* THREAD-level Funcs */
-    int64_t register_elems;        /* their elements per thread, summed */
-    int nstaged;                   /* register-staged copies */
-    int64_t staged_elems;
-} nest_kernel;
 
 typedef struct {
     int nfuncs;                    /* == pipeline funcs.n */
