@@ -222,6 +222,45 @@ static void fused_stencil_recompute(void) {
     sc_pipeline_free(p);
 }
 
+/* The same stencil with blur at thread level of out (x=32x2 serial): each
+ * thread computes a 4x3 footprint, once per thread of every block (256 x
+ * 2 x 16 blocks); what one block computes of blur is 66x10. */
+static void thread_stencil(void) {
+    sc_pipeline *p = parse(STENCIL);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    char err[512];
+    const char *text = "schedule t;\nout: root [x=32x2 y=8x1];\nblur: thread of out;\n";
+    sched_state *s = sched_parse(a, p, "t.sched", text, err, sizeof err);
+    CHECK(s != NULL);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = s ? nest_build(x, s, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        const nest_func *bf = m->funcs[func_named(p, "blur")->id];
+        CHECK(m->nkernels == 1 && m->kernels[0]->nblocks == 2 * 16 && m->kernels[0]->nthreads == 256);
+        CHECK(bf && bf->mem == NEST_REGISTER && bf->extent[0] == 4 && bf->extent[1] == 3 && bf->elems == 12);
+        CHECK(m->kernels[0]->nregister == 1 && m->kernels[0]->register_elems == 12);
+        const nest_stage *bs = bf->stages[0];
+        CHECK(bs->realizations_per_block == 256 && bs->realizations == 256 * 32);
+        CHECK(bs->points_per_realization == 12 && bs->points_total == 12 * 256 * 32);
+        CHECK(bs->threads_used == 1 && bs->serial[0] == 4 && bs->serial[1] == 3);
+        const nest_access *ia = &bs->access[0];       /* in(x, y) */
+        CHECK(ia->fp_realization[0] == 4 && ia->fp_realization[1] == 3);
+        CHECK(ia->fp_block[0] == 66 && ia->fp_block[1] == 10);
+        /* 12 unrolled points: the input is staged, a 6x5 copy (30 < 5 x 12 loads) */
+        CHECK(ia->staged && ia->stride_block[0] == 0 && ia->stride_serial[1] == 6);
+        CHECK(m->kernels[0]->nstaged == 1 && m->kernels[0]->staged_elems == 30);
+        const nest_access *oa = &m->funcs[func_named(p, "out")->id]->stages[0]->access[0];
+        CHECK(oa->mem == NEST_REGISTER && oa->stride_serial[1] == 4);
+    }
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
 static const char *TRANSPOSE =
     "input f32 in(64, 48);\n"
     "out(x, y) = in(y, x) + in(clamp(y + 1, 0, 63), x);\n"
@@ -260,6 +299,7 @@ static void transpose_strides(void) {
 
 int main(void) {
     RUN(fused_stencil_recompute);
+    RUN(thread_stencil);
     RUN(transpose_strides);
     model_equals_kernel_ir();
     CHECK_EXIT();

@@ -683,22 +683,26 @@ static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box
     return elems;
 }
 
-static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64_t rpb);
+static void thread_child(build *w, const sc_func *prod, const fp_box *box, const fp_box *cblock, int64_t rpb);
 
 /* Computes stage st of f over tiles of n points from origins tb, as
  * lowering's emit_stage; rpb: how many times per block; real: the
- * realization's origin and extents (for its footprints); blk/blkn: the
- * block's origin and extents (root stages), else NULL. */
+ * realization's origin and extents; blk/blkn: what one block of the
+ * kernel computes of it (root: the block's tile; block level: the
+ * realization; thread level: the union of its realizations in a block);
+ * root: a root stage (block strides). */
 static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, const org *tb, const int64_t *n,
-                       const org *real, const int64_t *realn, const org *blk, const int64_t *blkn, int64_t rpb) {
+                       const org *real, const int64_t *realn, const org *blk, const int64_t *blkn, bool root,
+                       int64_t rpb) {
     nest_ctx *x = w->x;
     kentry *ke = w->ke;
     fp_box box = make_box(w->x, f, st, tb, n);
+    fp_box bbox = make_box(w->x, f, st, blk, blkn);
     for (int i = 0; i < ke->nmem && !w->failed; i++) {
         int id = ke->mem_ids[i];
         const sched_func *sf = w->s->f[id];
         if (sf->loc == SCHED_THREAD && sf->at == f->id && w->cstage[id] == st)
-            thread_child(w, func_at(x->p, id), &box, rpb * (rec->threads_used));
+            thread_child(w, func_at(x->p, id), &box, &bbox, rpb * (rec->threads_used));
     }
     if (w->failed) return;
     int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, li);
@@ -769,7 +773,6 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     for (int k = 0; k < SC_MAX_DIMS; k++) one[k] = 1;
     fp_box pbox = make_box(w->x, f, st, tb, one);
     fp_box rbox = make_box(w->x, f, st, real, realn);
-    fp_box bbox = blk ? make_box(w->x, f, st, blk, blkn) : rbox;
     int nloops = x->loops[f->id][st].nloops;
     rec->naccess = e->nacc[st];
     rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(rec->naccess + 1));
@@ -805,7 +808,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
         for (int l = 0; l < nloops; l++) a->stride_serial[l] = a->affine ? sl[l] : NAN;
         for (int k = 0; k < np; k++) {
             a->stride_thread[k] = a->affine ? sl[li[k]] * (double)n[k] : NAN;
-            a->stride_block[k] = !a->affine ? NAN : blk ? sl[li[k]] * (double)blkn[k] : 0;
+            a->stride_block[k] = !a->affine ? NAN : root ? sl[li[k]] * (double)blkn[k] : 0;
         }
     }
     rec->points_per_realization = redpts;
@@ -820,12 +823,14 @@ static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f
     rec->npure = pure_loops(x, f, st, dims, NULL);
 }
 
-/* A THREAD-level producer: in registers over its footprint. */
-static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64_t rpb) {
+/* A THREAD-level producer: in registers over its footprint (box: one
+ * thread's tile of its consumer; cblock: what one block computes of the
+ * consumer, for the union of its realizations in a block). */
+static void thread_child(build *w, const sc_func *prod, const fp_box *box, const fp_box *cblock, int64_t rpb) {
     nest_func *m = member(w, prod->id);
-    org mins[SC_MAX_DIMS];
-    int64_t ext[SC_MAX_DIMS];
-    if (footprint(w, prod, 1, &box, mins, ext)) return;
+    org mins[SC_MAX_DIMS], bmins[SC_MAX_DIMS];
+    int64_t ext[SC_MAX_DIMS], bext[SC_MAX_DIMS];
+    if (footprint(w, prod, 1, &box, mins, ext) || footprint(w, prod, 1, &cblock, bmins, bext)) return;
     m->mem = NEST_REGISTER;
     m->ndims = prod->ndims;
     m->elems = 1;
@@ -843,7 +848,7 @@ static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64
         }
         rec->threads_used = 1;
         rec->realizations_per_block = rpb;
-        emit_stage(w, prod, s, rec, mins, ext, mins, ext, NULL, NULL, rpb);
+        emit_stage(w, prod, s, rec, mins, ext, mins, ext, bmins, bext, false, rpb);
     }
 }
 
@@ -899,7 +904,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
         rec->realizations_per_block = 1;
         org tb[SC_MAX_DIMS];
         for (int q = 0; q < np; q++) tb[q] = !mins[q].h && t->threads[q] == 1 ? mins[q] : fresh(w);
-        emit_stage(w, prod, s, rec, tb, per, mins, ext, NULL, NULL, 1);
+        emit_stage(w, prod, s, rec, tb, per, mins, ext, mins, ext, false, 1);
     }
 }
 
@@ -960,7 +965,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     }
     rec->threads_used = nthreads;
     rec->realizations_per_block = 1;
-    emit_stage(w, r, st, rec, tb, per, reg, ext, base, blk, 1);
+    emit_stage(w, r, st, rec, tb, per, reg, ext, base, blk, true, 1);
 }
 
 /* Fills the totals of a kernel's stage records once nblocks is known. */
