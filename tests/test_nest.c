@@ -261,6 +261,37 @@ static void thread_stencil(void) {
     sc_pipeline_free(p);
 }
 
+/* A partial state: out decided, blur not.  blur has no records and no
+ * kernel; out reads it as a root Func over its region (128 x 128). */
+static void partial_state(void) {
+    sc_pipeline *p = parse(STENCIL);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    target t = a100();
+    space_opts o = { &t, false };
+    char err[512];
+    sched_state *full = space_random(a, p, b, &o, 3, err, sizeof err);
+    sched_state *s = sched_state_new(a, p);
+    const sc_func *out = func_named(p, "out"), *blur = func_named(p, "blur");
+    s->f[out->id] = full ? full->f[out->id] : NULL;
+    CHECK(full != NULL && space_next(p, s) == blur->id);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = full ? nest_build(x, s, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        CHECK(m->nkernels == 1 && m->nmodelled == 1 && m->funcs[blur->id] == NULL);
+        const nest_stage *os = m->funcs[out->id]->stages[0];
+        CHECK(os->naccess == 9 && os->access[0].producer == blur && os->access[0].mem == NEST_GLOBAL);
+        CHECK(os->access[0].staged || os->access[0].stride_serial[1] == 128);
+        CHECK(os->access[0].fp_realization[0] == 126 && os->access[0].fp_realization[1] == 126);
+    }
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
 static const char *TRANSPOSE =
     "input f32 in(64, 48);\n"
     "out(x, y) = in(y, x) + in(clamp(y + 1, 0, 63), x);\n"
@@ -300,6 +331,7 @@ static void transpose_strides(void) {
 int main(void) {
     RUN(fused_stencil_recompute);
     RUN(thread_stencil);
+    RUN(partial_state);
     RUN(transpose_strides);
     model_equals_kernel_ir();
     CHECK_EXIT();
