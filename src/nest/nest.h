@@ -45,9 +45,10 @@
 #include "sched.h"
 
 /* Lowering refuses a schedule whose inlined expressions pass this many
- * nodes (lower.h, LOWER_MAX_INLINED); the model refuses the same. */
+ * nodes (lower.h's LOWER_MAX_INLINED is this); the model refuses the same. */
 #define NEST_MAX_INLINED 200000
-/* Register staging (lower.h): staged copies per kernel, elements each. */
+/* Register staging (lower.h's limits are these): staged copies per
+ * kernel, elements each. */
 #define NEST_MAX_STAGED 32
 #define NEST_STAGE_ELEMS 32
 
