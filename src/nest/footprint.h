@@ -92,6 +92,17 @@ int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const
 sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d,
                         const fp_span *s, int64_t ext, int64_t *value);
 
+/* A coordinate compiled for a stage's boxes (the model evaluates the same
+ * call arguments over many boxes): fp_run(p, e, box) == fp_arg(NULL, e,
+ * box) for any box whose names are the `names` compiled against, in the
+ * same order.  Programs too long or deep fall back to fp_arg. */
+#define FP_PROG_MAX 64
+#define FP_STACK_MAX 16
+typedef struct { int kind, op; int64_t a, b; } fp_instr;
+typedef struct { int n; fp_instr *code; } fp_prog;
+fp_prog fp_compile(ir_arena *arena, const sc_expr *e, int nnames, const char *const *names);
+fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box);
+
 /* Integer expression nodes with the folding lowering relies on (x + 0,
  * x * 1, x - 0 and constant operands fold). */
 sc_expr *fp_int(ir_arena *arena, int64_t v);

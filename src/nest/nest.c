@@ -37,6 +37,7 @@ typedef struct sexpr {
     signed char **lin_k;           /* [stage][call * SC_MAX_DIMS + d]: the coordinate is
                                       pure loop k's variable + lin_c, or -1 */
     int64_t **lin_c;
+    fp_prog **prog;                /* [stage][call * SC_MAX_DIMS + d]: the others compiled */
     unsigned char **fb_done;
     int *nacc;                     /* [stage] accesses: calls distinct by value */
     struct acc_rep **acc;
@@ -318,8 +319,11 @@ static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
     size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
     e->lin_k[st] = ir_alloc(a, m);
     e->lin_c[st] = ir_alloc(a, sizeof(int64_t) * m);
+    e->prog[st] = ir_alloc(a, sizeof(fp_prog) * m);
     int dims[SC_MAX_DIMS], which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), np = 0;
     for (int i = 0; i < nl; i++) if (which[i] >= 0) dims[np++] = which[i];
+    const char *names[SC_MAX_DIMS];
+    for (int k = 0; k < np; k++) names[k] = f->vars[dims[k]];
     for (int i = 0; i < e->ncalls[st]; i++) {
         const sc_expr *call = e->calls[st][i];
         for (int d = 0; d < call->nargs && d < SC_MAX_DIMS; d++) {
@@ -327,9 +331,10 @@ static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
             const char *v;
             int64_t c;
             e->lin_k[st][q] = -1;
-            if (!var_shift(call->args[d], &v, &c)) continue;
-            for (int k = 0; k < np; k++)
-                if (!strcmp(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
+            if (var_shift(call->args[d], &v, &c))
+                for (int k = np - 1; k >= 0; k--)
+                    if (!strcmp(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
+            if (e->lin_k[st][q] < 0) e->prog[st][q] = fp_compile(a, call->args[d], np, names);
         }
     }
 }
@@ -469,6 +474,7 @@ static void ensure_accesses(nest_ctx *x, const sched_state *s, sexpr *e) {
     }
     e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
     e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
+    e->prog = ir_alloc(x->arena, sizeof(fp_prog *) * (size_t)f->nstages);
     for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
     e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
     acc_rep **acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
@@ -602,7 +608,7 @@ static fp_span cached_fallback(void *user, int i, int d) {
 static fp_span arg_of(const sexpr *e, const fp_box *box, int call, int d) {
     size_t q = (size_t)call * SC_MAX_DIMS + (size_t)d;
     int k = e->lin_k[box->stage][q];
-    if (k < 0) return fp_arg(NULL, e->calls[box->stage][call]->args[d], box);
+    if (k < 0) return fp_run(&e->prog[box->stage][q], e->calls[box->stage][call]->args[d], box);
     int64_t c = e->lin_c[box->stage][q];
     fp_span r = { true, true, NULL, box->h[k], box->lo[k] + c, box->hi[k] + c };
     return r;
