@@ -45,14 +45,15 @@
 #include <stdio.h>
 #include "bounds.h"
 #include "ir.h"
+#include "nest.h"
 #include "sched.h"
 
 typedef enum { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } lower_mem;
 
 /* Register staging limits: staged copies per kernel, and elements per
  * staged copy. */
-#define LOWER_MAX_STAGED 32
-#define LOWER_STAGE_ELEMS 32
+#define LOWER_MAX_STAGED NEST_MAX_STAGED       /* one limit for lowering and the model */
+#define LOWER_STAGE_ELEMS NEST_STAGE_ELEMS
 
 typedef struct {
     const sc_func *func;
@@ -129,20 +130,13 @@ typedef struct {
 lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen);
 
-/* The footprint extents of a BLOCK or THREAD Func (per block or per thread
- * of its consumer), as lowering allocates them; used by sched_check for
- * shared memory and register estimates.  0, or -1 with err. */
-int lower_footprint_extents(sc_pipeline *p, const bounds_result *b,
-                            const sched_state *s, int func_id,
-                            int64_t *extent, char *err, size_t errlen);
-
 /* The largest stage expression of a non-inline Func once inline Funcs are
  * substituted, in nodes (undecided Funcs count as not inline); *worst gets
  * that Func.  Inlining can grow expressions exponentially (a pyramid of
  * inline levels), so lowering refuses schedules over LOWER_MAX_INLINED and
  * the search keeps under LOWER_SEARCH_INLINED (Anderson et al. 2021 §6.6:
  * "excessive recompute, usually caused by inlining"). */
-#define LOWER_MAX_INLINED 200000
+#define LOWER_MAX_INLINED NEST_MAX_INLINED
 #define LOWER_SEARCH_INLINED 20000
 double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst);
 
