@@ -103,7 +103,7 @@ static void test_fits_checks_partial_states(void) {
     char err[512];
     ir_arena *a = ir_arena_new();
     sched_state *s = sched_state_new(a, p);
-    int out = space_next(p, s);
+    int out = space_next(p, s, NULL);
     CHECK(out >= 0 && !strcmp(((sc_func *)p->funcs.items[out])->name, "out"));
     sched_func *sf = sched_func_new(a, SCHED_ROOT, -1, 1);
     sf->tile[0] = (sched_tile){ .npure = 2, .threads = { 64, 32 }, .serial = { 1, 1 } };
@@ -112,7 +112,7 @@ static void test_fits_checks_partial_states(void) {
     CHECK(strstr(err, "2048 threads per block, over the target's 1024") != NULL);
     sf->tile[0] = (sched_tile){ .npure = 2, .threads = { 32, 4 }, .serial = { 8, 8 } };
     CHECK(space_fits(p, b, s, &o, err, sizeof err) == 0);
-    int bx = space_next(p, s);
+    int bx = space_next(p, s, NULL);
     CHECK(bx >= 0 && !strcmp(((sc_func *)p->funcs.items[bx])->name, "blur_x"));
     s->f[bx] = sched_func_new(a, SCHED_THREAD, out, 1);
     /* 16 + 8x10 blur_x points + 64 serial points = 160: fits */

@@ -28,6 +28,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "legal.h"
 #include "lower.h"
 
 typedef struct {
@@ -41,8 +42,8 @@ typedef struct {
     bool failed;
     sc_expr ***val;            /* [fid][stage] value after inlining */
     sc_expr ****lhs;           /* [fid][stage][d] left side after inlining */
-    int *consumer;             /* [fid] single consumer Func id, -1 none, -2 several */
-    int *consumer_stage;       /* [fid] its stage, -2 several */
+    legal_ctx *legal;          /* the consumer graph and fusion rules */
+    int *stage_at;             /* [fid] the stage of its `at` a fused Func is computed in */
     lower_alloc **global;      /* [fid] */
     lower_kernel *k;           /* kernel being built */
     ir_vec names;              /* variable names used in this kernel */
@@ -218,80 +219,14 @@ static sc_expr *inline_expr(ctx *c, sc_expr *e) {
     return r;
 }
 
-typedef struct { ctx *c; int consumer, stage; } use_walk;
-
-static void note_use(const sc_expr *e, void *user) {
-    use_walk *w = user;
-    if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED || e->func->id == w->consumer) return;
-    int id = e->func->id;
-    ctx *c = w->c;
-    if (c->consumer[id] == -1) {
-        c->consumer[id] = w->consumer;
-        c->consumer_stage[id] = w->stage;
-    } else if (c->consumer[id] != w->consumer) {
-        c->consumer[id] = -2;
-    } else if (c->consumer_stage[id] != w->stage) {
-        c->consumer_stage[id] = -2;
-    }
-}
-
-/* ---- the size of inlined expressions ------------------------------------ */
-
-typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
-
-static double inlined_size(size_ctx *z, const sc_expr *e);
-
-/* The size of an inline Func's value with its own inline calls expanded,
- * and how many times its variables occur in it. */
-static double inline_func_size(size_ctx *z, const sc_func *g) {
-    if (z->memo[g->id] >= 0) return z->memo[g->id];
-    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
-    double v = inlined_size(z, g->stages[0].value);
-    z->memo[g->id] = v;
-    return v;
-}
-
-/* Tree size of e once inline Funcs are substituted (each occurrence of an
- * inline call costs its Func's size plus its arguments once per use). */
-static double inlined_size(size_ctx *z, const sc_expr *e) {
-    double n = 1;
-    for (int i = 0; i < e->nargs; i++) n += inlined_size(z, e->args[i]);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED) {
-        const sched_func *sf = z->s->f[e->func->id];
-        if (sf && sf->loc == SCHED_INLINE) n += inline_func_size(z, e->func) * (e->nargs ? 2 : 1);
-    }
-    return n;
-}
-
-double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
-    size_ctx z = { p, s, malloc(sizeof(double) * (size_t)(p->funcs.n + 1)) };
-    if (!z.memo) abort();
-    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
-    double best = 0;
-    if (worst) *worst = -1;
-    for (int i = 0; i < p->funcs.n; i++) {
-        const sc_func *f = p->funcs.items[i];
-        const sched_func *sf = s->f[i];
-        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
-        for (int st = 0; st < f->nstages; st++) {
-            double v = inlined_size(&z, f->stages[st].value);
-            if (v > best) { best = v; if (worst) *worst = i; }
-        }
-    }
-    free(z.memo);
-    return best;
-}
-
-/* Inlines every non-inline Func's stages and records consumers. */
+/* Inlines every non-inline Func's stages. */
 static void prepare(ctx *c) {
     const sc_pipeline *p = c->p;
     int n = p->funcs.n;
     c->val = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
     c->lhs = ir_alloc(c->arena, sizeof(sc_expr ***) * (size_t)n);
-    c->consumer = ir_alloc(c->arena, sizeof(int) * (size_t)n);
-    c->consumer_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->stage_at = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->global = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)n);
-    for (int i = 0; i < n; i++) c->consumer[i] = -1;
     for (int i = 0; i < p->order.n; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind == FUNC_INPUT) continue;
@@ -318,67 +253,25 @@ static void prepare(ctx *c) {
             for (int d = 0; d < st->nargs; d++) c->lhs[f->id][s][d] = inline_expr(c, st->args[d]);
         }
     }
-    for (int i = 0; i < p->order.n; i++) {
-        sc_func *f = ir_order_at(p, i);
-        if (f->kind == FUNC_INPUT || c->s->f[f->id]->loc == SCHED_INLINE) continue;
-        for (int s = 0; s < f->nstages; s++) {
-            use_walk w = { c, f->id, s };
-            ir_visit(c->val[f->id][s], note_use, &w);
-            for (int d = 0; d < f->stages[s].nargs; d++) ir_visit(c->lhs[f->id][s][d], note_use, &w);
-        }
-    }
 }
 
-/* Checks the rules for fused Funcs (sched.h). */
+/* Checks the rules for fused Funcs (sched.h, legal.h) and records the
+ * stage of its `at` each one is computed in. */
 static void check_fusion(ctx *c) {
     const sc_pipeline *p = c->p;
     for (int i = 0; i < p->order.n && !c->failed; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind == FUNC_INPUT) continue;
         const sched_func *sf = c->s->f[f->id];
-        if (sf->loc == SCHED_ROOT) {
-            if (sf->nstages != f->nstages) {
-                fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
-                     f->nstages == 1 ? "" : "s", sf->nstages);
-                return;
-            }
-            continue;
+        c->stage_at[f->id] = -1;
+        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages)) {
+            fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
+                 f->nstages == 1 ? "" : "s", sf->tile ? sf->nstages : 0);
+            return;
         }
         if (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD) continue;
-        const char *lv = sf->loc == SCHED_BLOCK ? "block" : "thread";
-        if (sf->at < 0 || sf->at >= p->funcs.n || func_at(c, sf->at)->kind == FUNC_INPUT) {
-            fail(c, "%s is computed at %s level of something that is not a Func", f->name, lv);
-            return;
-        }
-        sc_func *at = func_at(c, sf->at);
-        const sched_func *af = c->s->f[at->id];
-        if (c->consumer[f->id] != at->id || c->consumer_stage[f->id] < 0) {
-            fail(c, "%s is computed at %s level of %s, but %s", f->name, lv, at->name,
-                 c->consumer[f->id] == -2 ? "it has several consumers (a fused Func has exactly one)" :
-                 c->consumer_stage[f->id] == -2 ? "several stages of it use it (fusion needs exactly one)" :
-                 c->consumer[f->id] == -1 ? "nothing uses it" : "that Func does not use it (after inlining)");
-            return;
-        }
-        if (af->loc == SCHED_INLINE) {
-            fail(c, "%s is computed at %s level of %s, which is inline", f->name, lv, at->name);
-            return;
-        }
-        if (sf->loc == SCHED_BLOCK && af->loc == SCHED_THREAD) {
-            fail(c, "%s is computed at block level of %s, which is itself at thread level", f->name, at->name);
-            return;
-        }
-        for (int s = 1; s < f->nstages; s++)
-            for (int d = 0; d < f->ndims; d++) {
-                const sc_expr *a = f->stages[s].args[d];
-                if (a->kind != E_VAR || strcmp(a->name, f->vars[d])) {
-                    fail(c, "%s is fused (%s level) but its update %d writes at a computed coordinate; only root Funcs may",
-                         f->name, lv, s);
-                    return;
-                }
-            }
-        if (sf->loc == SCHED_BLOCK && sf->nstages != f->nstages) {
-            fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
-                 f->nstages == 1 ? "" : "s", sf->nstages);
+        if (legal_fusion(c->legal, c->s, f->id, sf->loc, sf->at, &c->stage_at[f->id], c->err, c->errlen)) {
+            c->failed = true;
             return;
         }
         /* the chain of consumers must end at a root Func */
@@ -562,11 +455,7 @@ static bool footprint(ctx *c, const sc_func *prod, const tile_box *box, kstmt *s
 
 /* ---- emission ---------------------------------------------------------- */
 
-static int pure_loops(const sc_func *f, int st, int *dims) {
-    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < n; i++) if (which[i] >= 0) dims[np++] = which[i];
-    return np;
-}
+static int pure_loops(const sc_func *f, int st, int *dims) { return legal_pure_dims(f, st, dims); }
 
 /* The box of f's stage st where its k-th pure loop covers base[k] + [0, n[k]). */
 static tile_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const int64_t *n) {
@@ -710,6 +599,8 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const tile_box *box
             elems *= ext[d];
         }
         if (elems > LOWER_STAGE_ELEMS || elems >= r.calls[i] * loads) continue;
+        /* the register estimate (legal.h) sets this much aside per kernel */
+        if (k->staged_elems + elems > LEGAL_STAGED_REGISTERS) continue;
         for (int d = 0; d < prod->ndims; d++) {
             sc_expr *lo = dims[d].sym ? mk_bin(c, SC_ADD, dims[d].sym, mk_int(c, dims[d].lo)) : mk_int(c, dims[d].lo);
             mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
@@ -764,7 +655,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
     tile_box box = make_box(c, f, st, base, n);
     for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
         const sched_func *sf = c->s->f[i];
-        if (sf && sf->loc == SCHED_THREAD && sf->at == f->id && c->consumer_stage[i] == st)
+        if (sf && sf->loc == SCHED_THREAD && sf->at == f->id && c->stage_at[i] == st)
             emit_thread_child(c, func_at(c, i), &box, seq);
     }
     if (c->failed) return;
@@ -790,10 +681,10 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
     /* Register staging needs every loop over the staged copies unrolled
      * (constant indices keep them in registers) and reuse to gain from. */
     int64_t loads = total;
-    bool unrolled = total < 16;
+    bool unrolled = total < LEGAL_UNROLL_LIMIT;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
-            unrolled &= stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            unrolled &= stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
             loads *= stg->rdom->extent[d];
         }
     const sc_func *from[LOWER_MAX_STAGED];
@@ -811,7 +702,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
             loop->var = rvar[d];
             loop->min = mk_int(c, stg->rdom->min[d]);
             loop->extent = stg->rdom->extent[d];
-            loop->unroll = stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            loop->unroll = stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
             loop->body = body;
             body = loop;
         }
@@ -832,7 +723,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
         loop->var = loopvar[k];
         loop->min = base[k];
         loop->extent = n[k];
-        loop->unroll = total < 16;
+        loop->unroll = total < LEGAL_UNROLL_LIMIT;
         loop->body = body;
         body = loop;
     }
@@ -904,7 +795,7 @@ static void emit_block_child(ctx *c, const sc_func *prod, const tile_box *box) {
         tile_box pbox = make_box(c, prod, s, mins, ext);
         for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
             const sched_func *sf = c->s->f[i];
-            if (sf && sf->loc == SCHED_BLOCK && sf->at == prod->id && c->consumer_stage[i] == s)
+            if (sf && sf->loc == SCHED_BLOCK && sf->at == prod->id && c->stage_at[i] == s)
                 emit_block_child(c, func_at(c, i), &pbox);
         }
     }
@@ -1068,7 +959,7 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     tile_box box = make_box(c, r, st, base, blk);
     for (int i = 0; i < p->funcs.n && !c->failed; i++) {
         const sched_func *cf = c->s->f[i];
-        if (cf && cf->loc == SCHED_BLOCK && cf->at == r->id && c->consumer_stage[i] == st)
+        if (cf && cf->loc == SCHED_BLOCK && cf->at == r->id && c->stage_at[i] == st)
             emit_block_child(c, func_at(c, i), &box);
     }
     if (c->failed) return;
@@ -1110,15 +1001,19 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         return NULL;
     }
     int worst;
-    double size = lower_max_inlined_size(p, s, &worst);
-    if (size > LOWER_MAX_INLINED) {
+    double size = legal_max_inlined_size(p, s, &worst);
+    if (size > LEGAL_MAX_INLINED) {
         snprintf(err, errlen, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of its producers at root or fused",
-                 ((sc_func *)p->funcs.items[worst])->name, size, LOWER_MAX_INLINED);
+                 ((sc_func *)p->funcs.items[worst])->name, size, LEGAL_MAX_INLINED);
         return NULL;
     }
+    c.legal = legal_new(p, b, NULL, false);
     prepare(&c);
     if (!c.failed) check_fusion(&c);
-    if (c.failed) return NULL;
+    if (c.failed) {
+        legal_free(c.legal);
+        return NULL;
+    }
     lower_program *prog = ir_alloc(arena, sizeof *prog);
     prog->p = p;
     c.prog = prog;
@@ -1144,6 +1039,7 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         if (f->kind == FUNC_INPUT || s->f[f->id]->loc != SCHED_ROOT || !c.global[f->id]) continue;
         for (int st = 0; st < f->nstages && !c.failed; st++) build_kernel(&c, f, st);
     }
+    legal_free(c.legal);
     return c.failed ? NULL : prog;
 }
 

@@ -136,16 +136,6 @@ int lower_footprint_extents(sc_pipeline *p, const bounds_result *b,
                             const sched_state *s, int func_id,
                             int64_t *extent, char *err, size_t errlen);
 
-/* The largest stage expression of a non-inline Func once inline Funcs are
- * substituted, in nodes (undecided Funcs count as not inline); *worst gets
- * that Func.  Inlining can grow expressions exponentially (a pyramid of
- * inline levels), so lowering refuses schedules over LOWER_MAX_INLINED and
- * the search keeps under LOWER_SEARCH_INLINED (Anderson et al. 2021 §6.6:
- * "excessive recompute, usually caused by inlining"). */
-#define LOWER_MAX_INLINED 200000
-#define LOWER_SEARCH_INLINED 20000
-double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst);
-
 /* --dump=kernels: the kernel IR as text. */
 void lower_print(FILE *out, const lower_program *prog);
 

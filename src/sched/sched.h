@@ -53,6 +53,9 @@ typedef struct {
     int at;                       /* consumer func id (BLOCK, THREAD), else -1 */
     int nstages;
     sched_tile *tile;             /* ROOT and BLOCK: nstages entries (arena); else NULL */
+    int pending;                  /* ROOT and BLOCK, while the enumerator tiles it
+                                     (space.h, phase b): the last `pending`
+                                     stages are not tiled yet; 0 once decided */
 } sched_func;
 
 /* A decision with zeroed tiles for every stage (ROOT, BLOCK), in the arena. */
