@@ -33,6 +33,10 @@ struct legal_ctx {
     int *stack;
     fp_entry *memo;             /* open addressing, power-of-two size */
     int memo_cap, memo_n;
+    unsigned char *inl;         /* the inline decisions of the last size asked */
+    double inl_size;
+    int inl_worst;
+    bool inl_valid;
 };
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -83,6 +87,7 @@ legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target 
     x->ncallers = xcalloc((size_t)x->n, sizeof(int));
     x->mark = xcalloc((size_t)x->n, sizeof(int));
     x->stack = xcalloc((size_t)x->n, sizeof(int));
+    x->inl = xcalloc((size_t)x->n, 1);
     int stages = 0;
     for (int i = 0; i < x->n; i++) {
         const sc_func *g = func_at(p, i);
@@ -108,6 +113,7 @@ void legal_free(legal_ctx *x) {
     free(x->mark);
     free(x->stack);
     free(x->memo);
+    free(x->inl);
     free(x);
 }
 
@@ -362,17 +368,16 @@ static int64_t sat_mul(int64_t a, int64_t b) {
 static int tile_shape(const sc_func *f, int st, sched_loc loc, const sched_tile *t, char *err, size_t errlen) {
     int dims[SC_MAX_DIMS], np = legal_pure_dims(f, st, dims);
     char nm[200];
-    stage_name(f, st, nm, sizeof nm);
     if (t->npure != np)
-        return fail(err, errlen, "%s: the tiling has %d pure loop%s, but the stage has %d", nm, t->npure,
-                    t->npure == 1 ? "" : "s", np);
+        return fail(err, errlen, "%s: the tiling has %d pure loop%s, but the stage has %d",
+                    stage_name(f, st, nm, sizeof nm), t->npure, t->npure == 1 ? "" : "s", np);
     for (int k = 0; k < np; k++) {
         if (t->threads[k] < 1)
-            return fail(err, errlen, "%s: %d threads in loop %s; a thread count must be at least 1", nm,
-                        t->threads[k], f->vars[dims[k]]);
+            return fail(err, errlen, "%s: %d threads in loop %s; a thread count must be at least 1",
+                        stage_name(f, st, nm, sizeof nm), t->threads[k], f->vars[dims[k]]);
         if (loc == SCHED_ROOT && t->serial[k] < 1)
-            return fail(err, errlen, "%s: serial tile %d in loop %s; a serial size must be at least 1", nm,
-                        t->serial[k], f->vars[dims[k]]);
+            return fail(err, errlen, "%s: serial tile %d in loop %s; a serial size must be at least 1",
+                        stage_name(f, st, nm, sizeof nm), t->serial[k], f->vars[dims[k]]);
     }
     return 0;
 }
@@ -409,13 +414,16 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
     if (tile_shape(f, st, SCHED_ROOT, t, err, errlen)) return -1;
     if (!tg) return 0;
     char nm[200];
-    stage_name(f, st, nm, sizeof nm);
     int64_t threads = 1, need = 1, ext[SC_MAX_DIMS];
     legal_pure_extents(x->b, f, st, ext);
     for (int k = 0; k < t->npure; k++) {
         threads = sat_mul(threads, t->threads[k]);
         need = sat_mul(need, (ext[k] + t->serial[k] - 1) / t->serial[k]);
     }
+    if (err && errlen &&
+        (threads > tg->max_threads_per_block || (x->warp_multiple && threads % tg->warp_size) ||
+         LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial_points(t) > tg->registers_per_thread))
+        stage_name(f, st, nm, sizeof nm);
     if (threads > tg->max_threads_per_block)
         return fail(err, errlen, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
                     threads == 1 ? "" : "s", tg->max_threads_per_block, tg->name);
@@ -541,6 +549,13 @@ static void memo_put(legal_ctx *x, const sched_func *key, int64_t count, const i
     for (int d = 0; d < nd && d < SC_MAX_DIMS; d++) e->ext[d] = ext[d];
 }
 
+void legal_inherit(legal_ctx *x, const sched_func *child, const sched_func *parent) {
+    fp_entry *e = memo_find(x, parent);
+    if (!e->key) return;
+    fp_entry copy = *e;
+    memo_put(x, child, copy.count, copy.ext, SC_MAX_DIMS);
+}
+
 /* The state with every undecided Func at root and every pending stage
  * tiled by default, in the scratch arena. */
 static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state *s) {
@@ -640,8 +655,20 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
             for (int st = 0; st < f->nstages; st++)
                 if (tile_shape(f, st, SCHED_BLOCK, &sf->tile[st], err, errlen)) return -1;
     }
-    int worst = -1;
-    double size = legal_max_inlined_size(p, s, &worst);
+    /* the size depends only on which Funcs are inline: the tilings of one
+     * state's children all ask the same */
+    bool same = x->inl_valid;
+    for (int i = 0; i < x->n; i++) {
+        unsigned char v = is_inline(s, i);
+        if (x->inl[i] != v) same = false;
+        x->inl[i] = v;
+    }
+    if (!same) {
+        x->inl_size = legal_max_inlined_size(p, s, &x->inl_worst);
+        x->inl_valid = true;
+    }
+    int worst = x->inl_worst;
+    double size = x->inl_size;
     if (size > LEGAL_MAX_INLINED && worst >= 0)
         return fail(err, errlen, "%s: inlining makes its expression %.3g nodes large, over the limit of %d "
                     "(compute some of its inline producers at root or fused)", func_at(p, worst)->name, size,

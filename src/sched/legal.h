@@ -123,6 +123,11 @@ double legal_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *w
  * region; 1 for root Funcs.  -1 when it cannot be measured. */
 double legal_redundancy(legal_ctx *x, const sched_state *s, int fid);
 
+/* A fused Func's footprint does not depend on its own tiling: child, a
+ * copy of parent that tiles one more stage, has parent's measured
+ * footprint (if parent was measured). */
+void legal_inherit(legal_ctx *x, const sched_func *child, const sched_func *parent);
+
 /* Threads per block and blocks of a root stage tiled t. */
 int64_t legal_threads(const sched_tile *t);
 int64_t legal_blocks(const legal_ctx *x, const sc_func *f, int st, const sched_tile *t);

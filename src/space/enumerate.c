@@ -278,6 +278,7 @@ sched_state *space_enum_next(space_enum *e, ir_arena *a) {
         sf = sched_func_copy(a, e->s->f[e->fid]);
         sf->tile[e->st] = e->cur;
         sf->pending--;
+        legal_inherit(e->x, sf, e->s->f[e->fid]);
     } else {
         sf = e->locs[e->iloc];
     }
