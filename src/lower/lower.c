@@ -341,7 +341,7 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
     for (int i = 0; i < calls.n; i++) bx[i] = boxes[0];
     fp_span dims[SC_MAX_DIMS];
     char msg[256];
-    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, msg, sizeof msg)) {
+    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, NULL, msg, sizeof msg)) {
         if (!calls.n) fail(c, "%s does not call %s", box->f->name, prod->name);
         else fail(c, "%s", msg);
         return false;
@@ -470,7 +470,7 @@ static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, in
         for (int j = 0; j < calls.n; j++) bx[j] = &boxes[i];
         char msg[256];
         if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, &sp[i * SC_MAX_DIMS],
-                     msg, sizeof msg)) {
+                     NULL, msg, sizeof msg)) {
             fail(c, "%s", msg);
             return false;
         }
@@ -615,7 +615,7 @@ static sc_expr *retarget(ctx *c, sc_expr *e, int n, const sc_func *const *from, 
  * clipped into prod's region: loads clamp. */
 static bool affine_footprint(ctx *c, const sc_func *prod, const fp_box *box, fp_span *dims) {
     ir_vec calls = calls_of(c, prod, box->f, box->stage);
-    return fp_affine_union(c->arena, prod, calls.n, (const sc_expr *const *)calls.items, box, dims);
+    return fp_affine_union(c->arena, prod, calls.n, (const sc_expr *const *)calls.items, box, dims, NULL);
 }
 
 /* Stages, for one thread's tile (box) of stage st of f, every producer
@@ -1129,24 +1129,6 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
     }
     legal_free(c.legal);
     return c.failed ? NULL : prog;
-}
-
-int lower_footprint_extents(sc_pipeline *p, const bounds_result *b, const sched_state *s,
-                            int func_id, int64_t *extent, char *err, size_t errlen) {
-    ir_arena *arena = ir_arena_new();
-    lower_program *prog = lower_schedule(arena, p, b, s, err, errlen);
-    int rc = -1;
-    for (int i = 0; prog && i < prog->nkernels && rc != 0; i++) {
-        const lower_alloc *a = prog->kernels[i]->storage[func_id];
-        if (a && a->mem != MEM_GLOBAL) {
-            for (int d = 0; d < a->ndims; d++) extent[d] = a->extent[d];
-            rc = 0;
-        }
-    }
-    if (prog && rc != 0)
-        snprintf(err, errlen, "%s is not fused into any kernel", ((sc_func *)p->funcs.items[func_id])->name);
-    ir_arena_free(arena);
-    return rc;
 }
 
 /* ---- printing ------------------------------------------------------------- */

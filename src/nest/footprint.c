@@ -185,7 +185,7 @@ fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box)
 
 int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
              const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
-             char *err, size_t errlen) {
+             const fp_hooks *hooks, char *err, size_t errlen) {
     if (n <= 0) {
         snprintf(err, errlen, "nothing calls %s where it is computed", prod->name);
         return -1;
@@ -194,7 +194,7 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
         fp_span u = none();
         bool same = true;
         for (int i = 0; i < n && same; i++) {
-            fp_span s = fp_arg(arena, calls[i]->args[d], boxes[i]);
+            fp_span s = hooks ? hooks->arg(hooks->user, i, d) : fp_arg(arena, calls[i]->args[d], boxes[i]);
             if (!s.ok || (i > 0 && u.h != s.h)) { same = false; break; }
             if (i == 0) u = s;
             if (s.lo < u.lo) u.lo = s.lo;
@@ -203,7 +203,7 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
         }
         if (!same) {
             for (int i = 0; i < n; i++) {
-                fp_span s = fp_fallback(b, calls[i]->args[d], boxes[i]);
+                fp_span s = hooks ? hooks->fallback(hooks->user, i, d) : fp_fallback(b, calls[i]->args[d], boxes[i]);
                 if (!s.ok) {
                     snprintf(err, errlen, "cannot bound a coordinate of %s in %s", prod->name, boxes[i]->f->name);
                     return -1;
@@ -219,11 +219,11 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
 }
 
 bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
-                     const fp_box *box, fp_span *dims) {
+                     const fp_box *box, fp_span *dims, const fp_hooks *hooks) {
     if (n <= 0) return false;
     for (int d = 0; d < prod->ndims; d++)
         for (int i = 0; i < n; i++) {
-            fp_span sp = fp_arg(arena, calls[i]->args[d], box);
+            fp_span sp = hooks ? hooks->arg(hooks->user, i, d) : fp_arg(arena, calls[i]->args[d], box);
             if (!sp.ok || (sp.h && !sp.affine) || (i > 0 && dims[d].h != sp.h)) return false;
             if (i == 0) dims[d] = sp;
             if (sp.lo < dims[d].lo) dims[d].lo = sp.lo;

@@ -63,17 +63,27 @@ fp_span fp_arg(ir_arena *arena, const sc_expr *e, const fp_box *box);
  * the always-correct fallback.  !ok when e cannot be bounded. */
 fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box);
 
+/* Shortcuts a caller that has seen the calls before may give (NULL: none):
+ * arg(user, i, d) == fp_arg(NULL, calls[i]->args[d], boxes[i]) and
+ * fallback(user, i, d) == fp_fallback(b, calls[i]->args[d], boxes[i]),
+ * remembered or computed faster (the model; lowering gives none). */
+typedef struct {
+    fp_span (*arg)(void *user, int i, int d);
+    fp_span (*fallback)(void *user, int i, int d);
+    void *user;
+} fp_hooks;
+
 /* The union box of prod over calls[0..n) (calls[i] evaluated in
  * boxes[i]; several boxes for a Func fused into several consumers),
  * unclipped, per producer dimension.  0, or -1 with a message. */
 int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
              const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
-             char *err, size_t errlen);
+             const fp_hooks *hooks, char *err, size_t errlen);
 
 /* The union of calls when every coordinate shares one affine symbol per
  * dimension (register staging); false otherwise.  Not clipped. */
 bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
-                     const fp_box *box, fp_span *dims);
+                     const fp_box *box, fp_span *dims, const fp_hooks *hooks);
 
 /* The clipped extent of span s in dimension d of prod's region. */
 int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "legal.h"
 #include "lower.h"
+#include "nest.h"
 
 /* A measured fused Func: its footprint (elements) per realization, keyed
  * by its sched_func record. */
@@ -37,6 +38,7 @@ struct legal_ctx {
     double inl_size;
     int inl_worst;
     bool inl_valid;
+    nest_ctx *nest;             /* the loop-nest model, made when first needed */
 };
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -114,6 +116,7 @@ void legal_free(legal_ctx *x) {
     free(x->stack);
     free(x->memo);
     free(x->inl);
+    if (x->nest) nest_ctx_free(x->nest);
     free(x);
 }
 
@@ -580,15 +583,31 @@ static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state
 }
 
 /* Measures the footprint of every fused Func of the complete state full
- * not measured yet (keys: the records of s, which full shares), by one
- * lowering.  0, or -1 with lowering's message. */
+ * not measured yet (keys: the records of s, which full shares): from the
+ * loop-nest model (nest.h), which gives lowering's footprints without
+ * lowering.  The model does not yet cover a Func fused into several
+ * consumers; for a state with one, one lowering gives them.  0, or -1
+ * with the message of the one that failed. */
 static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, char *err, size_t errlen) {
     bool need = false;
     for (int i = 0; i < x->n && !need; i++)
         if (fused(full->f[i]) && !memo_find(x, s->f[i] ? s->f[i] : full->f[i])->key) need = true;
     if (!need) return 0;
-    ir_arena *scratch = ir_arena_new();
     char msg[512] = "";
+    if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
+    nest *model = nest_build(x->nest, full, msg, sizeof msg);
+    if (model) {
+        for (int i = 0; i < x->n; i++) {
+            if (!fused(full->f[i])) continue;
+            const nest_func *nf = model->funcs[i];
+            int64_t zero[SC_MAX_DIMS] = {0};
+            memo_put(x, s->f[i] ? s->f[i] : full->f[i], nf ? nf->elems : 0, nf ? nf->extent : zero,
+                     nf ? nf->ndims : 0);
+        }
+        nest_free(model);
+        return 0;
+    }
+    ir_arena *scratch = ir_arena_new();
     lower_program *prog = lower_schedule(scratch, (sc_pipeline *)x->p, x->b, full, msg, sizeof msg);
     int rc = 0;
     if (!prog) {
