@@ -1,16 +1,19 @@
 /*
  * lower.c - from a complete schedule to the kernel IR (lower.h).
  *
- * Steps: substitute inline Funcs into their consumers; check each fused
- * Func has its one consumer; give every input and root Func a global
- * buffer over its region; then build one kernel per stage of each root
- * Func, in topological order.  Inside a kernel:
- *   block_setup  the block's tile base per pure loop, then (recursively)
- *                the footprint origin of every BLOCK-level Func;
- *   phases       one per stage of every BLOCK-level Func (innermost
- *                producers first), then the root stage itself; each
- *                thread computes a serial tile, after computing its
- *                THREAD-level producers over that tile's footprint.
+ * Steps: substitute inline Funcs into their consumers; check the fusion
+ * rules (legal.h); give every input and root Func a global buffer over its
+ * region; then build one kernel per stage of each root Func, in
+ * topological order.  Inside a kernel:
+ *   block_setup  the block's tile base per pure loop, then the footprint
+ *                origin of every BLOCK-level Func of the kernel, consumers
+ *                first: each the union of what its consumers' boxes read
+ *                (a Func may have several, fused into the same block);
+ *   phases       one per stage of every BLOCK-level Func (producers
+ *                first), then the root stage itself; each thread
+ *                computes a serial tile, after computing the THREAD-level
+ *                Funcs of that tile (a group found the same way:
+ *                footprints consumers first, computed producers first).
  *
  * Footprints.  The box of a producer P that a tile of its consumer needs
  * is found per call argument as `sym + [lo, hi]`: sym an expression of the
