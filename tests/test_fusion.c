@@ -96,6 +96,14 @@ static void test_harris(void) {
         return;
     }
     run_schedule("harris/block", ac.p, ac.b, ac.in, ac.ref, HARRIS_BLOCK);
+    /* the Halide form computes them at the block loop of the common
+     * ancestor, out */
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_parse(a, ac.p, "h.sched", HARRIS_BLOCK, err, sizeof err);
+    char *hal = s ? sched_to_halide(ac.p, s) : NULL;
+    CHECK(hal && strstr(hal, "gray.compute_at(out, x_o)") && strstr(hal, "Ix.compute_at(out, x_o)"));
+    free(hal);
+    ir_arena_free(a);
     run_schedule("harris/thread", ac.p, ac.b, ac.in, ac.ref, HARRIS_THREAD);
     app_free(&ac);
 }
