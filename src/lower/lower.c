@@ -364,6 +364,12 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
  * (floor division and Euclidean modulo, x / 0 = 0). */
 typedef struct { int n; const char **names; int64_t *vals; } ienv;
 
+/* The most tile positions the hull of several consumers' boxes is found
+ * over (hull_extent): a union of thread-level footprints at a large size
+ * (a thread per output point) takes the Func's whole region instead,
+ * which the register limit then refuses. */
+#define LOWER_HULL_POSITIONS (1 << 18)
+
 static bool ieval(const sc_expr *e, const ienv *env, int64_t *out) {
     switch (e->kind) {
     case E_CONST:
@@ -371,6 +377,8 @@ static bool ieval(const sc_expr *e, const ienv *env, int64_t *out) {
         *out = e->c.i;
         return true;
     case E_VAR:
+        for (int i = env->n - 1; i >= 0; i--)
+            if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
         for (int i = env->n - 1; i >= 0; i--)
             if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
         return false;
@@ -415,12 +423,12 @@ static bool ilets(const kstmt *seq, ienv *env) {
 
 /* The largest extent max_i(hi_i) - min_i(lo_i) + 1 over every block (and,
  * with thread_seq, every thread) of the kernel, or -1 when the expressions
- * cannot be evaluated or the kernel is too large to go through (2^24
- * threads). */
+ * cannot be evaluated or there are more than LOWER_HULL_POSITIONS blocks
+ * (threads) to go through: the caller then takes the whole region. */
 static int64_t hull_extent(ctx *c, int n, sc_expr **lo, sc_expr **hi, const kstmt *thread_seq) {
     lower_kernel *k = c->k;
     int64_t nt = thread_seq ? k->nthreads : 1;
-    if ((double)k->nblocks * (double)nt > (double)(1 << 24)) return -1;
+    if ((double)k->nblocks * (double)nt > (double)LOWER_HULL_POSITIONS) return -1;
     int cap = 4 + k->block_setup->n + (thread_seq ? thread_seq->n : 0);
     ienv env = { 0, malloc(sizeof(char *) * (size_t)cap), malloc(sizeof(int64_t) * (size_t)cap) };
     if (!env.names || !env.vals) abort();
