@@ -782,6 +782,25 @@ double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
     sched_state *full = completed(x, scratch, s);
     double r = -1;
     int root, rstage;
+    const bounds_func *rb = &x->b->funcs[fid];
+    double region = 1;
+    for (int d = 0; d < func_at(x->p, fid)->ndims; d++) region *= rb->extent[d] > 0 ? (double)rb->extent[d] : 1;
+    /* the loop-nest model's figure: the points its pure stage computes,
+     * recompute included */
+    char msg[256];
+    if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
+    nest *model = nest_build(x->nest, full, msg, sizeof msg);
+    if (model && model->funcs[fid] && model->funcs[fid]->nstages > 0) {
+        /* stage 0, the pure definition, has no reduction loops */
+        const nest_stage *ns = model->funcs[fid]->stages[0];
+        r = (double)ns->points_total / region;
+    }
+    nest_free(model);
+    if (r >= 0) {
+        ir_arena_free(scratch);
+        return r;
+    }
+    /* a Func fused into several consumers: from the footprint */
     if (measure(x, s, full, NULL, 0) == 0 && kernel_of(x, full, fid, &root, &rstage)) {
         /* how many times fid is computed: once per block of its kernel
          * (BLOCK), or once per thread of the Func it sits in (THREAD) */
@@ -790,7 +809,7 @@ double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
         if (sf->loc == SCHED_THREAD) {
             int g = fid;
             while (full->f[g]->loc == SCHED_THREAD) g = full->f[g]->at;
-            int gst = g == root ? rstage : stage_at(x, full, fid, 0);
+            int gst = rstage;
             if (g != root) {
                 /* the BLOCK Func g whose thread loop holds fid: its stage
                  * that fid's chain enters */
@@ -803,10 +822,7 @@ double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
                 times *= (double)legal_threads(&gt);
             }
         }
-        const bounds_func *bf = &x->b->funcs[fid];
-        double points = 1;
-        for (int d = 0; d < func_at(x->p, fid)->ndims; d++) points *= bf->extent[d] > 0 ? (double)bf->extent[d] : 1;
-        r = (double)memo_find(x, sf)->count * times / points;
+        r = (double)memo_find(x, sf)->count * times / region;
     }
     ir_arena_free(scratch);
     return r;
