@@ -71,7 +71,7 @@ typedef struct {
 static walk prefixes(ir_arena *a, const sc_pipeline *p, const sched_state *s) {
     walk w = { 0, ir_alloc(a, sizeof(sched_state *) * (size_t)(p->funcs.n + 1)) };
     sched_state *q = sched_state_new(a, p);
-    for (int f = space_next(p, q); f >= 0; f = space_next(p, q)) {
+    for (int f = space_next(p, q, NULL); f >= 0; f = space_next(p, q, NULL)) {
         sched_state *c = sched_state_copy(a, q);
         c->f[f] = s->f[f];
         w.q[w.n++] = c;
@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
             for (int w = 0; w < nw; w++)
                 for (int i = 0; i < walks[w].n; i++) {
                     sched_state *c = sched_state_copy(a, i ? walks[w].q[i - 1] : sched_state_new(a, p));
-                    int f = space_next(p, c);
+                    int f = space_next(p, c, NULL);
                     c->f[f] = walks[w].q[i]->f[f];
                     nest *m = nest_build(x, c, err, sizeof err);
                     if (m) check += m->nkernels;
@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
         double feat = built ? (double)built / el : 0;
         nest_ctx_free(x);
         /* (c) children of every prefix state */
-        static sched_state *kids[4096];
+        legal_ctx *lx = space_legal(p, b, &o);
         built = 0;
         t0 = now_s();
         bool kids_on = !strstr(skip, "children"), lower_on = !strstr(skip, "lower");
@@ -178,12 +178,13 @@ int main(int argc, char **argv) {
         for (int w = 0; kids_on && w < nw && now_s() - t0 < min_s; w++)
             for (int i = 0; i + 1 < walks[w].n && now_s() - t0 < min_s; i++) {
                 ir_arena *ca = ir_arena_new();
-                space_rng rng = { 1 };
-                check += space_children(ca, p, b, walks[w].q[i], &o, &rng, kids, 4096);
+                ir_vec kids = {0};
+                check += space_children(ca, lx, p, b, walks[w].q[i], &o, &kids);
                 ir_arena_free(ca);
                 built++;
             }
         el = now_s() - t0;
+        legal_free(lx);
         double children = built ? (double)built / el : 0;
         /* (d) lowering */
         built = 0;

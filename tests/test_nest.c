@@ -129,7 +129,7 @@ static void model_equals_kernel_ir(void) {
             }
             /* prefixes: decide Funcs in the walk's order, undecided first */
             sched_state *q = sched_state_new(a, p);
-            for (int f = space_next(p, q); f >= 0 && k < 3; f = space_next(p, q)) {
+            for (int f = space_next(p, q, NULL); f >= 0 && k < 3; f = space_next(p, q, NULL)) {
                 q->f[f] = s->f[f];
                 nest *pm = nest_build(x, q, merr, sizeof merr);
                 if (!pm) fprintf(stderr, "%s seed %d partial: %s\n", names[i], k + 1, merr);
@@ -274,7 +274,7 @@ static void partial_state(void) {
     sched_state *s = sched_state_new(a, p);
     const sc_func *out = func_named(p, "out"), *blur = func_named(p, "blur");
     s->f[out->id] = full ? full->f[out->id] : NULL;
-    CHECK(full != NULL && space_next(p, s) == blur->id);
+    CHECK(full != NULL && space_next(p, s, NULL) == blur->id);
     nest_ctx *x = nest_ctx_new(p, b);
     nest *m = full ? nest_build(x, s, err, sizeof err) : NULL;
     CHECK(m != NULL);

@@ -1,16 +1,19 @@
 /*
  * lower.c - from a complete schedule to the kernel IR (lower.h).
  *
- * Steps: substitute inline Funcs into their consumers; check each fused
- * Func has its one consumer; give every input and root Func a global
- * buffer over its region; then build one kernel per stage of each root
- * Func, in topological order.  Inside a kernel:
- *   block_setup  the block's tile base per pure loop, then (recursively)
- *                the footprint origin of every BLOCK-level Func;
- *   phases       one per stage of every BLOCK-level Func (innermost
- *                producers first), then the root stage itself; each
- *                thread computes a serial tile, after computing its
- *                THREAD-level producers over that tile's footprint.
+ * Steps: substitute inline Funcs into their consumers; check the fusion
+ * rules (legal.h); give every input and root Func a global buffer over its
+ * region; then build one kernel per stage of each root Func, in
+ * topological order.  Inside a kernel:
+ *   block_setup  the block's tile base per pure loop, then the footprint
+ *                origin of every BLOCK-level Func of the kernel, consumers
+ *                first: each the union of what its consumers' boxes read
+ *                (a Func may have several, fused into the same block);
+ *   phases       one per stage of every BLOCK-level Func (producers
+ *                first), then the root stage itself; each thread
+ *                computes a serial tile, after computing the THREAD-level
+ *                Funcs of that tile (a group found the same way:
+ *                footprints consumers first, computed producers first).
  *
  * Footprints.  The box of a producer P that a tile of its consumer needs
  * is found per call argument as `sym + [lo, hi]`: sym an expression of the
@@ -30,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "footprint.h"
+#include "legal.h"
 #include "lower.h"
 
 typedef struct {
@@ -43,8 +47,13 @@ typedef struct {
     bool failed;
     sc_expr ***val;            /* [fid][stage] value after inlining */
     sc_expr ****lhs;           /* [fid][stage][d] left side after inlining */
-    int *consumer;             /* [fid] single consumer Func id, -1 none, -2 several */
-    int *consumer_stage;       /* [fid] its stage, -2 several */
+    legal_ctx *legal;          /* the consumer graph and fusion rules */
+    int *stage_at;             /* [fid] the stage of its `at` a fused Func is computed in */
+    int *owner, *owner_stage;  /* [fid] fused: the stage whose block (BLOCK: the root
+                                  stage of its kernel) or thread tile (THREAD: the first
+                                  Func up its chain that is not THREAD) computes it */
+    sc_expr ***fp_min;         /* [fid] fused: its footprint in the kernel being built */
+    int64_t **fp_ext;
     lower_alloc **global;      /* [fid] */
     lower_kernel *k;           /* kernel being built */
     ir_vec names;              /* variable names used in this kernel */
@@ -220,80 +229,22 @@ static sc_expr *inline_expr(ctx *c, sc_expr *e) {
     return r;
 }
 
-typedef struct { ctx *c; int consumer, stage; } use_walk;
-
-static void note_use(const sc_expr *e, void *user) {
-    use_walk *w = user;
-    if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED || e->func->id == w->consumer) return;
-    int id = e->func->id;
-    ctx *c = w->c;
-    if (c->consumer[id] == -1) {
-        c->consumer[id] = w->consumer;
-        c->consumer_stage[id] = w->stage;
-    } else if (c->consumer[id] != w->consumer) {
-        c->consumer[id] = -2;
-    } else if (c->consumer_stage[id] != w->stage) {
-        c->consumer_stage[id] = -2;
-    }
-}
-
-/* ---- the size of inlined expressions ------------------------------------ */
-
-typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
-
-static double inlined_size(size_ctx *z, const sc_expr *e);
-
-/* The size of an inline Func's value with its own inline calls expanded,
- * and how many times its variables occur in it. */
-static double inline_func_size(size_ctx *z, const sc_func *g) {
-    if (z->memo[g->id] >= 0) return z->memo[g->id];
-    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
-    double v = inlined_size(z, g->stages[0].value);
-    z->memo[g->id] = v;
-    return v;
-}
-
-/* Tree size of e once inline Funcs are substituted (each occurrence of an
- * inline call costs its Func's size plus its arguments once per use). */
-static double inlined_size(size_ctx *z, const sc_expr *e) {
-    double n = 1;
-    for (int i = 0; i < e->nargs; i++) n += inlined_size(z, e->args[i]);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED) {
-        const sched_func *sf = z->s->f[e->func->id];
-        if (sf && sf->loc == SCHED_INLINE) n += inline_func_size(z, e->func) * (e->nargs ? 2 : 1);
-    }
-    return n;
-}
-
-double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
-    size_ctx z = { p, s, malloc(sizeof(double) * (size_t)(p->funcs.n + 1)) };
-    if (!z.memo) abort();
-    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
-    double best = 0;
-    if (worst) *worst = -1;
-    for (int i = 0; i < p->funcs.n; i++) {
-        const sc_func *f = p->funcs.items[i];
-        const sched_func *sf = s->f[i];
-        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
-        for (int st = 0; st < f->nstages; st++) {
-            double v = inlined_size(&z, f->stages[st].value);
-            if (v > best) { best = v; if (worst) *worst = i; }
-        }
-    }
-    free(z.memo);
-    return best;
-}
-
-/* Inlines every non-inline Func's stages and records consumers. */
+/* Inlines every non-inline Func's stages. */
 static void prepare(ctx *c) {
     const sc_pipeline *p = c->p;
     int n = p->funcs.n;
     c->val = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
     c->lhs = ir_alloc(c->arena, sizeof(sc_expr ***) * (size_t)n);
-    c->consumer = ir_alloc(c->arena, sizeof(int) * (size_t)n);
-    c->consumer_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->stage_at = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->owner = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->owner_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->fp_min = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
+    c->fp_ext = ir_alloc(c->arena, sizeof(int64_t *) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        c->fp_min[i] = ir_alloc(c->arena, sizeof(sc_expr *) * SC_MAX_DIMS);
+        c->fp_ext[i] = ir_alloc(c->arena, sizeof(int64_t) * SC_MAX_DIMS);
+    }
     c->global = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)n);
-    for (int i = 0; i < n; i++) c->consumer[i] = -1;
     for (int i = 0; i < p->order.n; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind == FUNC_INPUT) continue;
@@ -320,73 +271,40 @@ static void prepare(ctx *c) {
             for (int d = 0; d < st->nargs; d++) c->lhs[f->id][s][d] = inline_expr(c, st->args[d]);
         }
     }
-    for (int i = 0; i < p->order.n; i++) {
-        sc_func *f = ir_order_at(p, i);
-        if (f->kind == FUNC_INPUT || c->s->f[f->id]->loc == SCHED_INLINE) continue;
-        for (int s = 0; s < f->nstages; s++) {
-            use_walk w = { c, f->id, s };
-            ir_visit(c->val[f->id][s], note_use, &w);
-            for (int d = 0; d < f->stages[s].nargs; d++) ir_visit(c->lhs[f->id][s][d], note_use, &w);
-        }
-    }
 }
 
-/* Checks the rules for fused Funcs (sched.h). */
+/* Checks the rules for fused Funcs (sched.h, legal.h) and records the
+ * stage of its `at` each one is computed in. */
 static void check_fusion(ctx *c) {
     const sc_pipeline *p = c->p;
     for (int i = 0; i < p->order.n && !c->failed; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind == FUNC_INPUT) continue;
         const sched_func *sf = c->s->f[f->id];
-        if (sf->loc == SCHED_ROOT) {
-            if (sf->nstages != f->nstages) {
-                fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
-                     f->nstages == 1 ? "" : "s", sf->nstages);
-                return;
-            }
-            continue;
+        c->stage_at[f->id] = -1;
+        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages)) {
+            fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
+                 f->nstages == 1 ? "" : "s", sf->tile ? sf->nstages : 0);
+            return;
         }
         if (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD) continue;
-        const char *lv = sf->loc == SCHED_BLOCK ? "block" : "thread";
-        if (sf->at < 0 || sf->at >= p->funcs.n || func_at(c, sf->at)->kind == FUNC_INPUT) {
-            fail(c, "%s is computed at %s level of something that is not a Func", f->name, lv);
-            return;
-        }
-        sc_func *at = func_at(c, sf->at);
-        const sched_func *af = c->s->f[at->id];
-        if (c->consumer[f->id] != at->id || c->consumer_stage[f->id] < 0) {
-            fail(c, "%s is computed at %s level of %s, but %s", f->name, lv, at->name,
-                 c->consumer[f->id] == -2 ? "it has several consumers (a fused Func has exactly one)" :
-                 c->consumer_stage[f->id] == -2 ? "several stages of it use it (fusion needs exactly one)" :
-                 c->consumer[f->id] == -1 ? "nothing uses it" : "that Func does not use it (after inlining)");
-            return;
-        }
-        if (af->loc == SCHED_INLINE) {
-            fail(c, "%s is computed at %s level of %s, which is inline", f->name, lv, at->name);
-            return;
-        }
-        if (sf->loc == SCHED_BLOCK && af->loc == SCHED_THREAD) {
-            fail(c, "%s is computed at block level of %s, which is itself at thread level", f->name, at->name);
-            return;
-        }
-        for (int s = 1; s < f->nstages; s++)
-            for (int d = 0; d < f->ndims; d++) {
-                const sc_expr *a = f->stages[s].args[d];
-                if (a->kind != E_VAR || strcmp(a->name, f->vars[d])) {
-                    fail(c, "%s is fused (%s level) but its update %d writes at a computed coordinate; only root Funcs may",
-                         f->name, lv, s);
-                    return;
-                }
-            }
-        if (sf->loc == SCHED_BLOCK && sf->nstages != f->nstages) {
-            fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
-                 f->nstages == 1 ? "" : "s", sf->nstages);
+        if (legal_fusion(c->legal, c->s, f->id, sf->loc, sf->at, &c->stage_at[f->id], c->err, c->errlen)) {
+            c->failed = true;
             return;
         }
         /* the chain of consumers must end at a root Func */
         int hops = 0;
         for (int g = f->id; c->s->f[g]->loc != SCHED_ROOT; g = c->s->f[g]->at)
             if (++hops > p->funcs.n) { fail(c, "%s is computed inside a cycle of Funcs", f->name); return; }
+    }
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sched_func *sf = c->s->f[i];
+        c->owner[i] = c->owner_stage[i] = -1;
+        if (func_at(c, i)->kind == FUNC_INPUT || (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD)) continue;
+        int h = i;
+        while (c->s->f[c->s->f[h]->at]->loc == sf->loc) h = c->s->f[h]->at;
+        c->owner[i] = c->s->f[h]->at;
+        c->owner_stage[i] = c->stage_at[h];
     }
 }
 
@@ -439,13 +357,179 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
     return true;
 }
 
+/* ---- the union of several consumers' footprints ---------------------------- */
+
+/* A small evaluator of the integer expressions of tile bases and
+ * footprint origins (LETs of the kernel), with the pipeline's semantics
+ * (floor division and Euclidean modulo, x / 0 = 0). */
+typedef struct { int n; const char **names; int64_t *vals; } ienv;
+
+/* The most tile positions the hull of several consumers' boxes is found
+ * over (hull_extent): a union of thread-level footprints at a large size
+ * (a thread per output point) takes the Func's whole region instead,
+ * which the register limit then refuses. */
+#define LOWER_HULL_POSITIONS (1 << 18)
+
+static bool ieval(const sc_expr *e, const ienv *env, int64_t *out) {
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32) return false;
+        *out = e->c.i;
+        return true;
+    case E_VAR:
+        for (int i = env->n - 1; i >= 0; i--)
+            if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
+        for (int i = env->n - 1; i >= 0; i--)
+            if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
+        return false;
+    case E_BINARY: {
+        int64_t a, b;
+        if (!ieval(e->args[0], env, &a) || !ieval(e->args[1], env, &b)) return false;
+        switch (e->op) {
+        case SC_ADD: *out = a + b; return true;
+        case SC_SUB: *out = a - b; return true;
+        case SC_MUL: *out = a * b; return true;
+        case SC_MIN: *out = a < b ? a : b; return true;
+        case SC_MAX: *out = a > b ? a : b; return true;
+        case SC_DIV: case SC_MOD: {
+            if (b == 0) { *out = 0; return true; }
+            int64_t q = a / b, r = a % b;
+            if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
+            if (e->op == SC_MOD && r < 0) r += b < 0 ? -b : b;
+            *out = e->op == SC_DIV ? q : r;
+            return true;
+        }
+        default: return false;
+        }
+    }
+    default:
+        return false;
+    }
+}
+
+/* Runs the LETs of seq (top level) into env; false if one cannot be
+ * evaluated. */
+static bool ilets(const kstmt *seq, ienv *env) {
+    for (int i = 0; seq && i < seq->n; i++) {
+        const kstmt *s = seq->items[i];
+        if (s->kind != KS_LET) continue;
+        int64_t v;
+        if (!ieval(s->value, env, &v)) return false;
+        env->names[env->n] = s->var;
+        env->vals[env->n++] = v;
+    }
+    return true;
+}
+
+/* The largest extent max_i(hi_i) - min_i(lo_i) + 1 over every block (and,
+ * with thread_seq, every thread) of the kernel, or -1 when the expressions
+ * cannot be evaluated or there are more than LOWER_HULL_POSITIONS blocks
+ * (threads) to go through: the caller then takes the whole region. */
+static int64_t hull_extent(ctx *c, int n, sc_expr **lo, sc_expr **hi, const kstmt *thread_seq) {
+    lower_kernel *k = c->k;
+    int64_t nt = thread_seq ? k->nthreads : 1;
+    if ((double)k->nblocks * (double)nt > (double)LOWER_HULL_POSITIONS) return -1;
+    int cap = 4 + k->block_setup->n + (thread_seq ? thread_seq->n : 0);
+    ienv env = { 0, malloc(sizeof(char *) * (size_t)cap), malloc(sizeof(int64_t) * (size_t)cap) };
+    if (!env.names || !env.vals) abort();
+    int64_t best = 0;
+    for (int64_t bid = 0; bid < k->nblocks && best >= 0; bid++) {
+        env.n = 0;
+        env.names[env.n] = "bid";
+        env.vals[env.n++] = bid;
+        if (!ilets(k->block_setup, &env)) { best = -1; break; }
+        int base = env.n;
+        for (int64_t tid = 0; tid < nt && best >= 0; tid++) {
+            env.n = base;
+            env.names[env.n] = "tid";
+            env.vals[env.n++] = tid;
+            if (thread_seq && !ilets(thread_seq, &env)) { best = -1; break; }
+            int64_t mn = 0, mx = 0;
+            for (int i = 0; i < n; i++) {
+                int64_t a, b;
+                if (!ieval(lo[i], &env, &a) || !ieval(hi[i], &env, &b)) { best = -1; break; }
+                if (i == 0 || a < mn) mn = a;
+                if (i == 0 || b > mx) mx = b;
+            }
+            if (best >= 0 && mx - mn + 1 > best) best = mx - mn + 1;
+        }
+    }
+    free(env.names);
+    free(env.vals);
+    return best;
+}
+
+/* The footprint of prod for several consumer boxes (a Func fused into
+ * several consumers): per dimension, when every box reads it at the same
+ * symbol, the union of the spans; otherwise the hull of the boxes' spans,
+ * whose origin is the least of their origins and whose extent is the
+ * largest the hull has in any block (or thread), found by evaluating the
+ * kernel's tile bases (each span clamped into prod's region first: no
+ * consumer reads outside it); if that cannot be done, prod's whole region.
+ * Then clipped into prod's region, like a single footprint. */
+static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, int nb, kstmt *seq,
+                            sc_expr **mins, int64_t *ext) {
+    if (nb == 1) return footprint(c, prod, &boxes[0], seq, mins, ext);
+    if (nb == 0) {
+        fail(c, "nothing uses %s where it is computed", prod->name);
+        return false;
+    }
+    fp_span *sp = ir_alloc(c->arena, sizeof(fp_span) * (size_t)nb * SC_MAX_DIMS);
+    for (int i = 0; i < nb; i++) {
+        ir_vec calls = calls_of(c, prod, boxes[i].f, boxes[i].stage);
+        const fp_box **bx = ir_alloc(c->arena, sizeof(fp_box *) * (size_t)(calls.n + 1));
+        for (int j = 0; j < calls.n; j++) bx[j] = &boxes[i];
+        char msg[256];
+        if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, &sp[i * SC_MAX_DIMS],
+                     NULL, msg, sizeof msg)) {
+            fail(c, "%s", msg);
+            return false;
+        }
+    }
+    bool thread = c->s->f[prod->id]->loc == SCHED_THREAD;
+    const bounds_func *pb = &c->b->funcs[prod->id];
+    for (int d = 0; d < prod->ndims; d++) {
+        fp_span u = sp[d];
+        bool same = true;
+        for (int i = 1; i < nb; i++) {
+            const fp_span *v = &sp[i * SC_MAX_DIMS + d];
+            if (v->h != u.h) same = false;
+            if (v->lo < u.lo) u.lo = v->lo;
+            if (v->hi > u.hi) u.hi = v->hi;
+        }
+        if (!same) {
+            sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
+            sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
+            sc_expr *least = NULL;
+            for (int i = 0; i < nb; i++) {
+                const fp_span *v = &sp[i * SC_MAX_DIMS + d];
+                /* clamped into prod's region: no consumer needs a point
+                 * outside it (tiles past their region are guarded) */
+                int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
+                lo[i] = v->sym ? mk_bin(c, SC_ADD, v->sym, mk_int(c, v->lo)) : mk_int(c, v->lo);
+                hi[i] = v->sym ? mk_bin(c, SC_ADD, v->sym, mk_int(c, v->hi)) : mk_int(c, v->hi);
+                lo[i] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, lo[i], mk_int(c, rmax)), mk_int(c, rmin));
+                hi[i] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, hi[i], mk_int(c, rmax)), mk_int(c, rmin));
+                least = least ? mk_bin(c, SC_MIN, least, lo[i]) : lo[i];
+            }
+            int64_t e = hull_extent(c, nb, lo, hi, thread ? seq : NULL);
+            if (e < 1) {
+                /* the whole region: always enough */
+                u = (fp_span){ true, false, NULL, 0, pb->min[d], pb->min[d] + pb->extent[d] - 1 };
+            } else {
+                u = (fp_span){ true, false, least, 1, 0, e - 1 };
+            }
+        }
+        ext[d] = fp_clip_extent(c->b, prod, d, &u);
+        sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, ext[d], NULL);
+        mins[d] = o->kind == E_CONST ? o : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), o);
+    }
+    return true;
+}
+
 /* ---- emission ---------------------------------------------------------- */
 
-static int pure_loops(const sc_func *f, int st, int *dims) {
-    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < n; i++) if (which[i] >= 0) dims[np++] = which[i];
-    return np;
-}
+static int pure_loops(const sc_func *f, int st, int *dims) { return legal_pure_dims(f, st, dims); }
 
 /* A tile base is a constant or a variable of its own (a LET). */
 static uint64_t name_hash(const sc_expr *e) {
@@ -480,7 +564,7 @@ static fp_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const i
     return box;
 }
 
-static void emit_thread_child(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq);
+static void emit_thread_group(ctx *c, const sc_func *f, int st, const fp_box *box, kstmt *seq);
 static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr **mins, const int64_t *ext);
 
 /* ---- register staging (Anderson et al. 2021 §6.7) ---- */
@@ -574,6 +658,8 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, 
             elems *= ext[d];
         }
         if (elems > LOWER_STAGE_ELEMS || elems >= r.calls[i] * loads) continue;
+        /* the register estimate (legal.h) sets this much aside per kernel */
+        if (k->staged_elems + elems > LEGAL_STAGED_REGISTERS) continue;
         for (int d = 0; d < prod->ndims; d++) {
             sc_expr *lo = dims[d].sym ? mk_bin(c, SC_ADD, dims[d].sym, mk_int(c, dims[d].lo)) : mk_int(c, dims[d].lo);
             mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
@@ -626,11 +712,9 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, 
 static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_expr **base,
                        const int64_t *n, sc_expr **limit, kstmt *seq) {
     fp_box box = make_box(c, f, st, base, n);
-    for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
-        const sched_func *sf = c->s->f[i];
-        if (sf && sf->loc == SCHED_THREAD && sf->at == f->id && c->consumer_stage[i] == st)
-            emit_thread_child(c, func_at(c, i), &box, seq);
-    }
+    /* a THREAD-level Func's own thread-level producers belong to the
+     * group of the stage that computes it */
+    if (c->s->f[f->id]->loc != SCHED_THREAD) emit_thread_group(c, f, st, &box, seq);
     if (c->failed) return;
     int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims);
     const ir_stage *stg = &f->stages[st];
@@ -654,10 +738,10 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
     /* Register staging needs every loop over the staged copies unrolled
      * (constant indices keep them in registers) and reuse to gain from. */
     int64_t loads = total;
-    bool unrolled = total < 16;
+    bool unrolled = total < LEGAL_UNROLL_LIMIT;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
-            unrolled &= stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            unrolled &= stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
             loads *= stg->rdom->extent[d];
         }
     const sc_func *from[LOWER_MAX_STAGED];
@@ -675,7 +759,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
             loop->var = rvar[d];
             loop->min = mk_int(c, stg->rdom->min[d]);
             loop->extent = stg->rdom->extent[d];
-            loop->unroll = stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            loop->unroll = stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
             loop->body = body;
             body = loop;
         }
@@ -696,7 +780,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
         loop->var = loopvar[k];
         loop->min = base[k];
         loop->extent = n[k];
-        loop->unroll = total < 16;
+        loop->unroll = total < LEGAL_UNROLL_LIMIT;
         loop->body = body;
         body = loop;
     }
@@ -721,20 +805,6 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
     return a;
 }
 
-/* A THREAD-level producer: computed in registers over its footprint. */
-static void emit_thread_child(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq) {
-    sc_expr *mins[SC_MAX_DIMS];
-    int64_t ext[SC_MAX_DIMS];
-    if (!footprint(c, prod, box, seq, mins, ext)) return;
-    lower_alloc *a = new_alloc(c, prod, MEM_LOCAL, mins, ext);
-    c->k->storage[prod->id] = a;
-    kstmt *al = stmt(c, KS_ALLOC);
-    al->alloc = a;
-    seq_add(c, seq, al);
-    for (int s = 0; s < prod->nstages && !c->failed; s++)
-        emit_stage(c, prod, s, a, mins, ext, NULL, seq);
-}
-
 /* Splits the flat thread index over loops of `threads[k]` threads: LETs of
  * each thread's tile base, base[k] + t_k * per[k]. */
 static void thread_bases(ctx *c, const sc_func *f, int np, const int *dims, const int *threads,
@@ -751,27 +821,10 @@ static void thread_bases(ctx *c, const sc_func *f, int np, const int *dims, cons
     }
 }
 
-/* A BLOCK-level producer: its footprint origin in block_setup, a shared
- * array, its own block-level producers' phases, then one phase per stage. */
-static void emit_block_child(ctx *c, const sc_func *prod, const fp_box *box) {
+/* The phases of a BLOCK-level Func over its footprint (mins, ext): one
+ * per stage, its points spread over the stage's threads. */
+static void emit_block_phases(ctx *c, const sc_func *prod, lower_alloc *a, sc_expr **mins, const int64_t *ext) {
     lower_kernel *k = c->k;
-    sc_expr *mins[SC_MAX_DIMS];
-    int64_t ext[SC_MAX_DIMS];
-    if (!footprint(c, prod, box, k->block_setup, mins, ext)) return;
-    lower_alloc *a = new_alloc(c, prod, MEM_SHARED, mins, ext);
-    k->storage[prod->id] = a;
-    lower_alloc **sh = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)(k->nshared + 1));
-    if (k->nshared) memcpy(sh, k->shared, sizeof(lower_alloc *) * (size_t)k->nshared);
-    sh[k->nshared++] = a;
-    k->shared = sh;
-    for (int s = 0; s < prod->nstages && !c->failed; s++) {
-        fp_box pbox = make_box(c, prod, s, mins, ext);
-        for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
-            const sched_func *sf = c->s->f[i];
-            if (sf && sf->loc == SCHED_BLOCK && sf->at == prod->id && c->consumer_stage[i] == s)
-                emit_block_child(c, func_at(c, i), &pbox);
-        }
-    }
     const sched_func *sf = c->s->f[prod->id];
     for (int s = 0; s < prod->nstages && !c->failed; s++) {
         const sched_tile *t = &sf->tile[s];
@@ -808,6 +861,83 @@ static void emit_block_child(ctx *c, const sc_func *prod, const fp_box *box) {
         if (k->nphases) memcpy(ph, k->phases, sizeof(kstmt *) * (size_t)k->nphases);
         ph[k->nphases++] = phase;
         k->phases = ph;
+    }
+}
+
+/* The Funcs fused at `level` that the stage (owner, ostage) computes, and
+ * their footprints.  Every consumer of a member is the owner's stage or
+ * another member (legal.h), so the boxes are found consumers first (the
+ * pipeline's order from the outputs), each the union of what its
+ * consumers' boxes read; LETs of the origins go into seq.  The members'
+ * ids are returned in order producers first (the order they are computed
+ * in).  Returns their count. */
+static int fused_group(ctx *c, sched_loc level, const sc_func *owner, int ostage, const fp_box *obox,
+                       kstmt *seq, int *members) {
+    const sc_pipeline *p = c->p;
+    int n = 0;
+    legal_use *uses = ir_alloc(c->arena, sizeof(legal_use) * (size_t)legal_max_uses(c->legal));
+    for (int i = p->order.n - 1; i >= 0 && !c->failed; i--) {
+        const sc_func *g = ir_order_at(p, i);
+        const sched_func *sf = g->kind == FUNC_DEFINED ? c->s->f[g->id] : NULL;
+        if (!sf || sf->loc != level || c->owner[g->id] != owner->id || c->owner_stage[g->id] != ostage) continue;
+        int nu = legal_consumers(c->legal, c->s, g->id, uses);
+        fp_box *boxes = ir_alloc(c->arena, sizeof(fp_box) * (size_t)(nu + 1));
+        for (int u = 0; u < nu; u++) {
+            int cf = uses[u].func;
+            if (cf == owner->id) {
+                boxes[u] = *obox;
+            } else {
+                assert(c->s->f[cf]->loc == level && c->owner[cf] == owner->id);
+                boxes[u] = make_box(c, func_at(c, cf), uses[u].stage, c->fp_min[cf], c->fp_ext[cf]);
+            }
+        }
+        if (!footprint_union(c, g, boxes, nu, seq, c->fp_min[g->id], c->fp_ext[g->id])) return n;
+        members[n++] = g->id;
+    }
+    for (int i = 0; i < n / 2; i++) {
+        int t = members[i];
+        members[i] = members[n - 1 - i];
+        members[n - 1 - i] = t;
+    }
+    return n;
+}
+
+/* The BLOCK-level Funcs of the kernel of root stage (r, st), whose block
+ * covers box: footprint origins in block_setup, shared arrays, then their
+ * phases, producers first. */
+static void emit_block_group(ctx *c, const sc_func *r, int st, const fp_box *box) {
+    lower_kernel *k = c->k;
+    int *members = ir_alloc(c->arena, sizeof(int) * (size_t)(c->p->funcs.n + 1));
+    int n = fused_group(c, SCHED_BLOCK, r, st, box, k->block_setup, members);
+    for (int i = 0; i < n && !c->failed; i++) {
+        const sc_func *g = func_at(c, members[i]);
+        lower_alloc *a = new_alloc(c, g, MEM_SHARED, c->fp_min[g->id], c->fp_ext[g->id]);
+        k->storage[g->id] = a;
+        lower_alloc **sh = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)(k->nshared + 1));
+        if (k->nshared) memcpy(sh, k->shared, sizeof(lower_alloc *) * (size_t)k->nshared);
+        sh[k->nshared++] = a;
+        k->shared = sh;
+    }
+    for (int i = 0; i < n && !c->failed; i++) {
+        const sc_func *g = func_at(c, members[i]);
+        emit_block_phases(c, g, k->storage[g->id], c->fp_min[g->id], c->fp_ext[g->id]);
+    }
+}
+
+/* The THREAD-level Funcs that stage st of f computes per thread tile
+ * (box): in registers over their footprints, producers first. */
+static void emit_thread_group(ctx *c, const sc_func *f, int st, const fp_box *box, kstmt *seq) {
+    int *members = ir_alloc(c->arena, sizeof(int) * (size_t)(c->p->funcs.n + 1));
+    int n = fused_group(c, SCHED_THREAD, f, st, box, seq, members);
+    for (int i = 0; i < n && !c->failed; i++) {
+        const sc_func *g = func_at(c, members[i]);
+        lower_alloc *a = new_alloc(c, g, MEM_LOCAL, c->fp_min[g->id], c->fp_ext[g->id]);
+        c->k->storage[g->id] = a;
+        kstmt *al = stmt(c, KS_ALLOC);
+        al->alloc = a;
+        seq_add(c, seq, al);
+        for (int s = 0; s < g->nstages && !c->failed; s++)
+            emit_stage(c, g, s, a, c->fp_min[g->id], c->fp_ext[g->id], NULL, seq);
     }
 }
 
@@ -930,11 +1060,7 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
         base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
     }
     fp_box box = make_box(c, r, st, base, blk);
-    for (int i = 0; i < p->funcs.n && !c->failed; i++) {
-        const sched_func *cf = c->s->f[i];
-        if (cf && cf->loc == SCHED_BLOCK && cf->at == r->id && c->consumer_stage[i] == st)
-            emit_block_child(c, func_at(c, i), &box);
-    }
+    emit_block_group(c, r, st, &box);
     if (c->failed) return;
     kstmt *main_phase = stmt(c, KS_SEQ);
     sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
@@ -974,15 +1100,19 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         return NULL;
     }
     int worst;
-    double size = lower_max_inlined_size(p, s, &worst);
-    if (size > LOWER_MAX_INLINED) {
+    double size = legal_max_inlined_size(p, s, &worst);
+    if (size > LEGAL_MAX_INLINED) {
         snprintf(err, errlen, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of its producers at root or fused",
-                 ((sc_func *)p->funcs.items[worst])->name, size, LOWER_MAX_INLINED);
+                 ((sc_func *)p->funcs.items[worst])->name, size, LEGAL_MAX_INLINED);
         return NULL;
     }
+    c.legal = legal_new(p, b, NULL, false);
     prepare(&c);
     if (!c.failed) check_fusion(&c);
-    if (c.failed) return NULL;
+    if (c.failed) {
+        legal_free(c.legal);
+        return NULL;
+    }
     lower_program *prog = ir_alloc(arena, sizeof *prog);
     prog->p = p;
     c.prog = prog;
@@ -1008,6 +1138,7 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         if (f->kind == FUNC_INPUT || s->f[f->id]->loc != SCHED_ROOT || !c.global[f->id]) continue;
         for (int st = 0; st < f->nstages && !c.failed; st++) build_kernel(&c, f, st);
     }
+    legal_free(c.legal);
     return c.failed ? NULL : prog;
 }
 

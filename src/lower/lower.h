@@ -130,15 +130,6 @@ typedef struct {
 lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen);
 
-/* The largest stage expression of a non-inline Func once inline Funcs are
- * substituted, in nodes (undecided Funcs count as not inline); *worst gets
- * that Func.  Inlining can grow expressions exponentially (a pyramid of
- * inline levels), so lowering refuses schedules over LOWER_MAX_INLINED and
- * the search keeps under LOWER_SEARCH_INLINED (Anderson et al. 2021 §6.6:
- * "excessive recompute, usually caused by inlining"). */
-#define LOWER_MAX_INLINED NEST_MAX_INLINED
-#define LOWER_SEARCH_INLINED 20000
-double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst);
 
 /* --dump=kernels: the kernel IR as text. */
 void lower_print(FILE *out, const lower_program *prog);

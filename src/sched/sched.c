@@ -10,21 +10,14 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lower.h"
-#include "nest.h"
+#include "legal.h"
 #include "sched.h"
 
 static const sc_func *func_at(const sc_pipeline *p, int id) {
     return (const sc_func *)p->funcs.items[id];
 }
 
-/* The pure loops of a stage (ir_stage_loops order): dims[k] is the Func
- * dimension of the k-th pure loop.  Returns their count. */
-static int pure_dims(const sc_func *f, int st, int *dims) {
-    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < n; i++) if (which[i] >= 0) dims[np++] = which[i];
-    return np;
-}
+static int pure_dims(const sc_func *f, int st, int *dims) { return legal_pure_dims(f, st, dims); }
 
 /* The i-th Func from the outputs to the inputs (reverse topological
  * order); creation order if the pipeline is not finalized. */
@@ -107,7 +100,8 @@ sched_state *sched_state_copy(ir_arena *a, const sched_state *s) {
 bool sched_complete(const sc_pipeline *p, const sched_state *s) {
     if (s->nfuncs != p->funcs.n) return false;
     for (int i = 0; i < p->funcs.n; i++)
-        if (func_at(p, i)->kind == FUNC_DEFINED && (!s->f[i] || s->f[i]->loc == SCHED_UNDECIDED))
+        if (func_at(p, i)->kind == FUNC_DEFINED &&
+            (!s->f[i] || s->f[i]->loc == SCHED_UNDECIDED || s->f[i]->pending > 0))
             return false;
     return true;
 }
@@ -146,7 +140,7 @@ uint64_t sched_hash(const sched_state *s, int depth) {
         h = fnv(h, tag);
         if (tag == T_BLOCK || tag == T_THREAD) h = fnv(h, sf->at);
         if (depth >= 3 && (loc == SCHED_ROOT || loc == SCHED_BLOCK)) {
-            int ns = sf->tile ? sf->nstages : 0;
+            int ns = sf->tile ? sf->nstages - sf->pending : 0;
             h = fnv(h, ns);
             for (int st = 0; st < ns; st++) {
                 const sched_tile *t = &sf->tile[st];
@@ -162,91 +156,7 @@ uint64_t sched_hash(const sched_state *s, int depth) {
     return h;
 }
 
-/* ---- consumers ------------------------------------------------------------ */
-
-/* Who consumes each Func once inline Funcs are substituted: cons[g] is the
- * one consumer Func (-1 none, -2 several), cstage[g] the one stage of it
- * that calls g (-2 several).  A call inside an inline Func's definition
- * counts as a call by each of the inline Func's own (non-inline) callers.
- * Self-references of update definitions do not count. */
-typedef struct {
-    const sc_pipeline *p;
-    const sched_state *s;
-    int *cons, *cstage;
-    unsigned char *seen;        /* inline Funcs already walked for this stage */
-    int consumer, stage;
-} use_walk;
-
-static void note_use(use_walk *w, int g) {
-    if (w->cons[g] == -1) {
-        w->cons[g] = w->consumer;
-        w->cstage[g] = w->stage;
-    } else if (w->cons[g] != w->consumer) {
-        w->cons[g] = -2;
-    } else if (w->cstage[g] != w->stage) {
-        w->cstage[g] = -2;
-    }
-}
-
-static void walk_uses(use_walk *w, const sc_expr *e) {
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id != w->consumer) {
-        int g = e->func->id;
-        const sched_func *gf = w->s->f[g];
-        if (gf && gf->loc == SCHED_INLINE) {
-            if (!w->seen[g]) {
-                w->seen[g] = 1;
-                walk_uses(w, e->func->stages[0].value);
-            }
-        } else {
-            note_use(w, g);
-        }
-    }
-    for (int i = 0; i < e->nargs; i++) walk_uses(w, e->args[i]);
-}
-
-static void find_consumers(const sc_pipeline *p, const sched_state *s, int *cons, int *cstage) {
-    int n = p->funcs.n;
-    use_walk w = { p, s, cons, cstage, calloc((size_t)n + 1, 1), -1, -1 };
-    if (!w.seen) abort();
-    for (int i = 0; i < n; i++) cons[i] = cstage[i] = -1;
-    for (int i = 0; i < n; i++) {
-        const sc_func *f = func_at(p, i);
-        if (f->kind != FUNC_DEFINED || (s->f[i] && s->f[i]->loc == SCHED_INLINE)) continue;
-        for (int st = 0; st < f->nstages; st++) {
-            memset(w.seen, 0, (size_t)n);
-            w.consumer = i;
-            w.stage = st;
-            walk_uses(&w, f->stages[st].value);
-            for (int d = 0; d < f->stages[st].nargs; d++) walk_uses(&w, f->stages[st].args[d]);
-        }
-    }
-    free(w.seen);
-}
-
 /* ---- check ------------------------------------------------------------------ */
-
-typedef struct {
-    const sc_pipeline *p;
-    const bounds_result *b;
-    const sched_state *s;
-    const target *t;
-    char *err;
-    size_t errlen;
-    int *cons, *cstage;         /* find_consumers */
-    int *root, *kstage;         /* fused Func -> root Func and stage of its kernel */
-    int64_t *kthreads;          /* [kbase[root] + stage] threads per block */
-    int *kbase;                 /* [func id] index of the Func's first stage */
-} check_ctx;
-
-static int fail(check_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(check_ctx *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (c->err && c->errlen) vsnprintf(c->err, c->errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* "blur_x" for a single-stage Func, "hist stage 1" otherwise. */
 static const char *stage_name(const sc_func *f, int st, char *buf, size_t len) {
@@ -266,276 +176,6 @@ static const char *loc_word(sched_loc l) {
     return "?";
 }
 
-/* The tiles of a ROOT or BLOCK Func: one per stage, one entry per pure
- * loop, positive sizes. */
-static int check_tiles(check_ctx *c, const sc_func *f, const sched_func *sf) {
-    if (sf->nstages != f->nstages)
-        return fail(c, "%s: the schedule tiles %d stage%s, but the Func has %d", f->name, sf->nstages,
-                    sf->nstages == 1 ? "" : "s", f->nstages);
-    for (int st = 0; st < f->nstages; st++) {
-        const sched_tile *t = &sf->tile[st];
-        int dims[SC_MAX_DIMS], np = pure_dims(f, st, dims);
-        char nm[200];
-        stage_name(f, st, nm, sizeof nm);
-        if (t->npure != np)
-            return fail(c, "%s: the tiling has %d pure loop%s, but the stage has %d", nm, t->npure,
-                        t->npure == 1 ? "" : "s", np);
-        for (int k = 0; k < np; k++) {
-            if (t->threads[k] < 1)
-                return fail(c, "%s: %d threads in loop %s; a thread count must be at least 1", nm,
-                            t->threads[k], f->vars[dims[k]]);
-            if (sf->loc == SCHED_ROOT && t->serial[k] < 1)
-                return fail(c, "%s: serial tile %d in loop %s; a serial size must be at least 1", nm,
-                            t->serial[k], f->vars[dims[k]]);
-        }
-    }
-    return 0;
-}
-
-/* The rules of sched.h, Func by Func from the outputs. */
-static int check_rules(check_ctx *c) {
-    const sc_pipeline *p = c->p;
-    const sched_state *s = c->s;
-    int n = p->funcs.n;
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
-        if (f->kind != FUNC_DEFINED) continue;
-        const sched_func *sf = s->f[f->id];
-        if (!sf || sf->loc == SCHED_UNDECIDED)
-            return fail(c, "%s: not scheduled (the state is partial)", f->name);
-        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages))
-            return fail(c, "%s: the schedule tiles %d stage%s, the Func has %d", f->name,
-                        sf->tile ? sf->nstages : 0, sf->nstages == 1 ? "" : "s", f->nstages);
-    }
-    find_consumers(p, s, c->cons, c->cstage);
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
-        if (f->kind != FUNC_DEFINED) continue;
-        const sched_func *sf = s->f[f->id];
-        if (f->is_output && sf->loc != SCHED_ROOT)
-            return fail(c, "%s: an output must be computed at root, not %s", f->name, loc_word(sf->loc));
-        switch (sf->loc) {
-        case SCHED_INLINE:
-            if (f->nstages > 1)
-                return fail(c, "%s: cannot be inline: it has update definitions (only a Func with a single "
-                            "pure definition can be)", f->name);
-            continue;
-        case SCHED_ROOT:
-            if (check_tiles(c, f, sf)) return -1;
-            continue;
-        case SCHED_BLOCK:
-        case SCHED_THREAD:
-            break;
-        default:
-            return fail(c, "%s: unknown compute location %d", f->name, (int)sf->loc);
-        }
-        const char *lv = loc_word(sf->loc);
-        if (sf->at < 0 || sf->at >= n || func_at(p, sf->at)->kind != FUNC_DEFINED)
-            return fail(c, "%s: computed at %s level of something that is not a Func (id %d)", f->name, lv,
-                        sf->at);
-        const sc_func *at = func_at(p, sf->at);
-        const sched_func *af = s->f[at->id];
-        if (at == f) return fail(c, "%s: computed at its own %s level", f->name, lv);
-        if (af->loc == SCHED_INLINE)
-            return fail(c, "%s: computed at %s level of %s, which is inline (fuse into a Func that is not)",
-                        f->name, lv, at->name);
-        if (sf->loc == SCHED_BLOCK && af->loc == SCHED_THREAD)
-            return fail(c, "%s: computed at block level of %s, which is itself at thread level (shared "
-                        "memory cannot live inside a thread)", f->name, at->name);
-        int cn = c->cons[f->id], cs = c->cstage[f->id];
-        if (cn == -2)
-            return fail(c, "%s: computed at %s level of %s, but it has several consumers (a fused Func has "
-                        "exactly one, after inlining)", f->name, lv, at->name);
-        if (cn == -1)
-            return fail(c, "%s: computed at %s level of %s, but nothing uses it", f->name, lv, at->name);
-        if (cn != at->id)
-            return fail(c, "%s: computed at %s level of %s, but its consumer is %s (after inlining)", f->name,
-                        lv, at->name, func_at(p, cn)->name);
-        if (cs < 0)
-            return fail(c, "%s: computed at %s level of %s, but several stages of %s use it (fusion needs "
-                        "exactly one)", f->name, lv, at->name, at->name);
-        for (int st = 1; st < f->nstages; st++)
-            for (int d = 0; d < f->ndims; d++) {
-                const sc_expr *a = f->stages[st].args[d];
-                if (a->kind != E_VAR || strcmp(a->name, f->vars[d]))
-                    return fail(c, "%s: fused at %s level, but its update %d writes at a computed coordinate "
-                                "(a fused Func's updates must write only at their pure point)", f->name, lv,
-                                st);
-            }
-        if (sf->loc == SCHED_BLOCK && check_tiles(c, f, sf)) return -1;
-    }
-    /* inlining can grow expressions exponentially; lowering refuses them */
-    int worst = -1;
-    double size = lower_max_inlined_size(p, s, &worst);
-    if (size > LOWER_MAX_INLINED && worst >= 0)
-        return fail(c, "%s: inlining makes its expression %.3g nodes large, over the limit of %d (compute "
-                    "some of its inline producers at root or fused)", func_at(p, worst)->name, size,
-                    LOWER_MAX_INLINED);
-    /* every fused Func's kernel: follow `at` up to the root Func */
-    for (int i = 0; i < n; i++) {
-        c->root[i] = c->kstage[i] = -1;
-        if (!is_fused(s->f[i]) || func_at(p, i)->kind != FUNC_DEFINED) continue;
-        int g = i, prev = i, hops = 0;
-        while (s->f[g]->loc != SCHED_ROOT) {
-            if (++hops > n) return fail(c, "%s: computed inside a cycle of fused Funcs", func_at(p, i)->name);
-            prev = g;
-            g = s->f[g]->at;
-        }
-        c->root[i] = g;
-        c->kstage[i] = c->cstage[prev];
-    }
-    return 0;
-}
-
-/* The extents of a stage's pure loops, from bounds inference. */
-static void pure_extents(const bounds_result *b, const sc_func *f, int st, int64_t *ext) {
-    const bounds_stage *bs = &b->funcs[f->id].stages[st];
-    for (int li = 0, k = 0; li < bs->nloops; li++)
-        if (bs->which[li] >= 0) ext[k++] = bs->extent[li];
-}
-
-/* a * b for a, b >= 0, saturating at 2^40 (sizes typed in by hand may be
- * absurd; the limits they are compared with are far below). */
-static int64_t sat_mul(int64_t a, int64_t b) {
-    const int64_t cap = (int64_t)1 << 40;
-    if (a <= 0 || b <= 0) return 0;
-    if (a > cap / b) return cap;
-    return a * b;
-}
-
-/* Threads per block of every root stage (and warp multiples), and of every
- * block-level Func against the block of its kernel. */
-static int check_threads(check_ctx *c, bool warp_multiple) {
-    const sc_pipeline *p = c->p;
-    const target *t = c->t;
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
-        const sched_func *sf = f->kind == FUNC_DEFINED ? c->s->f[f->id] : NULL;
-        if (!sf || sf->loc != SCHED_ROOT) continue;
-        for (int st = 0; st < f->nstages; st++) {
-            const sched_tile *tl = &sf->tile[st];
-            int64_t ext[SC_MAX_DIMS], threads = 1, need = 1;
-            pure_extents(c->b, f, st, ext);
-            for (int k = 0; k < tl->npure; k++) {
-                threads = sat_mul(threads, tl->threads[k]);
-                int64_t e = ext[k] > 0 ? ext[k] : 0;
-                need = sat_mul(need, (e + tl->serial[k] - 1) / tl->serial[k]);
-            }
-            c->kthreads[c->kbase[f->id] + st] = threads;
-            char nm[200];
-            stage_name(f, st, nm, sizeof nm);
-            if (threads > t->max_threads_per_block)
-                return fail(c, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
-                            threads == 1 ? "" : "s", t->max_threads_per_block, t->name);
-            /* A stage whose whole iteration space, at its serial sizes,
-             * has fewer than a warp of points, or that one block covers
-             * entirely, cannot be helped by a warp-multiple block: more
-             * threads would only idle. */
-            if (warp_multiple && threads % t->warp_size && need >= t->warp_size && threads < need)
-                return fail(c, "%s: %lld thread%s per block, not a multiple of the target's warp size %d (%s)",
-                            nm, (long long)threads, threads == 1 ? "" : "s", t->warp_size, t->name);
-        }
-    }
-    for (int i = p->order.n - 1; i >= 0; i--) {
-        const sc_func *f = ir_order_at(p, i);
-        const sched_func *sf = f->kind == FUNC_DEFINED ? c->s->f[f->id] : NULL;
-        if (!sf || sf->loc != SCHED_BLOCK) continue;
-        const sc_func *r = func_at(p, c->root[f->id]);
-        int64_t kt = c->kthreads[c->kbase[r->id] + c->kstage[f->id]];
-        for (int st = 0; st < f->nstages; st++) {
-            int64_t threads = 1;
-            for (int k = 0; k < sf->tile[st].npure; k++) threads = sat_mul(threads, sf->tile[st].threads[k]);
-            char nm[200], rn[200];
-            stage_name(f, st, nm, sizeof nm);
-            if (threads > kt)
-                return fail(c, "%s: %lld threads (block level of %s), over the %lld threads per block of its "
-                            "kernel %s", nm, (long long)threads, func_at(p, sf->at)->name, (long long)kt,
-                            stage_name(r, c->kstage[f->id], rn, sizeof rn));
-        }
-    }
-    return 0;
-}
-
-/* Shared memory and estimated registers per kernel, from the footprints
- * lowering allocates (the loop-nest model's).  Registers per thread are estimated as 16 (indices,
- * addresses) + one 32-bit register per element of every thread-level Func
- * and every register-staged copy of the kernel (smaller types take a whole
- * register too) + one per point of the root stage's serial tile. */
-static int check_memory(check_ctx *c) {
-    const sc_pipeline *p = c->p;
-    const target *t = c->t;
-    int n = p->funcs.n;
-    int64_t *count = calloc((size_t)n + 1, sizeof(int64_t));
-    int64_t *smem = calloc((size_t)c->kbase[p->funcs.n] + 1, sizeof(int64_t));
-    int64_t *words = calloc((size_t)c->kbase[p->funcs.n] + 1, sizeof(int64_t));
-    if (!count || !smem || !words) abort();
-    int rc = 0;
-    {
-        /* The loop-nest model gives every footprint and the
-         * register-staged points of each kernel, as lowering makes them
-         * (nest.h), without lowering. */
-        char msg[512] = "";
-        nest_ctx *nx = nest_ctx_new(p, c->b);
-        nest *model = nest_build(nx, c->s, msg, sizeof msg);
-        for (int k = 0; model && k < model->nkernels; k++) {
-            const nest_kernel *kn = model->kernels[k];
-            words[c->kbase[kn->root->id] + kn->stage] += kn->staged_elems;
-        }
-        for (int i = 0; model && i < n; i++) {
-            const nest_func *nf = model->funcs[i];
-            if (nf && nf->mem != NEST_GLOBAL && c->root[i] >= 0) count[i] = nf->elems;
-        }
-        bool built = model != NULL;
-        nest_free(model);
-        nest_ctx_free(nx);
-        if (!built) {
-            rc = fail(c, "%s", msg);
-            goto done;
-        }
-        for (int i = 0; i < n; i++) {
-            if (c->root[i] < 0) continue;
-            int kk = c->kbase[c->root[i]] + c->kstage[i];
-            const sc_func *f = func_at(p, i);
-            if (c->s->f[i]->loc == SCHED_BLOCK) smem[kk] += count[i] * (int64_t)sc_type_size(f->type);
-            else words[kk] += count[i];
-        }
-    }
-    for (int i = p->order.n - 1; i >= 0 && !rc; i--) {
-        const sc_func *f = ir_order_at(p, i);
-        const sched_func *sf = f->kind == FUNC_DEFINED ? c->s->f[f->id] : NULL;
-        if (!sf || sf->loc != SCHED_ROOT) continue;
-        for (int st = 0; st < f->nstages && !rc; st++) {
-            int kk = c->kbase[f->id] + st;
-            char nm[200];
-            stage_name(f, st, nm, sizeof nm);
-            if (smem[kk] > t->shared_mem_per_block) {
-                char who[600] = "";
-                for (int j = 0; j < n; j++)
-                    if (c->root[j] == f->id && c->kstage[j] == st && c->s->f[j]->loc == SCHED_BLOCK) {
-                        size_t l = strlen(who);
-                        snprintf(who + l, sizeof who - l, "%s%s %lld", l ? ", " : "", func_at(p, j)->name,
-                                 (long long)(count[j] * (int64_t)sc_type_size(func_at(p, j)->type)));
-                    }
-                rc = fail(c, "%s: %lld bytes of shared memory per block (%s), over the target's %d (%s)", nm,
-                          (long long)smem[kk], who, t->shared_mem_per_block, t->name);
-                break;
-            }
-            int64_t serial = 1;
-            for (int k = 0; k < sf->tile[st].npure; k++) serial = sat_mul(serial, sf->tile[st].serial[k]);
-            int64_t regs = 16 + words[kk] + serial;
-            if (regs > t->registers_per_thread)
-                rc = fail(c, "%s: an estimated %lld registers per thread (16 + %lld for thread-level and staged points + "
-                          "%lld serial points), over the target's %d (%s)", nm, (long long)regs,
-                          (long long)words[kk], (long long)serial, t->registers_per_thread, t->name);
-        }
-    }
-done:
-    free(count);
-    free(smem);
-    free(words);
-    return rc;
-}
-
 int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state *s,
                 const target *t, bool warp_multiple, char *err, size_t errlen) {
     char local[512];
@@ -544,34 +184,29 @@ int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state 
         errlen = sizeof local;
     }
     err[0] = 0;
-    check_ctx c = { p, b, s, t, err, errlen, NULL, NULL, NULL, NULL, NULL, NULL };
-    if (s->nfuncs != p->funcs.n)
-        return fail(&c, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
-    if (p->order.n != p->funcs.n)
-        return fail(&c, "pipeline %s is not finalized", p->name);
-    if (!b || t->warp_size < 1)
-        return fail(&c, "%s", !b ? "no bounds to check the schedule against" : "the target has no warp size");
-    size_t n = (size_t)p->funcs.n + 1;
-    c.cons = malloc(n * sizeof(int));
-    c.cstage = malloc(n * sizeof(int));
-    c.root = malloc(n * sizeof(int));
-    c.kstage = malloc(n * sizeof(int));
-    c.kbase = malloc(n * sizeof(int));
-    if (!c.kbase) abort();
-    c.kbase[0] = 0;
-    for (int i = 0; i < p->funcs.n; i++)
-        c.kbase[i + 1] = c.kbase[i] + ((sc_func *)p->funcs.items[i])->nstages;
-    c.kthreads = calloc((size_t)c.kbase[p->funcs.n] + 1, sizeof(int64_t));
-    if (!c.cons || !c.cstage || !c.root || !c.kstage || !c.kthreads) abort();
-    int rc = check_rules(&c);
-    if (!rc) rc = check_threads(&c, warp_multiple);
-    if (!rc) rc = check_memory(&c);
-    free(c.cons);
-    free(c.cstage);
-    free(c.root);
-    free(c.kstage);
-    free(c.kthreads);
-    free(c.kbase);
+    if (s->nfuncs != p->funcs.n) {
+        snprintf(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
+        return -1;
+    }
+    if (p->order.n != p->funcs.n) {
+        snprintf(err, errlen, "pipeline %s is not finalized", p->name);
+        return -1;
+    }
+    if (!b || t->warp_size < 1) {
+        snprintf(err, errlen, "%s", !b ? "no bounds to check the schedule against" : "the target has no warp size");
+        return -1;
+    }
+    for (int i = p->order.n - 1; i >= 0; i--) {
+        const sc_func *f = ir_order_at(p, i);
+        const sched_func *sf = f->kind == FUNC_DEFINED ? s->f[f->id] : NULL;
+        if (f->kind == FUNC_DEFINED && (!sf || sf->loc == SCHED_UNDECIDED || sf->pending > 0)) {
+            snprintf(err, errlen, "%s: not scheduled (the state is partial)", f->name);
+            return -1;
+        }
+    }
+    legal_ctx *x = legal_new(p, b, t, warp_multiple);
+    int rc = legal_fits(x, s, err, errlen);
+    legal_free(x);
     return rc;
 }
 
@@ -1129,9 +764,7 @@ static void halide_block_stage(hal *h, const sc_func *f, int st, const sched_til
 char *sched_to_halide(const sc_pipeline *p, const sched_state *s) {
     hal h = { {0}, {0} };
     int n = p->funcs.n;
-    int *cons = malloc(sizeof(int) * ((size_t)n + 1)), *cstage = malloc(sizeof(int) * ((size_t)n + 1));
-    if (!cons || !cstage) abort();
-    find_consumers(p, s, cons, cstage);
+    legal_ctx *x = legal_new(p, NULL, NULL, false);
     for (int i = 0; i < p->funcs.n; i++) {
         const sc_func *f = from_outputs(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1155,7 +788,8 @@ char *sched_to_halide(const sc_pipeline *p, const sched_state *s) {
                 sb_printf(b, "// %s: fused into an unknown Func\n", f->name);
                 break;
             }
-            int stage = cons[f->id] == sf->at && cstage[f->id] >= 0 ? cstage[f->id] : 0;
+            int stage = legal_stage_at(x, s, f->id);
+            if (stage < 0) stage = 0;
             char level[300];
             loop_level(level, sizeof level, p, s, sf->at, stage, sf->loc == SCHED_BLOCK);
             if (sf->loc == SCHED_THREAD) {
@@ -1170,8 +804,7 @@ char *sched_to_halide(const sc_pipeline *p, const sched_state *s) {
             break;
         }
     }
-    free(cons);
-    free(cstage);
+    legal_free(x);
     sbuf out = {0};
     sb_printf(&out, "// Halide schedule for pipeline %s (generated by stagecraft)\n", p->name);
     if (h.vars.s) {

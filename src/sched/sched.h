@@ -10,17 +10,25 @@
  *    stage's pure loops are tiled: in loop k, `threads[k]` threads each do
  *    `serial[k]` consecutive points, so a block covers threads*serial points
  *    and the blocks cover the loop.  Reduction loops run serially inside.
- *  - SCHED_BLOCK of consumer C: computed once per block of C's kernel, over
- *    the footprint C's block needs, in shared memory; its pure loops are
- *    spread over the block's threads (`threads[k]` per loop; the serial
- *    extent follows from the footprint), with a barrier before C reads it.
- *  - SCHED_THREAD of consumer C: computed inside C's thread loop, over the
- *    footprint of one thread's serial tile, in registers; all serial.
- *  C may itself be BLOCK or THREAD (nested fusion, Sioutas et al. 2020
- *  Listing 2).  A Func is fused (BLOCK/THREAD) only into its single
- *  consumer Func, in the one stage of it that calls it; a fused Func's
- *  updates must write only at their pure point (left side = its pure
- *  variables), so a footprint is a closed box.  Outputs are ROOT.
+ *  - SCHED_BLOCK of A: computed once per block of the kernel A lives in,
+ *    over the footprint its consumers need in that block, in shared
+ *    memory; its pure loops are spread over the block's threads
+ *    (`threads[k]` per loop; the serial extent follows from the
+ *    footprint), with a barrier before the first consumer reads it.
+ *  - SCHED_THREAD of A: computed inside A's thread loop, over the
+ *    footprint its consumers need in one thread's serial tile, in
+ *    registers; all serial.
+ *  A may itself be BLOCK or THREAD (nested fusion, Sioutas et al. 2020
+ *  Listing 2).  The consumers (once inline Funcs are looked through) of a
+ *  Func fused at A are A itself or Funcs fused, through a chain of `at`
+ *  links of the same level (BLOCK: all BLOCK; THREAD: all THREAD), into A;
+ *  each uses it in exactly one stage, and all of them are in the same stage
+ *  of A (the lowest such A is the lowest common ancestor of the consumers'
+ *  compute chains, Anderson et al. 2021 §6; a single consumer is its own).
+ *  Its footprint is the union of what every consumer needs of it.  A fused
+ *  Func's updates must write only at their pure point (left side = its
+ *  pure variables), so a footprint is a closed box.  Outputs are ROOT.
+ *  legal.h holds these rules and the target's limits.
  *
  * Memory: sched_func records are immutable once built and live in an arena
  * (ir_arena) owned by whoever builds schedules; a sched_state is an array of
@@ -53,6 +61,9 @@ typedef struct {
     int at;                       /* consumer func id (BLOCK, THREAD), else -1 */
     int nstages;
     sched_tile *tile;             /* ROOT and BLOCK: nstages entries (arena); else NULL */
+    int pending;                  /* ROOT and BLOCK, while the enumerator tiles it
+                                     (space.h, phase b): the last `pending`
+                                     stages are not tiled yet; 0 once decided */
 } sched_func;
 
 /* A decision with zeroed tiles for every stage (ROOT, BLOCK), in the arena. */
@@ -78,7 +89,8 @@ uint64_t sched_hash(const sched_state *s, int depth);
 /* Checks a complete state against the pipeline's rules (the comment above)
  * and the target's limits: threads per block, warp-multiple thread counts
  * (when warp_multiple is set), shared memory per block, estimated registers
- * per thread.  0, or -1 with a message naming the Func and the limit. */
+ * per thread (legal_fits, legal.h).  0, or -1 with a message naming the
+ * Func and the limit. */
 int sched_check(const sc_pipeline *p, const bounds_result *b, const sched_state *s,
                 const target *t, bool warp_multiple, char *err, size_t errlen);
 

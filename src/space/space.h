@@ -1,62 +1,105 @@
 /*
- * space.h - the schedule space of Anderson et al. 2021 §6.1-6.3: for a
- * state and the next Func (outputs first), every legal compute location,
- * then the tilings of its loops; the pruning rules of §6.6 as checks that
- * can be switched on; a seeded random walk through it; and two fixed
- * strategies that give baselines.
+ * space.h - the schedule space of Anderson et al. 2021 §6: states are
+ * extended one decision at a time, Funcs from the outputs to the inputs,
+ * in two phases per Func:
+ *   (a) its compute location: inline, root, or block / thread level of the
+ *       lowest common ancestor of its consumers' compute chains (legal.h);
+ *   (b) for a root or block-level Func, the tiling of each stage in turn
+ *       (the Func's record has `pending` stages untiled meanwhile):
+ *       root: per pure loop a serial size (1, 2, 4, 8 up to the extent,
+ *       and 3, 5, 7 where the extent left is a warp multiple), then a
+ *       thread count computed from the extent left after the serial split
+ *       (16, 32, 64 and the warp size in the innermost loop - the first of
+ *       extent >= 16 - and powers of two up to 16 elsewhere, each at most
+ *       the extent left or the smallest that covers it); blocks take the
+ *       rest.  Block level: thread counts per loop only (powers of two up
+ *       to 64 innermost and 16 elsewhere); the serial extent follows from
+ *       the footprint.
+ * Every child is produced (no cap, no sampling), in the same order every
+ * time, and every child passes legal_fits; the §6.6 pruning is a switch.
+ * The root location with the default tiling (legal_default_tile) is
+ * always a legal child, so a state always has one until it is complete.
  */
 #ifndef SC_SPACE_H
 #define SC_SPACE_H
 
+#include "legal.h"
 #include "sched.h"
 
 typedef struct {
     const target *t;
-    bool prune;                 /* Anderson §6.6 */
+    bool prune;                 /* Anderson §6.6 (and warp-multiple blocks) */
 } space_opts;
 
 /* A small deterministic generator (splitmix64). */
 typedef struct { uint64_t s; } space_rng;
 uint64_t space_rand(space_rng *r);
 int space_rand_below(space_rng *r, int n);
+int64_t space_rand_below64(space_rng *r, int64_t n);
 
-/* The next Func to decide (reverse topological order: consumers first),
- * or -1 when the state is complete. */
-int space_next(const sc_pipeline *p, const sched_state *s);
+/* The legality context the space asks, for o (warp multiples when
+ * pruning).  legal_free it. */
+legal_ctx *space_legal(const sc_pipeline *p, const bounds_result *b, const space_opts *o);
 
-/* The one Func that consumes f once inline consumers are looked through
- * (its stage in *stage), -1 if none, -2 if several Funcs or stages. */
-int space_consumer(const sc_pipeline *p, const sched_state *s, int fid, int *stage);
+/* The Func the next decision is about: one whose stages are being tiled
+ * (phase b), else the next undecided Func (reverse topological order,
+ * phase a); -1 when the state is complete.  *tiling (may be NULL) tells
+ * the phase. */
+int space_next(const sc_pipeline *p, const sched_state *s, bool *tiling);
 
 /* Whether every call of f is point-wise (each coordinate a bare variable). */
 bool space_pointwise(const sc_pipeline *p, int fid);
 
-/* Legal compute locations of f (tiles unset).  Returns the count. */
-int space_locations(const sc_pipeline *p, const sched_state *s, int fid,
-                    const space_opts *o, sched_func *out, int max);
+/* An enumeration of the children of one state.  Reentrant: everything it
+ * needs is in the struct. */
+#define SPACE_MAX_OPTS 48
+typedef struct {
+    legal_ctx *x;
+    const sc_pipeline *p;
+    const bounds_result *b;
+    const sched_state *s;
+    const space_opts *o;
+    int fid;                    /* the Func decided, -1 when s is complete */
+    bool tiling;                /* phase b */
+    /* phase a: the legal locations, in order inline, root, block, thread */
+    int nlocs, iloc;
+    sched_func *locs[4];        /* in the arena given to space_enum_begin */
+    /* phase b: stage st at loc (at), a mixed-radix counter over the loops'
+     * (serial, threads) options */
+    int st, np;
+    sched_loc loc;
+    int at;
+    int nopt[SC_MAX_DIMS], digit[SC_MAX_DIMS];
+    int sopt[SC_MAX_DIMS][SPACE_MAX_OPTS], topt[SC_MAX_DIMS][SPACE_MAX_OPTS];
+    bool started, done;
+    sched_tile cur;
+} space_enum;
 
-/* Tilings of stage st of f at location loc (ROOT: threads x serial per pure
- * loop; BLOCK: threads).  extents: the stage's pure loop extents;
- * max_threads: the block's thread budget.  Returns the count (capped). */
-int space_tilings(const sc_func *f, int st, sched_loc loc, const int64_t *extents,
-                  int max_threads, const space_opts *o, sched_tile *out, int max);
+/* Starts enumerating the children of s; the location records are made in
+ * the arena (they are the children's records, so what x measured of them
+ * stays valid).  Returns the Func they decide, or -1 when s is complete. */
+int space_enum_begin(space_enum *e, ir_arena *a, legal_ctx *x, const sc_pipeline *p, const bounds_result *b,
+                     const sched_state *s, const space_opts *o);
+/* The next child (in the arena), or NULL after the last. */
+sched_state *space_enum_next(space_enum *e, ir_arena *a);
+/* Skips the next child; false after the last. */
+bool space_enum_skip(space_enum *e);
 
-/* Every child of s deciding the next Func (location x tilings), at most
- * max (sampled with rng when there are more).  Returns the count. */
-int space_children(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
-                   const sched_state *s, const space_opts *o, space_rng *rng,
-                   sched_state **out, int max);
+/* Every child of s, appended to out (states in the arena).  Returns how
+ * many, 0 when s is complete. */
+int space_children(ir_arena *a, legal_ctx *x, const sc_pipeline *p, const bounds_result *b,
+                   const sched_state *s, const space_opts *o, ir_vec *out);
 
 /* Whether a partial state can still be completed within o->t's limits:
  * 0 when it can (or there is no target), -1 with the limit it breaks in
- * why.  The undecided Funcs are checked as root Funcs of a warp of
- * threads, which adds nothing to the decided Funcs' kernels. */
+ * why (legal_fits). */
 int space_fits(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const space_opts *o,
                char *why, size_t whylen);
 
-/* A random complete schedule that passes sched_check.  Every decision
- * is checked with space_fits and redrawn (up to 16 times) when it breaks
- * a limit; a walk that gets stuck starts again (up to 100 walks).  NULL with err if none was found. */
+/* A random complete schedule: from the empty state, each step draws one of
+ * the enumerated children uniformly (every child is legal: there is no
+ * redraw and no restart).  NULL with err only for a pipeline the space
+ * cannot schedule at all. */
 sched_state *space_random(ir_arena *a, sc_pipeline *p, const bounds_result *b,
                           const space_opts *o, uint64_t seed, char *err, size_t errlen);
 /* `root`: every Func at root except trivial re-indexing wrappers (boundary

@@ -1,0 +1,829 @@
+/*
+ * legal.c - what a schedule may do (legal.h): the consumer graph, the
+ * fusion rules, tilings, and the target's limits for complete and partial
+ * states.
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "legal.h"
+#include "lower.h"
+#include "nest.h"
+
+/* A measured fused Func: its footprint (elements) per realization, keyed
+ * by its sched_func record. */
+typedef struct {
+    const sched_func *key;
+    int64_t count;
+    int64_t ext[SC_MAX_DIMS];
+} fp_entry;
+
+struct legal_ctx {
+    const sc_pipeline *p;
+    const bounds_result *b;
+    const target *t;
+    bool warp_multiple;
+    int n;                      /* funcs */
+    legal_use **callers;        /* [f] the stages that call f directly (not f itself) */
+    int *ncallers;
+    int max_uses;
+    int *mark;                  /* [f] generation marks for walks */
+    int gen;
+    int *stack;
+    fp_entry *memo;             /* open addressing, power-of-two size */
+    int memo_cap, memo_n;
+    unsigned char *inl;         /* the inline decisions of the last size asked */
+    double inl_size;
+    int inl_worst;
+    bool inl_valid;
+    nest_ctx *nest;             /* the loop-nest model, made when first needed */
+};
+
+static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+    void *r = calloc(n ? n : 1, size);
+    if (!r) abort();
+    return r;
+}
+
+/* ---- the consumer graph ------------------------------------------------- */
+
+typedef struct { legal_ctx *x; int caller, stage; } call_walk;
+
+static void add_caller(legal_ctx *x, int callee, int caller, int stage) {
+    for (int i = 0; i < x->ncallers[callee]; i++)
+        if (x->callers[callee][i].func == caller && x->callers[callee][i].stage == stage) return;
+    legal_use *c = realloc(x->callers[callee], sizeof(legal_use) * (size_t)(x->ncallers[callee] + 1));
+    if (!c) abort();
+    c[x->ncallers[callee]++] = (legal_use){ caller, stage };
+    x->callers[callee] = c;
+}
+
+static void note_call(const sc_expr *e, void *user) {
+    call_walk *w = user;
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id != w->caller)
+        add_caller(w->x, e->func->id, w->caller, w->stage);
+}
+
+legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target *t, bool warp_multiple) {
+    legal_ctx *x = xcalloc(1, sizeof *x);
+    x->p = p;
+    x->b = b;
+    x->t = t;
+    x->warp_multiple = warp_multiple;
+    x->n = p->funcs.n;
+    x->callers = xcalloc((size_t)x->n, sizeof(legal_use *));
+    x->ncallers = xcalloc((size_t)x->n, sizeof(int));
+    x->mark = xcalloc((size_t)x->n, sizeof(int));
+    x->stack = xcalloc((size_t)x->n, sizeof(int));
+    x->inl = xcalloc((size_t)x->n, 1);
+    int stages = 0;
+    for (int i = 0; i < x->n; i++) {
+        const sc_func *g = func_at(p, i);
+        if (g->kind != FUNC_DEFINED) continue;
+        stages += g->nstages;
+        for (int st = 0; st < g->nstages; st++) {
+            call_walk w = { x, i, st };
+            ir_visit(g->stages[st].value, note_call, &w);
+            for (int d = 0; d < g->stages[st].nargs; d++) ir_visit(g->stages[st].args[d], note_call, &w);
+        }
+    }
+    x->max_uses = stages + 1;
+    x->memo_cap = 64;
+    x->memo = xcalloc((size_t)x->memo_cap, sizeof(fp_entry));
+    return x;
+}
+
+void legal_free(legal_ctx *x) {
+    if (!x) return;
+    for (int i = 0; i < x->n; i++) free(x->callers[i]);
+    free(x->callers);
+    free(x->ncallers);
+    free(x->mark);
+    free(x->stack);
+    free(x->memo);
+    free(x->inl);
+    if (x->nest) nest_ctx_free(x->nest);
+    free(x);
+}
+
+int legal_max_uses(const legal_ctx *x) { return x->max_uses; }
+
+static int use_cmp(const void *a, const void *b) {
+    const legal_use *u = a, *v = b;
+    if (u->func != v->func) return u->func < v->func ? -1 : 1;
+    return (u->stage > v->stage) - (u->stage < v->stage);
+}
+
+static bool is_inline(const sched_state *s, int g) { return s->f[g] && s->f[g]->loc == SCHED_INLINE; }
+
+int legal_consumers(legal_ctx *x, const sched_state *s, int fid, legal_use *out) {
+    int n = 0, top = 0;
+    x->gen++;
+    x->stack[top++] = fid;
+    x->mark[fid] = x->gen;
+    while (top > 0) {
+        int h = x->stack[--top];
+        for (int i = 0; i < x->ncallers[h]; i++) {
+            legal_use u = x->callers[h][i];
+            if (u.func == fid) continue;
+            if (is_inline(s, u.func)) {
+                if (x->mark[u.func] != x->gen) {
+                    x->mark[u.func] = x->gen;
+                    x->stack[top++] = u.func;
+                }
+                continue;
+            }
+            bool seen = false;
+            for (int k = 0; k < n && !seen; k++) seen = out[k].func == u.func && out[k].stage == u.stage;
+            if (!seen) {
+                assert(n < x->max_uses);
+                out[n++] = u;
+            }
+        }
+    }
+    qsort(out, (size_t)n, sizeof *out, use_cmp);
+    return n;
+}
+
+/* ---- loops ------------------------------------------------------------------ */
+
+int legal_pure_dims(const sc_func *f, int st, int *dims) {
+    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
+    for (int i = 0; i < n; i++) if (which[i] >= 0) dims[np++] = which[i];
+    return np;
+}
+
+int legal_pure_extents(const bounds_result *b, const sc_func *f, int st, int64_t *ext) {
+    const bounds_stage *bs = &b->funcs[f->id].stages[st];
+    int np = 0;
+    for (int i = 0; i < bs->nloops; i++)
+        if (bs->which[i] >= 0) ext[np++] = bs->extent[i] > 0 ? bs->extent[i] : 1;
+    return np;
+}
+
+bool legal_pure_updates(const sc_func *f) {
+    for (int st = 1; st < f->nstages; st++)
+        for (int d = 0; d < f->ndims; d++) {
+            const sc_expr *a = f->stages[st].args[d];
+            if (a->kind != E_VAR || strcmp(a->name, f->vars[d])) return false;
+        }
+    return true;
+}
+
+/* ---- fusion ------------------------------------------------------------------ */
+
+static const char *loc_word(sched_loc l) {
+    switch (l) {
+    case SCHED_UNDECIDED: return "undecided";
+    case SCHED_INLINE: return "inline";
+    case SCHED_ROOT: return "root";
+    case SCHED_BLOCK: return "block";
+    case SCHED_THREAD: return "thread";
+    }
+    return "?";
+}
+
+static bool fused(const sched_func *sf) { return sf && (sf->loc == SCHED_BLOCK || sf->loc == SCHED_THREAD); }
+
+static int fusion(legal_ctx *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage, char *err,
+                  size_t errlen, int depth);
+
+/* The stage of s->f[g]->at that fused g is computed in (-1: illegal). */
+static int stage_at(legal_ctx *x, const sched_state *s, int g, int depth) {
+    const sched_func *sf = s->f[g];
+    int st = -1;
+    if (!fused(sf) || depth > x->n) return -1;
+    if (fusion(x, s, g, sf->loc, sf->at, &st, NULL, 0, depth + 1) != 0) return -1;
+    return st;
+}
+
+int legal_stage_at(legal_ctx *x, const sched_state *s, int fid) { return stage_at(x, s, fid, 0); }
+
+/* The rules of sched.h for fid at loc of `at`; see legal_fusion. */
+static int fusion(legal_ctx *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage, char *err,
+                  size_t errlen, int depth) {
+    const sc_pipeline *p = x->p;
+    const sc_func *f = func_at(p, fid);
+    const char *lv = loc_word(loc);
+    if (at < 0 || at >= x->n || func_at(p, at)->kind != FUNC_DEFINED)
+        return fail(err, errlen, "%s: computed at %s level of something that is not a Func (id %d)", f->name, lv, at);
+    const sc_func *af = func_at(p, at);
+    const sched_func *as = s->f[at];
+    if (at == fid) return fail(err, errlen, "%s: computed at its own %s level", f->name, lv);
+    if (!as || as->loc == SCHED_UNDECIDED)
+        return fail(err, errlen, "%s: computed at %s level of %s, which is not decided yet", f->name, lv, af->name);
+    if (as->loc == SCHED_INLINE)
+        return fail(err, errlen, "%s: computed at %s level of %s, which is inline (fuse into a Func that is not)",
+                    f->name, lv, af->name);
+    if (loc == SCHED_BLOCK && as->loc == SCHED_THREAD)
+        return fail(err, errlen, "%s: computed at block level of %s, which is itself at thread level (shared "
+                    "memory cannot live inside a thread)", f->name, af->name);
+    if (!legal_pure_updates(f)) {
+        for (int st = 1; st < f->nstages; st++)
+            for (int d = 0; d < f->ndims; d++) {
+                const sc_expr *a = f->stages[st].args[d];
+                if (a->kind != E_VAR || strcmp(a->name, f->vars[d]))
+                    return fail(err, errlen, "%s: fused at %s level, but its update %d writes at a computed "
+                                "coordinate (a fused Func's updates must write only at their pure point)",
+                                f->name, lv, st);
+            }
+    }
+    legal_use *u = xcalloc((size_t)x->max_uses, sizeof *u);
+    int nu = legal_consumers(x, s, fid, u), entry = -1, rc = 0;
+    if (nu == 0) rc = fail(err, errlen, "%s: computed at %s level of %s, but nothing uses it", f->name, lv, af->name);
+    for (int i = 0; i < nu && !rc; i++) {
+        int c = u[i].func, st;
+        if (i + 1 < nu && u[i + 1].func == c) {
+            rc = fail(err, errlen, "%s: computed at %s level of %s, but several stages of %s use it (fusion needs "
+                      "exactly one per consumer)", f->name, lv, af->name, func_at(p, c)->name);
+            break;
+        }
+        if (c == at) {
+            st = u[i].stage;
+        } else {
+            /* c must be computed inside `at` through links of this level */
+            int g = c, hops = 0;
+            while (g != at && fused(s->f[g]) && s->f[g]->loc == loc && s->f[g]->at != at && hops++ <= x->n)
+                g = s->f[g]->at;
+            if (g == at || !fused(s->f[g]) || s->f[g]->loc != loc || s->f[g]->at != at) {
+                if (nu == 1)
+                    rc = fail(err, errlen, "%s: computed at %s level of %s, but its consumer is %s (after "
+                              "inlining), which is not computed at %s level inside %s", f->name, lv, af->name,
+                              func_at(p, c)->name, lv, af->name);
+                else
+                    rc = fail(err, errlen, "%s: computed at %s level of %s, but of its several consumers, %s is "
+                              "not computed at %s level inside %s", f->name, lv, af->name, func_at(p, c)->name,
+                              lv, af->name);
+                break;
+            }
+            st = stage_at(x, s, g, depth);
+            if (st < 0) {
+                rc = fail(err, errlen, "%s: computed at %s level of %s, inside %s, whose own placement breaks the "
+                          "rules", f->name, lv, af->name, func_at(p, g)->name);
+                break;
+            }
+        }
+        if (entry >= 0 && st != entry)
+            rc = fail(err, errlen, "%s: computed at %s level of %s, but its consumers are in different stages of %s "
+                      "(%d and %d)", f->name, lv, af->name, af->name, entry, st);
+        entry = st;
+    }
+    free(u);
+    if (!rc && stage) *stage = entry;
+    return rc;
+}
+
+int legal_fusion(legal_ctx *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage,
+                 char *err, size_t errlen) {
+    assert(loc == SCHED_BLOCK || loc == SCHED_THREAD);
+    return fusion(x, s, fid, loc, at, stage, err, errlen, 0);
+}
+
+int legal_lca(legal_ctx *x, const sched_state *s, int fid, sched_loc loc) {
+    legal_use *u = xcalloc((size_t)x->max_uses, sizeof *u);
+    int nu = legal_consumers(x, s, fid, u), best = -1;
+    /* candidates: the first consumer and the Funcs it is fused into at
+     * this level, lowest first; the first that passes the rules */
+    for (int g = nu ? u[0].func : -1, hops = 0; g >= 0 && hops <= x->n; hops++) {
+        const sched_func *gs = s->f[g];
+        if (!gs || gs->loc == SCHED_INLINE || gs->loc == SCHED_UNDECIDED) break;
+        if (fusion(x, s, fid, loc, g, NULL, NULL, 0, 0) == 0) {
+            best = g;
+            break;
+        }
+        if (!fused(gs) || gs->loc != loc) break;
+        g = gs->at;
+    }
+    free(u);
+    return best;
+}
+
+/* ---- tiles ------------------------------------------------------------------- */
+
+int64_t legal_threads(const sched_tile *t) {
+    int64_t n = 1;
+    for (int k = 0; k < t->npure; k++) n *= t->threads[k] > 0 ? t->threads[k] : 1;
+    return n;
+}
+
+static int64_t serial_points(const sched_tile *t) {
+    int64_t n = 1;
+    for (int k = 0; k < t->npure; k++) n *= t->serial[k] > 0 ? t->serial[k] : 1;
+    return n;
+}
+
+int64_t legal_blocks(const legal_ctx *x, const sc_func *f, int st, const sched_tile *t) {
+    int64_t ext[SC_MAX_DIMS], n = 1;
+    int np = legal_pure_extents(x->b, f, st, ext);
+    for (int k = 0; k < np && k < t->npure; k++) {
+        int64_t tile = (int64_t)(t->threads[k] > 0 ? t->threads[k] : 1) * (t->serial[k] > 0 ? t->serial[k] : 1);
+        n *= (ext[k] + tile - 1) / tile;
+    }
+    return n;
+}
+
+static int first_large(int np, const int64_t *ext) {
+    for (int k = 0; k < np; k++) if (ext[k] >= 16) return k;
+    return 0;
+}
+
+sched_tile legal_default_tile(const legal_ctx *x, const sc_func *f, int st) {
+    sched_tile t;
+    memset(&t, 0, sizeof t);
+    int64_t ext[SC_MAX_DIMS];
+    t.npure = legal_pure_extents(x->b, f, st, ext);
+    for (int k = 0; k < t.npure; k++) t.threads[k] = t.serial[k] = 1;
+    if (t.npure) t.threads[first_large(t.npure, ext)] = x->t ? x->t->warp_size : 32;
+    return t;
+}
+
+/* "blur_x" for a single-stage Func, "hist stage 1" otherwise. */
+static const char *stage_name(const sc_func *f, int st, char *buf, size_t len) {
+    if (f->nstages == 1) snprintf(buf, len, "%s", f->name);
+    else snprintf(buf, len, "%s stage %d", f->name, st);
+    return buf;
+}
+
+/* a * b for a, b >= 0, saturating at 2^40 (sizes typed in by hand may be
+ * absurd; the limits they are compared with are far below). */
+static int64_t sat_mul(int64_t a, int64_t b) {
+    const int64_t cap = (int64_t)1 << 40;
+    if (a <= 0 || b <= 0) return 0;
+    if (a > cap / b) return cap;
+    return a * b;
+}
+
+/* Well formed: one entry per pure loop, positive sizes. */
+static int tile_shape(const sc_func *f, int st, sched_loc loc, const sched_tile *t, char *err, size_t errlen) {
+    int dims[SC_MAX_DIMS], np = legal_pure_dims(f, st, dims);
+    char nm[200];
+    if (t->npure != np)
+        return fail(err, errlen, "%s: the tiling has %d pure loop%s, but the stage has %d",
+                    stage_name(f, st, nm, sizeof nm), t->npure, t->npure == 1 ? "" : "s", np);
+    for (int k = 0; k < np; k++) {
+        if (t->threads[k] < 1)
+            return fail(err, errlen, "%s: %d threads in loop %s; a thread count must be at least 1",
+                        stage_name(f, st, nm, sizeof nm), t->threads[k], f->vars[dims[k]]);
+        if (loc == SCHED_ROOT && t->serial[k] < 1)
+            return fail(err, errlen, "%s: serial tile %d in loop %s; a serial size must be at least 1",
+                        stage_name(f, st, nm, sizeof nm), t->serial[k], f->vars[dims[k]]);
+    }
+    return 0;
+}
+
+/* The root stage that a fused Func's chain ends in: *root, *rstage. */
+static bool kernel_of(legal_ctx *x, const sched_state *s, int g, int *root, int *rstage) {
+    int prev = g, hops = 0;
+    while (fused(s->f[g])) {
+        if (hops++ > x->n) return false;
+        prev = g;
+        g = s->f[g]->at;
+        if (g < 0 || g >= x->n || !s->f[g]) return false;
+    }
+    if (s->f[g]->loc != SCHED_ROOT || prev == g) return false;
+    *root = g;
+    *rstage = stage_at(x, s, prev, 0);
+    return *rstage >= 0;
+}
+
+/* The tile of stage st of a ROOT or BLOCK Func, its pending stages tiled
+ * by default. */
+static sched_tile tile_of(const legal_ctx *x, const sched_state *s, int g, int st) {
+    const sched_func *sf = s->f[g];
+    const sc_func *f = func_at(x->p, g);
+    if (sf && sf->tile && st < sf->nstages - sf->pending) return sf->tile[st];
+    sched_tile t = legal_default_tile(x, f, st);
+    if (sf && sf->loc == SCHED_BLOCK)
+        for (int k = 0; k < t.npure; k++) t.threads[k] = 1;
+    return t;
+}
+
+static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t, char *err, size_t errlen) {
+    const target *tg = x->t;
+    if (tile_shape(f, st, SCHED_ROOT, t, err, errlen)) return -1;
+    if (!tg) return 0;
+    char nm[200];
+    int64_t threads = 1, need = 1, ext[SC_MAX_DIMS];
+    legal_pure_extents(x->b, f, st, ext);
+    for (int k = 0; k < t->npure; k++) {
+        threads = sat_mul(threads, t->threads[k]);
+        need = sat_mul(need, (ext[k] + t->serial[k] - 1) / t->serial[k]);
+    }
+    if (err && errlen &&
+        (threads > tg->max_threads_per_block || (x->warp_multiple && threads % tg->warp_size) ||
+         LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial_points(t) > tg->registers_per_thread))
+        stage_name(f, st, nm, sizeof nm);
+    if (threads > tg->max_threads_per_block)
+        return fail(err, errlen, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
+                    threads == 1 ? "" : "s", tg->max_threads_per_block, tg->name);
+    /* A stage whose whole iteration space, at its serial sizes, has fewer
+     * than a warp of points, or that one block covers entirely, cannot be
+     * helped by a warp-multiple block: more threads would only idle. */
+    if (x->warp_multiple && threads % tg->warp_size && need >= tg->warp_size && threads < need)
+        return fail(err, errlen, "%s: %lld thread%s per block, not a multiple of the target's warp size %d (%s)", nm,
+                    (long long)threads, threads == 1 ? "" : "s", tg->warp_size, tg->name);
+    int64_t serial = serial_points(t), regs = LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial;
+    if (regs > tg->registers_per_thread)
+        return fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %d for thread-level and staged "
+                    "points + %lld serial points), over the target's %d (%s)", nm, (long long)regs,
+                    LEGAL_BASE_REGISTERS, LEGAL_STAGED_REGISTERS, (long long)serial, tg->registers_per_thread, tg->name);
+    return 0;
+}
+
+static int block_tile(legal_ctx *x, const sched_state *s, int fid, int st, int at, const sched_tile *t, char *err,
+                      size_t errlen) {
+    const sc_func *f = func_at(x->p, fid);
+    if (tile_shape(f, st, SCHED_BLOCK, t, err, errlen)) return -1;
+    /* the kernel: follow `at` to the root; fid's own link counts */
+    int g = at, prev = -1, hops = 0, rstage = -1;
+    while (g >= 0 && g < x->n && fused(s->f[g]) && hops++ <= x->n) { prev = g; g = s->f[g]->at; }
+    if (g < 0 || g >= x->n || !s->f[g] || s->f[g]->loc != SCHED_ROOT) return 0;   /* reported by the rules */
+    if (prev < 0) {
+        /* fid is fused straight into the root: its own stage there */
+        const sched_func *mine = s->f[fid];
+        if (mine && fused(mine) && mine->at == at) rstage = stage_at(x, s, fid, 0);
+        else if (legal_fusion(x, s, fid, SCHED_BLOCK, at, &rstage, NULL, 0) != 0) return 0;
+    } else {
+        rstage = stage_at(x, s, prev, 0);
+    }
+    if (rstage < 0) return 0;
+    sched_tile rt = tile_of(x, s, g, rstage);
+    int64_t kt = legal_threads(&rt), threads = 1;
+    for (int k = 0; k < t->npure; k++) threads = sat_mul(threads, t->threads[k]);
+    if (threads > kt) {
+        char nm[200], rn[200];
+        stage_name(f, st, nm, sizeof nm);
+        return fail(err, errlen, "%s: %lld threads (block level of %s), over the %lld threads per block of its "
+                    "kernel %s", nm, (long long)threads, func_at(x->p, at)->name, (long long)kt,
+                    stage_name(func_at(x->p, g), rstage, rn, sizeof rn));
+    }
+    return 0;
+}
+
+int legal_tile(legal_ctx *x, const sched_state *s, int fid, int st, sched_loc loc, int at,
+               const sched_tile *t, char *err, size_t errlen) {
+    const sc_func *f = func_at(x->p, fid);
+    if (loc == SCHED_ROOT) return root_tile(x, f, st, t, err, errlen);
+    assert(loc == SCHED_BLOCK);
+    return block_tile(x, s, fid, st, at, t, err, errlen);
+}
+
+/* ---- inlined expression size ------------------------------------------------ */
+
+typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
+
+static double inlined_size(size_ctx *z, const sc_expr *e);
+
+static double inline_func_size(size_ctx *z, const sc_func *g) {
+    if (z->memo[g->id] >= 0) return z->memo[g->id];
+    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
+    double v = inlined_size(z, g->stages[0].value);
+    z->memo[g->id] = v;
+    return v;
+}
+
+/* Tree size of e once inline Funcs are substituted (each occurrence of an
+ * inline call costs its Func's size plus its arguments once per use). */
+static double inlined_size(size_ctx *z, const sc_expr *e) {
+    double n = 1;
+    for (int i = 0; i < e->nargs; i++) n += inlined_size(z, e->args[i]);
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id < z->s->nfuncs) {
+        const sched_func *sf = z->s->f[e->func->id];
+        if (sf && sf->loc == SCHED_INLINE) n += inline_func_size(z, e->func) * (e->nargs ? 2 : 1);
+    }
+    return n;
+}
+
+double legal_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
+    size_ctx z = { p, s, xcalloc((size_t)p->funcs.n + 1, sizeof(double)) };
+    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
+    double best = 0;
+    if (worst) *worst = -1;
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = p->funcs.items[i];
+        const sched_func *sf = s->f[i];
+        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
+        for (int st = 0; st < f->nstages; st++) {
+            double v = inlined_size(&z, f->stages[st].value);
+            if (v > best) { best = v; if (worst) *worst = i; }
+        }
+    }
+    free(z.memo);
+    return best;
+}
+
+/* ---- footprints ----------------------------------------------------------- */
+
+static fp_entry *memo_find(legal_ctx *x, const sched_func *key) {
+    uint64_t h = ((uint64_t)(uintptr_t)key >> 4) * 0x9e3779b97f4a7c15ull;
+    for (int i = (int)(h & (uint64_t)(x->memo_cap - 1));; i = (i + 1) & (x->memo_cap - 1)) {
+        if (x->memo[i].key == key || !x->memo[i].key) return &x->memo[i];
+    }
+}
+
+static void memo_put(legal_ctx *x, const sched_func *key, int64_t count, const int64_t *ext, int nd) {
+    if (2 * (x->memo_n + 1) > x->memo_cap) {
+        fp_entry *old = x->memo;
+        int cap = x->memo_cap;
+        x->memo_cap *= 2;
+        x->memo = xcalloc((size_t)x->memo_cap, sizeof(fp_entry));
+        x->memo_n = 0;
+        for (int i = 0; i < cap; i++) if (old[i].key) memo_put(x, old[i].key, old[i].count, old[i].ext, SC_MAX_DIMS);
+        free(old);
+    }
+    fp_entry *e = memo_find(x, key);
+    if (!e->key) x->memo_n++;
+    e->key = key;
+    e->count = count;
+    for (int d = 0; d < nd && d < SC_MAX_DIMS; d++) e->ext[d] = ext[d];
+}
+
+void legal_inherit(legal_ctx *x, const sched_func *child, const sched_func *parent) {
+    fp_entry *e = memo_find(x, parent);
+    if (!e->key) return;
+    fp_entry copy = *e;
+    memo_put(x, child, copy.count, copy.ext, SC_MAX_DIMS);
+}
+
+/* The state with every undecided Func at root and every pending stage
+ * tiled by default, in the scratch arena. */
+static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state *s) {
+    sched_state *full = sched_state_copy(scratch, s);
+    for (int i = 0; i < x->n; i++) {
+        const sc_func *f = func_at(x->p, i);
+        if (f->kind != FUNC_DEFINED) continue;
+        const sched_func *sf = full->f[i];
+        if (sf && sf->loc != SCHED_UNDECIDED && !(sf->tile && sf->pending > 0)) continue;
+        sched_func *c;
+        if (sf && sf->loc != SCHED_UNDECIDED) {
+            c = sched_func_copy(scratch, sf);
+            for (int st = sf->nstages - sf->pending; st < sf->nstages; st++) c->tile[st] = tile_of(x, s, i, st);
+            c->pending = 0;
+        } else {
+            c = sched_func_new(scratch, SCHED_ROOT, -1, f->nstages);
+            for (int st = 0; st < f->nstages; st++) c->tile[st] = legal_default_tile(x, f, st);
+        }
+        full->f[i] = c;
+    }
+    return full;
+}
+
+/* Measures the footprint of every fused Func of the complete state full
+ * not measured yet (keys: the records of s, which full shares): from the
+ * loop-nest model (nest.h), which gives lowering's footprints without
+ * lowering.  The model does not yet cover a Func fused into several
+ * consumers; for a state with one, one lowering gives them.  0, or -1
+ * with the message of the one that failed. */
+static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, char *err, size_t errlen) {
+    bool need = false;
+    for (int i = 0; i < x->n && !need; i++)
+        if (fused(full->f[i]) && !memo_find(x, s->f[i] ? s->f[i] : full->f[i])->key) need = true;
+    if (!need) return 0;
+    char msg[512] = "";
+    if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
+    nest *model = nest_build(x->nest, full, msg, sizeof msg);
+    if (model) {
+        for (int i = 0; i < x->n; i++) {
+            if (!fused(full->f[i])) continue;
+            const nest_func *nf = model->funcs[i];
+            int64_t zero[SC_MAX_DIMS] = {0};
+            memo_put(x, s->f[i] ? s->f[i] : full->f[i], nf ? nf->elems : 0, nf ? nf->extent : zero,
+                     nf ? nf->ndims : 0);
+        }
+        nest_free(model);
+        return 0;
+    }
+    ir_arena *scratch = ir_arena_new();
+    lower_program *prog = lower_schedule(scratch, (sc_pipeline *)x->p, x->b, full, msg, sizeof msg);
+    int rc = 0;
+    if (!prog) {
+        rc = fail(err, errlen, "%s", msg);
+    } else {
+        for (int i = 0; i < x->n; i++) {
+            if (!fused(full->f[i])) continue;
+            const lower_alloc *a = NULL;
+            for (int k = 0; k < prog->nkernels && !a; k++) {
+                const lower_alloc *q = prog->kernels[k]->storage[i];
+                if (q && q->mem != MEM_GLOBAL) a = q;
+            }
+            int64_t zero[SC_MAX_DIMS] = {0};
+            memo_put(x, s->f[i] ? s->f[i] : full->f[i], a ? a->count : 0, a ? a->extent : zero,
+                     a ? a->ndims : 0);
+        }
+    }
+    ir_arena_free(scratch);
+    return rc;
+}
+
+/* ---- the whole state --------------------------------------------------------- */
+
+/* The rules of sched.h, Func by Func from the outputs. */
+static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
+    const sc_pipeline *p = x->p;
+    for (int i = p->order.n - 1; i >= 0; i--) {
+        const sc_func *f = ir_order_at(p, i);
+        if (f->kind != FUNC_DEFINED) continue;
+        const sched_func *sf = s->f[f->id];
+        if (!sf || sf->loc == SCHED_UNDECIDED)
+            return fail(err, errlen, "%s: not scheduled (the state is partial)", f->name);
+        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages))
+            return fail(err, errlen, "%s: the schedule tiles %d stage%s, the Func has %d", f->name,
+                        sf->tile ? sf->nstages : 0, sf->nstages == 1 ? "" : "s", f->nstages);
+    }
+    for (int i = p->order.n - 1; i >= 0; i--) {
+        const sc_func *f = ir_order_at(p, i);
+        if (f->kind != FUNC_DEFINED) continue;
+        const sched_func *sf = s->f[f->id];
+        if (f->is_output && sf->loc != SCHED_ROOT)
+            return fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, loc_word(sf->loc));
+        switch (sf->loc) {
+        case SCHED_INLINE:
+            if (f->nstages > 1)
+                return fail(err, errlen, "%s: cannot be inline: it has update definitions (only a Func with a "
+                            "single pure definition can be)", f->name);
+            continue;
+        case SCHED_ROOT:
+            for (int st = 0; st < f->nstages; st++)
+                if (tile_shape(f, st, SCHED_ROOT, &sf->tile[st], err, errlen)) return -1;
+            continue;
+        case SCHED_BLOCK:
+        case SCHED_THREAD:
+            break;
+        default:
+            return fail(err, errlen, "%s: unknown compute location %d", f->name, (int)sf->loc);
+        }
+        if (legal_fusion(x, s, f->id, sf->loc, sf->at, NULL, err, errlen)) return -1;
+        int r, rs;
+        if (!kernel_of(x, s, f->id, &r, &rs))
+            return fail(err, errlen, "%s: computed inside a cycle of fused Funcs", f->name);
+        if (sf->loc == SCHED_BLOCK)
+            for (int st = 0; st < f->nstages; st++)
+                if (tile_shape(f, st, SCHED_BLOCK, &sf->tile[st], err, errlen)) return -1;
+    }
+    /* the size depends only on which Funcs are inline: the tilings of one
+     * state's children all ask the same */
+    bool same = x->inl_valid;
+    for (int i = 0; i < x->n; i++) {
+        unsigned char v = is_inline(s, i);
+        if (x->inl[i] != v) same = false;
+        x->inl[i] = v;
+    }
+    if (!same) {
+        x->inl_size = legal_max_inlined_size(p, s, &x->inl_worst);
+        x->inl_valid = true;
+    }
+    int worst = x->inl_worst;
+    double size = x->inl_size;
+    if (size > LEGAL_MAX_INLINED && worst >= 0)
+        return fail(err, errlen, "%s: inlining makes its expression %.3g nodes large, over the limit of %d "
+                    "(compute some of its inline producers at root or fused)", func_at(p, worst)->name, size,
+                    LEGAL_MAX_INLINED);
+    return 0;
+}
+
+/* Shared memory and registers of every kernel (a complete state full;
+ * footprints keyed by the records of s). */
+static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *full, char *err, size_t errlen) {
+    const sc_pipeline *p = x->p;
+    const target *t = x->t;
+    int n = x->n;
+    int *kbase = xcalloc((size_t)n + 1, sizeof(int));
+    for (int i = 0; i < n; i++) kbase[i + 1] = kbase[i] + func_at(p, i)->nstages;
+    int64_t *smem = xcalloc((size_t)kbase[n] + 1, sizeof(int64_t));
+    int64_t *words = xcalloc((size_t)kbase[n] + 1, sizeof(int64_t));
+    int *root = xcalloc((size_t)n + 1, sizeof(int)), *rstage = xcalloc((size_t)n + 1, sizeof(int));
+    int rc = measure(x, s, full, err, errlen);
+    for (int i = 0; i < n && !rc; i++) {
+        root[i] = -1;
+        if (!fused(full->f[i])) continue;
+        if (!kernel_of(x, full, i, &root[i], &rstage[i])) { root[i] = -1; continue; }
+        int64_t count = memo_find(x, s->f[i] ? s->f[i] : full->f[i])->count;
+        int kk = kbase[root[i]] + rstage[i];
+        if (full->f[i]->loc == SCHED_BLOCK) smem[kk] += count * (int64_t)sc_type_size(func_at(p, i)->type);
+        else words[kk] += count;
+    }
+    for (int i = p->order.n - 1; i >= 0 && !rc; i--) {
+        const sc_func *f = ir_order_at(p, i);
+        const sched_func *sf = f->kind == FUNC_DEFINED ? full->f[f->id] : NULL;
+        if (!sf || sf->loc != SCHED_ROOT) continue;
+        for (int st = 0; st < f->nstages && !rc; st++) {
+            int kk = kbase[f->id] + st;
+            char nm[200];
+            stage_name(f, st, nm, sizeof nm);
+            if (smem[kk] > t->shared_mem_per_block) {
+                char who[600] = "";
+                for (int j = 0; j < n; j++)
+                    if (root[j] == f->id && rstage[j] == st && full->f[j]->loc == SCHED_BLOCK) {
+                        size_t l = strlen(who);
+                        int64_t c = memo_find(x, s->f[j] ? s->f[j] : full->f[j])->count;
+                        snprintf(who + l, sizeof who - l, "%s%s %lld", l ? ", " : "", func_at(p, j)->name,
+                                 (long long)(c * (int64_t)sc_type_size(func_at(p, j)->type)));
+                    }
+                rc = fail(err, errlen, "%s: %lld bytes of shared memory per block (%s), over the target's %d (%s)",
+                          nm, (long long)smem[kk], who, t->shared_mem_per_block, t->name);
+                break;
+            }
+            int64_t serial = serial_points(&sf->tile[st]);
+            int64_t w = words[kk] + LEGAL_STAGED_REGISTERS, regs = LEGAL_BASE_REGISTERS + w + serial;
+            if (regs > t->registers_per_thread)
+                rc = fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %lld for thread-level and "
+                          "staged points + %lld serial points), over the target's %d (%s)", nm, (long long)regs,
+                          LEGAL_BASE_REGISTERS, (long long)w, (long long)serial, t->registers_per_thread, t->name);
+        }
+    }
+    free(kbase);
+    free(smem);
+    free(words);
+    free(root);
+    free(rstage);
+    return rc;
+}
+
+int legal_fits(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
+    const sc_pipeline *p = x->p;
+    if (s->nfuncs != p->funcs.n)
+        return fail(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
+    if (p->order.n != p->funcs.n) return fail(err, errlen, "pipeline %s is not finalized", p->name);
+    if (!x->b) return fail(err, errlen, "no bounds to check the schedule against");
+    if (x->t && x->t->warp_size < 1) return fail(err, errlen, "the target has no warp size");
+    ir_arena *scratch = ir_arena_new();
+    sched_state *full = completed(x, scratch, s);
+    int rc = check_rules(x, full, err, errlen);
+    for (int i = p->order.n - 1; i >= 0 && !rc && x->t; i--) {
+        const sc_func *f = ir_order_at(p, i);
+        const sched_func *sf = f->kind == FUNC_DEFINED ? full->f[f->id] : NULL;
+        if (!sf || (sf->loc != SCHED_ROOT && sf->loc != SCHED_BLOCK)) continue;
+        for (int st = 0; st < f->nstages && !rc; st++)
+            rc = legal_tile(x, full, f->id, st, sf->loc, sf->at, &sf->tile[st], err, errlen);
+    }
+    if (!rc && x->t) rc = check_memory(x, s, full, err, errlen);
+    ir_arena_free(scratch);
+    return rc;
+}
+
+double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
+    const sched_func *sf = s->f[fid];
+    if (!fused(sf)) return 1;
+    ir_arena *scratch = ir_arena_new();
+    sched_state *full = completed(x, scratch, s);
+    double r = -1;
+    int root, rstage;
+    const bounds_func *rb = &x->b->funcs[fid];
+    double region = 1;
+    for (int d = 0; d < func_at(x->p, fid)->ndims; d++) region *= rb->extent[d] > 0 ? (double)rb->extent[d] : 1;
+    /* the loop-nest model's figure: the points its pure stage computes,
+     * recompute included */
+    char msg[256];
+    if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
+    nest *model = nest_build(x->nest, full, msg, sizeof msg);
+    if (model && model->funcs[fid] && model->funcs[fid]->nstages > 0) {
+        /* stage 0, the pure definition, has no reduction loops */
+        const nest_stage *ns = model->funcs[fid]->stages[0];
+        r = (double)ns->points_total / region;
+    }
+    nest_free(model);
+    if (r >= 0) {
+        ir_arena_free(scratch);
+        return r;
+    }
+    /* a Func fused into several consumers: from the footprint */
+    if (measure(x, s, full, NULL, 0) == 0 && kernel_of(x, full, fid, &root, &rstage)) {
+        /* how many times fid is computed: once per block of its kernel
+         * (BLOCK), or once per thread of the Func it sits in (THREAD) */
+        sched_tile rt = tile_of(x, full, root, rstage);
+        double times = (double)legal_blocks(x, func_at(x->p, root), rstage, &rt);
+        if (sf->loc == SCHED_THREAD) {
+            int g = fid;
+            while (full->f[g]->loc == SCHED_THREAD) g = full->f[g]->at;
+            int gst = rstage;
+            if (g != root) {
+                /* the BLOCK Func g whose thread loop holds fid: its stage
+                 * that fid's chain enters */
+                int h = fid;
+                while (full->f[h]->at != g) h = full->f[h]->at;
+                gst = stage_at(x, full, h, 0);
+            }
+            if (gst >= 0) {
+                sched_tile gt = tile_of(x, full, g, gst);
+                times *= (double)legal_threads(&gt);
+            }
+        }
+        r = (double)memo_find(x, sf)->count * times / region;
+    }
+    ir_arena_free(scratch);
+    return r;
+}

@@ -1,0 +1,296 @@
+/*
+ * enumerate.c - the children of a schedule state (space.h): phase (a), the
+ * compute locations of the next Func, and phase (b), the tilings of one
+ * stage of a root or block-level Func; every child legal (legal.h), the
+ * Anderson et al. 2021 §6.6 pruning when asked.
+ */
+#include <assert.h>
+#include <string.h>
+#include "space.h"
+
+static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
+
+legal_ctx *space_legal(const sc_pipeline *p, const bounds_result *b, const space_opts *o) {
+    return legal_new(p, b, o->t, o->prune);
+}
+
+int space_next(const sc_pipeline *p, const sched_state *s, bool *tiling) {
+    for (int i = 0; i < s->nfuncs; i++)
+        if (s->f[i] && s->f[i]->pending > 0) {
+            if (tiling) *tiling = true;
+            return i;
+        }
+    if (tiling) *tiling = false;
+    for (int i = p->order.n - 1; i >= 0; i--) {
+        const sc_func *f = ir_order_at(p, i);
+        if (f->kind == FUNC_DEFINED && !s->f[f->id]) return f->id;
+    }
+    return -1;
+}
+
+typedef struct { int fid; bool pointwise; } pw_walk;
+
+static void check_pointwise(const sc_expr *e, void *user) {
+    pw_walk *w = user;
+    if (e->kind != E_CALL || e->func->id != w->fid) return;
+    for (int d = 0; d < e->nargs; d++)
+        if (e->args[d]->kind != E_VAR) w->pointwise = false;
+}
+
+bool space_pointwise(const sc_pipeline *p, int fid) {
+    pw_walk w = { fid, true };
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *g = func_at(p, i);
+        for (int st = 0; st < g->nstages; st++) {
+            ir_visit(g->stages[st].value, check_pointwise, &w);
+            for (int d = 0; d < g->stages[st].nargs; d++) ir_visit(g->stages[st].args[d], check_pointwise, &w);
+        }
+    }
+    return w.pointwise;
+}
+
+/* ---- phase (a): locations -------------------------------------------------- */
+
+/* The record of fid at loc (of at), its stages pending with the default
+ * tiling (all ones at block level) until phase (b) tiles them. */
+static sched_func *location_record(space_enum *e, ir_arena *a, sched_loc loc, int at) {
+    const sc_func *f = func_at(e->p, e->fid);
+    sched_func *sf = sched_func_new(a, loc, at, f->nstages);
+    sf->pending = loc == SCHED_ROOT || loc == SCHED_BLOCK ? f->nstages : 0;
+    for (int st = 0; sf->tile && st < sf->nstages; st++) {
+        sf->tile[st] = legal_default_tile(e->x, f, st);
+        for (int k = 0; loc == SCHED_BLOCK && k < sf->tile[st].npure; k++) sf->tile[st].threads[k] = 1;
+    }
+    return sf;
+}
+
+/* Adds fid at loc when that is legal (and, pruning, not excessive); root
+ * always is (legal.h, the default tiling). */
+static void add_loc(space_enum *e, ir_arena *a, sched_loc loc, int at) {
+    sched_func *sf = location_record(e, a, loc, at);
+    bool ok = true;
+    if (loc != SCHED_ROOT) {
+        ir_arena *scratch = ir_arena_new();
+        sched_state *c = sched_state_copy(scratch, e->s);
+        c->f[e->fid] = sf;
+        ok = legal_fits(e->x, c, NULL, 0) == 0;
+        if (ok && e->o->prune) {
+            if (loc == SCHED_INLINE) ok = legal_max_inlined_size(e->p, c, NULL) <= LEGAL_SEARCH_INLINED;
+            if (loc == SCHED_BLOCK || loc == SCHED_THREAD) {
+                double r = legal_redundancy(e->x, c, e->fid);
+                ok = r >= 0 && r <= LEGAL_MAX_REDUNDANCY;
+            }
+        }
+        ir_arena_free(scratch);
+    }
+    if (ok) e->locs[e->nlocs++] = sf;
+}
+
+static void locations(space_enum *e, ir_arena *a) {
+    const sc_func *f = func_at(e->p, e->fid);
+    e->nlocs = 0;
+    if (f->is_output) {
+        add_loc(e, a, SCHED_ROOT, -1);
+        return;
+    }
+    bool inlinable = f->nstages == 1;
+    if (inlinable && e->o->prune && space_pointwise(e->p, e->fid)) {
+        /* §6: a point-wise single-stage Func is always inlined, when that
+         * is within the limits */
+        add_loc(e, a, SCHED_INLINE, -1);
+        if (e->nlocs) return;
+    }
+    if (inlinable) add_loc(e, a, SCHED_INLINE, -1);
+    add_loc(e, a, SCHED_ROOT, -1);
+    if (legal_pure_updates(f)) {
+        int ab = legal_lca(e->x, e->s, e->fid, SCHED_BLOCK);
+        if (ab >= 0) add_loc(e, a, SCHED_BLOCK, ab);
+        int at = legal_lca(e->x, e->s, e->fid, SCHED_THREAD);
+        if (at >= 0) add_loc(e, a, SCHED_THREAD, at);
+    }
+}
+
+/* ---- phase (b): tilings ---------------------------------------------------- */
+
+/* t <= extent, or the smallest option that covers the extent. */
+static int keep_covering(const int *opts, int n, int64_t extent, int *out) {
+    int m = 0;
+    bool covered = false;
+    for (int i = 0; i < n; i++) {
+        if (opts[i] <= extent) out[m++] = opts[i];
+        else if (!covered) out[m++] = opts[i];
+        if (opts[i] >= extent) covered = true;
+    }
+    return m;
+}
+
+static void sort_unique(int *v, int *n) {
+    for (int i = 1; i < *n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+        }
+    int m = 0;
+    for (int i = 0; i < *n; i++) if (!m || v[m - 1] != v[i]) v[m++] = v[i];
+    *n = m;
+}
+
+/* The (serial, threads) options of loop k (ROOT), or threads (BLOCK). */
+static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
+    int warp = e->o->t ? e->o->t->warp_size : 32;
+    int n = 0;
+    int serial[8], ns = 0;
+    if (e->loc == SCHED_ROOT) {
+        static const int pow2[] = { 1, 2, 4, 8 }, odd[] = { 3, 5, 7 };
+        for (int i = 0; i < 4; i++) if (pow2[i] == 1 || pow2[i] <= ext) serial[ns++] = pow2[i];
+        for (int i = 0; i < 3; i++)
+            if (ext % odd[i] == 0 && (ext / odd[i]) % warp == 0) serial[ns++] = odd[i];
+    } else {
+        serial[ns++] = 1;
+    }
+    for (int si = 0; si < ns; si++) {
+        int64_t left = e->loc == SCHED_ROOT ? (ext + serial[si] - 1) / serial[si] : ext;
+        int cand[8], nc = 0, th[8];
+        if (e->loc == SCHED_ROOT && innermost) {
+            cand[nc++] = 16; cand[nc++] = 32; cand[nc++] = 64;
+        } else {
+            for (int t = 1; t <= (innermost ? 64 : 16); t *= 2) cand[nc++] = t;
+        }
+        sort_unique(cand, &nc);
+        int nt = keep_covering(cand, nc, left, th);
+        if (e->loc == SCHED_ROOT && innermost) {
+            /* the warp size itself, so the default tiling is a child */
+            bool has = false;
+            for (int i = 0; i < nt; i++) has |= th[i] == warp;
+            if (!has) th[nt++] = warp;
+            sort_unique(th, &nt);
+        }
+        for (int i = 0; i < nt; i++) {
+            assert(n < SPACE_MAX_OPTS);
+            e->sopt[k][n] = serial[si];
+            e->topt[k][n++] = th[i];
+        }
+    }
+    e->nopt[k] = n;
+}
+
+static void tilings_begin(space_enum *e) {
+    const sc_func *f = func_at(e->p, e->fid);
+    const sched_func *sf = e->s->f[e->fid];
+    e->st = sf->nstages - sf->pending;
+    e->loc = sf->loc;
+    e->at = sf->at;
+    int64_t ext[SC_MAX_DIMS];
+    e->np = legal_pure_extents(e->b, f, e->st, ext);
+    int inner = 0;
+    for (int k = 0; k < e->np; k++) if (ext[k] >= 16) { inner = k; break; }
+    for (int k = 0; k < e->np; k++) {
+        loop_options(e, k, ext[k], k == inner);
+        e->digit[k] = 0;
+    }
+    e->started = false;
+    e->done = false;
+}
+
+/* The tiling the counter points at. */
+static void current_tile(space_enum *e) {
+    memset(&e->cur, 0, sizeof e->cur);
+    e->cur.npure = e->np;
+    for (int k = 0; k < e->np; k++) {
+        e->cur.serial[k] = e->sopt[k][e->digit[k]];
+        e->cur.threads[k] = e->topt[k][e->digit[k]];
+    }
+}
+
+/* The §6.6 rules for a root tiling (the warp-lane rule is legality's
+ * warp-multiple rule, on when pruning). */
+static bool tile_pruned(space_enum *e, const sched_tile *t) {
+    if (!e->o->prune || e->loc != SCHED_ROOT) return false;
+    int64_t serial = 1, total = 1, ext[SC_MAX_DIMS];
+    const sc_func *f = func_at(e->p, e->fid);
+    legal_pure_extents(e->b, f, e->st, ext);
+    for (int k = 0; k < t->npure; k++) {
+        serial *= t->serial[k];
+        total *= ext[k];
+    }
+    if (serial >= LEGAL_UNROLL_LIMIT) return true;            /* would not be unrolled */
+    if (e->o->t) {
+        /* idle SMs: fewer than 2 blocks per SM where the stage has the
+         * points for 2 warp-sized blocks per SM */
+        int64_t sms = e->o->t->sm_count, warp = e->o->t->warp_size;
+        if (total >= 2 * sms * warp && legal_blocks(e->x, f, e->st, t) < 2 * sms) return true;
+    }
+    return false;
+}
+
+static bool next_tiling(space_enum *e) {
+    while (!e->done) {
+        if (!e->started) {
+            e->started = true;
+        } else {
+            int k = 0;
+            for (; k < e->np; k++) {
+                if (++e->digit[k] < e->nopt[k]) break;
+                e->digit[k] = 0;
+            }
+            if (k == e->np) {
+                e->done = true;
+                break;
+            }
+        }
+        current_tile(e);
+        if (legal_tile(e->x, e->s, e->fid, e->st, e->loc, e->at, &e->cur, NULL, 0) == 0 && !tile_pruned(e, &e->cur))
+            return true;
+    }
+    return false;
+}
+
+/* ---- the enumeration ------------------------------------------------------- */
+
+int space_enum_begin(space_enum *e, ir_arena *a, legal_ctx *x, const sc_pipeline *p, const bounds_result *b,
+                     const sched_state *s, const space_opts *o) {
+    memset(e, 0, sizeof *e);
+    e->x = x;
+    e->p = p;
+    e->b = b;
+    e->s = s;
+    e->o = o;
+    e->fid = space_next(p, s, &e->tiling);
+    if (e->fid < 0) return -1;
+    if (e->tiling) tilings_begin(e);
+    else locations(e, a);
+    e->iloc = -1;
+    return e->fid;
+}
+
+bool space_enum_skip(space_enum *e) {
+    if (e->fid < 0) return false;
+    if (e->tiling) return next_tiling(e);
+    if (e->iloc + 1 >= e->nlocs) return false;
+    e->iloc++;
+    return true;
+}
+
+sched_state *space_enum_next(space_enum *e, ir_arena *a) {
+    if (!space_enum_skip(e)) return NULL;
+    sched_state *c = sched_state_copy(a, e->s);
+    sched_func *sf;
+    if (e->tiling) {
+        sf = sched_func_copy(a, e->s->f[e->fid]);
+        sf->tile[e->st] = e->cur;
+        sf->pending--;
+        legal_inherit(e->x, sf, e->s->f[e->fid]);
+    } else {
+        sf = e->locs[e->iloc];
+    }
+    c->f[e->fid] = sf;
+    return c;
+}
+
+int space_children(ir_arena *a, legal_ctx *x, const sc_pipeline *p, const bounds_result *b,
+                   const sched_state *s, const space_opts *o, ir_vec *out) {
+    space_enum e;
+    if (space_enum_begin(&e, a, x, p, b, s, o) < 0) return 0;
+    int n = 0;
+    for (sched_state *c; (c = space_enum_next(&e, a)); n++) ir_vec_push(a, out, c);
+    return n;
+}

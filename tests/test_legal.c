@@ -1,0 +1,315 @@
+/*
+ * test_legal.c - the legality module and the enumerator built on it.
+ *
+ * The children of each phase are counted against hand counts (worked out
+ * in the comments) for a copy, a two-stage blur and a diamond; along random
+ * walks of every app (at its test size), every child of every state passes
+ * legal_fits and every complete child lowers; the walks draw among the
+ * enumerated children, so there is nothing to redraw.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "apps.h"
+#include "check.h"
+#include "lower.h"
+#include "space.h"
+
+static target a100(void) {
+    target t;
+    char err[512];
+    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
+            exit(1);
+    }
+    return t;
+}
+
+typedef struct {
+    sc_pipeline *p;
+    bounds_result *b;
+    ir_arena *a;
+} fixture;
+
+static fixture load(const char *text) {
+    fixture fx = { sc_parse_string("t.pipe", text, strlen(text), NULL), NULL, ir_arena_new() };
+    CHECK(sc_error_count(fx.p) == 0);
+    fx.b = bounds_infer(fx.p);
+    return fx;
+}
+
+static void unload(fixture *fx) {
+    bounds_free(fx->b);
+    ir_arena_free(fx->a);
+    sc_pipeline_free(fx->p);
+}
+
+static int count_children(fixture *fx, const sched_state *s, const space_opts *o, ir_vec *kids) {
+    legal_ctx *x = space_legal(fx->p, fx->b, o);
+    ir_vec v = {0};
+    int n = space_children(fx->a, x, fx->p, fx->b, s, o, kids ? kids : &v);
+    /* and every one of them is legal */
+    ir_vec *all = kids ? kids : &v;
+    char err[512];
+    for (int i = all->n - n; i < all->n; i++) {
+        int rc = legal_fits(x, all->items[i], err, sizeof err);
+        if (rc) fprintf(stderr, "illegal child: %s\n", err);
+        CHECK(rc == 0);
+    }
+    legal_free(x);
+    return n;
+}
+
+static const char *COPY =
+    "input f32 in(64, 32);\n"
+    "out(x, y) = in(x, y) * 2;\n"
+    "output out(64, 32);\n";
+
+/* copy: out is the only Func.
+ * Phase (a): an output is root: 1 child.
+ * Phase (b), out at root over 64 x 32, x innermost (the first loop of
+ * extent >= 16):
+ *   x: serial 1, 2, 4, 8 (no odd size divides 64 into warps); the extent
+ *      left is 64, 32, 16, 8; thread counts from 16, 32, 64 (each at most
+ *      the extent left, or the smallest that covers it) plus the warp, 32:
+ *      {16,32,64}, {16,32}, {16,32}, {16,32} -> 3 + 2 + 2 + 2 = 9 pairs;
+ *   y: serial 1, 2, 4, 8; left 32, 16, 8, 4; powers of two up to 16:
+ *      {1..16}, {1..16}, {1..8}, {1..4} -> 5 + 5 + 4 + 3 = 17 pairs;
+ *   9 x 17 = 153 tilings, all within 1024 threads (at most 64 x 16) and
+ *   the registers (16 + 64 + at most 8 x 8 serial points).
+ * Pruned (§6.6): serial tiles of 16 points or more are dropped (x*y serial
+ *   < 16), and warp multiples are required where the stage has a warp of
+ *   work (always here): 16 x 1 threads goes, 16 x 2 stays.  Per (sx, sy)
+ *   with sx * sy < 16 the count is nx * ny - 1 (the one 16 x 1 pair):
+ *   sx=1: sy=1,2,4,8 -> 14 + 14 + 11 + 8 = 47; sx=2: sy=1,2,4 -> 9 + 9 + 7
+ *   = 25; sx=4: sy=1,2 -> 9 + 9 = 18; sx=8: sy=1 -> 9; total 99.  The
+ *   idle-SM rule does not apply: 2048 points < 2 x 108 SMs x 32. */
+static void test_copy_counts(void) {
+    fixture fx = load(COPY);
+    target t = a100();
+    space_opts o = { &t, false }, pr = { &t, true };
+    sched_state *s = sched_state_new(fx.a, fx.p);
+    ir_vec kids = {0};
+    CHECK(count_children(&fx, s, &o, &kids) == 1);
+    CHECK(count_children(&fx, s, &pr, NULL) == 1);
+    sched_state *root = kids.items[0];
+    int out = sc_func_lookup(fx.p, "out")->id;
+    CHECK(root->f[out]->loc == SCHED_ROOT && root->f[out]->pending == 1);
+    bool tiling = false;
+    CHECK(space_next(fx.p, root, &tiling) == out && tiling);
+    ir_vec tiles = {0};
+    CHECK(count_children(&fx, root, &o, &tiles) == 153);
+    CHECK(count_children(&fx, root, &pr, NULL) == 99);
+    /* every child is complete, and they are all different */
+    for (int i = 0; i < tiles.n; i++) {
+        CHECK(sched_complete(fx.p, tiles.items[i]));
+        CHECK(space_next(fx.p, tiles.items[i], NULL) == -1);
+        for (int j = 0; j < i; j++)
+            CHECK(sched_hash(tiles.items[i], 3) != sched_hash(tiles.items[j], 3));
+    }
+    /* the same order every time */
+    ir_vec again = {0};
+    count_children(&fx, root, &o, &again);
+    for (int i = 0; i < tiles.n && i < again.n; i++)
+        CHECK(sched_hash(tiles.items[i], 3) == sched_hash(again.items[i], 3));
+    unload(&fx);
+}
+
+static const char *BLUR =
+    "input f32 in(256, 128);\n"
+    "blur_x(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y);\n"
+    "out(x, y) = blur_x(x, y) + blur_x(x, y + 1) + blur_x(x, y + 2);\n"
+    "output out(254, 126);\n";
+
+/* blur: out (254 x 126) at root [x=32x1 y=1x1], blur_x (254 x 128) next.
+ * Phase (a): inline, root, block of out, thread of out: 4 (all within the
+ *   limits; pruned, blur_x is not point-wise, its inlined size is small,
+ *   and the recompute of both fused levels is 96 points per 32 computed
+ *   (a 32 x 3 footprint per block of 32 x 1, or 1 x 3 per thread):
+ *   96 x 1008 blocks / (254 x 128) = 2.98 < 4: still 4).
+ * Phase (b) of blur_x at root (254 x 128):
+ *   x: serial 1, 2, 4, 8 (254 = 2 x 127: no odd size); left 254, 127, 64,
+ *      32; threads {16,32,64} x 3, then {16,32}: 11 pairs;
+ *   y: serial 1, 2, 4, 8; left 128, 64, 32, 16: {1..16} each: 20 pairs;
+ *   220 tilings.
+ * Phase (b) of blur_x at block level of out, whose block has 32 threads:
+ *   thread counts only, x (innermost) 1..64, y 1..16, product <= 32:
+ *   x=1: 5, x=2: 5, x=4: 4, x=8: 3, x=16: 2, x=32: 1, x=64: 0 -> 20. */
+static void test_blur_counts(void) {
+    fixture fx = load(BLUR);
+    target t = a100();
+    space_opts o = { &t, false }, pr = { &t, true };
+    char err[512];
+    sched_state *s = sched_parse(fx.a, fx.p, "t.sched", "schedule t;\nout: root [x=32x1 y=1x1];\nblur_x: inline;\n",
+                                 err, sizeof err);
+    CHECK(s != NULL);
+    if (!s) { unload(&fx); return; }
+    int bx = sc_func_lookup(fx.p, "blur_x")->id, out = sc_func_lookup(fx.p, "out")->id;
+    s->f[bx] = NULL;
+    ir_vec locs = {0};
+    CHECK(count_children(&fx, s, &o, &locs) == 4);
+    CHECK(count_children(&fx, s, &pr, NULL) == 4);
+    sched_loc want[4] = { SCHED_INLINE, SCHED_ROOT, SCHED_BLOCK, SCHED_THREAD };
+    for (int i = 0; i < locs.n && i < 4; i++) {
+        const sched_func *sf = ((sched_state *)locs.items[i])->f[bx];
+        CHECK(sf->loc == want[i]);
+        CHECK(sf->loc == SCHED_INLINE || sf->loc == SCHED_ROOT || sf->at == out);
+    }
+    if (locs.n == 4) {
+        CHECK(count_children(&fx, locs.items[1], &o, NULL) == 220);
+        CHECK(count_children(&fx, locs.items[2], &o, NULL) == 20);
+        /* inline and thread level are complete already */
+        CHECK(space_next(fx.p, locs.items[0], NULL) == -1);
+        CHECK(space_next(fx.p, locs.items[3], NULL) == -1);
+    }
+    unload(&fx);
+}
+
+/* Partial states: a tiling over the limits is refused by legal_tile, and
+ * a fused level whose footprint overflows shared memory by legal_fits;
+ * the default tiling is within every limit. */
+static void test_partial_states(void) {
+    fixture fx = load(BLUR);
+    target t = a100();
+    legal_ctx *x = legal_new(fx.p, fx.b, &t, true);
+    int bx = sc_func_lookup(fx.p, "blur_x")->id, out = sc_func_lookup(fx.p, "out")->id;
+    sched_state *s = sched_state_new(fx.a, fx.p);
+    char err[512];
+    CHECK(legal_fits(x, s, err, sizeof err) == 0);
+    sched_func *sf = sched_func_new(fx.a, SCHED_ROOT, -1, 1);
+    sf->tile[0] = legal_default_tile(x, sc_func_lookup(fx.p, "out"), 0);
+    CHECK(sf->tile[0].threads[0] == 32 && sf->tile[0].threads[1] == 1);
+    s->f[out] = sf;
+    CHECK(legal_fits(x, s, err, sizeof err) == 0);
+    sched_tile big = { 2, { 64, 32 }, { 1, 1 } };
+    CHECK(legal_tile(x, s, out, 0, SCHED_ROOT, -1, &big, err, sizeof err) == -1);
+    CHECK(strstr(err, "out: 2048 threads per block, over the target's 1024") != NULL);
+    sched_tile wide = { 2, { 32, 8 }, { 8, 8 } };     /* 256 x 64 points per block */
+    CHECK(legal_tile(x, s, out, 0, SCHED_ROOT, -1, &wide, err, sizeof err) == 0);
+    sched_func *o2 = sched_func_new(fx.a, SCHED_ROOT, -1, 1);
+    o2->tile[0] = wide;
+    s->f[out] = o2;
+    sched_func *blk = sched_func_new(fx.a, SCHED_BLOCK, out, 1);
+    blk->tile[0] = (sched_tile){ 2, { 32, 8 }, { 1, 1 } };
+    s->f[bx] = blk;
+    /* 256 x 66 floats, clipped to blur_x's 254 columns: 67056 bytes */
+    CHECK(legal_fits(x, s, err, sizeof err) == -1);
+    CHECK(strstr(err, "out: 67056 bytes of shared memory per block (blur_x 67056)") != NULL);
+    /* redundancy of blur_x in out's 256 x 64 blocks: 254 x 66 points per
+     * block, 1 x 2 blocks, over 254 x 128 points: 1.03 */
+    double r = legal_redundancy(x, s, bx);
+    CHECK(r > 1.0 && r < 1.1);
+    legal_free(x);
+    unload(&fx);
+}
+
+/* Random walks over every app (test sizes): each state's children all
+ * pass legal_fits (on the first 4 walks per app; every 101st child on the
+ * others); complete children lower (every 7th checked one, and the end of
+ * every walk); walks reach a complete state by construction. */
+static void test_walks(void) {
+    int walks = getenv("WALKS") ? atoi(getenv("WALKS")) : 100;
+    int lower_every = 7;
+    char **names, err[1024];
+    int napps = apps_list("apps", &names, err, sizeof err);
+    CHECK(napps >= 17);
+    target t = a100();
+    clock_t t0 = clock();
+    for (int ai = 0; ai < napps; ai++) {
+        app_case ac;
+        if (app_load("apps", names[ai], true, 1, &ac, err, sizeof err) != 0) {
+            check_report(false, "%s: %s", names[ai], err);
+            continue;
+        }
+        long states = 0, children = 0, lowered = 0, illegal = 0, unlowered = 0, complete = 0, redraws = 0;
+        for (int w = 0; w < walks; w++) {
+            space_opts o = { &t, w % 2 == 0 };
+            space_rng rng = { (uint64_t)w * 7919 + 17 };
+            ir_arena *a = ir_arena_new();
+            legal_ctx *x = space_legal(ac.p, ac.b, &o);
+            sched_state *s = sched_state_new(a, ac.p);
+            /* every child of every state on the first walks; a sample of
+             * the children (every 101st) on the rest, to keep the test
+             * short */
+            int check_every = w < 4 ? 1 : 101;
+            for (;;) {
+                space_enum e;
+                if (space_enum_begin(&e, a, x, ac.p, ac.b, s, &o) < 0) break;
+                states++;
+                int64_t n = 0;
+                for (;; n++) {
+                    if (n % check_every) {
+                        if (!space_enum_skip(&e)) break;
+                        continue;
+                    }
+                    sched_state *c = space_enum_next(&e, a);
+                    if (!c) break;
+                    children++;
+                    if (legal_fits(x, c, err, sizeof err) != 0) {
+                        if (illegal++ < 3) fprintf(stderr, "%s: illegal child: %s\n", names[ai], err);
+                    }
+                    if (sched_complete(ac.p, c) && children % lower_every == 0) {
+                        ir_arena *la = ir_arena_new();
+                        lowered++;
+                        if (!lower_schedule(la, ac.p, ac.b, c, err, sizeof err) && unlowered++ < 3)
+                            fprintf(stderr, "%s: does not lower: %s\n", names[ai], err);
+                        ir_arena_free(la);
+                    }
+                }
+                CHECK(n > 0);
+                if (n == 0) break;
+                /* draw one: enumerate again up to it (the same location
+                 * records in phase a) */
+                int64_t pick = space_rand_below64(&rng, n);
+                if (e.tiling) space_enum_begin(&e, a, x, ac.p, ac.b, s, &o);
+                else e.iloc = -1;
+                for (int64_t i = 0; i < pick; i++) space_enum_skip(&e);
+                s = space_enum_next(&e, a);
+                /* the drawn child is legal: a walk never needs a redraw */
+                if (legal_fits(x, s, err, sizeof err) != 0) {
+                    if (redraws++ < 3) fprintf(stderr, "%s: drew an illegal child: %s\n", names[ai], err);
+                }
+            }
+            complete += sched_complete(ac.p, s);
+            ir_arena *la = ir_arena_new();
+            lowered++;
+            if (!lower_schedule(la, ac.p, ac.b, s, err, sizeof err) && unlowered++ < 3)
+                fprintf(stderr, "%s: the walk's schedule does not lower: %s\n", names[ai], err);
+            ir_arena_free(la);
+            legal_free(x);
+            ir_arena_free(a);
+        }
+        check_report(illegal == 0 && unlowered == 0 && complete == walks && redraws == 0,
+                      "%s: %d walks, %ld states, %ld children checked legal (%ld illegal), %ld complete ones lowered "
+                      "(%ld failed), %ld draws that would need a redraw", names[ai], walks, states, children, illegal,
+                      lowered, unlowered, redraws);
+        app_free(&ac);
+    }
+    apps_free_names(names, napps);
+    fprintf(stderr, "walks: %.1f s\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+}
+
+/* space_random takes one enumerated child per step: the same seed gives
+ * the same schedule, a complete one, every time. */
+static void test_random_walk(void) {
+    fixture fx = load(BLUR);
+    target t = a100();
+    space_opts o = { &t, true };
+    char err[512];
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        sched_state *x = space_random(fx.a, fx.p, fx.b, &o, seed, err, sizeof err);
+        sched_state *y = space_random(fx.a, fx.p, fx.b, &o, seed, err, sizeof err);
+        CHECK(x && y && sched_complete(fx.p, x));
+        CHECK(x && y && sched_hash(x, 5) == sched_hash(y, 5));
+        CHECK(x && sched_check(fx.p, fx.b, x, &t, true, err, sizeof err) == 0);
+    }
+    unload(&fx);
+}
+
+int main(void) {
+    RUN(test_copy_counts);
+    RUN(test_blur_counts);
+    RUN(test_partial_states);
+    RUN(test_random_walk);
+    RUN(test_walks);
+    CHECK_EXIT();
+}
