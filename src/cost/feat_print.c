@@ -48,13 +48,30 @@ void feat_print_table(FILE *out, const sc_pipeline *p, const feat_result *r) {
     }
 }
 
-/* Names are identifiers ([A-Za-z0-9_]), so they need no escaping. */
+/* A JSON string (names are identifiers, but a quote or a control
+ * character must never break the document). */
+static void string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
+        else if (ch < 0x20) fprintf(out, "\\u%04x", ch);
+        else fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
 void feat_print_json(FILE *out, const sc_pipeline *p, const target *t, const feat_result *r) {
-    fprintf(out, "{\"pipeline\": \"%s\", \"target\": \"%s\", \"stages\": [", p->name, t->name);
+    fputs("{\"pipeline\": ", out);
+    string(out, p->name);
+    fputs(", \"target\": ", out);
+    string(out, t->name);
+    fputs(", \"stages\": [", out);
     for (int k = 0; k < r->n; k++) {
         const feat_row *row = &r->rows[k];
-        fprintf(out, "%s\n  {\"func\": \"%s\", \"stage\": %d, \"loc\": \"%s\", \"features\": {", k ? "," : "",
-                func_at(p, row->func)->name, row->stage, loc_name(row->loc));
+        fprintf(out, "%s\n  {\"func\": ", k ? "," : "");
+        string(out, func_at(p, row->func)->name);
+        fprintf(out, ", \"stage\": %d, \"loc\": \"%s\", \"features\": {", row->stage, loc_name(row->loc));
         for (int i = 0; i < FEAT_COUNT; i++) {
             fprintf(out, "%s\"%s\": ", i ? ", " : "", feat_name(i));
             number(out, row->v[i], true);
