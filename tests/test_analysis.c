@@ -70,7 +70,8 @@ static void deps_print_v(FILE *o, const sc_pipeline *p, const void *r) { deps_pr
 static void ops_print_v(FILE *o, const sc_pipeline *p, const void *r) { ops_print(o, p, r); }
 
 /* f(2x + 1, y - 1): [[2 0 | 1] [0 1 | -1]]; f(x / 2, y): 1/2; a clamped
- * coordinate is not affine; f(y, x) transposes. */
+ * coordinate keeps the clamped expression's row, flagged (1-Lipschitz),
+ * a min of two varying operands is not affine; f(y, x) transposes. */
 static void jacobians(void) {
     P = sc_pipeline_new("jac");
     int ext[2] = { 64, 64 };
@@ -79,10 +80,12 @@ static void jacobians(void) {
     sc_func *g = def2("g", add(add(call2(f, add(mul(I(2), V("x")), I(1)), sub(V("y"), I(1))),
                                    call2(f, sc_binary(P, SC_DIV, add(V("x"), I(1)), I(2)), V("y"))),
                                call2(f, V("y"), V("x"))));
-    CHECK(sc_output(P, g, 2, (int[]){ 16, 16 }) == 0);
+    sc_func *h = def2("h", add(call2(g, sc_clamp(P, sub(V("x"), I(1)), I(0), I(15)), V("y")),
+                               call2(g, sc_binary(P, SC_MIN, V("x"), V("y")), I(3))));
+    CHECK(sc_output(P, h, 2, (int[]){ 16, 16 }) == 0);
     CHECK(finalize());
     deps_result *d = deps_analyse(P);
-    CHECK(d->n == 4);
+    CHECK(d->n == 6);
     const deps_access *a = find(d, g, 0, f, 0);
     CHECK(a && a->rows == 2 && a->cols == 2);
     CHECK(coef_is(a, 0, 0, 2, 1) && coef_is(a, 0, 1, 0, 1) && off_is(a, 0, 1, 1));
@@ -92,11 +95,17 @@ static void jacobians(void) {
     a = find(d, g, 0, f, 2);
     CHECK(coef_is(a, 0, 0, 0, 1) && coef_is(a, 0, 1, 1, 1) && coef_is(a, 1, 0, 1, 1));
     a = find(d, f, 0, in, 0);
-    CHECK(a && !a->affine[0] && !a->affine[1]);
+    CHECK(a && a->affine[0] && a->affine[1] && a->clamped[0] && a->clamped[1]);
+    CHECK(coef_is(a, 0, 0, 1, 1) && coef_is(a, 0, 1, 0, 1) && coef_is(a, 1, 1, 1, 1) && off_is(a, 0, 0, 1));
+    a = find(d, h, 0, g, 0);
+    CHECK(a && a->affine[0] && a->clamped[0] && coef_is(a, 0, 0, 1, 1) && off_is(a, 0, -1, 1));
+    CHECK(a->affine[1] && !a->clamped[1]);
+    a = find(d, h, 0, g, 1);
+    CHECK(a && !a->affine[0] && a->affine[1] && off_is(a, 1, 3, 1));
     char *s = print_to_string(deps_print_v, d);
     CHECK(strstr(s, "g.0 <- f(2 * x + 1, y - 1)  loops: x y\n  [2 0 | 1]\n  [0 1 | -1]\n") != NULL);
     CHECK(strstr(s, "g.0 <- f((x + 1) / 2, y)  loops: x y\n  [1/2 0 | 1/2]\n  [0 1 | 0]\n") != NULL);
-    CHECK(strstr(s, "f.0 <- in(max(min(x, 63), 0), max(min(y, 63), 0))  loops: x y\n  [not affine]\n  [not affine]\n") != NULL);
+    CHECK(strstr(s, "f.0 <- in(max(min(x, 63), 0), max(min(y, 63), 0))  loops: x y\n  [1 0 | 0] clamped\n  [0 1 | 0] clamped\n") != NULL);
     if (!strstr(s, "[1/2 0 | 1/2]")) fprintf(stderr, "%s", s);
     free(s);
     deps_free(d);

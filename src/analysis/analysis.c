@@ -69,6 +69,7 @@ static bool ratio_mul(deps_ratio a, deps_ratio b, deps_ratio *r) {
 /* sum_i coef[i] * loop_i + off over the loops of one stage. */
 typedef struct {
     bool ok;
+    bool clamped;                 /* through min/max with a constant */
     deps_ratio coef[2 * SC_MAX_DIMS];
     deps_ratio off;
 } affine;
@@ -99,6 +100,7 @@ static bool aff_is_const(const affine *a, int n) {
 /* a + s * b */
 static affine aff_axpy(affine a, deps_ratio s, affine b, int n) {
     if (!a.ok || !b.ok) return aff_none();
+    a.clamped |= b.clamped;
     deps_ratio t;
     for (int i = 0; i < n; i++)
         if (!ratio_mul(s, b.coef[i], &t) || !ratio_add(a.coef[i], t, &a.coef[i])) return aff_none();
@@ -115,9 +117,12 @@ static affine aff_scale(affine a, deps_ratio s, int n) {
  * Casts between integer types are transparent (a coordinate that wraps is
  * a bug the bounds check would have caught), multiplication and division
  * by constants scale (x / c gives 1/c, the down-sampling Jacobian of
- * Anderson et al. 2021 §7), shifts by constants likewise.  Anything
- * data-dependent or piecewise (min, max, select, clamp, calls, params,
- * float arithmetic) is not affine.
+ * Anderson et al. 2021 §7), shifts by constants likewise.  min or max of
+ * an affine e and a constant (clamp, and the boundary helpers, which
+ * expand to clamps) is 1-Lipschitz: it keeps e's form, flagged clamped,
+ * since away from the edges it moves exactly as e does.  Anything else
+ * data-dependent or piecewise (select, min/max of two varying operands,
+ * calls, params, float arithmetic) is not affine.
  */
 static affine linearise(const stage_loops *sl, const sc_expr *e) {
     int n = sl->nloops;
@@ -150,6 +155,21 @@ static affine linearise(const stage_loops *sl, const sc_expr *e) {
         if (!a.ok) return a;
         /* Linearise b only when the operator can use it. */
         int op = e->op;
+        if (op == SC_MIN || op == SC_MAX) {
+            affine b = linearise(sl, e->args[1]);
+            if (!b.ok) return b;
+            bool ac = aff_is_const(&a, n), bc = aff_is_const(&b, n);
+            if (ac && bc) {       /* both constant: the value itself */
+                bool lt = a.off.num * b.off.den < b.off.num * a.off.den;
+                affine r = (op == SC_MIN) == lt ? a : b;
+                r.clamped = a.clamped || b.clamped;
+                return r;
+            }
+            if (!ac && !bc) return aff_none();
+            affine r = ac ? b : a;
+            r.clamped = true;
+            return r;
+        }
         if (op != SC_ADD && op != SC_SUB && op != SC_MUL && op != SC_DIV &&
             op != SC_SHL && op != SC_SHR)
             return aff_none();
@@ -180,6 +200,18 @@ static affine linearise(const stage_loops *sl, const sc_expr *e) {
     }
 }
 
+bool deps_linearise(const sc_func *f, int stage, const sc_expr *e, deps_ratio *coef,
+                    deps_ratio *offset, bool *clamped) {
+    stage_loops sl = { f, &f->stages[stage], 0, {0} };
+    sl.nloops = ir_stage_loops(f, stage, sl.which);
+    affine a = linearise(&sl, e);
+    if (!a.ok) return false;
+    for (int i = 0; i < sl.nloops; i++) coef[i] = a.coef[i];
+    if (offset) *offset = a.off;
+    if (clamped) *clamped = a.clamped;
+    return true;
+}
+
 /* ---- deps ------------------------------------------------------------------ */
 
 typedef struct {
@@ -207,6 +239,7 @@ static void deps_visit(const sc_expr *e, void *user) {
     for (int d = 0; d < e->nargs; d++) {
         affine f = linearise(w->sl, e->args[d]);
         a->affine[d] = f.ok;
+        a->clamped[d] = f.ok && f.clamped;
         for (int i = 0; i < a->cols; i++) a->coef[d][i] = f.ok ? f.coef[i] : ratio_int(0);
         a->offset[d] = f.ok ? f.off : ratio_int(0);
     }
@@ -255,7 +288,8 @@ static void print_loop(FILE *out, const sc_func *f, int s, int which) {
  *     [1 0 | 0]
  *     [0 1 | -1]
  * a row per producer coordinate: the coefficient of each loop, then the
- * constant term; "[not affine]" for a coordinate without an affine form.
+ * constant term; "clamped" after a row that is affine through a clamp,
+ * "[not affine]" for a coordinate without an affine form.
  */
 void deps_print(FILE *out, const sc_pipeline *p, const deps_result *d) {
     for (int k = 0; k < d->n; k++) {
@@ -280,7 +314,7 @@ void deps_print(FILE *out, const sc_pipeline *p, const deps_result *d) {
             }
             fprintf(out, "| ");
             print_ratio(out, a->offset[r]);
-            fprintf(out, "]\n");
+            fprintf(out, "]%s\n", a->clamped[r] ? " clamped" : "");
         }
     }
 }

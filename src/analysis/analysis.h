@@ -5,9 +5,12 @@
  * call site), the access Jacobian: the coefficient of each of the stage's
  * loop variables (ir_stage_loops order) in each producer coordinate, as a
  * rational, or "not affine" for a coordinate that is not an affine function
- * of the loop variables (data-dependent, clamped, ...).  Integer division
+ * of the loop variables (data-dependent, select, ...).  Integer division
  * by a constant c counts as a coefficient of 1/c (as Anderson et al. 2021 §7
- * do for down-sampling).
+ * do for down-sampling).  min/max against a constant, hence clamp and the
+ * boundary helpers (repeat_edge expands to clamps), are 1-Lipschitz: the
+ * row keeps the coefficients of the clamped expression and is flagged
+ * `clamped` (exact away from the edges, where the stride is what counts).
  *
  * ops: the algorithm features of Anderson et al. 2021 §7: per stage, a
  * histogram of the operations evaluated per point, by kind and scalar type.
@@ -27,6 +30,7 @@ typedef struct {
     int rows;                         /* producer dims */
     int cols;                         /* consumer stage loops */
     bool affine[SC_MAX_DIMS];         /* per row */
+    bool clamped[SC_MAX_DIMS];        /* per row: affine through a clamp */
     deps_ratio coef[SC_MAX_DIMS][2 * SC_MAX_DIMS];
     deps_ratio offset[SC_MAX_DIMS];   /* constant term, when affine */
     const sc_expr *call;
@@ -38,6 +42,10 @@ typedef struct {
 } deps_result;
 
 deps_result *deps_analyse(const sc_pipeline *p);
+/* The Jacobian row of one coordinate expression e of stage `stage` of f:
+ * coef[i] per stage loop (ir_stage_loops order); false when not affine. */
+bool deps_linearise(const sc_func *f, int stage, const sc_expr *e, deps_ratio *coef,
+                    deps_ratio *offset, bool *clamped);
 void deps_free(deps_result *d);
 void deps_print(FILE *out, const sc_pipeline *p, const deps_result *d);
 

@@ -25,9 +25,11 @@
  *     ext' = min(ext, region extent)
  *     min' = max(min(sym + lo, region max - ext' + 1), region min).
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "footprint.h"
 #include "lower.h"
 
 typedef struct {
@@ -388,118 +390,21 @@ static void check_fusion(ctx *c) {
     }
 }
 
-/* ---- footprints ---------------------------------------------------------- */
-
-/* One consumer loop variable's range inside a tile: sym + [lo, hi]. */
-typedef struct {
-    int n;
-    const char *names[2 * SC_MAX_DIMS];
-    sc_expr *sym[2 * SC_MAX_DIMS];
-    int64_t lo[2 * SC_MAX_DIMS], hi[2 * SC_MAX_DIMS];
-    /* the consumer, for the fallback */
-    const sc_func *f;
-    int stage;
-} tile_box;
-
-typedef struct { bool ok; sc_expr *sym; int64_t lo, hi; } span;
-
-static int64_t floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static bool sym_equal(const sc_expr *a, const sc_expr *b) {
-    if (!a || !b) return a == b;
-    return ir_expr_equal(a, b);
-}
-
-static span fp_arg(ctx *c, const sc_expr *e, const tile_box *box) {
-    span r = { false, NULL, 0, 0 };
-    switch (e->kind) {
-    case E_CONST:
-        if (e->type == SC_F32) return r;
-        return (span){ true, NULL, e->c.i, e->c.i };
-    case E_VAR:
-        for (int i = 0; i < box->n; i++)
-            if (box->names[i] && !strcmp(box->names[i], e->name))
-                return (span){ true, box->sym[i], box->lo[i], box->hi[i] };
-        return r;
-    case E_RVAR:
-        return (span){ true, NULL, e->rdom->min[e->dim], e->rdom->min[e->dim] + e->rdom->extent[e->dim] - 1 };
-    case E_CAST: {
-        sc_type from = e->args[0]->type;
-        if (from == SC_F32 || from == SC_U32 || from == SC_BOOL) return r;
-        return fp_arg(c, e->args[0], box);
-    }
-    case E_BINARY: {
-        span a = fp_arg(c, e->args[0], box), b = fp_arg(c, e->args[1], box);
-        if (!a.ok || !b.ok) return r;
-        bool ca = !a.sym && a.lo == a.hi, cb = !b.sym && b.lo == b.hi;
-        switch (e->op) {
-        case SC_ADD:
-            r.sym = !a.sym ? b.sym : !b.sym ? a.sym : mk_bin(c, SC_ADD, a.sym, b.sym);
-            return (span){ true, r.sym, a.lo + b.lo, a.hi + b.hi };
-        case SC_SUB:
-            r.sym = !b.sym ? a.sym : mk_bin(c, SC_SUB, a.sym ? a.sym : mk_int(c, 0), b.sym);
-            return (span){ true, r.sym, a.lo - b.hi, a.hi - b.lo };
-        case SC_MUL: {
-            if (!ca && cb) { span t = a; a = b; b = t; bool tc = ca; ca = cb; cb = tc; }
-            if (!ca) return r;
-            int64_t k = a.lo;
-            sc_expr *sym = b.sym ? mk_bin(c, SC_MUL, b.sym, mk_int(c, k)) : NULL;
-            if (k >= 0) return (span){ true, sym, k * b.lo, k * b.hi };
-            return (span){ true, sym, k * b.hi, k * b.lo };
-        }
-        case SC_DIV: {
-            if (!cb || b.lo <= 0) return r;
-            int64_t k = b.lo;
-            if (!a.sym) return (span){ true, NULL, floordiv(a.lo, k), floordiv(a.hi, k) };
-            return (span){ true, mk_bin(c, SC_DIV, a.sym, mk_int(c, k)), floordiv(a.lo, k),
-                           floordiv(a.hi, k) + 1 };
-        }
-        case SC_MIN: case SC_MAX: {
-            /* 1-Lipschitz in the symbolic side when the other is constant */
-            if (a.sym && b.sym) return r;
-            if (!a.sym && !b.sym)
-                return (span){ true, NULL, e->op == SC_MIN ? (a.lo < b.lo ? a.lo : b.lo) : (a.lo > b.lo ? a.lo : b.lo),
-                               e->op == SC_MIN ? (a.hi < b.hi ? a.hi : b.hi) : (a.hi > b.hi ? a.hi : b.hi) };
-            span s = a.sym ? a : b, k = a.sym ? b : a;
-            if (k.lo != k.hi) return r;
-            return (span){ true, mk_bin(c, e->op, s.sym, mk_int(c, k.lo)), s.lo < 0 ? s.lo : 0,
-                           s.hi > 0 ? s.hi : 0 };
-        }
-        default:
-            return r;
-        }
-    }
-    default:
-        return r;
-    }
-}
-
-/* The constant interval bounds inference gives arg over the consumer's
- * whole region: the always-correct fallback. */
-static span fp_fallback(ctx *c, const sc_expr *arg, const tile_box *box) {
-    const sc_func *f = box->f;
-    const bounds_func *bf = &c->b->funcs[f->id];
-    const char *vars[SC_MAX_DIMS];
-    bounds_interval iv[SC_MAX_DIMS];
-    for (int d = 0; d < f->ndims; d++) {
-        vars[d] = f->vars[d];
-        iv[d].lo = (double)bf->min[d];
-        iv[d].hi = (double)(bf->min[d] + bf->extent[d] - 1);
-    }
-    bool ok = true;
-    bounds_interval r = bounds_of_expr_in(c->b, arg, f->ndims, vars, iv, &ok);
-    if (!ok) { fail(c, "cannot bound a coordinate in %s", f->name); return (span){ false, NULL, 0, 0 }; }
-    return (span){ true, NULL, (int64_t)r.lo, (int64_t)r.hi };
-}
+/* ---- footprints (footprint.h) -------------------------------------------- */
 
 typedef struct { const sc_func *prod; ir_arena *arena; ir_vec calls; } fp_walk;
 
 static void fp_call(const sc_expr *e, void *user) {
     fp_walk *w = user;
     if (e->kind == E_CALL && e->func == w->prod) ir_vec_push(w->arena, &w->calls, (void *)e);
+}
+
+/* The calls of prod in stage st of f, after inlining. */
+static ir_vec calls_of(ctx *c, const sc_func *prod, const sc_func *f, int st) {
+    fp_walk w = { prod, c->arena, {0} };
+    ir_visit(c->val[f->id][st], fp_call, &w);
+    for (int d = 0; d < f->stages[st].nargs; d++) ir_visit(c->lhs[f->id][st][d], fp_call, &w);
+    return w.calls;
 }
 
 /* The name of dimension d of f in generated names (inputs have no
@@ -512,49 +417,23 @@ static const char *dim_name(const sc_func *f, int d) {
 
 /* The clipped footprint of prod in the consumer stage described by box:
  * LETs of its origin go into seq; returns the origin expressions and
- * extents.  Per dimension, the calls' spans are united when they share
- * their symbol; otherwise every call falls back to constants. */
-static bool footprint(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq,
+ * extents. */
+static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq,
                       sc_expr **mins, int64_t *ext) {
-    fp_walk w = { prod, c->arena, {0} };
-    int fid = box->f->id, st = box->stage;
-    ir_visit(c->val[fid][st], fp_call, &w);
-    for (int d = 0; d < box->f->stages[st].nargs; d++) ir_visit(c->lhs[fid][st][d], fp_call, &w);
-    if (!w.calls.n) { fail(c, "%s does not call %s", box->f->name, prod->name); return false; }
-    span dims[SC_MAX_DIMS];
-    for (int d = 0; d < prod->ndims; d++) {
-        span u = { false, NULL, 0, 0 };
-        bool same = true;
-        for (int i = 0; i < w.calls.n && same; i++) {
-            const sc_expr *call = w.calls.items[i];
-            span s = fp_arg(c, call->args[d], box);
-            if (!s.ok || (i > 0 && !sym_equal(u.sym, s.sym))) { same = false; break; }
-            if (i == 0) u = s;
-            if (s.lo < u.lo) u.lo = s.lo;
-            if (s.hi > u.hi) u.hi = s.hi;
-        }
-        if (!same) {
-            for (int i = 0; i < w.calls.n; i++) {
-                const sc_expr *call = w.calls.items[i];
-                span s = fp_fallback(c, call->args[d], box);
-                if (c->failed) return false;
-                if (i == 0) u = s;
-                if (s.lo < u.lo) u.lo = s.lo;
-                if (s.hi > u.hi) u.hi = s.hi;
-            }
-        }
-        dims[d] = u;
+    ir_vec calls = calls_of(c, prod, box->f, box->stage);
+    const fp_box *boxes[1] = { box };
+    const fp_box **bx = ir_alloc(c->arena, sizeof(fp_box *) * (size_t)(calls.n + 1));
+    for (int i = 0; i < calls.n; i++) bx[i] = boxes[0];
+    fp_span dims[SC_MAX_DIMS];
+    char msg[256];
+    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, msg, sizeof msg)) {
+        if (!calls.n) fail(c, "%s does not call %s", box->f->name, prod->name);
+        else fail(c, "%s", msg);
+        return false;
     }
-    const bounds_func *pb = &c->b->funcs[prod->id];
     for (int d = 0; d < prod->ndims; d++) {
-        span s = dims[d];
-        int64_t rmin = pb->min[d], rext = pb->extent[d], rmax = rmin + rext - 1;
-        int64_t e = s.hi - s.lo + 1;
-        if (e > rext) e = rext;
-        if (e < 1) e = 1;
-        ext[d] = e;
-        sc_expr *lo = s.sym ? mk_bin(c, SC_ADD, s.sym, mk_int(c, s.lo)) : mk_int(c, s.lo);
-        lo = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, lo, mk_int(c, rmax - e + 1)), mk_int(c, rmin));
+        ext[d] = fp_clip_extent(c->b, prod, d, &dims[d]);
+        sc_expr *lo = fp_clip_origin(c->arena, c->b, prod, d, &dims[d], ext[d], NULL);
         mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
     }
     return true;
@@ -568,9 +447,17 @@ static int pure_loops(const sc_func *f, int st, int *dims) {
     return np;
 }
 
+/* A tile base is a constant or a variable of its own (a LET). */
+static uint64_t name_hash(const sc_expr *e) {
+    assert(e->kind == E_VAR);
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *s = e->name; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
 /* The box of f's stage st where its k-th pure loop covers base[k] + [0, n[k]). */
-static tile_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const int64_t *n) {
-    tile_box box;
+static fp_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const int64_t *n) {
+    fp_box box;
     memset(&box, 0, sizeof box);
     box.f = f;
     box.stage = st;
@@ -584,6 +471,7 @@ static tile_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const
             box.hi[k] = base[k]->c.i + n[k] - 1;
         } else {
             box.sym[k] = base[k];
+            box.h[k] = fp_hash_leaf(name_hash(base[k]));
             box.lo[k] = 0;
             box.hi[k] = n[k] - 1;
         }
@@ -592,7 +480,7 @@ static tile_box make_box(ctx *c, const sc_func *f, int st, sc_expr **base, const
     return box;
 }
 
-static void emit_thread_child(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq);
+static void emit_thread_child(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq);
 static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr **mins, const int64_t *ext);
 
 /* ---- register staging (Anderson et al. 2021 §6.7) ---- */
@@ -649,36 +537,12 @@ static sc_expr *retarget(ctx *c, sc_expr *e, int n, const sc_func *const *from, 
     return r;
 }
 
-/* Whether a footprint symbol is an affine form of the tile's variables
- * (no min, max, division): then a call's offset from the footprint's
- * origin is a constant once the tile's loops are unrolled, and the staged
- * array can live in registers. */
-static bool affine_sym(const sc_expr *e) {
-    if (e->kind == E_VAR || e->kind == E_CONST) return true;
-    if (e->kind != E_BINARY || (e->op != SC_ADD && e->op != SC_SUB && e->op != SC_MUL)) return false;
-    return affine_sym(e->args[0]) && affine_sym(e->args[1]);
-}
-
 /* The footprint of prod's calls in stage st of f over box, per dimension
- * one symbol shared by every call + [lo, hi], when every coordinate is
- * affine (see affine_sym).  Not clipped into prod's region: loads clamp. */
-static bool affine_footprint(ctx *c, const sc_func *prod, const tile_box *box, span *dims) {
-    fp_walk w = { prod, c->arena, {0} };
-    int fid = box->f->id, st = box->stage;
-    ir_visit(c->val[fid][st], fp_call, &w);
-    for (int d = 0; d < box->f->stages[st].nargs; d++) ir_visit(c->lhs[fid][st][d], fp_call, &w);
-    if (!w.calls.n) return false;
-    for (int d = 0; d < prod->ndims; d++)
-        for (int i = 0; i < w.calls.n; i++) {
-            const sc_expr *call = w.calls.items[i];
-            span sp = fp_arg(c, call->args[d], box);
-            if (!sp.ok || (sp.sym && !affine_sym(sp.sym)) || (i > 0 && !sym_equal(dims[d].sym, sp.sym)))
-                return false;
-            if (i == 0) dims[d] = sp;
-            if (sp.lo < dims[d].lo) dims[d].lo = sp.lo;
-            if (sp.hi > dims[d].hi) dims[d].hi = sp.hi;
-        }
-    return true;
+ * one affine symbol shared by every call + [lo, hi] (footprint.h).  Not
+ * clipped into prod's region: loads clamp. */
+static bool affine_footprint(ctx *c, const sc_func *prod, const fp_box *box, fp_span *dims) {
+    ir_vec calls = calls_of(c, prod, box->f, box->stage);
+    return fp_affine_union(c->arena, prod, calls.n, (const sc_expr *const *)calls.items, box, dims);
 }
 
 /* Stages, for one thread's tile (box) of stage st of f, every producer
@@ -689,7 +553,7 @@ static bool affine_footprint(ctx *c, const sc_func *prod, const tile_box *box, s
  * seq (at coordinates clamped into the producer's buffer), read by the
  * stage through a stand-in Func (id p->funcs.n and up, see lower.h).
  * Returns how many were staged (from[i] -> to[i]). */
-static int stage_producers(ctx *c, const sc_func *f, int st, const tile_box *box, int64_t loads,
+static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, int64_t loads,
                            kstmt *seq, const sc_func **from, sc_func **to) {
     stage_reads r;
     memset(&r, 0, sizeof r);
@@ -703,7 +567,7 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const tile_box *box
         const sc_func *prod = r.func[i];
         sc_expr *mins[SC_MAX_DIMS];
         int64_t ext[SC_MAX_DIMS], elems = 1;
-        span dims[SC_MAX_DIMS];
+        fp_span dims[SC_MAX_DIMS];
         if (!affine_footprint(c, prod, box, dims)) continue;
         for (int d = 0; d < prod->ndims; d++) {
             ext[d] = dims[d].hi - dims[d].lo + 1;
@@ -761,7 +625,7 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const tile_box *box
  * loops and the store. */
 static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_expr **base,
                        const int64_t *n, sc_expr **limit, kstmt *seq) {
-    tile_box box = make_box(c, f, st, base, n);
+    fp_box box = make_box(c, f, st, base, n);
     for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
         const sched_func *sf = c->s->f[i];
         if (sf && sf->loc == SCHED_THREAD && sf->at == f->id && c->consumer_stage[i] == st)
@@ -858,7 +722,7 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
 }
 
 /* A THREAD-level producer: computed in registers over its footprint. */
-static void emit_thread_child(ctx *c, const sc_func *prod, const tile_box *box, kstmt *seq) {
+static void emit_thread_child(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq) {
     sc_expr *mins[SC_MAX_DIMS];
     int64_t ext[SC_MAX_DIMS];
     if (!footprint(c, prod, box, seq, mins, ext)) return;
@@ -889,7 +753,7 @@ static void thread_bases(ctx *c, const sc_func *f, int np, const int *dims, cons
 
 /* A BLOCK-level producer: its footprint origin in block_setup, a shared
  * array, its own block-level producers' phases, then one phase per stage. */
-static void emit_block_child(ctx *c, const sc_func *prod, const tile_box *box) {
+static void emit_block_child(ctx *c, const sc_func *prod, const fp_box *box) {
     lower_kernel *k = c->k;
     sc_expr *mins[SC_MAX_DIMS];
     int64_t ext[SC_MAX_DIMS];
@@ -901,7 +765,7 @@ static void emit_block_child(ctx *c, const sc_func *prod, const tile_box *box) {
     sh[k->nshared++] = a;
     k->shared = sh;
     for (int s = 0; s < prod->nstages && !c->failed; s++) {
-        tile_box pbox = make_box(c, prod, s, mins, ext);
+        fp_box pbox = make_box(c, prod, s, mins, ext);
         for (int i = 0; i < c->p->funcs.n && !c->failed; i++) {
             const sched_func *sf = c->s->f[i];
             if (sf && sf->loc == SCHED_BLOCK && sf->at == prod->id && c->consumer_stage[i] == s)
@@ -1065,7 +929,7 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
         sc_expr *v = mk_bin(c, SC_ADD, mk_int(c, mn[q]), mk_bin(c, SC_MUL, b, mk_int(c, blk[q])));
         base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
     }
-    tile_box box = make_box(c, r, st, base, blk);
+    fp_box box = make_box(c, r, st, base, blk);
     for (int i = 0; i < p->funcs.n && !c->failed; i++) {
         const sched_func *cf = c->s->f[i];
         if (cf && cf->loc == SCHED_BLOCK && cf->at == r->id && c->consumer_stage[i] == st)
@@ -1145,24 +1009,6 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         for (int st = 0; st < f->nstages && !c.failed; st++) build_kernel(&c, f, st);
     }
     return c.failed ? NULL : prog;
-}
-
-int lower_footprint_extents(sc_pipeline *p, const bounds_result *b, const sched_state *s,
-                            int func_id, int64_t *extent, char *err, size_t errlen) {
-    ir_arena *arena = ir_arena_new();
-    lower_program *prog = lower_schedule(arena, p, b, s, err, errlen);
-    int rc = -1;
-    for (int i = 0; prog && i < prog->nkernels && rc != 0; i++) {
-        const lower_alloc *a = prog->kernels[i]->storage[func_id];
-        if (a && a->mem != MEM_GLOBAL) {
-            for (int d = 0; d < a->ndims; d++) extent[d] = a->extent[d];
-            rc = 0;
-        }
-    }
-    if (prog && rc != 0)
-        snprintf(err, errlen, "%s is not fused into any kernel", ((sc_func *)p->funcs.items[func_id])->name);
-    ir_arena_free(arena);
-    return rc;
 }
 
 /* ---- printing ------------------------------------------------------------- */

@@ -129,13 +129,6 @@ typedef struct {
 lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen);
 
-/* The footprint extents of a BLOCK or THREAD Func (per block or per thread
- * of its consumer), as lowering allocates them; used by sched_check for
- * shared memory and register estimates.  0, or -1 with err. */
-int lower_footprint_extents(sc_pipeline *p, const bounds_result *b,
-                            const sched_state *s, int func_id,
-                            int64_t *extent, char *err, size_t errlen);
-
 /* The largest stage expression of a non-inline Func once inline Funcs are
  * substituted, in nodes (undecided Funcs count as not inline); *worst gets
  * that Func.  Inlining can grow expressions exponentially (a pyramid of

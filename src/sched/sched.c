@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lower.h"
+#include "nest.h"
 #include "sched.h"
 
 static const sc_func *func_at(const sc_pipeline *p, int id) {
@@ -456,7 +457,7 @@ static int check_threads(check_ctx *c, bool warp_multiple) {
 }
 
 /* Shared memory and estimated registers per kernel, from the footprints
- * lowering allocates.  Registers per thread are estimated as 16 (indices,
+ * lowering allocates (the loop-nest model's).  Registers per thread are estimated as 16 (indices,
  * addresses) + one 32-bit register per element of every thread-level Func
  * and every register-staged copy of the kernel (smaller types take a whole
  * register too) + one per point of the root stage's serial tile. */
@@ -470,22 +471,24 @@ static int check_memory(check_ctx *c) {
     if (!count || !smem || !words) abort();
     int rc = 0;
     {
-        /* One lowering, in a scratch arena, gives every footprint
-         * (lower_footprint_extents would lower once per fused Func) and
-         * the register-staged points of each kernel. */
-        ir_arena *scratch = ir_arena_new();
+        /* The loop-nest model gives every footprint and the
+         * register-staged points of each kernel, as lowering makes them
+         * (nest.h), without lowering. */
         char msg[512] = "";
-        lower_program *prog = lower_schedule(scratch, (sc_pipeline *)p, c->b, c->s, msg, sizeof msg);
-        for (int k = 0; prog && k < prog->nkernels; k++) {
-            const lower_kernel *kn = prog->kernels[k];
+        nest_ctx *nx = nest_ctx_new(p, c->b);
+        nest *model = nest_build(nx, c->s, msg, sizeof msg);
+        for (int k = 0; model && k < model->nkernels; k++) {
+            const nest_kernel *kn = model->kernels[k];
             words[c->kbase[kn->root->id] + kn->stage] += kn->staged_elems;
-            for (int i = 0; i < n; i++) {
-                const lower_alloc *a = prog->kernels[k]->storage[i];
-                if (a && a->mem != MEM_GLOBAL && c->root[i] >= 0) count[i] = a->count;
-            }
         }
-        ir_arena_free(scratch);
-        if (!prog) {
+        for (int i = 0; model && i < n; i++) {
+            const nest_func *nf = model->funcs[i];
+            if (nf && nf->mem != NEST_GLOBAL && c->root[i] >= 0) count[i] = nf->elems;
+        }
+        bool built = model != NULL;
+        nest_free(model);
+        nest_ctx_free(nx);
+        if (!built) {
             rc = fail(c, "%s", msg);
             goto done;
         }

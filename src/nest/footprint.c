@@ -1,0 +1,253 @@
+/*
+ * footprint.c - the footprint algebra shared by lowering and the loop-nest
+ * model (footprint.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "footprint.h"
+
+/* ---- expression nodes (lowering mode) ------------------------------------ */
+
+static sc_expr *node(ir_arena *a, ir_kind kind, sc_type t, int nargs) {
+    sc_expr *e = ir_alloc(a, sizeof *e);
+    e->kind = kind;
+    e->type = t;
+    e->nargs = nargs;
+    if (nargs) e->args = ir_alloc(a, sizeof(sc_expr *) * (size_t)nargs);
+    return e;
+}
+
+sc_expr *fp_int(ir_arena *arena, int64_t v) {
+    sc_expr *e = node(arena, E_CONST, SC_I32, 0);
+    e->c.i = v;
+    return e;
+}
+
+sc_expr *fp_bin(ir_arena *arena, sc_binop op, sc_expr *a, sc_expr *b) {
+    if (op == SC_ADD && b->kind == E_CONST && b->c.i == 0) return a;
+    if (op == SC_ADD && a->kind == E_CONST && a->c.i == 0) return b;
+    if (op == SC_MUL && b->kind == E_CONST && b->c.i == 1) return a;
+    if (op == SC_SUB && b->kind == E_CONST && b->c.i == 0) return a;
+    if (a->kind == E_CONST && b->kind == E_CONST && a->type == SC_I32 && b->type == SC_I32) {
+        int64_t x = a->c.i, y = b->c.i;
+        switch (op) {
+        case SC_ADD: return fp_int(arena, x + y);
+        case SC_SUB: return fp_int(arena, x - y);
+        case SC_MUL: return fp_int(arena, x * y);
+        case SC_MIN: return fp_int(arena, x < y ? x : y);
+        case SC_MAX: return fp_int(arena, x > y ? x : y);
+        default: break;
+        }
+    }
+    sc_expr *e = node(arena, E_BINARY, op >= SC_EQ && op <= SC_OR ? SC_BOOL : SC_I32, 2);
+    e->op = op;
+    e->args[0] = a;
+    e->args[1] = b;
+    return e;
+}
+
+/* ---- symbol hashes ---------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+uint64_t fp_hash_leaf(uint64_t key) { return mix(key * 0x9e3779b97f4a7c15ULL + 0x51ed27); }
+
+static uint64_t hash_const(int64_t v) { return mix((uint64_t)v ^ 0x6a09e667f3bcc908ULL); }
+
+/* The hash of the node op(a, b) built by fp_bin on symbols a, b (a
+ * symbol is never a constant node, so only x * 1 folds). */
+static uint64_t hash_bin(int op, uint64_t a, uint64_t b) {
+    return mix(a * 31 + mix(b + (uint64_t)op * 0x100000001b3ULL));
+}
+
+/* ---- spans --------------------------------------------------------------- */
+
+static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static fp_span none(void) { fp_span r = { false, false, NULL, 0, 0, 0 }; return r; }
+
+static fp_span konst(int64_t lo, int64_t hi) { fp_span r = { true, true, NULL, 0, lo, hi }; return r; }
+
+static fp_span binary(ir_arena *arena, const sc_expr *e, const fp_box *box) {
+    fp_span a = fp_arg(arena, e->args[0], box), b = fp_arg(arena, e->args[1], box), r = none();
+    if (!a.ok || !b.ok) return r;
+    bool ca = !a.h && a.lo == a.hi, cb = !b.h && b.lo == b.hi;
+    r.ok = true;
+    switch (e->op) {
+    case SC_ADD:
+        r.h = !a.h ? b.h : !b.h ? a.h : hash_bin(SC_ADD, a.h, b.h);
+        if (arena) r.sym = !a.sym ? b.sym : !b.sym ? a.sym : fp_bin(arena, SC_ADD, a.sym, b.sym);
+        r.affine = a.affine && b.affine;
+        r.lo = a.lo + b.lo;
+        r.hi = a.hi + b.hi;
+        return r;
+    case SC_SUB:
+        r.h = !b.h ? a.h : hash_bin(SC_SUB, a.h ? a.h : hash_const(0), b.h);
+        if (arena) r.sym = !b.sym ? a.sym : fp_bin(arena, SC_SUB, a.sym ? a.sym : fp_int(arena, 0), b.sym);
+        r.affine = a.affine && b.affine;
+        r.lo = a.lo - b.hi;
+        r.hi = a.hi - b.lo;
+        return r;
+    case SC_MUL: {
+        if (!ca && cb) { fp_span t = a; a = b; b = t; bool tc = ca; ca = cb; cb = tc; }
+        if (!ca) return none();
+        int64_t k = a.lo;
+        r.h = !b.h ? 0 : k == 1 ? b.h : hash_bin(SC_MUL, b.h, hash_const(k));
+        if (arena && b.sym) r.sym = fp_bin(arena, SC_MUL, b.sym, fp_int(arena, k));
+        r.affine = b.affine;
+        r.lo = k >= 0 ? k * b.lo : k * b.hi;
+        r.hi = k >= 0 ? k * b.hi : k * b.lo;
+        return r;
+    }
+    case SC_DIV: {
+        if (!cb || b.lo <= 0) return none();
+        int64_t k = b.lo;
+        if (!a.h) return konst(floordiv(a.lo, k), floordiv(a.hi, k));
+        r.h = hash_bin(SC_DIV, a.h, hash_const(k));
+        if (arena) r.sym = fp_bin(arena, SC_DIV, a.sym, fp_int(arena, k));
+        r.affine = false;
+        r.lo = floordiv(a.lo, k);
+        r.hi = floordiv(a.hi, k) + 1;
+        return r;
+    }
+    case SC_MIN: case SC_MAX: {
+        /* 1-Lipschitz in the symbolic side when the other is constant */
+        bool mn = e->op == SC_MIN;
+        if (a.h && b.h) return none();
+        if (!a.h && !b.h)
+            return konst(mn ? (a.lo < b.lo ? a.lo : b.lo) : (a.lo > b.lo ? a.lo : b.lo),
+                         mn ? (a.hi < b.hi ? a.hi : b.hi) : (a.hi > b.hi ? a.hi : b.hi));
+        fp_span s = a.h ? a : b, k = a.h ? b : a;
+        if (k.lo != k.hi) return none();
+        r.h = hash_bin(e->op, s.h, hash_const(k.lo));
+        if (arena) r.sym = fp_bin(arena, e->op, s.sym, fp_int(arena, k.lo));
+        r.affine = false;
+        r.lo = s.lo < 0 ? s.lo : 0;
+        r.hi = s.hi > 0 ? s.hi : 0;
+        return r;
+    }
+    default:
+        return none();
+    }
+}
+
+fp_span fp_arg(ir_arena *arena, const sc_expr *e, const fp_box *box) {
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32) return none();
+        return konst(e->c.i, e->c.i);
+    case E_VAR:
+        for (int i = 0; i < box->n; i++)
+            if (box->names[i] && !strcmp(box->names[i], e->name)) {
+                fp_span r = { true, true, box->sym[i], box->h[i], box->lo[i], box->hi[i] };
+                return r;
+            }
+        return none();
+    case E_RVAR:
+        return konst(e->rdom->min[e->dim], e->rdom->min[e->dim] + e->rdom->extent[e->dim] - 1);
+    case E_CAST: {
+        sc_type from = e->args[0]->type;
+        if (from == SC_F32 || from == SC_U32 || from == SC_BOOL) return none();
+        return fp_arg(arena, e->args[0], box);
+    }
+    case E_BINARY:
+        return binary(arena, e, box);
+    default:
+        return none();
+    }
+}
+
+fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box) {
+    const sc_func *f = box->f;
+    const bounds_func *bf = &b->funcs[f->id];
+    const char *vars[SC_MAX_DIMS];
+    bounds_interval iv[SC_MAX_DIMS];
+    for (int d = 0; d < f->ndims; d++) {
+        vars[d] = f->vars[d];
+        iv[d].lo = (double)bf->min[d];
+        iv[d].hi = (double)(bf->min[d] + bf->extent[d] - 1);
+    }
+    bool ok = true;
+    bounds_interval r = bounds_of_expr_in(b, e, f->ndims, vars, iv, &ok);
+    if (!ok) return none();
+    return konst((int64_t)r.lo, (int64_t)r.hi);
+}
+
+int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
+             const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
+             char *err, size_t errlen) {
+    if (n <= 0) {
+        snprintf(err, errlen, "nothing calls %s where it is computed", prod->name);
+        return -1;
+    }
+    for (int d = 0; d < prod->ndims; d++) {
+        fp_span u = none();
+        bool same = true;
+        for (int i = 0; i < n && same; i++) {
+            fp_span s = fp_arg(arena, calls[i]->args[d], boxes[i]);
+            if (!s.ok || (i > 0 && u.h != s.h)) { same = false; break; }
+            if (i == 0) u = s;
+            if (s.lo < u.lo) u.lo = s.lo;
+            if (s.hi > u.hi) u.hi = s.hi;
+            u.affine &= s.affine;
+        }
+        if (!same) {
+            for (int i = 0; i < n; i++) {
+                fp_span s = fp_fallback(b, calls[i]->args[d], boxes[i]);
+                if (!s.ok) {
+                    snprintf(err, errlen, "cannot bound a coordinate of %s in %s", prod->name, boxes[i]->f->name);
+                    return -1;
+                }
+                if (i == 0) u = s;
+                if (s.lo < u.lo) u.lo = s.lo;
+                if (s.hi > u.hi) u.hi = s.hi;
+            }
+        }
+        dims[d] = u;
+    }
+    return 0;
+}
+
+bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
+                     const fp_box *box, fp_span *dims) {
+    if (n <= 0) return false;
+    for (int d = 0; d < prod->ndims; d++)
+        for (int i = 0; i < n; i++) {
+            fp_span sp = fp_arg(arena, calls[i]->args[d], box);
+            if (!sp.ok || (sp.h && !sp.affine) || (i > 0 && dims[d].h != sp.h)) return false;
+            if (i == 0) dims[d] = sp;
+            if (sp.lo < dims[d].lo) dims[d].lo = sp.lo;
+            if (sp.hi > dims[d].hi) dims[d].hi = sp.hi;
+        }
+    return true;
+}
+
+int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s) {
+    int64_t rext = b->funcs[prod->id].extent[d];
+    int64_t e = s->hi - s->lo + 1;
+    if (e > rext) e = rext;
+    if (e < 1) e = 1;
+    return e;
+}
+
+sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d,
+                        const fp_span *s, int64_t ext, int64_t *value) {
+    int64_t rmin = b->funcs[prod->id].min[d], rmax = rmin + b->funcs[prod->id].extent[d] - 1;
+    if (!arena) {
+        int64_t v = s->lo < rmax - ext + 1 ? s->lo : rmax - ext + 1;
+        if (value) *value = v > rmin ? v : rmin;
+        return NULL;
+    }
+    sc_expr *lo = s->sym ? fp_bin(arena, SC_ADD, s->sym, fp_int(arena, s->lo)) : fp_int(arena, s->lo);
+    return fp_bin(arena, SC_MAX, fp_bin(arena, SC_MIN, lo, fp_int(arena, rmax - ext + 1)), fp_int(arena, rmin));
+}

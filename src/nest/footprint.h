@@ -1,0 +1,93 @@
+/*
+ * footprint.h - the box of a producer that a tile of its consumer reads.
+ *
+ * One algebra used by lowering (which needs the box's origin as an
+ * expression to put in the code) and by the loop-nest model (which needs
+ * only its extents, thousands of times a second, and so builds nothing).
+ *
+ * A tile of a consumer stage is a box over its pure loop variables:
+ * variable i covers sym_i + [lo_i, hi_i], sym_i an opaque symbol (in
+ * lowering, the variable holding the tile's base) or none (a constant
+ * tile).  The range of one call argument over the tile is found as
+ * `sym + [lo, hi]` with sym built from the tile's symbols: sums, constant
+ * multiples and floor divisions by constants stay exact up to a unit;
+ * min/max/clamp against constants are 1-Lipschitz, so clamp(S + o) lies in
+ * clamp(S) + [min(lo, 0), max(hi, 0)], which lets the taps of a clamped
+ * stencil share one symbol.  Per producer dimension the calls are united
+ * when their symbols agree; anything else falls back to the constant
+ * interval bounds inference gives over the consumer's whole region.  The
+ * box is finally clipped into the producer's own region (so computing all
+ * of it never reads out of bounds):
+ *     ext' = min(ext, region extent)
+ *     min' = max(min(sym + lo, region max - ext' + 1), region min).
+ *
+ * Symbols carry a 64-bit structural hash, so that equality is decided the
+ * same way whether or not expressions are built: with an arena the
+ * functions build sc_expr symbols (lowering), without one they only hash
+ * (the model).  Tile symbols must have distinct non-zero hashes.
+ */
+#ifndef SC_FOOTPRINT_H
+#define SC_FOOTPRINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "bounds.h"
+#include "ir.h"
+
+typedef struct {
+    int n;
+    const char *names[2 * SC_MAX_DIMS];   /* the consumer's pure variables */
+    sc_expr *sym[2 * SC_MAX_DIMS];        /* lowering: the symbol, or NULL */
+    uint64_t h[2 * SC_MAX_DIMS];          /* its hash; 0: constant tile */
+    int64_t lo[2 * SC_MAX_DIMS], hi[2 * SC_MAX_DIMS];
+    const sc_func *f;                     /* the consumer, for the fallback */
+    int stage;
+} fp_box;
+
+/* sym + [lo, hi]; h == 0 means no symbol (a constant range).  affine: the
+ * symbol is a sum of constant multiples of tile symbols (no min, max or
+ * division), so a call's offset from the origin is a constant once the
+ * tile's loops are unrolled (register staging needs that). */
+typedef struct {
+    bool ok, affine;
+    sc_expr *sym;
+    uint64_t h;
+    int64_t lo, hi;
+} fp_span;
+
+/* The range of one coordinate expression over the box.  arena: where
+ * symbols are built (lowering), or NULL (hashes only). */
+fp_span fp_arg(ir_arena *arena, const sc_expr *e, const fp_box *box);
+
+/* The range bounds inference gives e over the whole region of box->f:
+ * the always-correct fallback.  !ok when e cannot be bounded. */
+fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box);
+
+/* The union box of prod over calls[0..n) (calls[i] evaluated in
+ * boxes[i]; several boxes for a Func fused into several consumers),
+ * unclipped, per producer dimension.  0, or -1 with a message. */
+int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
+             const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
+             char *err, size_t errlen);
+
+/* The union of calls when every coordinate shares one affine symbol per
+ * dimension (register staging); false otherwise.  Not clipped. */
+bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
+                     const fp_box *box, fp_span *dims);
+
+/* The clipped extent of span s in dimension d of prod's region. */
+int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s);
+/* The clipped origin: an expression (arena given; a constant node when s
+ * has no symbol) or, without arena, NULL with *value set when constant. */
+sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d,
+                        const fp_span *s, int64_t ext, int64_t *value);
+
+/* Integer expression nodes with the folding lowering relies on (x + 0,
+ * x * 1, x - 0 and constant operands fold). */
+sc_expr *fp_int(ir_arena *arena, int64_t v);
+sc_expr *fp_bin(ir_arena *arena, sc_binop op, sc_expr *a, sc_expr *b);
+
+/* Hash helpers for tile symbols: a distinct non-zero hash per key. */
+uint64_t fp_hash_leaf(uint64_t key);
+
+#endif

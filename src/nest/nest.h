@@ -1,0 +1,163 @@
+/*
+ * nest.h - the loop-nest model of a partial or complete schedule: what
+ * lowering would make of it, computed without lowering, for the searches
+ * and cost models that ask it thousands of times a second (DESIGN.md, "The
+ * loop-nest model"; docs/nest.md).
+ *
+ * For every stage of every modelled Func: the kernel it runs in, its block
+ * / thread / serial loop extents, how many times it is realized, the points
+ * it computes (the redundant recompute of fused stencils included), its
+ * allocation, and per access (a call of a Func or input after inlining)
+ * the footprint per point, per thread, per block and per realization and
+ * the stride per loop level.  The extents are exactly lowering's (one
+ * footprint algebra, footprint.h); tests/test_nest.c holds them equal to
+ * the kernel IR.
+ *
+ * Undecided Funcs.  Only decided Funcs are modelled, as Anderson et al.
+ * 2021 (and Adams et al. 2019) featurize only the stages already
+ * scheduled: an undecided Func has no records and no kernel, its calls
+ * stay calls (it is not inlined), and a decided Func's reads of it are
+ * global reads of a root Func over its bounds region (the place it would
+ * be computed at if nothing else were decided).  Decisions are made
+ * consumers first, so a decided Func never depends on an undecided one's
+ * placement.  A fused Func whose chain of consumers reaches an undecided
+ * Func is not modelled either.
+ *
+ * Memory.  A nest_ctx (explicit create/destroy) holds what depends on the
+ * pipeline only and caches: stage expressions after inlining, keyed by the
+ * set of inline Funcs they expand, and whole kernels, keyed by the
+ * decisions (sched_func contents: location, consumer, tiles) of their
+ * Funcs, so extending a state by one decision rebuilds only the kernel
+ * that decision changes (and a state seen before costs no rebuild).
+ * Everything cached lives in the ctx's arena; a nest returned by
+ * nest_build is malloc'd (nest_free) and points into the ctx, which must
+ * outlive it.  No static buffers: one ctx per thread.
+ */
+#ifndef SC_NEST_H
+#define SC_NEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "bounds.h"
+#include "ir.h"
+#include "sched.h"
+
+/* Lowering refuses a schedule whose inlined expressions pass this many
+ * nodes (lower.h, LOWER_MAX_INLINED); the model refuses the same. */
+#define NEST_MAX_INLINED 200000
+/* Register staging (lower.h): staged copies per kernel, elements each. */
+#define NEST_MAX_STAGED 32
+#define NEST_STAGE_ELEMS 32
+
+typedef enum { NEST_GLOBAL, NEST_SHARED, NEST_REGISTER } nest_mem;
+
+const char *nest_mem_name(nest_mem m);
+
+/* One access: a distinct call (structurally) in a stage after inlining. */
+typedef struct {
+    const sc_func *producer;       /* a Func or an input */
+    const sc_expr *call;           /* after inlining (ctx arena) */
+    nest_mem mem;                  /* where it reads: the producer's storage */
+    bool staged;                   /* lowering stages it in registers (§6.7) */
+    bool affine;                   /* every coordinate has a Jacobian row */
+    int ndims;
+    /* Box extents of what it reads, per producer dimension, clipped into
+     * the producer's region: at one point of the stage's pure loops (its
+     * reduction loops whole), in one thread's serial tile, in one block,
+     * in one realization of the stage. */
+    int64_t fp_point[SC_MAX_DIMS], fp_thread[SC_MAX_DIMS];
+    int64_t fp_block[SC_MAX_DIMS], fp_realization[SC_MAX_DIMS];
+    int64_t bytes_point, bytes_thread, bytes_block, bytes_realization;
+    /* d(flat address in elements)/d(loop index), from the Jacobian and the
+     * storage it reads (global: the producer's region, dense, dimension 0
+     * fastest; shared/register: the allocation; staged: the staged copy).
+     * serial[l] per stage loop l (ir_stage_loops order); thread[k] and
+     * block[k] per pure loop k, for a step of one thread / one block
+     * (block: root stages only, else 0).  NAN where not affine. */
+    double stride_serial[2 * SC_MAX_DIMS];
+    double stride_thread[SC_MAX_DIMS], stride_block[SC_MAX_DIMS];
+} nest_access;
+
+typedef struct {
+    const sc_func *func;
+    int stage;
+    int kernel;                    /* index in nest.kernels */
+    int npure;                     /* pure loops, k-th in ir_stage_loops order */
+    int64_t extent[SC_MAX_DIMS];   /* points per pure loop in one realization */
+    int64_t blocks[SC_MAX_DIMS];   /* ROOT: blocks per pure loop; else 1 */
+    int threads[SC_MAX_DIMS];      /* threads per pure loop (1 for THREAD) */
+    int64_t serial[SC_MAX_DIMS];   /* points per thread per pure loop */
+    int nred;
+    int64_t red[SC_MAX_DIMS];      /* reduction loops, serial inside */
+    int64_t threads_used;          /* product of threads */
+    bool unrolled;                 /* lowering unrolls its serial loops */
+    int nstaged;                   /* producers staged in registers here */
+    int64_t staged_elems;
+    int64_t realizations_per_block;   /* per block of its kernel */
+    int64_t realizations;             /* in total */
+    int64_t points_per_realization;   /* pure points x reduction points */
+    int64_t points_total;             /* recompute included */
+    int naccess;
+    nest_access *access;
+} nest_stage;
+
+typedef struct {
+    const sc_func *func;
+    sched_loc loc;                 /* ROOT, BLOCK or THREAD */
+    int at;                        /* consumer (BLOCK, THREAD), else -1 */
+    int at_stage;                  /* the consumer's stage that calls it */
+    nest_mem mem;                  /* its allocation */
+    int ndims;
+    int64_t extent[SC_MAX_DIMS];   /* ROOT: its region; fused: per realization */
+    int64_t elems, bytes;
+    int nstages;
+    const nest_stage **stages;
+} nest_func;
+
+typedef struct {
+    const sc_func *root;
+    int stage;
+    int64_t nblocks;
+    int nthreads;
+    int nshared;                   /* BLOCK-level Funcs */
+    int64_t shared_bytes;
+    int nregister;                 /* THREAD-level Funcs */
+    int64_t register_elems;        /* their elements per thread, summed */
+    int nstaged;                   /* register-staged copies */
+    int64_t staged_elems;
+} nest_kernel;
+
+typedef struct {
+    int nfuncs;                    /* == pipeline funcs.n */
+    const nest_func **funcs;       /* [func id]; NULL: not modelled */
+    int nkernels;
+    const nest_kernel **kernels;   /* launch order, as lowering makes them */
+    int nmodelled;                 /* Funcs with records */
+    void *own_roots, *own_stages;  /* blocks the nest owns (nest_free) */
+} nest;
+
+typedef struct nest_ctx nest_ctx;
+
+/* b must outlive the ctx. */
+nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b);
+void nest_ctx_free(nest_ctx *x);
+
+/* The model of s (partial or complete).  NULL with a message naming the
+ * Func and the rule when s breaks one of the rules lowering enforces. */
+nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen);
+void nest_free(nest *n);
+
+/* Cache statistics since the ctx was made. */
+typedef struct { int64_t kernel_hits, kernel_misses, expr_hits, expr_misses; } nest_stats;
+nest_stats nest_ctx_stats(const nest_ctx *x);
+
+/* The footprint extents of a BLOCK or THREAD Func (per block or per
+ * thread of its consumer), as lowering allocates them, without lowering.
+ * 0, or -1 with err. */
+int nest_fused_extents(const sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                       int func_id, int64_t *extent, char *err, size_t errlen);
+
+/* --dump style text of the model. */
+void nest_print(FILE *out, const sc_pipeline *p, const nest *n);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * test_nest.c - the loop-nest model against the kernel IR lowering makes,
+ * on every app at its small sizes and NEST_SCHEDULES random schedules each
+ * (default 20): kernels (count, order, blocks, threads), shared and
+ * register allocations (extents, bytes), register-staged copies and the
+ * footprints of fused Funcs must be equal.  Partial states (prefixes of
+ * a random walk) must build and leave undecided Funcs out.  Plus hand
+ * cases: a block-fused 3x3 stencil's recompute, and strides of a
+ * transpose.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apps.h"
+#include "check.h"
+#include "lower.h"
+#include "nest.h"
+#include "space.h"
+
+static target a100(void) {
+    target t;
+    char err[512];
+    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    return t;
+}
+
+/* The kernel IR's allocations of kernel k for Func id, or NULL. */
+static const lower_alloc *alloc_of(const lower_kernel *k, int id) {
+    const lower_alloc *a = k->storage[id];
+    return a && a->mem != MEM_GLOBAL ? a : NULL;
+}
+
+/* Compares model and program; returns the number of mismatches (printed). */
+static int compare(const char *what, const sc_pipeline *p, const nest *m, const lower_program *prog) {
+    int bad = 0;
+#define MISMATCH(...) do { if (bad++ < 5) { fprintf(stderr, "%s: ", what); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+    if (m->nkernels != prog->nkernels) MISMATCH("%d kernels in the model, %d lowered", m->nkernels, prog->nkernels);
+    for (int k = 0; k < m->nkernels && k < prog->nkernels; k++) {
+        const nest_kernel *mk = m->kernels[k];
+        const lower_kernel *lk = prog->kernels[k];
+        if (mk->root != lk->root || mk->stage != lk->stage)
+            MISMATCH("kernel %d is %s.%d in the model, %s.%d lowered", k, mk->root->name, mk->stage, lk->root->name, lk->stage);
+        if (mk->nblocks != lk->nblocks || mk->nthreads != lk->nthreads)
+            MISMATCH("kernel %s: %lld x %d in the model, %lld x %d lowered", lk->name, (long long)mk->nblocks,
+                     mk->nthreads, (long long)lk->nblocks, lk->nthreads);
+        if (mk->nshared != lk->nshared) MISMATCH("kernel %s: %d shared arrays, %d lowered", lk->name, mk->nshared, lk->nshared);
+        if (mk->nstaged != lk->nstaged || mk->staged_elems != lk->staged_elems)
+            MISMATCH("kernel %s: %d staged (%lld elements) in the model, %d (%lld) lowered", lk->name, mk->nstaged,
+                     (long long)mk->staged_elems, lk->nstaged, (long long)lk->staged_elems);
+        int64_t shared = 0;
+        for (int i = 0; i < lk->nshared; i++) shared += lk->shared[i]->count * (int64_t)sc_type_size(lk->shared[i]->func->type);
+        if (shared != mk->shared_bytes)
+            MISMATCH("kernel %s: %lld shared bytes in the model, %lld lowered", lk->name, (long long)mk->shared_bytes,
+                     (long long)shared);
+        int nreg = 0;
+        int64_t regs = 0;
+        for (int i = 0; i < p->funcs.n; i++) {
+            const lower_alloc *a = alloc_of(lk, i);
+            const nest_func *f = m->funcs[i];
+            if (a && a->mem == MEM_LOCAL) { nreg++; regs += a->count; }
+            if (!a) continue;
+            if (!f || f->mem == NEST_GLOBAL) { MISMATCH("%s is fused in %s but not in the model", a->func->name, lk->name); continue; }
+            if ((a->mem == MEM_SHARED) != (f->mem == NEST_SHARED)) MISMATCH("%s: memory kind differs", a->func->name);
+            if (f->stages[0]->kernel != k) MISMATCH("%s: kernel %d in the model, %d lowered", a->func->name, f->stages[0]->kernel, k);
+            for (int d = 0; d < a->ndims; d++)
+                if (a->extent[d] != f->extent[d])
+                    MISMATCH("%s dim %d: extent %lld in the model, %lld lowered", a->func->name, d,
+                             (long long)f->extent[d], (long long)a->extent[d]);
+            if (f->bytes != a->count * (int64_t)sc_type_size(a->func->type)) MISMATCH("%s: bytes differ", a->func->name);
+        }
+        if (nreg != mk->nregister || regs != mk->register_elems)
+            MISMATCH("kernel %s: %d register arrays (%lld elements) in the model, %d (%lld) lowered", lk->name,
+                     mk->nregister, (long long)mk->register_elems, nreg, (long long)regs);
+    }
+#undef MISMATCH
+    return bad;
+}
+
+static int nschedules(void) {
+    const char *e = getenv("NEST_SCHEDULES");
+    return e && atoi(e) > 0 ? atoi(e) : 20;
+}
+
+/* Every app, random complete schedules: the model equals the kernel IR;
+ * and every prefix of the walk builds, modelling only decided Funcs. */
+static void model_equals_kernel_ir(void) {
+    target t = a100();
+    char **names, err[1024];
+    int n = apps_list("apps", &names, err, sizeof err);
+    CHECK(n >= 17);
+    sc_parse_options po = { 1, 0, NULL, NULL };
+    for (int i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "apps/%s.pipe", names[i]);
+        sc_pipeline *p = sc_parse_file(path, &po);
+        bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+        CHECK(b != NULL);
+        if (!b) { sc_pipeline_free(p); continue; }
+        nest_ctx *x = nest_ctx_new(p, b);
+        int ok = 0, total = nschedules(), fused = 0, partial = 0;
+        for (int k = 0; k < total; k++) {
+            space_opts o = { &t, k % 2 == 1 };
+            ir_arena *a = ir_arena_new();
+            sched_state *s = space_random(a, p, b, &o, (uint64_t)k + 1, err, sizeof err);
+            CHECK(s != NULL);
+            if (!s) { ir_arena_free(a); continue; }
+            lower_program *prog = lower_schedule(a, p, b, s, err, sizeof err);
+            CHECK(prog != NULL);
+            char merr[512];
+            nest *m = nest_build(x, s, merr, sizeof merr);
+            if (!m) fprintf(stderr, "%s seed %d: %s\n", names[i], k + 1, merr);
+            CHECK(m != NULL);
+            char what[300];
+            snprintf(what, sizeof what, "%s seed %d", names[i], k + 1);
+            if (m && prog && compare(what, p, m, prog) == 0) ok++;
+            for (int f = 0; m && f < p->funcs.n; f++) fused += m->funcs[f] && m->funcs[f]->loc != SCHED_ROOT;
+            nest_free(m);
+            /* prefixes: decide Funcs in the walk's order, undecided first */
+            sched_state *q = sched_state_new(a, p);
+            for (int f = space_next(p, q); f >= 0 && k < 3; f = space_next(p, q)) {
+                q->f[f] = s->f[f];
+                nest *pm = nest_build(x, q, merr, sizeof merr);
+                if (!pm) fprintf(stderr, "%s seed %d partial: %s\n", names[i], k + 1, merr);
+                CHECK(pm != NULL);
+                for (int g = 0; pm && g < p->funcs.n; g++)
+                    if (!q->f[g] || q->f[g]->loc == SCHED_INLINE) CHECK(pm->funcs[g] == NULL);
+                partial += pm != NULL;
+                nest_free(pm);
+            }
+            ir_arena_free(a);
+        }
+        check_report(ok == total, "%s: model equals kernel IR on %d/%d schedules (%d fused Funcs), %d partial states",
+                     names[i], ok, total, fused, partial);
+        nest_ctx_free(x);
+        bounds_free(b);
+        sc_pipeline_free(p);
+    }
+    apps_free_names(names, n);
+}
+
+static sc_pipeline *parse(const char *text) {
+    sc_pipeline *p = sc_parse_string("t.pipe", text, strlen(text), NULL);
+    CHECK(sc_error_count(p) == 0);
+    return p;
+}
+
+static sc_func *func_named(const sc_pipeline *p, const char *name) {
+    for (int i = 0; i < p->funcs.n; i++)
+        if (!strcmp(((sc_func *)p->funcs.items[i])->name, name)) return p->funcs.items[i];
+    return NULL;
+}
+
+static const char *STENCIL =
+    "input f32 in(130, 130);\n"
+    "blur(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y) + in(x, y + 1) + in(x, y + 2);\n"
+    "out(x, y) = blur(x, y) + blur(x + 1, y) + blur(x + 2, y) + blur(x, y + 1) + blur(x + 1, y + 1)\n"
+    "          + blur(x + 2, y + 1) + blur(x, y + 2) + blur(x + 1, y + 2) + blur(x + 2, y + 2);\n"
+    "output out(126, 126);\n";
+
+/* out 126x126 in blocks of 32x8 threads, 1x1 serial: 4 x 16 blocks; blur
+ * at block level: a 34x10 footprint per block, 64 realizations, so
+ * 64 * 340 points against blur's 128x128 region. */
+static void fused_stencil_recompute(void) {
+    sc_pipeline *p = parse(STENCIL);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    char err[512];
+    const char *text = "schedule t;\nout: root [x=32x1 y=8x1];\nblur: block of out [x=32 y=8];\n";
+    sched_state *s = sched_parse(a, p, "t.sched", text, err, sizeof err);
+    CHECK(s != NULL);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = s ? nest_build(x, s, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        const sc_func *blur = func_named(p, "blur"), *out = func_named(p, "out"), *in = func_named(p, "in");
+        CHECK(m->nkernels == 1 && m->kernels[0]->nblocks == 4 * 16 && m->kernels[0]->nthreads == 256);
+        const nest_func *bf = m->funcs[blur->id];
+        CHECK(bf && bf->mem == NEST_SHARED && bf->extent[0] == 34 && bf->extent[1] == 10 && bf->bytes == 340 * 4);
+        const nest_stage *bs = bf->stages[0];
+        CHECK(bs->realizations == 64 && bs->points_per_realization == 340 && bs->points_total == 64 * 340);
+        CHECK(bs->serial[0] == 2 && bs->serial[1] == 2 && bs->threads_used == 256);
+        const nest_stage *os = m->funcs[out->id]->stages[0];
+        CHECK(os->points_total == 126 * 126 && os->realizations == 1 && os->naccess == 9);
+        /* out reads blur in shared memory: x stride 1, y stride 34 */
+        const nest_access *ac = &os->access[0];
+        CHECK(ac->producer == blur && ac->mem == NEST_SHARED);
+        CHECK(ac->stride_serial[0] == 1 && ac->stride_serial[1] == 34);
+        CHECK(ac->fp_block[0] == 32 && ac->fp_block[1] == 8 && ac->fp_point[0] == 1);
+        /* blur reads the input from global memory, staged in registers
+         * (a 2x2 tile of a plus-shaped stencil: 4x4 staged points), so
+         * its strides are the staged copy's */
+        const nest_access *ia = &bs->access[0];
+        CHECK(ia->producer == in && ia->mem == NEST_GLOBAL && ia->staged && ia->stride_serial[1] == 4);
+        CHECK(m->kernels[0]->nstaged == 1 && m->kernels[0]->staged_elems == 16);
+        CHECK(ia->fp_realization[0] == 34 && ia->fp_realization[1] == 10);
+        int64_t ext[SC_MAX_DIMS];
+        CHECK(nest_fused_extents(p, b, s, blur->id, ext, err, sizeof err) == 0 && ext[0] == 34 && ext[1] == 10);
+        CHECK(nest_fused_extents(p, b, s, out->id, ext, err, sizeof err) != 0);
+    }
+    nest_free(m);
+    /* a second build of the same state comes from the cache */
+    nest_stats before = nest_ctx_stats(x);
+    m = s ? nest_build(x, s, err, sizeof err) : NULL;
+    nest_stats after = nest_ctx_stats(x);
+    CHECK(m && after.kernel_hits == before.kernel_hits + 1 && after.kernel_misses == before.kernel_misses);
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
+static const char *TRANSPOSE =
+    "input f32 in(64, 48);\n"
+    "out(x, y) = in(y, x) + in(clamp(y + 1, 0, 63), x);\n"
+    "output out(48, 64);\n";
+
+/* A transpose: the read's x stride is the input's row length, its y
+ * stride 1, and the clamped tap keeps the same strides. */
+static void transpose_strides(void) {
+    sc_pipeline *p = parse(TRANSPOSE);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    char err[512];
+    sched_state *s = sched_parse(a, p, "t.sched", "schedule t;\nout: root [x=16x1 y=4x2];\n", err, sizeof err);
+    CHECK(s != NULL);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = s ? nest_build(x, s, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        const nest_stage *os = m->funcs[func_named(p, "out")->id]->stages[0];
+        CHECK(os->naccess == 2);
+        for (int i = 0; i < os->naccess && i < 2; i++) {
+            const nest_access *ac = &os->access[i];
+            CHECK(ac->affine && ac->stride_serial[0] == 64 && ac->stride_serial[1] == 1);
+            CHECK(ac->stride_thread[0] == 64 && ac->stride_thread[1] == 2);
+            CHECK(ac->stride_block[0] == 64 * 16 && ac->stride_block[1] == 8);
+        }
+        CHECK(os->access[0].fp_thread[0] == 2 && os->access[0].fp_thread[1] == 1);
+        CHECK(os->access[0].fp_block[0] == 8 && os->access[0].fp_block[1] == 16);
+    }
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
+int main(void) {
+    RUN(fused_stencil_recompute);
+    RUN(transpose_strides);
+    model_equals_kernel_ir();
+    CHECK_EXIT();
+}
