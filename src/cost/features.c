@@ -1,31 +1,22 @@
 /*
  * features.c - per-stage features of a (partial) schedule (features.h).
  *
- * First a small loop-nest picture of every decided, non-inline Func, built
- * consumers first (a fused Func's footprint comes from its consumer's tile):
- *
- *   ROOT stage:   its loops over the Func's region; pure loop k is split
- *                 into blocks x threads[k] x serial[k] (the tile), reduction
- *                 loops run whole inside; one realization.
- *   BLOCK of C:   a footprint F per block of C's kernel (C's calls of it
- *                 over C's per-block box), threads[k] from its tile and
- *                 serial ceil(F / threads); realized once per block.
- *   THREAD of C:  a footprint F per thread of C (C's calls over C's
- *                 per-thread box), all serial, run by C's threads; realized
- *                 once per running thread of C.
- *
- * A footprint dimension is the span of the calls' forms (feat_access.h)
- * over the consumer's box when every call has the same coefficients there,
- * else the producer's whole region, always clipped to the region (as
- * lowering clips).  The kernel of a stage is its root ancestor's stage;
- * its shared memory is the sum of its BLOCK Funcs' footprints and its
- * registers per thread are estimated as sched_check does: 16 (indices,
- * addresses) + one per element of every THREAD Func in the kernel + one per
- * point of the root stage's serial tile.  Register staging (Anderson et
- * al. 2021 §6.7) is not modelled apart from the reuse of loads across
- * unrolled serial loops (feat_warp.h).
- *
- * Then each stage's row, feature by feature (docs/features.md).
+ * Everything about loops, kernels, realizations, points and allocations
+ * comes from the loop-nest model (nest.h), which lowering's kernel IR is
+ * held equal to.  What the model does not give, this file derives from the
+ * stage's accesses as affine forms (feat_access.h):
+ *  - the union footprint of all calls of one producer (the model gives one
+ *    box per distinct call), for the unique bytes and lines read;
+ *  - where each lane of a warp reads and writes, for coalescing, bank
+ *    conflicts and the LIFT figure (feat_warp.h): a lane of a ROOT or
+ *    BLOCK stage starts its serial tile at t_k * serial_k of pure loop k
+ *    (lowering gives each thread consecutive points); a THREAD stage runs
+ *    in its consumer's lanes, from where the consumer's call puts it;
+ *  - the Strahler number and the inline calls of the inlined expression.
+ * Registers per thread are estimated as sched_check does (16 + the
+ * elements of the kernel's THREAD Funcs and staged copies + the root
+ * stage's serial points) and fed with the kernel's threads and shared
+ * memory to the occupancy calculator (occupancy.h).
  */
 #include <assert.h>
 #include <math.h>
@@ -34,6 +25,7 @@
 #include "feat_access.h"
 #include "feat_warp.h"
 #include "features.h"
+#include "nest.h"
 #include "occupancy.h"
 
 /* ---- the schema -------------------------------------------------------------- */
@@ -94,29 +86,20 @@ int feat_index(const char *name) {
 
 typedef enum { MEM_G, MEM_S, MEM_R } mem_kind;   /* global, shared, register */
 
+/* A stage as the featurizer sees it: the model's record, its accesses as
+ * forms, and its loops indexed the way the forms are (ir_stage_loops). */
 typedef struct {
+    const nest_stage *rec;            /* NULL: no record (an empty stage) */
     feat_stage_access acc;
     int npure;
     int pure_loop[SC_MAX_DIMS];       /* loop index of the k-th pure loop */
     int64_t extent[FEAT_MAX_LOOPS];   /* per loop, in one realization */
-    int threads[SC_MAX_DIMS];         /* per pure loop (ROOT, BLOCK) */
     int64_t serial[FEAT_MAX_LOOPS];   /* per loop, per thread */
-    int64_t blocks[SC_MAX_DIMS];      /* ROOT: per pure loop */
-    int64_t block_box[FEAT_MAX_LOOPS];   /* what one block covers */
-    int64_t thread_box[FEAT_MAX_LOOPS];  /* what one thread covers */
-    int64_t threads_used;             /* threads running it per block */
-    double thread_instances;          /* (block, thread) pairs running it */
     feat_lanes lanes;                 /* the lanes' loop values */
-    double realizations;
 } stage_pic;
 
 typedef struct {
-    bool have;                        /* decided, not inline */
-    sched_loc loc;
-    int at, at_stage;                 /* consumer and its stage (fused) */
-    int root, kstage;                 /* the kernel: root Func and stage */
-    int64_t extent[SC_MAX_DIMS];      /* per realization */
-    int64_t elems;
+    const nest_func *nf;              /* NULL: not modelled */
     stage_pic *st;
 } func_pic;
 
@@ -124,26 +107,25 @@ typedef struct {
     const sc_pipeline *p;
     const bounds_result *b;
     const sched_state *s;
+    const nest *model;
     func_pic *fp;                     /* [func id] */
     char *err;
     size_t errlen;
 } ctx;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static const sc_func *func_at(const sc_pipeline *p, int id) { return (const sc_func *)p->funcs.items[id]; }
 
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 static mem_kind mem_of(const ctx *c, const sc_func *g) {
-    if (g->kind != FUNC_DEFINED || !c->fp[g->id].have) return MEM_G;
-    switch (c->fp[g->id].loc) {
-    case SCHED_BLOCK: return MEM_S;
-    case SCHED_THREAD: return MEM_R;
-    default: return MEM_G;
-    }
+    const nest_func *nf = g->kind == FUNC_DEFINED ? c->fp[g->id].nf : NULL;
+    if (!nf) return MEM_G;
+    return nf->mem == NEST_SHARED ? MEM_S : nf->mem == NEST_REGISTER ? MEM_R : MEM_G;
 }
 
 /* The extent of one producer dimension read by calls[0..n) (dimension d)
- * over a box of the stage's loops, clipped to `region`. */
+ * over a box of the stage's loops, clipped to `region`: the span of the
+ * forms when they share their coefficients, else the whole region. */
 static int64_t span(const feat_form *const *dims, int n, int nloops, const int64_t *box, int64_t region) {
     double lo = 0, hi = 0;
     for (int i = 0; i < n; i++) {
@@ -164,8 +146,14 @@ static int64_t span(const feat_form *const *dims, int n, int nloops, const int64
 /* The region extents of a Func or input. */
 static const int64_t *region_of(const ctx *c, const sc_func *g) { return c->b->funcs[g->id].extent; }
 
-/* The footprint box of producer g read by a stage over box: extents per
- * dimension (clipped to lim, g's extents where it is stored). */
+/* Where g's elements are stored, as extents: its region (global) or its
+ * allocation (shared, registers). */
+static const int64_t *stored_extent(const ctx *c, const sc_func *g) {
+    return mem_of(c, g) == MEM_G ? region_of(c, g) : c->fp[g->id].nf->extent;
+}
+
+/* The union box of all calls of producer g by a stage over box: extents
+ * per dimension, clipped to lim. */
 static void footprint(const stage_pic *sp, const sc_func *g, const int64_t *box, const int64_t *lim,
                       int64_t *out) {
     const feat_form *dims[256];
@@ -182,68 +170,56 @@ static int fail(ctx *c, const char *msg, const sc_func *f) {
     return -1;
 }
 
-/* The consumer's stage that calls f (after inlining), or -1. */
-static int calling_stage(const func_pic *cp, const sc_func *cons, const sc_func *f) {
-    for (int st = 0; st < cons->nstages; st++)
-        for (int i = 0; i < cp->st[st].acc.n; i++)
-            if (cp->st[st].acc.calls[i].prod == f) return st;
-    return -1;
-}
-
-/* Fills the picture of stage st of f (f's func_pic loc/extent set). */
+/* Fills the picture of stage st of f from its model record.  A lane of a
+ * ROOT or BLOCK stage with thread coordinates t_k starts its serial tile
+ * at t_k * serial_k in pure loop k (lowering gives each thread consecutive
+ * points; a ROOT stage from its region's origin, a BLOCK stage from its
+ * footprint's).  A THREAD stage runs in its consumer's lanes: its loop
+ * over dimension d of f starts where the consumer's call of f puts it,
+ * i.e. the call's form composed with the consumer's lane map. */
 static void build_stage(ctx *c, const sc_func *f, int st) {
     func_pic *fp = &c->fp[f->id];
     stage_pic *sp = &fp->st[st];
+    const nest_stage *rec = sp->rec;
     const bounds_stage *bs = &c->b->funcs[f->id].stages[st];
-    const sched_func *sf = c->s->f[f->id];
     int nl = sp->acc.nloops;
     sp->npure = 0;
     for (int j = 0; j < nl; j++) {
         int d = sp->acc.which[j];
-        if (d >= 0) sp->pure_loop[sp->npure++] = j;
-        sp->extent[j] = fp->loc == SCHED_ROOT || d < 0 ? bs->extent[j] : fp->extent[d];
+        if (d >= 0) {
+            int k = sp->npure++;
+            sp->pure_loop[k] = j;
+            sp->extent[j] = k < rec->npure ? rec->extent[k] : 1;
+            sp->serial[j] = k < rec->npure ? rec->serial[k] : 1;
+        } else {
+            sp->extent[j] = sp->serial[j] = -1 - d < rec->nred ? rec->red[-1 - d] : bs->extent[j];
+        }
         if (sp->extent[j] < 1) sp->extent[j] = 1;
-        sp->serial[j] = sp->extent[j];                 /* reduction loops, THREAD */
-        sp->block_box[j] = sp->thread_box[j] = sp->extent[j];
+        if (sp->serial[j] < 1) sp->serial[j] = 1;
     }
     feat_lanes *ln = &sp->lanes;
     memset(ln, 0, sizeof *ln);
     ln->nloops = nl;
-    sp->threads_used = 1;
-    if (fp->loc == SCHED_ROOT || fp->loc == SCHED_BLOCK) {
-        const sched_tile *tl = &sf->tile[st];
+    if (fp->nf->loc == SCHED_ROOT || fp->nf->loc == SCHED_BLOCK) {
         ln->nlayout = sp->npure;
         for (int k = 0; k < sp->npure; k++) {
             int j = sp->pure_loop[k];
-            int T = k < tl->npure && tl->threads[k] > 0 ? tl->threads[k] : 1;
-            int64_t S = fp->loc == SCHED_ROOT ? (k < tl->npure && tl->serial[k] > 0 ? tl->serial[k] : 1)
-                                              : ceil_div(sp->extent[j], T);
-            sp->threads[k] = T;
-            sp->serial[j] = S;
-            sp->blocks[k] = fp->loc == SCHED_ROOT ? ceil_div(sp->extent[j], (int64_t)T * S) : 1;
-            sp->block_box[j] = fp->loc == SCHED_ROOT && (int64_t)T * S < sp->extent[j] ? (int64_t)T * S
-                                                                                      : sp->extent[j];
-            sp->thread_box[j] = S < sp->extent[j] ? S : sp->extent[j];
-            sp->threads_used *= T;
-            ln->L[k] = T;
-            ln->lanec[j][k] = (double)S;
-            ln->origin[j] = fp->loc == SCHED_ROOT ? (double)bs->min[j] : 0;
+            ln->L[k] = k < rec->npure && rec->threads[k] > 0 ? rec->threads[k] : 1;
+            ln->lanec[j][k] = (double)sp->serial[j];
+            ln->origin[j] = fp->nf->loc == SCHED_ROOT ? (double)bs->min[j] : 0;
         }
     } else {
-        /* THREAD: C's lanes, each starting where C's call of f puts it */
-        const func_pic *cp = &c->fp[fp->at];
-        const stage_pic *cs = &cp->st[fp->at_stage];
+        const stage_pic *cs = &c->fp[fp->nf->at].st[fp->nf->at_stage];
         const feat_call *call = NULL;
         for (int i = 0; i < cs->acc.n && !call; i++)
             if (cs->acc.calls[i].prod == f) call = &cs->acc.calls[i];
-        assert(call);
         *ln = cs->lanes;
         ln->nloops = nl;
         for (int j = 0; j < nl; j++) {
             memset(ln->lanec[j], 0, sizeof ln->lanec[j]);
             ln->origin[j] = 0;
             int d = sp->acc.which[j];
-            if (d < 0 || !call->dim[d].ok) continue;
+            if (d < 0 || !call || !call->dim[d].ok) continue;
             const feat_form *fm = &call->dim[d];
             ln->origin[j] = fm->off;
             for (int i = 0; i < cs->acc.nloops; i++) {
@@ -251,107 +227,46 @@ static void build_stage(ctx *c, const sc_func *f, int st) {
                 for (int k = 0; k < cs->lanes.nlayout; k++) ln->lanec[j][k] += fm->c[i] * cs->lanes.lanec[i][k];
             }
         }
-        sp->threads_used = cs->threads_used;
     }
     for (int j = 0; j < nl; j++) ln->serial[j] = sp->serial[j];
-
-    /* realizations and running threads */
-    if (fp->loc == SCHED_ROOT) {
-        sp->realizations = 1;
-        double th = 1;
-        for (int k = 0; k < sp->npure; k++) th *= (double)ceil_div(sp->extent[sp->pure_loop[k]], sp->serial[sp->pure_loop[k]]);
-        sp->thread_instances = th;
-    } else {
-        const stage_pic *ks = &c->fp[fp->root].st[fp->kstage];
-        double nblocks = 1;
-        for (int k = 0; k < ks->npure; k++) nblocks *= (double)ks->blocks[k];
-        if (fp->loc == SCHED_BLOCK) {
-            sp->realizations = nblocks;
-            double th = nblocks;
-            for (int k = 0; k < sp->npure; k++)
-                th *= (double)ceil_div(sp->extent[sp->pure_loop[k]], sp->serial[sp->pure_loop[k]]);
-            sp->thread_instances = th;
-        } else {
-            sp->realizations = c->fp[fp->at].st[fp->at_stage].thread_instances;
-            sp->thread_instances = sp->realizations;
-        }
-    }
 }
 
-/* The picture of every decided non-inline Func, consumers first. */
+/* The picture of every modelled Func, consumers first (a THREAD stage
+ * takes its lanes from its consumer's). */
 static int build(ctx *c) {
     const sc_pipeline *p = c->p;
     for (int oi = p->order.n - 1; oi >= 0; oi--) {
         const sc_func *f = ir_order_at(p, oi);
-        if (f->kind != FUNC_DEFINED) continue;
-        const sched_func *sf = c->s->f[f->id];
-        if (!sf || sf->loc == SCHED_INLINE || sf->loc == SCHED_UNDECIDED) continue;
+        if (f->kind != FUNC_DEFINED || !c->model->funcs[f->id]) continue;
+        const nest_func *nf = c->model->funcs[f->id];
+        if (nf->loc == SCHED_THREAD && (nf->at < 0 || !c->fp[nf->at].nf || nf->at_stage < 0 ||
+                                        !c->fp[nf->at].st[nf->at_stage].rec))
+            continue;   /* not reachable through a modelled consumer stage */
         func_pic *fp = &c->fp[f->id];
-        fp->loc = sf->loc;
-        fp->at = sf->at;
-        fp->at_stage = -1;
-        fp->st = calloc((size_t)f->nstages, sizeof *fp->st);
+        fp->st = calloc((size_t)f->nstages + 1, sizeof *fp->st);
         if (!fp->st) return fail(c, "out of memory", f);
-        fp->have = true;
-        for (int st = 0; st < f->nstages; st++)
+        fp->nf = nf;
+        for (int st = 0; st < f->nstages; st++) {
+            fp->st[st].rec = st < nf->nstages ? nf->stages[st] : NULL;
+            if (!fp->st[st].rec) continue;
             if (feat_stage_accesses(p, c->s, f, st, &fp->st[st].acc) < 0) return fail(c, "out of memory", f);
-        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && !sf->tile)
-            return fail(c, "a root or block-level Func without tiles", f);
-        const int64_t *reg = region_of(c, f);
-        fp->elems = 1;
-        if (sf->loc == SCHED_ROOT) {
-            fp->root = f->id;
-            fp->kstage = -1;
-            for (int d = 0; d < f->ndims; d++) fp->extent[d] = reg[d];
-        } else {
-            if (sf->at < 0 || sf->at >= p->funcs.n || !c->fp[sf->at].have)
-                return fail(c, "fused into a Func that is not decided, or inline", f);
-            const sc_func *cons = func_at(p, sf->at);
-            func_pic *cp = &c->fp[sf->at];
-            int cst = calling_stage(cp, cons, f);
-            if (cst < 0) return fail(c, "fused into a Func that does not call it", f);
-            if (sf->loc == SCHED_BLOCK && cp->loc == SCHED_THREAD)
-                return fail(c, "at the block level of a thread-level Func", f);
-            fp->at_stage = cst;
-            fp->root = cp->root;
-            fp->kstage = cp->loc == SCHED_ROOT ? cst : cp->kstage;
-            const stage_pic *cs = &cp->st[cst];
-            footprint(cs, f, sf->loc == SCHED_BLOCK ? cs->block_box : cs->thread_box, reg, fp->extent);
+            build_stage(c, f, st);
         }
-        for (int d = 0; d < f->ndims; d++) fp->elems *= fp->extent[d] > 0 ? fp->extent[d] : 1;
-        for (int st = 0; st < f->nstages; st++) build_stage(c, f, st);
     }
     return 0;
 }
 
 /* ---- the kernels -------------------------------------------------------------- */
 
-typedef struct {
-    int64_t nblocks, nthreads;
-    int64_t shared_bytes, register_elems;
-    occ_result occ;
-    int regs;
-} kernel_pic;
-
-static void kernel_of(const ctx *c, const target *t, int root, int kstage, kernel_pic *k) {
-    const sc_pipeline *p = c->p;
-    const stage_pic *rs = &c->fp[root].st[kstage];
-    memset(k, 0, sizeof *k);
-    k->nblocks = 1;
-    for (int i = 0; i < rs->npure; i++) k->nblocks *= rs->blocks[i];
-    k->nthreads = rs->threads_used;
+/* Registers per thread, estimated as sched_check does: 16 (indices,
+ * addresses) + one per element of every THREAD Func and register-staged
+ * copy of the kernel + one per point of the root stage's serial tile. */
+static int kernel_registers(const ctx *c, const nest_kernel *k) {
+    const stage_pic *rs = &c->fp[k->root->id].st[k->stage];
     int64_t serial = 1;
     for (int i = 0; i < rs->npure; i++) serial *= rs->serial[rs->pure_loop[i]];
-    for (int i = 0; i < p->funcs.n; i++) {
-        const func_pic *g = &c->fp[i];
-        if (!g->have || g->loc == SCHED_ROOT || g->root != root || g->kstage != kstage) continue;
-        if (g->loc == SCHED_BLOCK) k->shared_bytes += g->elems * (int64_t)sc_type_size(func_at(p, i)->type);
-        else k->register_elems += g->elems;
-    }
-    int64_t regs = 16 + k->register_elems + serial;
-    k->regs = regs > 1 << 20 ? 1 << 20 : (int)regs;
-    int threads = k->nthreads > 1 << 20 ? 1 << 20 : (int)k->nthreads;
-    occ_compute(t, threads, k->regs, k->shared_bytes, &k->occ);
+    int64_t regs = 16 + k->register_elems + k->staged_elems + serial;
+    return regs > 1 << 20 ? 1 << 20 : (int)regs;
 }
 
 /* ---- one row ------------------------------------------------------------------- */
@@ -401,7 +316,7 @@ static void storage_of(const ctx *c, const sc_func *g, feat_storage *st) {
     st->elem = (int)sc_type_size(g->type);
     mem_kind m = mem_of(c, g);
     st->shared = m == MEM_S;
-    const int64_t *ext = m == MEM_G ? region_of(c, g) : c->fp[g->id].extent;
+    const int64_t *ext = stored_extent(c, g);
     int64_t stride = 1;
     for (int d = 0; d < g->ndims; d++) {
         st->base[d] = m == MEM_G ? c->b->funcs[g->id].min[d] : 0;
@@ -450,15 +365,30 @@ static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t 
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+/* Threads per block running a stage: its own (ROOT, BLOCK) or its
+ * consumer's (THREAD, which runs inside the consumer's thread loop). */
+static int64_t running_threads(const ctx *c, const sc_func *f, int st) {
+    const nest_func *nf = c->fp[f->id].nf;
+    while (nf->loc == SCHED_THREAD) {
+        st = nf->at_stage;
+        f = func_at(c->p, nf->at);
+        nf = c->fp[f->id].nf;
+    }
+    return nf->stages[st]->threads_used;
+}
+
 static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_func *f, int st, feat_row *row) {
     const func_pic *fp = &c->fp[f->id];
+    const nest_func *nf = fp->nf;
     const stage_pic *sp = &fp->st[st];
+    const nest_stage *rec = sp->rec;
+    const nest_kernel *kn = c->model->kernels[rec->kernel];
     const feat_stage_access *a = &sp->acc;
     double *v = row->v;
     memset(row, 0, sizeof *row);
     row->func = f->id;
     row->stage = st;
-    row->loc = fp->loc;
+    row->loc = nf->loc;
     int nl = a->nloops;
     size_t esize = sc_type_size(f->type);
 
@@ -469,12 +399,8 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
                     v[k * SC_TYPE_COUNT + ty] = (double)ops->items[i].count[k][ty];
     algo_patterns(c->p, f, st, v);
 
-    kernel_pic k;
-    kernel_of(c, t, fp->root, fp->loc == SCHED_ROOT ? st : fp->kstage, &k);
-
-    double pts = 1, pure_pts = 1, serial_pts = 1, red = 1;
+    double pure_pts = 1, serial_pts = 1, red = 1;
     for (int j = 0; j < nl; j++) {
-        pts *= (double)sp->extent[j];
         serial_pts *= (double)sp->serial[j];
         if (a->which[j] >= 0) pure_pts *= (double)sp->extent[j];
         else red *= (double)sp->extent[j];
@@ -482,14 +408,16 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
     const bounds_stage *bs = &c->b->funcs[f->id].stages[st];
     double minimum = 1;
     for (int j = 0; j < bs->nloops; j++) minimum *= (double)bs->extent[j];
-    double fbytes = (double)fp->elems * (double)esize;
+    double fbytes = (double)nf->bytes;
     double region_bytes = (double)esize;
     for (int d = 0; d < f->ndims; d++) region_bytes *= (double)region_of(c, f)[d];
+    int64_t threads = running_threads(c, f, st);
 
-    v[FEAT_AT(FEAT_num_realizations)] = sp->realizations;
-    v[FEAT_AT(FEAT_num_productions)] = sp->realizations;
-    v[FEAT_AT(FEAT_points_computed_per_realization)] = pts;
-    v[FEAT_AT(FEAT_points_computed_total)] = pts * sp->realizations;
+    /* Adams et al. 2019 */
+    v[FEAT_AT(FEAT_num_realizations)] = (double)rec->realizations;
+    v[FEAT_AT(FEAT_num_productions)] = (double)rec->realizations;
+    v[FEAT_AT(FEAT_points_computed_per_realization)] = (double)rec->points_per_realization;
+    v[FEAT_AT(FEAT_points_computed_total)] = (double)rec->points_total;
     v[FEAT_AT(FEAT_points_computed_minimum)] = minimum;
     v[FEAT_AT(FEAT_inlined_calls)] = (double)a->inlined_calls;
     v[FEAT_AT(FEAT_bytes_at_realization)] = fbytes;
@@ -503,23 +431,22 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
     v[FEAT_AT(FEAT_innermost_pure_loop_extent)] = inner_pure >= 0 ? (double)sp->extent[inner_pure] : 1;
     bool unrolled = serial_pts < 16;
     v[FEAT_AT(FEAT_unrolled_loop_extent)] = unrolled ? serial_pts : 1;
-    v[FEAT_AT(FEAT_inner_parallelism)] = (double)sp->threads_used;
-    v[FEAT_AT(FEAT_outer_parallelism)] = (double)k.nblocks;
+    v[FEAT_AT(FEAT_inner_parallelism)] = (double)threads;
+    v[FEAT_AT(FEAT_outer_parallelism)] = (double)kn->nblocks;
 
     /* Anderson et al. 2021 Appendix A */
     double scalars;
-    if (fp->loc == SCHED_THREAD) scalars = sp->realizations * pts;
+    if (nf->loc == SCHED_THREAD) scalars = (double)rec->points_total;
     else {
-        scalars = (fp->loc == SCHED_ROOT ? 1 : (double)k.nblocks) * red;
-        for (int q = 0; q < sp->npure; q++) {
-            int j = sp->pure_loop[q];
-            scalars *= (double)sp->threads[q] * (double)sp->serial[j] * (double)sp->blocks[q];
-        }
+        scalars = (nf->loc == SCHED_ROOT ? 1 : (double)kn->nblocks) * red;
+        for (int q = 0; q < sp->npure && q < rec->npure; q++)
+            scalars *= (double)rec->threads[q] * (double)rec->serial[q] * (double)rec->blocks[q];
     }
     v[FEAT_AT(FEAT_num_scalars)] = scalars;
     v[FEAT_AT(FEAT_points_computed_per_thread)] = serial_pts;
 
-    /* footprints read, by memory kind */
+    /* footprints read, by memory kind: per realization (the stage's loops
+     * whole) and per thread (its serial tile) */
     static const int ub_real[3] = { FEAT_unique_global_bytes_read_per_realization,
                                     FEAT_unique_shared_bytes_read_per_realization,
                                     FEAT_unique_register_bytes_read_per_realization };
@@ -539,11 +466,11 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
         for (int q = 0; q < i && first; q++) first = a->calls[q].prod != g;
         if (!first) continue;
         mem_kind m = mem_of(c, g);
-        const int64_t *lim = m == MEM_G ? region_of(c, g) : c->fp[g->id].extent;
+        const int64_t *lim = stored_extent(c, g);
         int64_t ext[SC_MAX_DIMS];
         double gsize = (double)sc_type_size(g->type);
         for (int level = 0; level < 2; level++) {
-            footprint(sp, g, level ? sp->thread_box : sp->extent, lim, ext);
+            footprint(sp, g, level ? sp->serial : sp->extent, lim, ext);
             double bytes = gsize, lines = 1;
             for (int d = 0; d < g->ndims; d++) {
                 bytes *= (double)ext[d];
@@ -557,16 +484,21 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
         v[FEAT_AT(alloc[m])] += abytes;
     }
 
-    /* written per block */
+    /* written per block: a ROOT stage its block's tile, a BLOCK stage its
+     * footprint, a THREAD stage its footprint in every running thread */
     mem_kind own = mem_of(c, f);
     double task = (double)esize, inner_task = (double)esize;
     for (int q = 0; q < sp->npure; q++) {
         int j = sp->pure_loop[q];
-        double e = (double)(fp->loc == SCHED_ROOT ? sp->block_box[j] : sp->extent[j]);
+        double e = (double)sp->extent[j];
+        if (nf->loc == SCHED_ROOT && q < rec->npure) {
+            double tile = (double)rec->threads[q] * (double)rec->serial[q];
+            if (tile < e) e = tile;
+        }
         task *= e;
         if (a->which[j] == 0) inner_task *= e;
     }
-    if (fp->loc == SCHED_THREAD) task *= (double)sp->threads_used;
+    if (nf->loc == SCHED_THREAD) task *= (double)threads;
     static const int at_task[3] = { FEAT_global_bytes_at_task, FEAT_shared_bytes_at_task, FEAT_register_bytes_at_task };
     static const int at_inner[3] = { FEAT_global_innermost_bytes_at_task, FEAT_shared_innermost_bytes_at_task,
                                      FEAT_register_innermost_bytes_at_task };
@@ -575,37 +507,38 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
 
     /* parallelism */
     int ws = t->warp_size;
-    double active_warps = (double)ceil_div(sp->threads_used, ws);
-    v[FEAT_AT(FEAT_num_blocks)] = (double)k.nblocks;
-    v[FEAT_AT(FEAT_num_warps_per_block)] = (double)ceil_div(k.nthreads, ws);
+    double active_warps = (double)ceil_div(threads, ws);
+    v[FEAT_AT(FEAT_num_blocks)] = (double)kn->nblocks;
+    v[FEAT_AT(FEAT_num_warps_per_block)] = (double)ceil_div(kn->nthreads, ws);
     v[FEAT_AT(FEAT_num_active_warps_per_block)] = active_warps;
-    v[FEAT_AT(FEAT_num_threads_per_block)] = (double)sp->threads_used;
+    v[FEAT_AT(FEAT_num_threads_per_block)] = (double)threads;
     v[FEAT_AT(FEAT_expr_branching)] = a->strahler;
-    v[FEAT_AT(FEAT_block_occupancy)] = (double)sp->threads_used / t->max_threads_per_block;
-    v[FEAT_AT(FEAT_warp_lane_utilization)] = (double)sp->threads_used / (ws * active_warps);
-    v[FEAT_AT(FEAT_idle_lane_wastage)] = (ws * active_warps - (double)sp->threads_used) / t->max_threads_per_block;
+    v[FEAT_AT(FEAT_block_occupancy)] = (double)threads / t->max_threads_per_block;
+    v[FEAT_AT(FEAT_warp_lane_utilization)] = (double)threads / (ws * active_warps);
+    v[FEAT_AT(FEAT_idle_lane_wastage)] = (ws * active_warps - (double)threads) / t->max_threads_per_block;
 
-    /* memory transactions: a regular warp and the tail warp */
-    int64_t full = sp->threads_used / 32, tail = sp->threads_used % 32;
+    /* memory transactions: a regular warp and the tail warp (NVIDIA's
+     * 32-lane warps, 32-byte sectors, 32 banks) */
+    int64_t full = threads / 32, tail = threads % 32;
     warp_costs reg, tl;
     memset(&reg, 0, sizeof reg);
     memset(&tl, 0, sizeof tl);
     if (full && warp_of(c, f, sp, 0, 32, unrolled, &reg) < 0) return fail(c, "out of memory", f);
     if (tail && warp_of(c, f, sp, full * 32, (int)tail, unrolled, &tl) < 0) return fail(c, "out of memory", f);
-    double nf = (double)full, nt = tail ? 1 : 0;
-    v[FEAT_AT(FEAT_num_global_mem_loads_per_block)] = nf * reg.load[0].trans + nt * tl.load[0].trans;
-    v[FEAT_AT(FEAT_num_shared_mem_loads_per_block)] = nf * reg.load[1].trans + nt * tl.load[1].trans;
-    v[FEAT_AT(FEAT_num_global_mem_stores_per_block)] = nf * reg.store[0].trans + nt * tl.store[0].trans;
-    v[FEAT_AT(FEAT_num_shared_mem_stores_per_block)] = nf * reg.store[1].trans + nt * tl.store[1].trans;
-    v[FEAT_AT(FEAT_global_mem_loads_per_regular_warp)] = full ? reg.load[0].trans : 0;
-    v[FEAT_AT(FEAT_shared_mem_loads_per_regular_warp)] = full ? reg.load[1].trans : 0;
-    v[FEAT_AT(FEAT_global_mem_stores_per_regular_warp)] = full ? reg.store[0].trans : 0;
-    v[FEAT_AT(FEAT_shared_mem_stores_per_regular_warp)] = full ? reg.store[1].trans : 0;
+    double nfull = (double)full, ntail = tail ? 1 : 0;
+    v[FEAT_AT(FEAT_num_global_mem_loads_per_block)] = nfull * reg.load[0].trans + ntail * tl.load[0].trans;
+    v[FEAT_AT(FEAT_num_shared_mem_loads_per_block)] = nfull * reg.load[1].trans + ntail * tl.load[1].trans;
+    v[FEAT_AT(FEAT_num_global_mem_stores_per_block)] = nfull * reg.store[0].trans + ntail * tl.store[0].trans;
+    v[FEAT_AT(FEAT_num_shared_mem_stores_per_block)] = nfull * reg.store[1].trans + ntail * tl.store[1].trans;
+    v[FEAT_AT(FEAT_global_mem_loads_per_regular_warp)] = reg.load[0].trans;
+    v[FEAT_AT(FEAT_shared_mem_loads_per_regular_warp)] = reg.load[1].trans;
+    v[FEAT_AT(FEAT_global_mem_stores_per_regular_warp)] = reg.store[0].trans;
+    v[FEAT_AT(FEAT_shared_mem_stores_per_regular_warp)] = reg.store[1].trans;
     v[FEAT_AT(FEAT_global_mem_loads_per_tail_warp)] = tl.load[0].trans;
     v[FEAT_AT(FEAT_shared_mem_loads_per_tail_warp)] = tl.load[1].trans;
     v[FEAT_AT(FEAT_global_mem_stores_per_tail_warp)] = tl.store[0].trans;
     v[FEAT_AT(FEAT_shared_mem_stores_per_tail_warp)] = tl.store[1].trans;
-#define EFF(cost) ratio(nf * reg.cost.needed + nt * tl.cost.needed, nf * reg.cost.moved + nt * tl.cost.moved)
+#define EFF(cost) ratio(nfull * reg.cost.needed + ntail * tl.cost.needed, nfull * reg.cost.moved + ntail * tl.cost.moved)
     v[FEAT_AT(FEAT_global_mem_load_efficiency)] = EFF(load[0]);
     v[FEAT_AT(FEAT_shared_mem_load_efficiency)] = EFF(load[1]);
     v[FEAT_AT(FEAT_global_mem_store_efficiency)] = EFF(store[0]);
@@ -617,35 +550,38 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
     v[FEAT_AT(FEAT_global_lines_per_warp_access)] = ratio(lift, nlift);
 
     /* working set at the thread level: this Func if it lives there, and the
-     * thread-level Funcs computed inside its threads */
-    double wset = fp->loc == SCHED_THREAD ? fbytes : 0;
+     * THREAD Funcs computed inside its threads (directly or nested) */
+    double wset = nf->loc == SCHED_THREAD ? fbytes : 0;
     for (int i = 0; i < c->p->funcs.n; i++) {
-        const func_pic *g = &c->fp[i];
-        if (!g->have || g->loc != SCHED_THREAD || i == f->id) continue;
+        const nest_func *g = c->fp[i].nf;
+        if (!g || g->loc != SCHED_THREAD || i == f->id) continue;
         int up = g->at;
-        while (up >= 0 && up != f->id && c->fp[up].loc == SCHED_THREAD) up = c->fp[up].at;
-        if (up == f->id) wset += (double)g->elems * (double)sc_type_size(func_at(c->p, i)->type);
+        while (up >= 0 && up != f->id && c->fp[up].nf && c->fp[up].nf->loc == SCHED_THREAD) up = c->fp[up].nf->at;
+        if (up == f->id) wset += (double)g->bytes;
     }
     v[FEAT_AT(FEAT_working_set_at_thread)] = wset;
 
     /* occupancy of the kernel */
-    v[FEAT_AT(FEAT_registers_per_thread)] = k.regs;
-    v[FEAT_AT(FEAT_shared_mem_occupancy)] = (double)k.shared_bytes / t->shared_mem_per_block;
-    int smem_blocks = k.occ.blocks_by[OCC_LIMIT_SHARED];
+    int regs = kernel_registers(c, kn);
+    occ_result occ;
+    occ_compute(t, kn->nthreads, regs, kn->shared_bytes, &occ);
+    v[FEAT_AT(FEAT_registers_per_thread)] = regs;
+    v[FEAT_AT(FEAT_shared_mem_occupancy)] = (double)kn->shared_bytes / t->shared_mem_per_block;
+    int smem_blocks = occ.blocks_by[OCC_LIMIT_SHARED];
     if (smem_blocks > t->max_blocks_per_sm) smem_blocks = t->max_blocks_per_sm;
     v[FEAT_AT(FEAT_shared_mem_block_limit_factor)] = (double)smem_blocks / t->max_blocks_per_sm;
-    v[FEAT_AT(FEAT_max_warp_occupancy)] = k.occ.occupancy;
-    v[FEAT_AT(FEAT_max_block_occupancy)] = (double)k.occ.active_blocks / t->max_blocks_per_sm;
+    v[FEAT_AT(FEAT_max_warp_occupancy)] = occ.occupancy;
+    v[FEAT_AT(FEAT_max_block_occupancy)] = (double)occ.active_blocks / t->max_blocks_per_sm;
     return 0;
 }
 
-int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
-                 feat_result *out, char *err, size_t errlen) {
+int feat_compute_model(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const nest *model,
+                       const target *t, feat_result *out, char *err, size_t errlen) {
     char local[256];
     if (!err || !errlen) { err = local; errlen = sizeof local; }
     err[0] = 0;
     memset(out, 0, sizeof *out);
-    ctx c = { p, b, s, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
+    ctx c = { p, b, s, model, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
     ops_result *ops = ops_count(p);
     int rc = 0;
     if (!c.fp || !ops) {
@@ -655,7 +591,7 @@ int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state
     if (!rc) rc = build(&c);
     int nrows = 0;
     for (int i = 0; !rc && i < p->funcs.n; i++)
-        if (c.fp[i].have) nrows += func_at(p, i)->nstages;
+        for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
     if (!rc && nrows) {
         out->rows = calloc((size_t)nrows, sizeof *out->rows);
         if (!out->rows) {
@@ -665,8 +601,9 @@ int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state
     }
     for (int oi = p->order.n - 1; !rc && oi >= 0; oi--) {
         const sc_func *f = ir_order_at(p, oi);
-        if (f->kind != FUNC_DEFINED || !c.fp[f->id].have) continue;
-        for (int st = 0; st < f->nstages && !rc; st++) rc = fill_row(&c, t, ops, f, st, &out->rows[out->n++]);
+        if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
+        for (int st = 0; st < f->nstages && !rc; st++)
+            if (c.fp[f->id].st[st].rec) rc = fill_row(&c, t, ops, f, st, &out->rows[out->n++]);
     }
     for (int i = 0; c.fp && i < p->funcs.n; i++) {
         if (!c.fp[i].st) continue;
@@ -676,6 +613,20 @@ int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state
     free(c.fp);
     if (ops) ops_free(ops);
     if (rc) feat_free(out);
+    return rc;
+}
+
+int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
+                 feat_result *out, char *err, size_t errlen) {
+    char local[256];
+    if (!err || !errlen) { err = local; errlen = sizeof local; }
+    memset(out, 0, sizeof *out);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *model = x ? nest_build(x, s, err, errlen) : NULL;
+    int rc = model ? feat_compute_model(p, b, s, model, t, out, err, errlen) : -1;
+    if (!x) snprintf(err, errlen, "out of memory");
+    nest_free(model);
+    nest_ctx_free(x);
     return rc;
 }
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include "analysis.h"
 #include "bounds.h"
+#include "nest.h"
 #include "sched.h"
 #include "target.h"
 
@@ -149,9 +150,13 @@ typedef struct {
     feat_row *rows;                   /* decided non-inline stages, outputs first */
 } feat_result;
 
-/* The features of every stage of the decided, non-inline Funcs of s (s may
- * be partial) for target t.  0, or -1 with a message (out of memory, or a
- * state that breaks the rules of sched.h). */
+/* The features of every stage of the Funcs the loop-nest model of s
+ * describes (nest.h: the decided, non-inline ones; s may be partial), for
+ * target t.  0, or -1 with a message (out of memory). */
+int feat_compute_model(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const nest *model,
+                       const target *t, feat_result *out, char *err, size_t errlen);
+/* The same, building the model first (a nest_ctx of its own): -1 with the
+ * model's message when s breaks a rule of sched.h. */
 int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
                  feat_result *out, char *err, size_t errlen);
 void feat_free(feat_result *r);
