@@ -12,6 +12,7 @@
  * the largest of its children; an inline call is the Strahler number of
  * its definition with its variables standing for the arguments'.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "feat_access.h"
@@ -30,6 +31,8 @@ typedef struct {
     int st;
     feat_stage_access *out;
     bool oom;
+    int *table;                       /* open addressing: call index + 1, 0 empty */
+    int tcap;                         /* a power of two, > 2 * out->n */
 } walk;
 
 static bool is_inline(const walk *w, const sc_func *g) {
@@ -160,8 +163,77 @@ static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
     }
 }
 
+static uint64_t mix(uint64_t h, uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_call(const feat_call *c, int nloops) {
+    uint64_t h = mix(0, (uint64_t)(uintptr_t)c->prod);
+    for (int d = 0; d < c->ndims; d++) {
+        const feat_form *f = &c->dim[d];
+        h = mix(h, (uint64_t)f->ok);
+        double vals[FEAT_MAX_LOOPS + 1];
+        memcpy(vals, f->c, sizeof(double) * (size_t)nloops);
+        vals[nloops] = f->off;
+        for (int j = 0; j <= nloops; j++) {
+            uint64_t bits;
+            memcpy(&bits, &vals[j], sizeof bits);
+            h = mix(h, bits);
+        }
+    }
+    return h;
+}
+
+static bool same_call(const feat_call *a, const feat_call *b, int nloops) {
+    if (a->prod != b->prod || a->ndims != b->ndims) return false;
+    for (int d = 0; d < a->ndims; d++) {
+        const feat_form *x = &a->dim[d], *y = &b->dim[d];
+        if (x->ok != y->ok) return false;
+        if (!x->ok) return false;     /* irregular coordinates are never the same */
+        if (x->off != y->off || !feat_form_same_coefs(x, y, nloops)) return false;
+    }
+    return true;
+}
+
+/* The slot of c in the table: its index + 1 if present, else the empty
+ * slot where it goes (negated - 1). */
+static int find_slot(const walk *w, const feat_call *c, uint64_t h) {
+    int mask = w->tcap - 1;
+    for (int i = (int)(h & (uint64_t)mask);; i = (i + 1) & mask) {
+        int k = w->table[i];
+        if (!k) return -1 - i;
+        if (same_call(&w->out->calls[k - 1], c, w->out->nloops)) return k;
+    }
+}
+
+static bool grow_table(walk *w) {
+    int cap = w->tcap ? 2 * w->tcap : 64;
+    int *t = calloc((size_t)cap, sizeof *t);
+    if (!t) return false;
+    free(w->table);
+    w->table = t;
+    w->tcap = cap;
+    for (int k = 0; k < w->out->n; k++) {
+        int slot = find_slot(w, &w->out->calls[k], hash_call(&w->out->calls[k], w->out->nloops));
+        if (slot < 0) w->table[-1 - slot] = k + 1;
+    }
+    return true;
+}
+
+/* Records a call, once per distinct form (a repeated access is one load:
+ * inlining repeats taps that code generation computes once). */
 static void push_call(walk *w, const sc_expr *e, const env *v) {
     feat_stage_access *o = w->out;
+    if (2 * (o->n + 1) >= w->tcap && !grow_table(w)) { w->oom = true; return; }
+    feat_call c;
+    memset(&c, 0, sizeof c);
+    c.prod = e->func;
+    c.ndims = e->nargs;
+    for (int d = 0; d < e->nargs && d < SC_MAX_DIMS; d++) c.dim[d] = form_of(w, e->args[d], v);
+    uint64_t h = hash_call(&c, o->nloops);
+    int slot = find_slot(w, &c, h);
+    if (slot > 0) return;
     if (o->n == o->cap) {
         int cap = o->cap ? 2 * o->cap : 8;
         feat_call *c = realloc(o->calls, (size_t)cap * sizeof *c);
@@ -169,11 +241,8 @@ static void push_call(walk *w, const sc_expr *e, const env *v) {
         o->calls = c;
         o->cap = cap;
     }
-    feat_call *c = &o->calls[o->n++];
-    memset(c, 0, sizeof *c);
-    c->prod = e->func;
-    c->ndims = e->nargs;
-    for (int d = 0; d < e->nargs && d < SC_MAX_DIMS; d++) c->dim[d] = form_of(w, e->args[d], v);
+    w->table[-1 - slot] = o->n + 1;
+    o->calls[o->n++] = c;
 }
 
 /* Visits e: records calls, counts inline calls, returns the Strahler
@@ -212,7 +281,7 @@ int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_fun
                         feat_stage_access *out) {
     memset(out, 0, sizeof *out);
     out->nloops = ir_stage_loops(f, st, out->which);
-    walk w = { p, s, f, st, out, false };
+    walk w = { p, s, f, st, out, false, NULL, 0 };
     env v = { 0 };
     for (int j = 0; j < out->nloops; j++) {
         if (out->which[j] < 0) continue;
@@ -230,6 +299,7 @@ int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_fun
         out->store[d] = form_of(&w, sg->args[d], &v);
         if (st > 0) visit(&w, sg->args[d], &v);   /* a scatter's coordinates may load */
     }
+    free(w.table);
     if (w.oom) {
         feat_stage_access_free(out);
         return -1;

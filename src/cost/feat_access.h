@@ -11,7 +11,8 @@
  * clamped argument is kept (exact away from the edges, where a clamped
  * stencil reads).  Division by a positive constant c gives coefficients
  * 1/c.  A coordinate that is none of these (data-dependent, modulo, a
- * parameter) is irregular.
+ * parameter) is irregular.  Calls with the same producer and the same
+ * forms are one access (code generation computes a repeated tap once).
  */
 #ifndef SC_FEAT_ACCESS_H
 #define SC_FEAT_ACCESS_H

@@ -22,8 +22,10 @@
  * again an address it stores later (the store moves out of the unrolled
  * block): only lanes with a new address take part in an instruction.
  * Otherwise every iteration issues its instructions; at most
- * FEAT_WARP_ITERS iterations are enumerated and the counts scaled.
- * An irregular coordinate (a gather) puts every lane in its own line.
+ * FEAT_WARP_ITERS iterations are enumerated (FEAT_WARP_SLOW_ITERS for an
+ * access with fractional coefficients, a resampling) and the counts
+ * scaled.  An irregular coordinate (a gather) puts every lane in a sector
+ * and line of its own and, in shared memory, a wavefront of its own.
  */
 #ifndef SC_FEAT_WARP_H
 #define SC_FEAT_WARP_H
@@ -32,6 +34,7 @@
 #include "feat_access.h"
 
 #define FEAT_WARP_ITERS 64
+#define FEAT_WARP_SLOW_ITERS 8      /* accesses with fractional coefficients */
 
 typedef struct {
     int nloops;
