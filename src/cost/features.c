@@ -90,7 +90,7 @@ typedef enum { MEM_G, MEM_S, MEM_R } mem_kind;   /* global, shared, register */
  * forms, and its loops indexed the way the forms are (ir_stage_loops). */
 typedef struct {
     const nest_stage *rec;            /* NULL: no record (an empty stage) */
-    feat_stage_access acc;
+    const feat_stage_access *acc;     /* cached in the feat_ctx */
     int npure;
     int pure_loop[SC_MAX_DIMS];       /* loop index of the k-th pure loop */
     int64_t extent[FEAT_MAX_LOOPS];   /* per loop, in one realization */
@@ -103,11 +103,40 @@ typedef struct {
     stage_pic *st;
 } func_pic;
 
+/* What depends on the pipeline only, and the accesses of stages keyed by
+ * the inline Funcs they expand (feat_access.h walks the inlined
+ * expression, the costliest part of a featurization). */
+typedef struct acc_entry {
+    struct acc_entry *next;
+    uint64_t h;
+    int fid, st, nsig;
+    int *sig;                         /* the inline Funcs expanded, DFS order */
+    feat_stage_access acc;
+} acc_entry;
+
+#define ACC_TABLE 1024
+
+struct feat_ctx {
+    const sc_pipeline *p;
+    const bounds_result *b;
+    int n;
+    int *slot;                        /* [func id]: first stage slot */
+    int nslots;
+    int *ncallees;                    /* [slot]: distinct Funcs a stage calls */
+    int **callees;
+    ops_result *ops;
+    double (*patterns)[FEAT_store_slice + 1];   /* [slot]: the access classes */
+    acc_entry *table[ACC_TABLE];
+    int *mark, *stack, *sig;          /* scratch for the signatures */
+    int stamp;
+};
+
 typedef struct {
     const sc_pipeline *p;
     const bounds_result *b;
     const sched_state *s;
     const nest *model;
+    feat_ctx *x;
     func_pic *fp;                     /* [func id] */
     char *err;
     size_t errlen;
@@ -159,15 +188,59 @@ static void footprint(const stage_pic *sp, const sc_func *g, const int64_t *box,
     const feat_form *dims[256];
     for (int d = 0; d < g->ndims; d++) {
         int n = 0;
-        for (int i = 0; i < sp->acc.n && n < 256; i++)
-            if (sp->acc.calls[i].prod == g) dims[n++] = &sp->acc.calls[i].dim[d];
-        out[d] = n ? span(dims, n, sp->acc.nloops, box, lim[d]) : 0;
+        for (int i = 0; i < sp->acc->n && n < 256; i++)
+            if (sp->acc->calls[i].prod == g) dims[n++] = &sp->acc->calls[i].dim[d];
+        out[d] = n ? span(dims, n, sp->acc->nloops, box, lim[d]) : 0;
     }
 }
 
 static int fail(ctx *c, const char *msg, const sc_func *f) {
     snprintf(c->err, c->errlen, "%s: %s", f->name, msg);
     return -1;
+}
+
+/* The accesses of stage st of f under c->s's inline decisions: from the
+ * cache when the same inline Funcs were expanded before.  NULL when out
+ * of memory. */
+static const feat_stage_access *stage_accesses(ctx *c, const sc_func *f, int st) {
+    feat_ctx *x = c->x;
+    const sched_state *s = c->s;
+    /* the signature: the inline Funcs the stage expands, DFS order */
+    int nsig = 0, top = 0, slot = x->slot[f->id] + st;
+    x->stamp++;
+    for (int i = x->ncallees[slot] - 1; i >= 0; i--) x->stack[top++] = x->callees[slot][i];
+    while (top) {
+        int g = x->stack[--top];
+        if (g == f->id || x->mark[g] == x->stamp || !s->f[g] || s->f[g]->loc != SCHED_INLINE) continue;
+        x->mark[g] = x->stamp;
+        x->sig[nsig++] = g;
+        int gs = x->slot[g];
+        for (int i = x->ncallees[gs] - 1; i >= 0 && top < x->n; i--)
+            if (x->mark[x->callees[gs][i]] != x->stamp) x->stack[top++] = x->callees[gs][i];
+    }
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)slot;
+    for (int i = 0; i < nsig; i++) h = (h ^ (uint64_t)x->sig[i]) * 1099511628211ull;
+    acc_entry **b = &x->table[h % ACC_TABLE];
+    for (acc_entry *e = *b; e; e = e->next)
+        if (e->h == h && e->fid == f->id && e->st == st && e->nsig == nsig &&
+            !memcmp(e->sig, x->sig, sizeof(int) * (size_t)nsig))
+            return &e->acc;
+    acc_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->sig = malloc(sizeof(int) * (size_t)(nsig + 1));
+    if (!e->sig || feat_stage_accesses(c->p, s, f, st, &e->acc) < 0) {
+        free(e->sig);
+        free(e);
+        return NULL;
+    }
+    memcpy(e->sig, x->sig, sizeof(int) * (size_t)nsig);
+    e->h = h;
+    e->fid = f->id;
+    e->st = st;
+    e->nsig = nsig;
+    e->next = *b;
+    *b = e;
+    return &e->acc;
 }
 
 /* Fills the picture of stage st of f from its model record.  A lane of a
@@ -182,10 +255,10 @@ static void build_stage(ctx *c, const sc_func *f, int st) {
     stage_pic *sp = &fp->st[st];
     const nest_stage *rec = sp->rec;
     const bounds_stage *bs = &c->b->funcs[f->id].stages[st];
-    int nl = sp->acc.nloops;
+    int nl = sp->acc->nloops;
     sp->npure = 0;
     for (int j = 0; j < nl; j++) {
-        int d = sp->acc.which[j];
+        int d = sp->acc->which[j];
         if (d >= 0) {
             int k = sp->npure++;
             sp->pure_loop[k] = j;
@@ -211,18 +284,18 @@ static void build_stage(ctx *c, const sc_func *f, int st) {
     } else {
         const stage_pic *cs = &c->fp[fp->nf->at].st[fp->nf->at_stage];
         const feat_call *call = NULL;
-        for (int i = 0; i < cs->acc.n && !call; i++)
-            if (cs->acc.calls[i].prod == f) call = &cs->acc.calls[i];
+        for (int i = 0; i < cs->acc->n && !call; i++)
+            if (cs->acc->calls[i].prod == f) call = &cs->acc->calls[i];
         *ln = cs->lanes;
         ln->nloops = nl;
         for (int j = 0; j < nl; j++) {
             memset(ln->lanec[j], 0, sizeof ln->lanec[j]);
             ln->origin[j] = 0;
-            int d = sp->acc.which[j];
+            int d = sp->acc->which[j];
             if (d < 0 || !call || !call->dim[d].ok) continue;
             const feat_form *fm = &call->dim[d];
             ln->origin[j] = fm->off;
-            for (int i = 0; i < cs->acc.nloops; i++) {
+            for (int i = 0; i < cs->acc->nloops; i++) {
                 ln->origin[j] += fm->c[i] * cs->lanes.origin[i];
                 for (int k = 0; k < cs->lanes.nlayout; k++) ln->lanec[j][k] += fm->c[i] * cs->lanes.lanec[i][k];
             }
@@ -249,7 +322,8 @@ static int build(ctx *c) {
         for (int st = 0; st < f->nstages; st++) {
             fp->st[st].rec = st < nf->nstages ? nf->stages[st] : NULL;
             if (!fp->st[st].rec) continue;
-            if (feat_stage_accesses(p, c->s, f, st, &fp->st[st].acc) < 0) return fail(c, "out of memory", f);
+            fp->st[st].acc = stage_accesses(c, f, st);
+            if (!fp->st[st].acc) return fail(c, "out of memory", f);
             build_stage(c, f, st);
         }
     }
@@ -333,7 +407,7 @@ typedef struct {
 static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
                    warp_costs *w) {
     memset(w, 0, sizeof *w);
-    const feat_stage_access *a = &sp->acc;
+    const feat_stage_access *a = sp->acc;
     const feat_form **calls = malloc(sizeof *calls * (size_t)(a->n + 1));
     if (!calls) return -1;
     bool *done = calloc((size_t)a->n + 1, 1);
@@ -377,13 +451,13 @@ static int64_t running_threads(const ctx *c, const sc_func *f, int st) {
     return nf->stages[st]->threads_used;
 }
 
-static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_func *f, int st, feat_row *row) {
+static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
     const func_pic *fp = &c->fp[f->id];
     const nest_func *nf = fp->nf;
     const stage_pic *sp = &fp->st[st];
     const nest_stage *rec = sp->rec;
     const nest_kernel *kn = c->model->kernels[rec->kernel];
-    const feat_stage_access *a = &sp->acc;
+    const feat_stage_access *a = sp->acc;
     double *v = row->v;
     memset(row, 0, sizeof *row);
     row->func = f->id;
@@ -392,12 +466,13 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
     int nl = a->nloops;
     size_t esize = sc_type_size(f->type);
 
+    const ops_result *ops = c->x->ops;
     for (int i = 0; i < ops->n; i++)
         if (ops->items[i].func == f->id && ops->items[i].stage == st)
             for (int k = 0; k < OPS_KIND_COUNT; k++)
                 for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                     v[k * SC_TYPE_COUNT + ty] = (double)ops->items[i].count[k][ty];
-    algo_patterns(c->p, f, st, v);
+    memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;
     for (int j = 0; j < nl; j++) {
@@ -575,16 +650,91 @@ static int fill_row(ctx *c, const target *t, const ops_result *ops, const sc_fun
     return 0;
 }
 
-int feat_compute_model(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const nest *model,
-                       const target *t, feat_result *out, char *err, size_t errlen) {
+static void collect_callee(const sc_expr *e, void *user) {
+    int *list = user;   /* list[0] = count, then ids; sized n + 1 */
+    if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED) return;
+    for (int i = 1; i <= list[0]; i++)
+        if (list[i] == e->func->id) return;
+    list[++list[0]] = e->func->id;
+}
+
+feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
+    feat_ctx *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->p = p;
+    x->b = b;
+    x->n = p->funcs.n;
+    x->slot = calloc((size_t)x->n + 1, sizeof *x->slot);
+    for (int i = 0; x->slot && i < x->n; i++) {
+        x->slot[i] = x->nslots;
+        x->nslots += func_at(p, i)->kind == FUNC_DEFINED ? func_at(p, i)->nstages : 0;
+    }
+    x->ncallees = calloc((size_t)x->nslots + 1, sizeof *x->ncallees);
+    x->callees = calloc((size_t)x->nslots + 1, sizeof *x->callees);
+    x->patterns = calloc((size_t)x->nslots + 1, sizeof *x->patterns);
+    x->mark = calloc((size_t)x->n + 1, sizeof *x->mark);
+    x->stack = calloc((size_t)x->n + 1, sizeof *x->stack);
+    x->sig = calloc((size_t)x->n + 1, sizeof *x->sig);
+    int *list = calloc((size_t)x->n + 1, sizeof *list);
+    x->ops = ops_count(p);
+    bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops;
+    for (int i = 0; ok && i < x->n; i++) {
+        const sc_func *f = func_at(p, i);
+        if (f->kind != FUNC_DEFINED) continue;
+        for (int st = 0; ok && st < f->nstages; st++) {
+            int slot = x->slot[i] + st;
+            list[0] = 0;
+            const ir_stage *sg = &f->stages[st];
+            ir_visit(sg->value, collect_callee, list);
+            for (int d = 0; d < sg->nargs; d++) ir_visit(sg->args[d], collect_callee, list);
+            x->ncallees[slot] = list[0];
+            x->callees[slot] = malloc(sizeof(int) * (size_t)(list[0] + 1));
+            if (!x->callees[slot]) { ok = false; break; }
+            memcpy(x->callees[slot], list + 1, sizeof(int) * (size_t)list[0]);
+            double v[FEAT_COUNT] = {0};
+            algo_patterns(p, f, st, v);
+            memcpy(x->patterns[slot], v + FEAT_AT(0), sizeof x->patterns[slot]);
+        }
+    }
+    free(list);
+    if (!ok) {
+        feat_ctx_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void feat_ctx_free(feat_ctx *x) {
+    if (!x) return;
+    for (int i = 0; i < ACC_TABLE; i++)
+        for (acc_entry *e = x->table[i], *next; e; e = next) {
+            next = e->next;
+            feat_stage_access_free(&e->acc);
+            free(e->sig);
+            free(e);
+        }
+    for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);
+    free(x->callees);
+    free(x->ncallees);
+    free(x->patterns);
+    free(x->slot);
+    free(x->mark);
+    free(x->stack);
+    free(x->sig);
+    if (x->ops) ops_free(x->ops);
+    free(x);
+}
+
+int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
+                     char *err, size_t errlen) {
     char local[256];
     if (!err || !errlen) { err = local; errlen = sizeof local; }
     err[0] = 0;
     memset(out, 0, sizeof *out);
-    ctx c = { p, b, s, model, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
-    ops_result *ops = ops_count(p);
+    const sc_pipeline *p = x->p;
+    ctx c = { p, x->b, s, model, x, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
     int rc = 0;
-    if (!c.fp || !ops) {
+    if (!c.fp) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
@@ -603,16 +753,24 @@ int feat_compute_model(const sc_pipeline *p, const bounds_result *b, const sched
         const sc_func *f = ir_order_at(p, oi);
         if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
         for (int st = 0; st < f->nstages && !rc; st++)
-            if (c.fp[f->id].st[st].rec) rc = fill_row(&c, t, ops, f, st, &out->rows[out->n++]);
+            if (c.fp[f->id].st[st].rec) rc = fill_row(&c, t, f, st, &out->rows[out->n++]);
     }
-    for (int i = 0; c.fp && i < p->funcs.n; i++) {
-        if (!c.fp[i].st) continue;
-        for (int st = 0; st < func_at(p, i)->nstages; st++) feat_stage_access_free(&c.fp[i].st[st].acc);
-        free(c.fp[i].st);
-    }
+    for (int i = 0; c.fp && i < p->funcs.n; i++) free(c.fp[i].st);
     free(c.fp);
-    if (ops) ops_free(ops);
     if (rc) feat_free(out);
+    return rc;
+}
+
+int feat_compute_model(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const nest *model,
+                       const target *t, feat_result *out, char *err, size_t errlen) {
+    feat_ctx *x = feat_ctx_new(p, b);
+    if (!x) {
+        memset(out, 0, sizeof *out);
+        if (err && errlen) snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = feat_compute_ctx(x, s, model, t, out, err, errlen);
+    feat_ctx_free(x);
     return rc;
 }
 

@@ -30,7 +30,8 @@
 
 typedef enum { FEAT_ALGO, FEAT_SCHED } feat_kind;
 
-/* X(name, kind, unit, doc) */
+/* X(name, kind, unit, doc); the access classes come first (feat_ctx
+ * keeps them per stage as FEAT_load_func_pointwise .. FEAT_store_slice). */
 #define FEAT_LIST(X) \
     /* memory access patterns (Adams et al. 2019), per stage, no inlining */ \
     X(load_func_pointwise, FEAT_ALGO, "calls", "calls of Funcs whose Jacobian is the identity") \
@@ -149,6 +150,19 @@ typedef struct {
     int n;
     feat_row *rows;                   /* decided non-inline stages, outputs first */
 } feat_result;
+
+/* A featurizer for one pipeline: what depends on the pipeline only (the
+ * operation counts, the access classes, the call graph) and a cache of
+ * stage accesses keyed by the inline Funcs each stage expands, so that
+ * searches featurizing many states pay the walk of an inlined expression
+ * once.  Explicit create/destroy; b must outlive it; one per thread.  The
+ * cache grows with the distinct inline choices seen. */
+typedef struct feat_ctx feat_ctx;
+feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b);
+void feat_ctx_free(feat_ctx *x);
+/* The features of every stage of the Funcs the model of s describes. */
+int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
+                     char *err, size_t errlen);
 
 /* The features of every stage of the Funcs the loop-nest model of s
  * describes (nest.h: the decided, non-inline ones; s may be partial), for
