@@ -81,22 +81,27 @@ static bool linear(const feat_form *dims, const feat_storage *st, int nloops, in
 }
 
 /* The transactions and distinct bytes of one instruction whose active
- * lanes read addr[0..m). */
+ * lanes read addr[0..m).  One sort: floor division is monotone, so the
+ * sorted addresses give sorted elements and sectors. */
 static void instruction(const feat_storage *st, const int64_t *addr, int m, double *trans, double *needed) {
-    int64_t unit[LANES];
-    for (int l = 0; l < m; l++) unit[l] = floor_div(addr[l], st->elem);
-    *needed = (double)distinct(unit, m) * st->elem;
+    int64_t a[LANES];
+    memcpy(a, addr, sizeof(int64_t) * (size_t)m);
+    distinct(a, m);
+    int units = m > 0, sectors = m > 0;
+    for (int l = 1; l < m; l++) {
+        units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
+        sectors += floor_div(a[l], SECTOR) != floor_div(a[l - 1], SECTOR);
+    }
+    *needed = (double)units * st->elem;
     if (!st->shared) {
-        int64_t sec[LANES];
-        for (int l = 0; l < m; l++) sec[l] = floor_div(addr[l], SECTOR);
-        *trans = distinct(sec, m);
+        *trans = sectors;
         return;
     }
     /* the most distinct 4-byte words any bank serves: sorted by bank,
      * then word, count the runs */
     int64_t key[LANES];
     for (int l = 0; l < m; l++) {
-        int64_t w = floor_div(addr[l], 4);
+        int64_t w = floor_div(a[l], 4);
         key[l] = (((w % BANKS) + BANKS) % BANKS) * ((int64_t)1 << 40) + (w & (((int64_t)1 << 40) - 1));
     }
     distinct(key, m);
@@ -120,6 +125,40 @@ typedef struct {
     bool have[ALIGN];
     double trans[ALIGN], needed[ALIGN];
 } pattern;
+
+typedef struct {
+    pattern *p;
+    uint64_t *h;
+    int n, cap;
+} pattern_pool;
+
+/* The index of the pattern with these lane offsets (added if new), or -1
+ * when out of memory. */
+static int find_pattern(pattern_pool *pool, const int64_t *rel, int nlanes) {
+    uint64_t h = 1469598103934665603ull;
+    for (int l = 0; l < nlanes; l++) h = (h ^ (uint64_t)rel[l]) * 1099511628211ull;
+    for (int g = 0; g < pool->n; g++)
+        if (pool->h[g] == h && !memcmp(pool->p[g].rel, rel, sizeof(int64_t) * (size_t)nlanes)) return g;
+    if (pool->n == pool->cap) {
+        int cap = pool->cap ? 2 * pool->cap : 8;
+        pattern *p = realloc(pool->p, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        pool->p = p;
+        uint64_t *hs = realloc(pool->h, sizeof *hs * (size_t)cap);
+        if (!hs) return -1;
+        pool->h = hs;
+        pool->cap = cap;
+    }
+    pattern *g = &pool->p[pool->n];
+    memset(g->rel, 0, sizeof g->rel);
+    memcpy(g->rel, rel, sizeof(int64_t) * (size_t)nlanes);
+    memset(g->have, 0, sizeof g->have);
+    int64_t lines[LANES];
+    for (int l = 0; l < nlanes; l++) lines[l] = floor_div(rel[l], LINE);
+    g->lift = distinct(lines, nlanes);
+    pool->h[pool->n] = h;
+    return pool->n++;
+}
 
 static void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
     int r = (int)(((b % ALIGN) + ALIGN) % ALIGN);
@@ -183,10 +222,10 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
     int64_t *steps = malloc(sizeof(int64_t) * (size_t)(n * FEAT_MAX_LOOPS));
     int64_t *b0 = malloc(sizeof(int64_t) * (size_t)n);
     int *pat = malloc(sizeof(int) * (size_t)n);
-    pattern *pats = malloc(sizeof(pattern) * (size_t)n);
+    pattern_pool pool = { NULL, NULL, 0, 0 };
     key_set seen = { NULL, 0 };
     int rc = -1;
-    if (!steps || !b0 || !pat || !pats) goto done;
+    if (!steps || !b0 || !pat) goto done;
     if (unrolled) {
         int64_t cap = 64;
         while (cap < 2 * iters * n * nlanes) cap *= 2;
@@ -194,7 +233,6 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
         if (!seen.keys) goto done;
         seen.mask = cap - 1;
     }
-    int npat = 0;
     for (int i = 0; i < n; i++) {
         int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
         pat[i] = -1;
@@ -207,17 +245,8 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
         }
         b0[i] = rel[0];
         for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
-        int g = 0;
-        while (g < npat && memcmp(pats[g].rel, rel, sizeof(int64_t) * (size_t)nlanes)) g++;
-        if (g == npat) {
-            memcpy(pats[g].rel, rel, sizeof rel);
-            memset(pats[g].have, 0, sizeof pats[g].have);
-            int64_t lines[LANES];
-            for (int l = 0; l < nlanes; l++) lines[l] = floor_div(rel[l], LINE);
-            pats[g].lift = distinct(lines, nlanes);
-            npat++;
-        }
-        pat[i] = g;
+        pat[i] = find_pattern(&pool, rel, nlanes);
+        if (pat[i] < 0) goto done;
     }
 
     for (int64_t it = 0; it < iters; it++) {
@@ -234,10 +263,10 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                  * address is new for the pattern */
                 if (unrolled && !set_insert(&seen, mix2((uint64_t)pat[i], b))) continue;
                 if (it == 0 && !st->shared) {
-                    c->lift_lines += pats[pat[i]].lift;
+                    c->lift_lines += pool.p[pat[i]].lift;
                     c->lift_n++;
                 }
-                pattern_cost(st, &pats[pat[i]], nlanes, b, &trans, &needed);
+                pattern_cost(st, &pool.p[pat[i]], nlanes, b, &trans, &needed);
             } else if (irregular(calls[i], st)) {
                 /* every lane in a sector and line of its own, never
                  * reused: a gather */
@@ -260,14 +289,21 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                     if (unrolled && !set_insert(&seen, mix2((uint64_t)(n + l), a))) continue;
                     addr[m++] = a;
                 }
-                if (it == 0 && !st->shared && m == nlanes) {
-                    int64_t rel[LANES];
-                    for (int l = 0; l < m; l++) rel[l] = floor_div(addr[l] - addr[0], LINE);
-                    c->lift_lines += distinct(rel, m);
-                    c->lift_n++;
-                }
                 if (m == 0) continue;
-                instruction(st, addr, m, &trans, &needed);
+                if (m == nlanes) {
+                    /* all lanes: priced through its lane pattern */
+                    int64_t rel[LANES];
+                    for (int l = 0; l < m; l++) rel[l] = addr[l] - addr[0];
+                    int g = find_pattern(&pool, rel, nlanes);
+                    if (g < 0) goto done;
+                    if (it == 0 && !st->shared) {
+                        c->lift_lines += pool.p[g].lift;
+                        c->lift_n++;
+                    }
+                    pattern_cost(st, &pool.p[g], nlanes, addr[0], &trans, &needed);
+                } else {
+                    instruction(st, addr, m, &trans, &needed);
+                }
                 if (!unrolled) {
                     double k = (double)iters / (double)(iters < FEAT_WARP_SLOW_ITERS ? iters : FEAT_WARP_SLOW_ITERS);
                     trans *= k;
@@ -284,7 +320,8 @@ done:
     free(steps);
     free(b0);
     free(pat);
-    free(pats);
+    free(pool.p);
+    free(pool.h);
     free(seen.keys);
     return rc;
 }
