@@ -12,7 +12,7 @@ TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test asan fuzz fuzz-schedules clean
-all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules
+all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest
 
 deps:
 	@bash scripts/install-deps.sh
@@ -32,6 +32,9 @@ $(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/bench_schedules: bench/bench_schedules.c $(BUILD)/libstagecraft.a
+	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
+
+$(BUILD)/bench_nest: bench/bench_nest.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/example_blur: examples/blur.c $(BUILD)/libstagecraft.a

@@ -64,7 +64,7 @@ static int compare(const char *what, const sc_pipeline *p, const nest *m, const 
             if (!a) continue;
             if (!f || f->mem == NEST_GLOBAL) { MISMATCH("%s is fused in %s but not in the model", a->func->name, lk->name); continue; }
             if ((a->mem == MEM_SHARED) != (f->mem == NEST_SHARED)) MISMATCH("%s: memory kind differs", a->func->name);
-            if (f->stages[0]->kernel != k) MISMATCH("%s: kernel %d in the model, %d lowered", a->func->name, f->stages[0]->kernel, k);
+            if (f->stages[0]->kernel != mk) MISMATCH("%s: not in kernel %d in the model", a->func->name, k);
             for (int d = 0; d < a->ndims; d++)
                 if (a->extent[d] != f->extent[d])
                     MISMATCH("%s dim %d: extent %lld in the model, %lld lowered", a->func->name, d,
@@ -118,6 +118,15 @@ static void model_equals_kernel_ir(void) {
             if (m && prog && compare(what, p, m, prog) == 0) ok++;
             for (int f = 0; m && f < p->funcs.n; f++) fused += m->funcs[f] && m->funcs[f]->loc != SCHED_ROOT;
             nest_free(m);
+            /* built from scratch (no kernel reuse), the same */
+            if (k < 3) {
+                nest_ctx *y = nest_ctx_new(p, b);
+                nest_ctx_cache_kernels(y, false);
+                nest *f = nest_build(y, s, merr, sizeof merr);
+                CHECK(f != NULL && prog && compare(what, p, f, prog) == 0);
+                nest_free(f);
+                nest_ctx_free(y);
+            }
             /* prefixes: decide Funcs in the walk's order, undecided first */
             sched_state *q = sched_state_new(a, p);
             for (int f = space_next(p, q); f >= 0 && k < 3; f = space_next(p, q)) {
@@ -213,6 +222,76 @@ static void fused_stencil_recompute(void) {
     sc_pipeline_free(p);
 }
 
+/* The same stencil with blur at thread level of out (x=32x2 serial): each
+ * thread computes a 4x3 footprint, once per thread of every block (256 x
+ * 2 x 16 blocks); what one block computes of blur is 66x10. */
+static void thread_stencil(void) {
+    sc_pipeline *p = parse(STENCIL);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    char err[512];
+    const char *text = "schedule t;\nout: root [x=32x2 y=8x1];\nblur: thread of out;\n";
+    sched_state *s = sched_parse(a, p, "t.sched", text, err, sizeof err);
+    CHECK(s != NULL);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = s ? nest_build(x, s, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        const nest_func *bf = m->funcs[func_named(p, "blur")->id];
+        CHECK(m->nkernels == 1 && m->kernels[0]->nblocks == 2 * 16 && m->kernels[0]->nthreads == 256);
+        CHECK(bf && bf->mem == NEST_REGISTER && bf->extent[0] == 4 && bf->extent[1] == 3 && bf->elems == 12);
+        CHECK(m->kernels[0]->nregister == 1 && m->kernels[0]->register_elems == 12);
+        const nest_stage *bs = bf->stages[0];
+        CHECK(bs->realizations_per_block == 256 && bs->realizations == 256 * 32);
+        CHECK(bs->points_per_realization == 12 && bs->points_total == 12 * 256 * 32);
+        CHECK(bs->threads_used == 1 && bs->serial[0] == 4 && bs->serial[1] == 3);
+        const nest_access *ia = &bs->access[0];       /* in(x, y) */
+        CHECK(ia->fp_realization[0] == 4 && ia->fp_realization[1] == 3);
+        CHECK(ia->fp_block[0] == 66 && ia->fp_block[1] == 10);
+        /* 12 unrolled points: the input is staged, a 6x5 copy (30 < 5 x 12 loads) */
+        CHECK(ia->staged && ia->stride_block[0] == 0 && ia->stride_serial[1] == 6);
+        CHECK(m->kernels[0]->nstaged == 1 && m->kernels[0]->staged_elems == 30);
+        const nest_access *oa = &m->funcs[func_named(p, "out")->id]->stages[0]->access[0];
+        CHECK(oa->mem == NEST_REGISTER && oa->stride_serial[1] == 4);
+    }
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
+/* A partial state: out decided, blur not.  blur has no records and no
+ * kernel; out reads it as a root Func over its region (128 x 128). */
+static void partial_state(void) {
+    sc_pipeline *p = parse(STENCIL);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    target t = a100();
+    space_opts o = { &t, false };
+    char err[512];
+    sched_state *full = space_random(a, p, b, &o, 3, err, sizeof err);
+    sched_state *s = sched_state_new(a, p);
+    const sc_func *out = func_named(p, "out"), *blur = func_named(p, "blur");
+    s->f[out->id] = full ? full->f[out->id] : NULL;
+    CHECK(full != NULL && space_next(p, s) == blur->id);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = full ? nest_build(x, s, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        CHECK(m->nkernels == 1 && m->nmodelled == 1 && m->funcs[blur->id] == NULL);
+        const nest_stage *os = m->funcs[out->id]->stages[0];
+        CHECK(os->naccess == 9 && os->access[0].producer == blur && os->access[0].mem == NEST_GLOBAL);
+        CHECK(os->access[0].staged || os->access[0].stride_serial[1] == 128);
+        CHECK(os->access[0].fp_realization[0] == 126 && os->access[0].fp_realization[1] == 126);
+    }
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
 static const char *TRANSPOSE =
     "input f32 in(64, 48);\n"
     "out(x, y) = in(y, x) + in(clamp(y + 1, 0, 63), x);\n"
@@ -251,6 +330,8 @@ static void transpose_strides(void) {
 
 int main(void) {
     RUN(fused_stencil_recompute);
+    RUN(thread_stencil);
+    RUN(partial_state);
     RUN(transpose_strides);
     model_equals_kernel_ir();
     CHECK_EXIT();

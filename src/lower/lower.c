@@ -426,7 +426,7 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
     for (int i = 0; i < calls.n; i++) bx[i] = boxes[0];
     fp_span dims[SC_MAX_DIMS];
     char msg[256];
-    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, msg, sizeof msg)) {
+    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, NULL, msg, sizeof msg)) {
         if (!calls.n) fail(c, "%s does not call %s", box->f->name, prod->name);
         else fail(c, "%s", msg);
         return false;
@@ -542,7 +542,7 @@ static sc_expr *retarget(ctx *c, sc_expr *e, int n, const sc_func *const *from, 
  * clipped into prod's region: loads clamp. */
 static bool affine_footprint(ctx *c, const sc_func *prod, const fp_box *box, fp_span *dims) {
     ir_vec calls = calls_of(c, prod, box->f, box->stage);
-    return fp_affine_union(c->arena, prod, calls.n, (const sc_expr *const *)calls.items, box, dims);
+    return fp_affine_union(c->arena, prod, calls.n, (const sc_expr *const *)calls.items, box, dims, NULL);
 }
 
 /* Stages, for one thread's tile (box) of stage st of f, every producer

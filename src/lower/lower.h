@@ -45,14 +45,15 @@
 #include <stdio.h>
 #include "bounds.h"
 #include "ir.h"
+#include "nest.h"
 #include "sched.h"
 
 typedef enum { MEM_GLOBAL, MEM_SHARED, MEM_LOCAL } lower_mem;
 
 /* Register staging limits: staged copies per kernel, and elements per
  * staged copy. */
-#define LOWER_MAX_STAGED 32
-#define LOWER_STAGE_ELEMS 32
+#define LOWER_MAX_STAGED NEST_MAX_STAGED       /* one limit for lowering and the model */
+#define LOWER_STAGE_ELEMS NEST_STAGE_ELEMS
 
 typedef struct {
     const sc_func *func;
@@ -135,7 +136,7 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
  * inline levels), so lowering refuses schedules over LOWER_MAX_INLINED and
  * the search keeps under LOWER_SEARCH_INLINED (Anderson et al. 2021 §6.6:
  * "excessive recompute, usually caused by inlining"). */
-#define LOWER_MAX_INLINED 200000
+#define LOWER_MAX_INLINED NEST_MAX_INLINED
 #define LOWER_SEARCH_INLINED 20000
 double lower_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst);
 

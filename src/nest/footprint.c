@@ -78,12 +78,13 @@ static fp_span none(void) { fp_span r = { false, false, NULL, 0, 0, 0 }; return 
 
 static fp_span konst(int64_t lo, int64_t hi) { fp_span r = { true, true, NULL, 0, lo, hi }; return r; }
 
-static fp_span binary(ir_arena *arena, const sc_expr *e, const fp_box *box) {
-    fp_span a = fp_arg(arena, e->args[0], box), b = fp_arg(arena, e->args[1], box), r = none();
+/* op(a, b) on spans: the rules of the header comment. */
+static fp_span combine(ir_arena *arena, int op, fp_span a, fp_span b) {
+    fp_span r = none();
     if (!a.ok || !b.ok) return r;
     bool ca = !a.h && a.lo == a.hi, cb = !b.h && b.lo == b.hi;
     r.ok = true;
-    switch (e->op) {
+    switch (op) {
     case SC_ADD:
         r.h = !a.h ? b.h : !b.h ? a.h : hash_bin(SC_ADD, a.h, b.h);
         if (arena) r.sym = !a.sym ? b.sym : !b.sym ? a.sym : fp_bin(arena, SC_ADD, a.sym, b.sym);
@@ -122,15 +123,15 @@ static fp_span binary(ir_arena *arena, const sc_expr *e, const fp_box *box) {
     }
     case SC_MIN: case SC_MAX: {
         /* 1-Lipschitz in the symbolic side when the other is constant */
-        bool mn = e->op == SC_MIN;
+        bool mn = op == SC_MIN;
         if (a.h && b.h) return none();
         if (!a.h && !b.h)
             return konst(mn ? (a.lo < b.lo ? a.lo : b.lo) : (a.lo > b.lo ? a.lo : b.lo),
                          mn ? (a.hi < b.hi ? a.hi : b.hi) : (a.hi > b.hi ? a.hi : b.hi));
         fp_span s = a.h ? a : b, k = a.h ? b : a;
         if (k.lo != k.hi) return none();
-        r.h = hash_bin(e->op, s.h, hash_const(k.lo));
-        if (arena) r.sym = fp_bin(arena, e->op, s.sym, fp_int(arena, k.lo));
+        r.h = hash_bin(op, s.h, hash_const(k.lo));
+        if (arena) r.sym = fp_bin(arena, op, s.sym, fp_int(arena, k.lo));
         r.affine = false;
         r.lo = s.lo < 0 ? s.lo : 0;
         r.hi = s.hi > 0 ? s.hi : 0;
@@ -139,6 +140,11 @@ static fp_span binary(ir_arena *arena, const sc_expr *e, const fp_box *box) {
     default:
         return none();
     }
+}
+
+static fp_span binary(ir_arena *arena, const sc_expr *e, const fp_box *box) {
+    fp_span a = fp_arg(arena, e->args[0], box), b = fp_arg(arena, e->args[1], box);
+    return combine(arena, e->op, a, b);
 }
 
 fp_span fp_arg(ir_arena *arena, const sc_expr *e, const fp_box *box) {
@@ -185,7 +191,7 @@ fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box)
 
 int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
              const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
-             char *err, size_t errlen) {
+             const fp_hooks *hooks, char *err, size_t errlen) {
     if (n <= 0) {
         snprintf(err, errlen, "nothing calls %s where it is computed", prod->name);
         return -1;
@@ -194,7 +200,7 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
         fp_span u = none();
         bool same = true;
         for (int i = 0; i < n && same; i++) {
-            fp_span s = fp_arg(arena, calls[i]->args[d], boxes[i]);
+            fp_span s = hooks ? hooks->arg(hooks->user, i, d) : fp_arg(arena, calls[i]->args[d], boxes[i]);
             if (!s.ok || (i > 0 && u.h != s.h)) { same = false; break; }
             if (i == 0) u = s;
             if (s.lo < u.lo) u.lo = s.lo;
@@ -203,7 +209,7 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
         }
         if (!same) {
             for (int i = 0; i < n; i++) {
-                fp_span s = fp_fallback(b, calls[i]->args[d], boxes[i]);
+                fp_span s = hooks ? hooks->fallback(hooks->user, i, d) : fp_fallback(b, calls[i]->args[d], boxes[i]);
                 if (!s.ok) {
                     snprintf(err, errlen, "cannot bound a coordinate of %s in %s", prod->name, boxes[i]->f->name);
                     return -1;
@@ -219,11 +225,11 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
 }
 
 bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
-                     const fp_box *box, fp_span *dims) {
+                     const fp_box *box, fp_span *dims, const fp_hooks *hooks) {
     if (n <= 0) return false;
     for (int d = 0; d < prod->ndims; d++)
         for (int i = 0; i < n; i++) {
-            fp_span sp = fp_arg(arena, calls[i]->args[d], box);
+            fp_span sp = hooks ? hooks->arg(hooks->user, i, d) : fp_arg(arena, calls[i]->args[d], box);
             if (!sp.ok || (sp.h && !sp.affine) || (i > 0 && dims[d].h != sp.h)) return false;
             if (i == 0) dims[d] = sp;
             if (sp.lo < dims[d].lo) dims[d].lo = sp.lo;
@@ -250,4 +256,86 @@ sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *
     }
     sc_expr *lo = s->sym ? fp_bin(arena, SC_ADD, s->sym, fp_int(arena, s->lo)) : fp_int(arena, s->lo);
     return fp_bin(arena, SC_MAX, fp_bin(arena, SC_MIN, lo, fp_int(arena, rmax - ext + 1)), fp_int(arena, rmin));
+}
+
+/* ---- compiled coordinates ---------------------------------------------------- */
+
+enum { P_FAIL, P_CONST, P_VAR, P_BIN };
+
+/* Appends e's code; returns the stack depth it needs, or -1 when fp_arg
+ * would give no range (the program is then a single P_FAIL). */
+static int emit(ir_arena *a, const sc_expr *e, int nnames, const char *const *names, fp_instr *code, int *n,
+                int cap) {
+    if (*n >= cap) return -1;
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32) return -1;
+        code[(*n)++] = (fp_instr){ P_CONST, 0, e->c.i, e->c.i };
+        return 1;
+    case E_VAR:
+        for (int i = 0; i < nnames; i++)
+            if (names[i] && !strcmp(names[i], e->name)) {
+                code[(*n)++] = (fp_instr){ P_VAR, 0, i, 0 };
+                return 1;
+            }
+        return -1;
+    case E_RVAR:
+        code[(*n)++] = (fp_instr){ P_CONST, 0, e->rdom->min[e->dim], e->rdom->min[e->dim] + e->rdom->extent[e->dim] - 1 };
+        return 1;
+    case E_CAST: {
+        sc_type from = e->args[0]->type;
+        if (from == SC_F32 || from == SC_U32 || from == SC_BOOL) return -1;
+        return emit(a, e->args[0], nnames, names, code, n, cap);
+    }
+    case E_BINARY: {
+        int da = emit(a, e->args[0], nnames, names, code, n, cap);
+        if (da < 0) return -1;
+        int db = emit(a, e->args[1], nnames, names, code, n, cap);
+        if (db < 0 || *n >= cap) return -1;
+        code[(*n)++] = (fp_instr){ P_BIN, e->op, 0, 0 };
+        return da > db + 1 ? da : db + 1;
+    }
+    default:
+        return -1;
+    }
+}
+
+fp_prog fp_compile(ir_arena *arena, const sc_expr *e, int nnames, const char *const *names) {
+    fp_instr code[FP_PROG_MAX];
+    int n = 0;
+    int depth = emit(arena, e, nnames, names, code, &n, FP_PROG_MAX);
+    fp_prog p = { 0, NULL };
+    if (depth < 0 || depth > FP_STACK_MAX) {
+        /* too long or too deep to run: fp_arg instead (n < 0) */
+        if (depth < 0 && n < FP_PROG_MAX) { p.n = 1; p.code = ir_alloc(arena, sizeof(fp_instr)); p.code[0].kind = P_FAIL; }
+        else p.n = -1;
+        return p;
+    }
+    p.n = n;
+    p.code = ir_alloc(arena, sizeof(fp_instr) * (size_t)n);
+    memcpy(p.code, code, sizeof(fp_instr) * (size_t)n);
+    return p;
+}
+
+fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box) {
+    if (p->n < 0) return fp_arg(NULL, e, box);
+    fp_span st[FP_STACK_MAX + 1];
+    int top = 0;
+    for (int i = 0; i < p->n; i++) {
+        const fp_instr *c = &p->code[i];
+        switch (c->kind) {
+        case P_FAIL: return none();
+        case P_CONST: st[top++] = konst(c->a, c->b); break;
+        case P_VAR: {
+            fp_span r = { true, true, NULL, box->h[c->a], box->lo[c->a], box->hi[c->a] };
+            st[top++] = r;
+            break;
+        }
+        default:
+            top--;
+            st[top - 1] = combine(NULL, c->op, st[top - 1], st[top]);
+            break;
+        }
+    }
+    return st[0];
 }

@@ -63,17 +63,27 @@ fp_span fp_arg(ir_arena *arena, const sc_expr *e, const fp_box *box);
  * the always-correct fallback.  !ok when e cannot be bounded. */
 fp_span fp_fallback(const bounds_result *b, const sc_expr *e, const fp_box *box);
 
+/* Shortcuts a caller that has seen the calls before may give (NULL: none):
+ * arg(user, i, d) == fp_arg(NULL, calls[i]->args[d], boxes[i]) and
+ * fallback(user, i, d) == fp_fallback(b, calls[i]->args[d], boxes[i]),
+ * remembered or computed faster (the model; lowering gives none). */
+typedef struct {
+    fp_span (*arg)(void *user, int i, int d);
+    fp_span (*fallback)(void *user, int i, int d);
+    void *user;
+} fp_hooks;
+
 /* The union box of prod over calls[0..n) (calls[i] evaluated in
  * boxes[i]; several boxes for a Func fused into several consumers),
  * unclipped, per producer dimension.  0, or -1 with a message. */
 int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n,
              const sc_expr *const *calls, const fp_box *const *boxes, fp_span *dims,
-             char *err, size_t errlen);
+             const fp_hooks *hooks, char *err, size_t errlen);
 
 /* The union of calls when every coordinate shares one affine symbol per
  * dimension (register staging); false otherwise.  Not clipped. */
 bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
-                     const fp_box *box, fp_span *dims);
+                     const fp_box *box, fp_span *dims, const fp_hooks *hooks);
 
 /* The clipped extent of span s in dimension d of prod's region. */
 int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s);
@@ -81,6 +91,17 @@ int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const
  * has no symbol) or, without arena, NULL with *value set when constant. */
 sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d,
                         const fp_span *s, int64_t ext, int64_t *value);
+
+/* A coordinate compiled for a stage's boxes (the model evaluates the same
+ * call arguments over many boxes): fp_run(p, e, box) == fp_arg(NULL, e,
+ * box) for any box whose names are the `names` compiled against, in the
+ * same order.  Programs too long or deep fall back to fp_arg. */
+#define FP_PROG_MAX 64
+#define FP_STACK_MAX 16
+typedef struct { int kind, op; int64_t a, b; } fp_instr;
+typedef struct { int n; fp_instr *code; } fp_prog;
+fp_prog fp_compile(ir_arena *arena, const sc_expr *e, int nnames, const char *const *names);
+fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box);
 
 /* Integer expression nodes with the folding lowering relies on (x + 0,
  * x * 1, x - 0 and constant operands fold). */

@@ -28,11 +28,33 @@ typedef struct sexpr {
     int *sig;                      /* the inline Funcs it expands, DFS order */
     uint64_t h;
     double size;                   /* largest stage, in tree nodes */
-    sc_expr **val;                 /* [stage] */
-    sc_expr ***lhs;                /* [stage][d] */
+    bool fits;                     /* size <= NEST_MAX_INLINED */
+    sc_expr *val0;                 /* stage 0's value, inlined (made on demand) */
+    bool *uses;                    /* [d]: stage 0's inlined value uses variable d */
     int *ncalls;                   /* [stage] distinct calls, first seen first */
     const sc_expr ***calls;
+    fp_span **fb;                  /* [stage][call * SC_MAX_DIMS + d] fallback spans */
+    signed char **lin_k;           /* [stage][call * SC_MAX_DIMS + d]: the coordinate is
+                                      pure loop k's variable + lin_c, or -1 */
+    int64_t **lin_c;
+    fp_prog **prog;                /* [stage][call * SC_MAX_DIMS + d]: the others compiled */
+    unsigned char **fb_done;
+    int *nacc;                     /* [stage] accesses: calls distinct by value */
+    struct acc_rep **acc;
 } sexpr;
+
+/* One access: a call standing for `count` structurally distinct calls
+ * with the same producer and the same affine, unclamped Jacobian rows and
+ * offsets (x - 2 - 2 and x - 4), with its Jacobian (a pure function of
+ * the expression, so computed once). */
+typedef struct acc_rep {
+    const sc_expr *call;
+    int index;                     /* in the stage's calls */
+    int count;
+    bool affine, plain;            /* plain: affine and unclamped */
+    double *coef;                  /* [d * nloops + l] */
+    double *off;                   /* [d] */
+} acc_rep;
 
 /* A kernel (root stage and the Funcs fused into it), for one key. */
 typedef struct kentry {
@@ -47,22 +69,26 @@ typedef struct kentry {
     nest_func *mem;
 } kentry;
 
+/* A stage's loops (ir_stage_loops), computed once. */
+typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } loops_info;
+
 struct nest_ctx {
     const sc_pipeline *p;
+    loops_info **loops;            /* [fid][stage] */
     const bounds_result *b;
-    ir_arena *arena;
+    ir_arena *arena;               /* call graph, stage expressions */
+    ir_arena *karena;              /* cached kernels (nest_ctx_flush) */
     int n;
     int *ndirect;                  /* [fid] distinct Funcs called, any stage */
     int **direct;
     sexpr *etab[TABLE];
     kentry *ktab[TABLE];
     nest_stats stats;
+    bool no_kernel_cache;
     /* scratch, sized n (one build at a time per ctx) */
     int *mark, *stack, *sig;
+    uintptr_t *key;                /* a kernel key: every decision with all its tiles */
     int stamp;
-    double *size_memo;
-    sc_expr **inl_memo;
-    int *inl_stamp;
 };
 
 static sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -93,6 +119,7 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->p = p;
     x->b = b;
     x->arena = ir_arena_new();
+    x->karena = ir_arena_new();
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
     x->ndirect = xcalloc(n, sizeof(int));
@@ -100,9 +127,24 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->mark = xcalloc(n, sizeof(int));
     x->stack = xcalloc(n, sizeof(int));
     x->sig = xcalloc(n, sizeof(int));
-    x->size_memo = xcalloc(n, sizeof(double));
-    x->inl_memo = xcalloc(n, sizeof(sc_expr *));
-    x->inl_stamp = xcalloc(n, sizeof(int));
+    size_t words = 8;
+    for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
+    x->key = xcalloc(words, sizeof(uintptr_t));
+    x->loops = ir_alloc(x->arena, sizeof(loops_info *) * n);
+    for (int i = 0; i < x->n; i++) {
+        const sc_func *f = func_at(p, i);
+        x->loops[i] = ir_alloc(x->arena, sizeof(loops_info) * (size_t)(f->nstages + 1));
+        for (int st = 0; st < f->nstages; st++) {
+            loops_info *l = &x->loops[i][st];
+            int which[2 * SC_MAX_DIMS];
+            l->nloops = ir_stage_loops(f, st, which);
+            for (int k = 0; k < l->nloops; k++)
+                if (which[k] >= 0) {
+                    l->li[l->npure] = k;
+                    l->dims[l->npure++] = which[k];
+                }
+        }
+    }
     int *tmp = xcalloc(n, sizeof(int));
     for (int i = 0; i < x->n; i++) {
         const sc_func *f = func_at(p, i);
@@ -123,18 +165,25 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
 void nest_ctx_free(nest_ctx *x) {
     if (!x) return;
     ir_arena_free(x->arena);
+    ir_arena_free(x->karena);
     free(x->ndirect);
     free(x->direct);
     free(x->mark);
     free(x->stack);
     free(x->sig);
-    free(x->size_memo);
-    free(x->inl_memo);
-    free(x->inl_stamp);
+    free(x->key);
     free(x);
 }
 
 nest_stats nest_ctx_stats(const nest_ctx *x) { return x->stats; }
+
+void nest_ctx_cache_kernels(nest_ctx *x, bool on) { x->no_kernel_cache = !on; }
+
+void nest_ctx_flush(nest_ctx *x) {
+    ir_arena_free(x->karena);
+    x->karena = ir_arena_new();
+    memset(x->ktab, 0, sizeof x->ktab);
+}
 
 static bool is_inline(const sched_state *s, int id) {
     return s->f[id] && s->f[id]->loc == SCHED_INLINE;
@@ -162,16 +211,12 @@ static int inline_sig(nest_ctx *x, const sched_state *s, int fid) {
     return n;
 }
 
-static double inlined_size(nest_ctx *x, const sched_state *s, const sc_expr *e);
+static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls);
 
+/* An inline Func's value with its own inline calls expanded: its cached
+ * sexpr (under the same state, so the same inline set). */
 static double inline_func_size(nest_ctx *x, const sched_state *s, const sc_func *g) {
-    if (x->inl_stamp[g->id] == x->stamp && x->size_memo[g->id] >= 0) return x->size_memo[g->id];
-    x->inl_stamp[g->id] = x->stamp;
-    x->inl_memo[g->id] = NULL;
-    x->size_memo[g->id] = 1e300;
-    double v = inlined_size(x, s, g->stages[0].value);
-    x->size_memo[g->id] = v;
-    return v;
+    return stages_of(x, s, g->id, false)->size;
 }
 
 /* Tree size once inline Funcs are substituted (lower_max_inlined_size's
@@ -229,33 +274,28 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     }
     if (r->kind == E_CALL && r->func->kind == FUNC_DEFINED && is_inline(s, r->func->id)) {
         const sc_func *g = r->func;
-        if (x->inl_stamp[g->id] != x->stamp || !x->inl_memo[g->id]) {
-            x->inl_stamp[g->id] = x->stamp;
-            x->size_memo[g->id] = -1;
-            x->inl_memo[g->id] = inline_expr(x, s, g->stages[0].value);
-        }
+        sexpr *ge = (sexpr *)stages_of(x, s, g->id, false);
+        assert(ge->fits);         /* no larger than the caller, which fits */
+        if (!ge->val0) ge->val0 = inline_expr(x, s, g->stages[0].value);
         subst_map m = { 0, {0}, {0} };
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
             m.vals[m.n++] = r->args[d];
         }
-        return subst(x->arena, x->inl_memo[g->id], &m);
+        return subst(x->arena, ge->val0, &m);
     }
     return r;
 }
 
-/* Distinct calls (structurally) of an expression DAG, first seen first. */
-typedef struct { ir_vec seen; ir_vec calls; ir_arena *a; } call_walk;
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
 
-static void collect_calls(call_walk *w, const sc_expr *e) {
-    for (int i = 0; i < w->seen.n; i++) if (w->seen.items[i] == e) return;
-    ir_vec_push(w->a, &w->seen, (void *)e);
-    if (e->kind == E_CALL) {
-        bool dup = false;
-        for (int i = 0; i < w->calls.n && !dup; i++) dup = ir_expr_equal(w->calls.items[i], e);
-        if (!dup) ir_vec_push(w->a, &w->calls, (void *)e);
-    }
-    for (int i = 0; i < e->nargs; i++) collect_calls(w, e->args[i]);
+static uint64_t hmix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
 }
 
 static uint64_t sig_hash(int fid, int n, const int *sig) {
@@ -264,13 +304,193 @@ static uint64_t sig_hash(int fid, int n, const int *sig) {
     return h;
 }
 
-/* f's stages after inlining under s (cached). */
-static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
+/* Whether e is a pure variable plus a constant, built with + and - of
+ * constants only (then fp_arg's span is the variable's, shifted). */
+static bool var_shift(const sc_expr *e, const char **var, int64_t *c) {
+    if (e->kind == E_VAR) { *var = e->name; *c = 0; return true; }
+    if (e->kind != E_BINARY || (e->op != SC_ADD && e->op != SC_SUB)) return false;
+    const sc_expr *k = e->args[1];
+    if (k->kind != E_CONST || k->type == SC_F32 || !var_shift(e->args[0], var, c)) return false;
+    *c += e->op == SC_ADD ? k->c.i : -k->c.i;
+    return true;
+}
+
+static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
+    size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
+    e->lin_k[st] = ir_alloc(a, m);
+    e->lin_c[st] = ir_alloc(a, sizeof(int64_t) * m);
+    e->prog[st] = ir_alloc(a, sizeof(fp_prog) * m);
+    int dims[SC_MAX_DIMS], which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), np = 0;
+    for (int i = 0; i < nl; i++) if (which[i] >= 0) dims[np++] = which[i];
+    const char *names[SC_MAX_DIMS];
+    for (int k = 0; k < np; k++) names[k] = f->vars[dims[k]];
+    for (int i = 0; i < e->ncalls[st]; i++) {
+        const sc_expr *call = e->calls[st][i];
+        for (int d = 0; d < call->nargs && d < SC_MAX_DIMS; d++) {
+            size_t q = (size_t)i * SC_MAX_DIMS + (size_t)d;
+            const char *v;
+            int64_t c;
+            e->lin_k[st][q] = -1;
+            if (var_shift(call->args[d], &v, &c))
+                for (int k = np - 1; k >= 0; k--)
+                    if (!strcmp(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
+            if (e->lin_k[st][q] < 0) e->prog[st][q] = fp_compile(a, call->args[d], np, names);
+        }
+    }
+}
+
+/* The accesses of stage st (see acc_rep). */
+static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
+    int which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), nc = e->ncalls[st];
+    acc_rep *reps = ir_alloc(x->arena, sizeof(acc_rep) * (size_t)(nc + 1));
+    int n = 0;
+    for (int i = 0; i < nc; i++) {
+        const sc_expr *call = e->calls[st][i];
+        int nd = call->func->ndims;
+        acc_rep r = { call, i, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
+                      ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1)) };
+        for (int d = 0; d < nd && r.affine; d++) {
+            deps_ratio coef[2 * SC_MAX_DIMS], off;
+            bool clamped = false;
+            if (!deps_linearise(f, st, call->args[d], coef, &off, &clamped)) { r.affine = r.plain = false; break; }
+            r.plain &= !clamped;
+            for (int l = 0; l < nl; l++) r.coef[d * nl + l] = (double)coef[l].num / (double)coef[l].den;
+            r.off[d] = (double)off.num / (double)off.den;
+        }
+        int j = 0;
+        if (r.plain)
+            for (; j < n; j++)
+                if (reps[j].plain && reps[j].call->func == call->func &&
+                    !memcmp(reps[j].coef, r.coef, sizeof(double) * (size_t)(nd * nl)) &&
+                    !memcmp(reps[j].off, r.off, sizeof(double) * (size_t)nd))
+                    break;
+        if (r.plain && j < n) reps[j].count++;
+        else reps[n++] = r;
+    }
+    e->nacc[st] = n;
+    e->acc[st] = reps;
+}
+
+/* Structural hash of an expression tree (consistent with ir_expr_equal). */
+static uint64_t expr_hash(const sc_expr *e) {
+    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
+    switch (e->kind) {
+    case E_CONST: {
+        uint64_t v;
+        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
+        else v = (uint64_t)e->c.i;
+        h = hmix(h, v);
+        break;
+    }
+    case E_VAR: h = hmix(h, str_hash(e->name)); break;
+    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
+    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
+    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
+    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
+    default: break;
+    }
+    for (int i = 0; i < e->nargs; i++) h = hmix(h, expr_hash(e->args[i]));
+    return h;
+}
+
+typedef struct { ir_vec calls, hashes; ir_arena *a; } call_set;
+
+static void add_call(call_set *cs, sc_expr *c) {
+    uint64_t h = expr_hash(c);
+    for (int i = 0; i < cs->calls.n; i++)
+        if ((uint64_t)(uintptr_t)cs->hashes.items[i] == h && ir_expr_equal(cs->calls.items[i], c)) return;
+    ir_vec_push(cs->a, &cs->calls, c);
+    ir_vec_push(cs->a, &cs->hashes, (void *)(uintptr_t)h);
+}
+
+static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e);
+
+/* Whether e, once inlined, uses the variable `name`. */
+static bool uses_var(nest_ctx *x, const sched_state *s, const sc_expr *e, const char *name) {
+    if (e->kind == E_VAR) return !strcmp(e->name, name);
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
+        sexpr *ge = (sexpr *)stages_of(x, s, e->func->id, true);
+        for (int d = 0; d < e->nargs; d++)
+            if (ge->uses[d] && uses_var(x, s, e->args[d], name)) return true;
+        return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_var(x, s, e->args[i], name)) return true;
+    return false;
+}
+
+/* The distinct calls of e once inlined, first seen first, composed from
+ * the inline Funcs' own call lists rather than from the inlined tree
+ * (which can be thousands of times larger). */
+static void walk_calls(nest_ctx *x, const sched_state *s, const sc_expr *e, call_set *cs) {
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
+        const sc_func *g = e->func;
+        sexpr *ge = (sexpr *)stages_of(x, s, g->id, true);
+        subst_map m = { 0, {0}, {0} };
+        for (int d = 0; d < g->ndims; d++) {
+            m.names[m.n] = g->vars[d];
+            m.vals[m.n++] = inline_expr(x, s, e->args[d]);
+        }
+        for (int i = 0; i < ge->ncalls[0]; i++) add_call(cs, subst(x->arena, (sc_expr *)ge->calls[0][i], &m));
+        for (int d = 0; d < g->ndims; d++)
+            if (ge->uses[d]) walk_calls(x, s, e->args[d], cs);
+        return;
+    }
+    if (e->kind == E_CALL) add_call(cs, inline_expr(x, s, (sc_expr *)e));
+    for (int i = 0; i < e->nargs; i++) walk_calls(x, s, e->args[i], cs);
+}
+
+/* The calls of e's stages (and, for stage 0, which variables it uses). */
+static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e) {
+    if (e->calls || !e->fits) return;
+    const sc_func *f = func_at(x->p, e->fid);
+    int *ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
+    const sc_expr ***calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) {
+        const ir_stage *sg = &f->stages[st];
+        call_set cs = { {0}, {0}, x->arena };
+        walk_calls(x, s, sg->value, &cs);
+        for (int d = 0; d < sg->nargs; d++) walk_calls(x, s, sg->args[d], &cs);
+        ncalls[st] = cs.calls.n;
+        calls[st] = (const sc_expr **)cs.calls.items;
+    }
+    e->uses = ir_alloc(x->arena, sizeof(bool) * (size_t)(f->ndims + 1));
+    for (int d = 0; d < f->ndims; d++) e->uses[d] = uses_var(x, s, f->stages[0].value, f->vars[d]);
+    e->ncalls = ncalls;
+    e->calls = calls;
+}
+
+/* The fallbacks, shortcuts and accesses of e's stages (non-inline use). */
+static void ensure_accesses(nest_ctx *x, const sched_state *s, sexpr *e) {
+    ensure_calls(x, s, e);
+    if (e->acc || !e->fits) return;
+    const sc_func *f = func_at(x->p, e->fid);
+    e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
+    e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) {
+        size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
+        e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
+        e->fb_done[st] = ir_alloc(x->arena, m);
+    }
+    e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
+    e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
+    e->prog = ir_alloc(x->arena, sizeof(fp_prog *) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
+    e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
+    acc_rep **acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
+    e->acc = acc;
+    for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
+}
+
+/* f's stages after inlining under s (cached), with their calls when
+ * `calls`.  An inline Func's entry serves the Funcs that inline it. */
+static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls) {
     int n = inline_sig(x, s, fid);
     uint64_t h = sig_hash(fid, n, x->sig);
     for (sexpr *e = x->etab[h % TABLE]; e; e = e->next)
         if (e->h == h && e->fid == fid && e->nsig == n && !memcmp(e->sig, x->sig, sizeof(int) * (size_t)n)) {
             x->stats.expr_hits++;
+            if (calls) ensure_calls(x, s, e);
             return e;
         }
     x->stats.expr_misses++;
@@ -281,31 +501,15 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid) {
     e->h = h;
     e->sig = ir_alloc(x->arena, sizeof(int) * (size_t)(n + 1));
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)n);
-    x->stamp++;
+    /* (recursion below reuses the scratch signature: it is copied) */
     for (int st = 0; st < f->nstages; st++) {
         double v = inlined_size(x, s, f->stages[st].value);
         if (v > e->size) e->size = v;
     }
-    if (e->size <= NEST_MAX_INLINED) {
-        x->stamp++;
-        e->val = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)f->nstages);
-        e->lhs = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
-        e->ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-        e->calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
-        for (int st = 0; st < f->nstages; st++) {
-            const ir_stage *sg = &f->stages[st];
-            e->val[st] = inline_expr(x, s, sg->value);
-            e->lhs[st] = ir_alloc(x->arena, sizeof(sc_expr *) * (size_t)(sg->nargs + 1));
-            for (int d = 0; d < sg->nargs; d++) e->lhs[st][d] = inline_expr(x, s, sg->args[d]);
-            call_walk w = { {0}, {0}, x->arena };
-            collect_calls(&w, e->val[st]);
-            for (int d = 0; d < sg->nargs; d++) collect_calls(&w, e->lhs[st][d]);
-            e->ncalls[st] = w.calls.n;
-            e->calls[st] = (const sc_expr **)w.calls.items;
-        }
-    }
+    e->fits = e->size <= NEST_MAX_INLINED;
     e->next = x->etab[h % TABLE];
     x->etab[h % TABLE] = e;
+    if (calls) ensure_calls(x, s, e);
     return e;
 }
 
@@ -322,6 +526,7 @@ typedef struct {
     char *err;
     size_t errlen;
     bool failed;
+    ir_arena *ka;                  /* where kernel records go */
     /* the kernel being built */
     kentry *ke;
     uint64_t leaf;
@@ -339,25 +544,22 @@ static int failf(build *w, const char *fmt, ...) {
     return -1;
 }
 
-static int pure_loops(const sc_func *f, int st, int *dims, int *li) {
-    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < n; i++)
-        if (which[i] >= 0) {
-            if (li) li[np] = i;
-            dims[np++] = which[i];
-        }
-    return np;
+static int pure_loops(const nest_ctx *x, const sc_func *f, int st, int *dims, int *li) {
+    const loops_info *l = &x->loops[f->id][st];
+    memcpy(dims, l->dims, sizeof(int) * (size_t)l->npure);
+    if (li) memcpy(li, l->li, sizeof(int) * (size_t)l->npure);
+    return l->npure;
 }
 
 static org fresh(build *w) { org o = { fp_hash_leaf(++w->leaf), 0 }; return o; }
 static org konst(int64_t v) { org o = { 0, v }; return o; }
 
-static fp_box make_box(const sc_func *f, int st, const org *base, const int64_t *n) {
+static fp_box make_box(const nest_ctx *x, const sc_func *f, int st, const org *base, const int64_t *n) {
     fp_box box;
     memset(&box, 0, sizeof box);
     box.f = f;
     box.stage = st;
-    int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims, NULL);
+    int dims[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, NULL);
     for (int k = 0; k < np; k++) {
         box.names[k] = f->vars[dims[k]];
         box.h[k] = base[k].h;
@@ -383,24 +585,74 @@ static nest_func *member(build *w, int id) {
     return NULL;
 }
 
-/* The clipped footprint of prod over box (the calls of stage box->stage
- * of box->f): origins and extents, as lowering's footprint(). */
-static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins, int64_t *ext) {
-    const sexpr *e = w->se[box->f->id];
-    int nc = e->ncalls[box->stage];
+/* fp_fallback of call idx[i] of a stage, remembered in its sexpr (it
+ * depends on the expression and the consumer's region only). */
+typedef struct { build *w; const sexpr *const *e; const fp_box *const *box; const int *idx; } fb_user;
+
+static fp_span fallback_of(build *w, const sexpr *e, const fp_box *box, int call, int d) {
+    int st = box->stage;
+    size_t k = (size_t)call * SC_MAX_DIMS + (size_t)d;
+    if (!e->fb_done[st][k]) {
+        e->fb[st][k] = fp_fallback(w->x->b, e->calls[st][call]->args[d], box);
+        e->fb_done[st][k] = 1;
+    }
+    return e->fb[st][k];
+}
+
+static fp_span cached_fallback(void *user, int i, int d) {
+    fb_user *u = user;
+    return fallback_of(u->w, u->e[i], u->box[i], u->idx[i], d);
+}
+
+/* fp_arg of coordinate d of call `call` of the stage over box. */
+static fp_span arg_of(const sexpr *e, const fp_box *box, int call, int d) {
+    size_t q = (size_t)call * SC_MAX_DIMS + (size_t)d;
+    int k = e->lin_k[box->stage][q];
+    if (k < 0) return fp_run(&e->prog[box->stage][q], e->calls[box->stage][call]->args[d], box);
+    int64_t c = e->lin_c[box->stage][q];
+    fp_span r = { true, true, NULL, box->h[k], box->lo[k] + c, box->hi[k] + c };
+    return r;
+}
+
+static fp_span hooked_arg(void *user, int i, int d) {
+    fb_user *u = user;
+    return arg_of(u->e[i], u->box[i], u->idx[i], d);
+}
+
+/* The clipped footprint of prod: the union of what every consumer box
+ * cboxes[j] (the calls of stage cboxes[j]->stage of cboxes[j]->f) reads
+ * of it, as lowering's footprint().  Today a fused Func has one consumer
+ * (nb == 1); a Func fused at the common ancestor of several consumers
+ * gives one box per consumer, within one block (or thread) of it. */
+static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const *cboxes, org *mins,
+                     int64_t *ext) {
+    int nc = 0;
+    for (int j = 0; j < nb; j++) nc += w->se[cboxes[j]->f->id]->ncalls[cboxes[j]->stage];
     const sc_expr **calls = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
     const fp_box **boxes = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+    const sexpr **es = xcalloc((size_t)nc + 1, sizeof(sexpr *));
+    int *idx = xcalloc((size_t)nc + 1, sizeof(int));
     int n = 0;
-    for (int i = 0; i < nc; i++)
-        if (e->calls[box->stage][i]->func == prod) {
-            calls[n] = e->calls[box->stage][i];
-            boxes[n++] = box;
-        }
+    for (int j = 0; j < nb; j++) {
+        const fp_box *box = cboxes[j];
+        const sexpr *e = w->se[box->f->id];
+        for (int i = 0; i < e->ncalls[box->stage]; i++)
+            if (e->calls[box->stage][i]->func == prod) {
+                idx[n] = i;
+                es[n] = e;
+                calls[n] = e->calls[box->stage][i];
+                boxes[n++] = box;
+            }
+    }
     fp_span dims[SC_MAX_DIMS];
-    int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, w->err, w->errlen) : -1;
+    fb_user u = { w, es, boxes, idx };
+    fp_hooks hooks = { hooked_arg, cached_fallback, &u };
+    int rc = n ? fp_union(NULL, w->x->b, prod, n, calls, boxes, dims, &hooks, w->err, w->errlen) : -1;
     free(calls);
     free(boxes);
-    if (!n) return failf(w, "%s does not call %s", box->f->name, prod->name);
+    free(es);
+    free(idx);
+    if (!n) return failf(w, "%s does not call %s", cboxes[0]->f->name, prod->name);
     if (rc) {
         w->failed = true;
         return -1;
@@ -420,12 +672,13 @@ static int footprint(build *w, const sc_func *prod, const fp_box *box, org *mins
 
 /* Extents of a box's footprint of one call, clipped (fallback when the
  * algebra cannot follow a coordinate). */
-static int64_t access_box(build *w, const sc_expr *call, const fp_box *box, int64_t *ext) {
+static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box, int64_t *ext) {
+    const sc_expr *call = e->calls[box->stage][index];
     const sc_func *prod = call->func;
     int64_t elems = 1;
     for (int d = 0; d < prod->ndims; d++) {
-        fp_span s = fp_arg(NULL, call->args[d], box);
-        if (!s.ok) s = fp_fallback(w->x->b, call->args[d], box);
+        fp_span s = arg_of(e, box, index, d);
+        if (!s.ok) s = fallback_of(w, e, box, index, d);
         if (!s.ok) {
             s.lo = w->x->b->funcs[prod->id].min[d];
             s.hi = s.lo + w->x->b->funcs[prod->id].extent[d] - 1;
@@ -436,25 +689,29 @@ static int64_t access_box(build *w, const sc_expr *call, const fp_box *box, int6
     return elems;
 }
 
-static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64_t rpb);
+static void thread_child(build *w, const sc_func *prod, const fp_box *box, const fp_box *cblock, int64_t rpb);
 
 /* Computes stage st of f over tiles of n points from origins tb, as
  * lowering's emit_stage; rpb: how many times per block; real: the
- * realization's origin and extents (for its footprints); blk/blkn: the
- * block's origin and extents (root stages), else NULL. */
+ * realization's origin and extents; blk/blkn: what one block of the
+ * kernel computes of it (root: the block's tile; block level: the
+ * realization; thread level: the union of its realizations in a block);
+ * root: a root stage (block strides). */
 static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, const org *tb, const int64_t *n,
-                       const org *real, const int64_t *realn, const org *blk, const int64_t *blkn, int64_t rpb) {
+                       const org *real, const int64_t *realn, const org *blk, const int64_t *blkn, bool root,
+                       int64_t rpb) {
     nest_ctx *x = w->x;
     kentry *ke = w->ke;
-    fp_box box = make_box(f, st, tb, n);
+    fp_box box = make_box(w->x, f, st, tb, n);
+    fp_box bbox = make_box(w->x, f, st, blk, blkn);
     for (int i = 0; i < ke->nmem && !w->failed; i++) {
         int id = ke->mem_ids[i];
         const sched_func *sf = w->s->f[id];
         if (sf->loc == SCHED_THREAD && sf->at == f->id && w->cstage[id] == st)
-            thread_child(w, func_at(x->p, id), &box, rpb * (rec->threads_used));
+            thread_child(w, func_at(x->p, id), &box, &bbox, rpb * (rec->threads_used));
     }
     if (w->failed) return;
-    int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(f, st, dims, li);
+    int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, li);
     const ir_stage *stg = &f->stages[st];
     int64_t total = 1;
     for (int k = 0; k < np; k++) total *= n[k];
@@ -473,8 +730,6 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     const sexpr *e = w->se[f->id];
     int nc = e->ncalls[st];
     const sc_expr *const *calls = e->calls[st];
-    rec->naccess = nc;
-    rec->access = ir_alloc(x->arena, sizeof(nest_access) * (size_t)(nc + 1));
     /* register staging, as lowering's stage_producers */
     int64_t staged_ext[NEST_MAX_STAGED][SC_MAX_DIMS];
     const sc_func *staged[NEST_MAX_STAGED];
@@ -492,11 +747,21 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
         }
         for (int j = 0; j < ncand && ke->k.nstaged < NEST_MAX_STAGED; j++) {
             const sc_expr **gc = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
+            int *gi = xcalloc((size_t)nc + 1, sizeof(int));
             int ng = 0;
-            for (int i = 0; i < nc; i++) if (calls[i]->func == cand[j]) gc[ng++] = calls[i];
+            for (int i = 0; i < nc; i++)
+                if (calls[i]->func == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
             fp_span sp[SC_MAX_DIMS];
-            bool aff = fp_affine_union(NULL, cand[j], ng, gc, &box, sp);
+            const sexpr **ges = xcalloc((size_t)nc + 1, sizeof(sexpr *));
+            const fp_box **gbx = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+            for (int i = 0; i < ng; i++) { ges[i] = e; gbx[i] = &box; }
+            fb_user u = { w, ges, gbx, gi };
+            fp_hooks hooks = { hooked_arg, cached_fallback, &u };
+            bool aff = fp_affine_union(NULL, cand[j], ng, gc, &box, sp, &hooks);
             free(gc);
+            free(gi);
+            free(ges);
+            free(gbx);
             if (!aff) continue;
             int64_t elems = 1;
             for (int d = 0; d < cand[j]->ndims; d++) elems *= sp[d].hi - sp[d].lo + 1;
@@ -512,16 +777,19 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     /* accesses */
     int64_t one[SC_MAX_DIMS];
     for (int k = 0; k < SC_MAX_DIMS; k++) one[k] = 1;
-    fp_box pbox = make_box(f, st, tb, one);
-    fp_box rbox = make_box(f, st, real, realn);
-    fp_box bbox = blk ? make_box(f, st, blk, blkn) : rbox;
-    int which[2 * SC_MAX_DIMS], nloops = ir_stage_loops(f, st, which);
-    for (int i = 0; i < nc; i++) {
+    fp_box pbox = make_box(w->x, f, st, tb, one);
+    fp_box rbox = make_box(w->x, f, st, real, realn);
+    int nloops = x->loops[f->id][st].nloops;
+    rec->naccess = e->nacc[st];
+    rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(rec->naccess + 1));
+    for (int i = 0; i < rec->naccess; i++) {
         nest_access *a = &rec->access[i];
-        const sc_expr *call = calls[i];
+        const acc_rep *rep = &e->acc[st][i];
+        const sc_expr *call = rep->call;
         const sc_func *g = call->func;
         a->producer = g;
         a->call = call;
+        a->calls = rep->count;
         a->ndims = g->ndims;
         const nest_func *m = member(w, g->id);
         a->mem = m ? m->mem : NEST_GLOBAL;
@@ -534,42 +802,41 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             acc *= si >= 0 ? staged_ext[si][d] : m ? m->extent[d] : x->b->funcs[g->id].extent[d];
         }
         int64_t size = sc_type_size(g->type);
-        a->bytes_point = access_box(w, call, &pbox, a->fp_point) * size;
-        a->bytes_thread = access_box(w, call, &box, a->fp_thread) * size;
-        a->bytes_block = access_box(w, call, &bbox, a->fp_block) * size;
-        a->bytes_realization = access_box(w, call, &rbox, a->fp_realization) * size;
-        a->affine = true;
+        a->bytes_point = access_box(w, e, rep->index, &pbox, a->fp_point) * size;
+        a->bytes_thread = access_box(w, e, rep->index, &box, a->fp_thread) * size;
+        a->bytes_block = access_box(w, e, rep->index, &bbox, a->fp_block) * size;
+        a->bytes_realization = access_box(w, e, rep->index, &rbox, a->fp_realization) * size;
+        a->affine = rep->affine;
+        a->clamped = rep->affine && !rep->plain;
         double sl[2 * SC_MAX_DIMS] = {0};
-        for (int d = 0; d < g->ndims && a->affine; d++) {
-            deps_ratio coef[2 * SC_MAX_DIMS];
-            if (!deps_linearise(f, st, call->args[d], coef, NULL, NULL)) { a->affine = false; break; }
-            for (int l = 0; l < nloops; l++) sl[l] += (double)coef[l].num / (double)coef[l].den * (double)strides[d];
-        }
+        for (int d = 0; d < g->ndims && a->affine; d++)
+            for (int l = 0; l < nloops; l++) sl[l] += rep->coef[d * nloops + l] * (double)strides[d];
         for (int l = 0; l < nloops; l++) a->stride_serial[l] = a->affine ? sl[l] : NAN;
         for (int k = 0; k < np; k++) {
             a->stride_thread[k] = a->affine ? sl[li[k]] * (double)n[k] : NAN;
-            a->stride_block[k] = !a->affine ? NAN : blk ? sl[li[k]] * (double)blkn[k] : 0;
+            a->stride_block[k] = !a->affine ? NAN : root ? sl[li[k]] * (double)blkn[k] : 0;
         }
     }
-    (void)which;
     rec->points_per_realization = redpts;
     for (int k = 0; k < np; k++) rec->points_per_realization *= realn[k];
 }
 
-static void fill_stage_head(nest_stage *rec, const sc_func *f, int st, int kernel) {
+static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f, int st, const nest_kernel *kernel) {
     rec->func = f;
     rec->stage = st;
     rec->kernel = kernel;
     int dims[SC_MAX_DIMS];
-    rec->npure = pure_loops(f, st, dims, NULL);
+    rec->npure = pure_loops(x, f, st, dims, NULL);
 }
 
-/* A THREAD-level producer: in registers over its footprint. */
-static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64_t rpb) {
+/* A THREAD-level producer: in registers over its footprint (box: one
+ * thread's tile of its consumer; cblock: what one block computes of the
+ * consumer, for the union of its realizations in a block). */
+static void thread_child(build *w, const sc_func *prod, const fp_box *box, const fp_box *cblock, int64_t rpb) {
     nest_func *m = member(w, prod->id);
-    org mins[SC_MAX_DIMS];
-    int64_t ext[SC_MAX_DIMS];
-    if (footprint(w, prod, box, mins, ext)) return;
+    org mins[SC_MAX_DIMS], bmins[SC_MAX_DIMS];
+    int64_t ext[SC_MAX_DIMS], bext[SC_MAX_DIMS];
+    if (footprint(w, prod, 1, &box, mins, ext) || footprint(w, prod, 1, &cblock, bmins, bext)) return;
     m->mem = NEST_REGISTER;
     m->ndims = prod->ndims;
     m->elems = 1;
@@ -579,7 +846,7 @@ static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64
     w->ke->k.register_elems += m->elems;
     for (int s = 0; s < prod->nstages && !w->failed; s++) {
         nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(rec, prod, s, -1);
+        fill_stage_head(w->x, rec, prod, s, &w->ke->k);
         for (int k = 0; k < rec->npure; k++) {
             rec->extent[k] = rec->serial[k] = ext[k];
             rec->blocks[k] = 1;
@@ -587,7 +854,7 @@ static void thread_child(build *w, const sc_func *prod, const fp_box *box, int64
         }
         rec->threads_used = 1;
         rec->realizations_per_block = rpb;
-        emit_stage(w, prod, s, rec, mins, ext, mins, ext, NULL, NULL, rpb);
+        emit_stage(w, prod, s, rec, mins, ext, mins, ext, bmins, bext, false, rpb);
     }
 }
 
@@ -598,7 +865,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
     nest_func *m = member(w, prod->id);
     org mins[SC_MAX_DIMS];
     int64_t ext[SC_MAX_DIMS];
-    if (footprint(w, prod, box, mins, ext)) return;
+    if (footprint(w, prod, 1, &box, mins, ext)) return;
     m->mem = NEST_SHARED;
     m->ndims = prod->ndims;
     m->elems = 1;
@@ -608,7 +875,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
     ke->k.shared_bytes += m->bytes;
     const sched_func *sf = w->s->f[prod->id];
     for (int s = 0; s < prod->nstages && !w->failed; s++) {
-        fp_box pbox = make_box(prod, s, mins, ext);
+        fp_box pbox = make_box(w->x, prod, s, mins, ext);
         for (int i = 0; i < ke->nmem && !w->failed; i++) {
             int id = ke->mem_ids[i];
             const sched_func *cf = w->s->f[id];
@@ -617,13 +884,13 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
         }
         if (w->failed) return;
         const sched_tile *t = &sf->tile[s];
-        int dims[SC_MAX_DIMS], np = pure_loops(prod, s, dims, NULL);
+        int dims[SC_MAX_DIMS], np = pure_loops(w->x, prod, s, dims, NULL);
         if (t->npure != np) {
             failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", prod->name, s, t->npure, np);
             return;
         }
         nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(rec, prod, s, -1);
+        fill_stage_head(w->x, rec, prod, s, &w->ke->k);
         int64_t used = 1, per[SC_MAX_DIMS];
         for (int q = 0; q < np; q++) {
             if (t->threads[q] < 1) { failf(w, "%s: thread counts must be positive", prod->name); return; }
@@ -643,7 +910,7 @@ static void block_child(build *w, const sc_func *prod, const fp_box *box) {
         rec->realizations_per_block = 1;
         org tb[SC_MAX_DIMS];
         for (int q = 0; q < np; q++) tb[q] = !mins[q].h && t->threads[q] == 1 ? mins[q] : fresh(w);
-        emit_stage(w, prod, s, rec, tb, per, mins, ext, NULL, NULL, 1);
+        emit_stage(w, prod, s, rec, tb, per, mins, ext, mins, ext, false, 1);
     }
 }
 
@@ -655,7 +922,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     const sched_func *sf = w->s->f[r->id];
     const sched_tile *t = &sf->tile[st];
     const bounds_stage *bs = &x->b->funcs[r->id].stages[st];
-    int dims[SC_MAX_DIMS], np = pure_loops(r, st, dims, NULL);
+    int dims[SC_MAX_DIMS], np = pure_loops(x, r, st, dims, NULL);
     if (t->npure != np) {
         failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", r->name, st, t->npure, np);
         return;
@@ -683,7 +950,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
         base[q] = nb[q] == 1 ? konst(mn[q]) : fresh(w);
         reg[q] = konst(mn[q]);
     }
-    fp_box box = make_box(r, st, base, blk);
+    fp_box box = make_box(w->x, r, st, base, blk);
     for (int i = 0; i < ke->nmem && !w->failed; i++) {
         int id = ke->mem_ids[i];
         const sched_func *cf = w->s->f[id];
@@ -692,7 +959,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     }
     if (w->failed) return;
     nest_stage *rec = ke->root_stage;
-    fill_stage_head(rec, r, st, -1);
+    fill_stage_head(w->x, rec, r, st, &w->ke->k);
     int64_t per[SC_MAX_DIMS];
     for (int q = 0; q < np; q++) {
         per[q] = t->serial[q];
@@ -704,7 +971,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     }
     rec->threads_used = nthreads;
     rec->realizations_per_block = 1;
-    emit_stage(w, r, st, rec, tb, per, reg, ext, base, blk, 1);
+    emit_stage(w, r, st, rec, tb, per, reg, ext, base, blk, true, 1);
 }
 
 /* Fills the totals of a kernel's stage records once nblocks is known. */
@@ -715,12 +982,12 @@ static void finish_stage(nest_stage *rec, int64_t nblocks, bool root) {
 
 /* A decision's content, appended to a kernel key (records are compared
  * by value: a state's arena may be freed and its addresses reused). */
-static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, const sexpr *se) {
+static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, const sexpr *se, int only) {
     key[nkey++] = (uintptr_t)id;
     key[nkey++] = (uintptr_t)se;
     key[nkey++] = (uintptr_t)sf->loc | (uintptr_t)(sf->at + 1) << 8;
     if (sf->tile)
-        for (int s = 0; s < sf->nstages; s++) {
+        for (int s = only < 0 ? 0 : only; s < (only < 0 ? sf->nstages : only + 1); s++) {
             const sched_tile *t = &sf->tile[s];
             key[nkey++] = (uintptr_t)t->npure;
             for (int k = 0; k < t->npure; k++)
@@ -743,29 +1010,29 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
     nest_ctx *x = w->x;
     int nkey = 0, nmem = 0;
     key[nkey++] = (uintptr_t)st;
-    nkey = key_decision(key, nkey, r->id, w->s->f[r->id], w->se[r->id]);
+    nkey = key_decision(key, nkey, r->id, w->s->f[r->id], w->se[r->id], st);
     for (int i = 0; i < x->n; i++)
         if (w->root[i] == r->id && w->kstage[i] == st) {
             mem_ids[nmem++] = i;
-            nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i]);
+            nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i], -1);
         }
     uint64_t h = key_hash(key, nkey);
-    for (kentry *e = x->ktab[h % TABLE]; e; e = e->next)
+    for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h % TABLE]; e; e = e->next)
         if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(uintptr_t) * (size_t)nkey)) {
             x->stats.kernel_hits++;
             return e;
         }
     x->stats.kernel_misses++;
-    kentry *ke = ir_alloc(x->arena, sizeof *ke);
+    kentry *ke = ir_alloc(w->ka, sizeof *ke);
     ke->h = h;
     ke->nkey = nkey;
-    ke->key = ir_alloc(x->arena, sizeof(uintptr_t) * (size_t)nkey);
+    ke->key = ir_alloc(w->ka, sizeof(uintptr_t) * (size_t)nkey);
     memcpy(ke->key, key, sizeof(uintptr_t) * (size_t)nkey);
     ke->nmem = nmem;
-    ke->mem_ids = ir_alloc(x->arena, sizeof(int) * (size_t)(nmem + 1));
+    ke->mem_ids = ir_alloc(w->ka, sizeof(int) * (size_t)(nmem + 1));
     memcpy(ke->mem_ids, mem_ids, sizeof(int) * (size_t)nmem);
-    ke->mem = ir_alloc(x->arena, sizeof(nest_func) * (size_t)(nmem + 1));
-    ke->root_stage = ir_alloc(x->arena, sizeof(nest_stage));
+    ke->mem = ir_alloc(w->ka, sizeof(nest_func) * (size_t)(nmem + 1));
+    ke->root_stage = ir_alloc(w->ka, sizeof(nest_stage));
     for (int i = 0; i < nmem; i++) {
         const sc_func *g = func_at(x->p, mem_ids[i]);
         nest_func *m = &ke->mem[i];
@@ -774,8 +1041,8 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
         m->at = w->s->f[g->id]->at;
         m->at_stage = w->cstage[g->id];
         m->nstages = g->nstages;
-        m->stages = ir_alloc(x->arena, sizeof(nest_stage *) * (size_t)g->nstages);
-        for (int s = 0; s < g->nstages; s++) m->stages[s] = ir_alloc(x->arena, sizeof(nest_stage));
+        m->stages = ir_alloc(w->ka, sizeof(nest_stage *) * (size_t)g->nstages);
+        for (int s = 0; s < g->nstages; s++) m->stages[s] = ir_alloc(w->ka, sizeof(nest_stage));
     }
     w->ke = ke;
     w->leaf = 0;
@@ -787,8 +1054,10 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
             for (int s = 0; s < ke->mem[i].nstages; s++)
                 finish_stage((nest_stage *)ke->mem[i].stages[s], ke->k.nblocks, false);
     }
-    ke->next = x->ktab[h % TABLE];
-    x->ktab[h % TABLE] = ke;
+    if (!x->no_kernel_cache) {
+        ke->next = x->ktab[h % TABLE];
+        x->ktab[h % TABLE] = ke;
+    }
     return ke;
 }
 
@@ -858,6 +1127,8 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.s = s;
     w.err = err;
     w.errlen = errlen;
+    ir_arena *own = x->no_kernel_cache ? ir_arena_new() : NULL;
+    w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
     w.se = xcalloc(nn, sizeof(sexpr *));
     int *ints = xcalloc(4 * nn, sizeof(int));
@@ -865,9 +1136,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.cstage = ints + nn;
     w.root = ints + 2 * nn;
     w.kstage = ints + 3 * nn;
-    int maxst = 1;
-    for (int i = 0; i < n; i++) if (func_at(p, i)->nstages > maxst) maxst = func_at(p, i)->nstages;
-    uintptr_t *key = xcalloc(nn * (size_t)(4 + maxst * (1 + SC_MAX_DIMS)) + 8, sizeof(uintptr_t));
+    uintptr_t *key = x->key;
     int *mem_ids = xcalloc(nn, sizeof(int));
     nest *out = NULL;
     /* stages after inlining, and consumers */
@@ -877,7 +1146,8 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         const sched_func *sf = s->f[i];
         if (func_at(p, i)->kind != FUNC_DEFINED || !sf || sf->loc == SCHED_UNDECIDED || sf->loc == SCHED_INLINE)
             continue;
-        w.se[i] = stages_of(x, s, i);
+        w.se[i] = stages_of(x, s, i, true);
+        ensure_accesses(x, s, (sexpr *)w.se[i]);
         if (w.se[i]->size > NEST_MAX_INLINED) {
             failf(&w, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of "
                   "its producers at root or fused", func_at(p, i)->name, w.se[i]->size, NEST_MAX_INLINED);
@@ -915,6 +1185,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         w.kstage[i] = w.cstage[prev];
     }
     out = xcalloc(1, sizeof *out);
+    out->own_arena = own;
     out->nfuncs = n;
     out->funcs = xcalloc(nn, sizeof(nest_func *));
     int nk = 0;
@@ -958,11 +1229,9 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
             if (!ke->k.root) continue;
             int kid = out->nkernels++;
             out->kernels[kid] = &ke->k;
-            ke->root_stage->kernel = kid;
             rf->stages[st] = ke->root_stage;
             for (int m = 0; m < ke->nmem; m++) {
                 nest_func *mf = &ke->mem[m];
-                for (int q = 0; q < mf->nstages; q++) ((nest_stage *)mf->stages[q])->kernel = kid;
                 out->funcs[ke->mem_ids[m]] = mf;
                 out->nmodelled++;
             }
@@ -977,15 +1246,16 @@ done_roots:
         free(sp);
     }
 done:
+    if (!out && own) ir_arena_free(own);
     free(w.se);
     free(ints);
-    free(key);
     free(mem_ids);
     return out;
 }
 
 void nest_free(nest *n) {
     if (!n) return;
+    if (n->own_arena) ir_arena_free(n->own_arena);
     free(n->own_roots);
     free(n->own_stages);
     free(n->funcs);
@@ -1036,7 +1306,9 @@ void nest_print(FILE *out, const sc_pipeline *p, const nest *n) {
         for (int st = 0; st < f->nstages; st++) {
             const nest_stage *r = f->stages[st];
             if (!r) continue;
-            fprintf(out, "  stage %d (kernel %d): extent ", st, r->kernel);
+            int kid = 0;
+            while (kid < n->nkernels && n->kernels[kid] != r->kernel) kid++;
+            fprintf(out, "  stage %d (kernel %d): extent ", st, kid);
             print_ext(out, r->npure, r->extent);
             fprintf(out, ", blocks ");
             print_ext(out, r->npure, r->blocks);

@@ -29,9 +29,11 @@
  * decisions (sched_func contents: location, consumer, tiles) of their
  * Funcs, so extending a state by one decision rebuilds only the kernel
  * that decision changes (and a state seen before costs no rebuild).
- * Everything cached lives in the ctx's arena; a nest returned by
+ * Everything cached lives in the ctx's arenas; a nest returned by
  * nest_build is malloc'd (nest_free) and points into the ctx, which must
- * outlive it.  No static buffers: one ctx per thread.
+ * outlive it (and must not be flushed while it lives).  With the kernel
+ * cache off, a nest's records live in an arena of its own.  No static
+ * buffers: one ctx per thread.
  */
 #ifndef SC_NEST_H
 #define SC_NEST_H
@@ -43,9 +45,10 @@
 #include "sched.h"
 
 /* Lowering refuses a schedule whose inlined expressions pass this many
- * nodes (lower.h, LOWER_MAX_INLINED); the model refuses the same. */
+ * nodes (lower.h's LOWER_MAX_INLINED is this); the model refuses the same. */
 #define NEST_MAX_INLINED 200000
-/* Register staging (lower.h): staged copies per kernel, elements each. */
+/* Register staging (lower.h's limits are these): staged copies per
+ * kernel, elements each. */
 #define NEST_MAX_STAGED 32
 #define NEST_STAGE_ELEMS 32
 
@@ -53,18 +56,37 @@ typedef enum { NEST_GLOBAL, NEST_SHARED, NEST_REGISTER } nest_mem;
 
 const char *nest_mem_name(nest_mem m);
 
-/* One access: a distinct call (structurally) in a stage after inlining. */
+typedef struct {
+    const sc_func *root;
+    int stage;
+    int64_t nblocks;
+    int nthreads;
+    int nshared;                   /* BLOCK-level Funcs */
+    int64_t shared_bytes;
+    int nregister;                 /* THREAD-level Funcs */
+    int64_t register_elems;        /* their elements per thread, summed */
+    int nstaged;                   /* register-staged copies */
+    int64_t staged_elems;
+} nest_kernel;
+
+/* One access: a call in a stage after inlining; calls with the same
+ * producer and the same affine Jacobian rows and offsets (x - 2 - 2 and
+ * x - 4) are one access. */
 typedef struct {
     const sc_func *producer;       /* a Func or an input */
     const sc_expr *call;           /* after inlining (ctx arena) */
+    int calls;                     /* structurally distinct calls it stands for */
     nest_mem mem;                  /* where it reads: the producer's storage */
     bool staged;                   /* lowering stages it in registers (§6.7) */
     bool affine;                   /* every coordinate has a Jacobian row */
+    bool clamped;                  /* some row only through a clamp (1-Lipschitz) */
     int ndims;
     /* Box extents of what it reads, per producer dimension, clipped into
      * the producer's region: at one point of the stage's pure loops (its
-     * reduction loops whole), in one thread's serial tile, in one block,
-     * in one realization of the stage. */
+     * reduction loops whole), in one thread's serial tile, in one block
+     * (root: the block's tile; block level: its realization; thread
+     * level: the union of its realizations in one block), in one
+     * realization of the stage. */
     int64_t fp_point[SC_MAX_DIMS], fp_thread[SC_MAX_DIMS];
     int64_t fp_block[SC_MAX_DIMS], fp_realization[SC_MAX_DIMS];
     int64_t bytes_point, bytes_thread, bytes_block, bytes_realization;
@@ -81,7 +103,7 @@ typedef struct {
 typedef struct {
     const sc_func *func;
     int stage;
-    int kernel;                    /* index in nest.kernels */
+    const nest_kernel *kernel;     /* its kernel, one of nest.kernels */
     int npure;                     /* pure loops, k-th in ir_stage_loops order */
     int64_t extent[SC_MAX_DIMS];   /* points per pure loop in one realization */
     int64_t blocks[SC_MAX_DIMS];   /* ROOT: blocks per pure loop; else 1 */
@@ -114,18 +136,6 @@ typedef struct {
     const nest_stage **stages;
 } nest_func;
 
-typedef struct {
-    const sc_func *root;
-    int stage;
-    int64_t nblocks;
-    int nthreads;
-    int nshared;                   /* BLOCK-level Funcs */
-    int64_t shared_bytes;
-    int nregister;                 /* THREAD-level Funcs */
-    int64_t register_elems;        /* their elements per thread, summed */
-    int nstaged;                   /* register-staged copies */
-    int64_t staged_elems;
-} nest_kernel;
 
 typedef struct {
     int nfuncs;                    /* == pipeline funcs.n */
@@ -134,6 +144,7 @@ typedef struct {
     const nest_kernel **kernels;   /* launch order, as lowering makes them */
     int nmodelled;                 /* Funcs with records */
     void *own_roots, *own_stages;  /* blocks the nest owns (nest_free) */
+    ir_arena *own_arena;           /* its records when kernels are not cached */
 } nest;
 
 typedef struct nest_ctx nest_ctx;
@@ -146,6 +157,14 @@ void nest_ctx_free(nest_ctx *x);
  * Func and the rule when s breaks one of the rules lowering enforces. */
 nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen);
 void nest_free(nest *n);
+
+/* Whether built kernels are kept for reuse (default on; off to measure
+ * or check a build from scratch).  Stage expressions are always kept. */
+void nest_ctx_cache_kernels(nest_ctx *x, bool on);
+
+/* Drops the cached kernels (their memory grows with every new kernel a
+ * search builds): nests built before must be freed first. */
+void nest_ctx_flush(nest_ctx *x);
 
 /* Cache statistics since the ctx was made. */
 typedef struct { int64_t kernel_hits, kernel_misses, expr_hits, expr_misses; } nest_stats;

@@ -1,0 +1,216 @@
+/*
+ * bench_nest.c - how fast the loop-nest model answers, per app at its
+ * paper size, on one core (nothing here is parallel):
+ *
+ *   extend     a state extended by one decision and its model updated
+ *              (every walk's prefixes in order, one ctx per pass, so what
+ *              earlier states built is reused as a search would; passes
+ *              repeat until --min-s has passed)
+ *   featurize  the model of a complete state built with no kernel reuse,
+ *              then every record read (feature_hook below: until the
+ *              feature code exists, "featurize" is build + read)
+ *   children   space_children of each prefix state (all children, up
+ *              to 4096), per state expanded
+ *   lower      lower_schedule of the complete state, for comparison
+ *
+ *   build/bench_nest [--walks N] [--apps a,b] [--small] [--min-s S]
+ *                    [--skip featurize,children,lower]
+ *
+ * Rates are states per second; every figure repeats its loop until it has
+ * run --min-s seconds (0.3).  The walks are space_random's (seeds
+ * 1..N, default 20, a100 limits, §6.6 pruning on), drawn before any
+ * timing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "apps.h"
+#include "lower.h"
+#include "nest.h"
+#include "space.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Reads every record of the model: the stand-in for the featurizer until
+ * src/cost/features.c exists.  Returns a checksum so that the reads are
+ * not optimised away. */
+static double feature_hook(const nest *m) {
+    double sum = 0;
+    for (int k = 0; k < m->nkernels; k++)
+        sum += (double)m->kernels[k]->nblocks + m->kernels[k]->nthreads + (double)m->kernels[k]->shared_bytes;
+    for (int i = 0; i < m->nfuncs; i++) {
+        const nest_func *f = m->funcs[i];
+        if (!f) continue;
+        sum += (double)f->bytes;
+        for (int s = 0; s < f->nstages; s++) {
+            const nest_stage *st = f->stages[s];
+            if (!st) continue;
+            sum += (double)st->points_total + (double)st->realizations;
+            for (int a = 0; a < st->naccess; a++) {
+                const nest_access *ac = &st->access[a];
+                sum += (double)ac->bytes_thread + (double)ac->bytes_block + (double)ac->bytes_realization;
+                for (int k = 0; k < st->npure; k++)
+                    if (ac->affine) sum += ac->stride_thread[k] + ac->stride_serial[k];
+            }
+        }
+    }
+    return sum;
+}
+
+typedef struct {
+    int n;                        /* states */
+    sched_state **q;              /* q[i]: the first i + 1 decisions */
+} walk;
+
+/* The prefixes of a complete state in decision order. */
+static walk prefixes(ir_arena *a, const sc_pipeline *p, const sched_state *s) {
+    walk w = { 0, ir_alloc(a, sizeof(sched_state *) * (size_t)(p->funcs.n + 1)) };
+    sched_state *q = sched_state_new(a, p);
+    for (int f = space_next(p, q); f >= 0; f = space_next(p, q)) {
+        sched_state *c = sched_state_copy(a, q);
+        c->f[f] = s->f[f];
+        w.q[w.n++] = c;
+        q = c;
+    }
+    return w;
+}
+
+int main(int argc, char **argv) {
+    int nwalks = 20;
+    const char *apps = NULL, *skip = "";
+    bool small = false;
+    double min_s = 0.3;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--walks") && i + 1 < argc) nwalks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--apps") && i + 1 < argc) apps = argv[++i];
+        else if (!strcmp(argv[i], "--min-s") && i + 1 < argc) min_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--small")) small = true;
+        else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_nest [--walks N] [--apps a,b] [--small] [--min-s S] [--skip featurize,children,lower]\n");
+            return 2;
+        }
+    }
+    if (nwalks < 1) nwalks = 1;
+    target t;
+    char err[1024];
+    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+    char **names;
+    int napps = apps_list("apps", &names, err, sizeof err);
+    if (napps < 0) { fprintf(stderr, "%s\n", err); return 1; }
+    printf("%-26s %6s %8s %12s %12s %12s %12s %9s\n", "app", "funcs", "states", "extend/s", "featurize/s",
+           "children/s", "lower/s", "hit%");
+    double check = 0;
+    for (int ai = 0; ai < napps; ai++) {
+        if (!apps_wanted(apps, names[ai])) continue;
+        char path[512];
+        snprintf(path, sizeof path, "apps/%s.pipe", names[ai]);
+        sc_parse_options po = { small, 0, NULL, NULL };
+        sc_pipeline *p = sc_parse_file(path, &po);
+        bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+        if (!b) { printf("%-26s  (does not load)\n", names[ai]); sc_pipeline_free(p); continue; }
+        ir_arena *a = ir_arena_new();
+        space_opts o = { &t, true };
+        walk *walks = calloc((size_t)nwalks, sizeof *walks);
+        sched_state **full = calloc((size_t)nwalks, sizeof *full);
+        int nw = 0, nstates = 0;
+        for (int k = 0; k < nwalks; k++) {
+            sched_state *s = space_random(a, p, b, &o, (uint64_t)k + 1, err, sizeof err);
+            if (!s) continue;
+            full[nw] = s;
+            walks[nw] = prefixes(a, p, s);
+            nstates += walks[nw++].n;
+        }
+        if (!nw) { printf("%-26s  (no schedule)\n", names[ai]); goto next; }
+        /* (a) extend by one decision, with reuse: passes over every walk,
+         * each with a fresh ctx (one search; a second pass in the same ctx
+         * would find every kernel cached), until --min-s has passed */
+        nest_ctx *x = NULL;
+        int64_t built = 0;
+        double t0 = now_s(), el;
+        do {
+            nest_ctx_free(x);
+            x = nest_ctx_new(p, b);
+            for (int w = 0; w < nw; w++)
+                for (int i = 0; i < walks[w].n; i++) {
+                    sched_state *c = sched_state_copy(a, i ? walks[w].q[i - 1] : sched_state_new(a, p));
+                    int f = space_next(p, c);
+                    c->f[f] = walks[w].q[i]->f[f];
+                    nest *m = nest_build(x, c, err, sizeof err);
+                    if (m) check += m->nkernels;
+                    nest_free(m);
+                    built++;
+                }
+            el = now_s() - t0;
+        } while (el < min_s);
+        double extend = (double)built / el;
+        nest_stats st = nest_ctx_stats(x);
+        double hit = 100.0 * (double)st.kernel_hits / (double)(st.kernel_hits + st.kernel_misses + 1);
+        /* (b) featurize a complete state, no kernel reuse */
+        nest_ctx_cache_kernels(x, false);
+        built = 0;
+        t0 = now_s();
+        bool feat_on = !strstr(skip, "featurize");
+        while (feat_on) {
+            for (int w = 0; w < nw; w++) {
+                nest *m = nest_build(x, full[w], err, sizeof err);
+                if (m) check += feature_hook(m);
+                nest_free(m);
+                built++;
+            }
+            el = now_s() - t0;
+            if (el >= min_s) break;
+        }
+        double feat = built ? (double)built / el : 0;
+        nest_ctx_free(x);
+        /* (c) children of every prefix state */
+        static sched_state *kids[4096];
+        built = 0;
+        t0 = now_s();
+        bool kids_on = !strstr(skip, "children"), lower_on = !strstr(skip, "lower");
+        /* states are expanded until --min-s has passed (bgu's take a
+         * second each at its paper size) */
+        for (int w = 0; kids_on && w < nw && now_s() - t0 < min_s; w++)
+            for (int i = 0; i + 1 < walks[w].n && now_s() - t0 < min_s; i++) {
+                ir_arena *ca = ir_arena_new();
+                space_rng rng = { 1 };
+                check += space_children(ca, p, b, walks[w].q[i], &o, &rng, kids, 4096);
+                ir_arena_free(ca);
+                built++;
+            }
+        el = now_s() - t0;
+        double children = built ? (double)built / el : 0;
+        /* (d) lowering */
+        built = 0;
+        t0 = now_s();
+        while (lower_on) {
+            for (int w = 0; w < nw; w++) {
+                ir_arena *la = ir_arena_new();
+                lower_program *prog = lower_schedule(la, p, b, full[w], err, sizeof err);
+                if (prog) check += prog->nkernels;
+                ir_arena_free(la);
+                built++;
+            }
+            el = now_s() - t0;
+            if (el >= min_s) break;
+        }
+        double lower = built ? (double)built / el : 0;
+        printf("%-26s %6d %8d %12.0f %12.0f %12.0f %12.0f %8.1f%%\n", names[ai], p->funcs.n, nstates / nw, extend,
+               feat, children, lower, hit);
+        fflush(stdout);
+    next:
+        free(walks);
+        free(full);
+        ir_arena_free(a);
+        bounds_free(b);
+        sc_pipeline_free(p);
+    }
+    apps_free_names(names, napps);
+    printf("# states: decisions per walk (mean); hit%%: kernels reused while extending; checksum %.6g\n", check);
+    return 0;
+}
