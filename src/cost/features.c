@@ -456,7 +456,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     const nest_func *nf = fp->nf;
     const stage_pic *sp = &fp->st[st];
     const nest_stage *rec = sp->rec;
-    const nest_kernel *kn = c->model->kernels[rec->kernel];
+    const nest_kernel *kn = rec->kernel;
     const feat_stage_access *a = sp->acc;
     double *v = row->v;
     memset(row, 0, sizeof *row);
