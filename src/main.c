@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include "analysis.h"
 #include "driver.h"
+#include "features.h"
 #include "bounds.h"
 #include "imageio.h"
 #include "ir.h"
@@ -54,6 +55,8 @@ typedef struct {
     int halide;
     int prune;
     int warmup, runs, samples, timeout_ms;
+    int json;
+    int partial;                  /* --partial K; -1: not given */
 } options;
 
 static void print_usage(FILE *out) {
@@ -67,15 +70,17 @@ static void print_usage(FILE *out) {
                  "  schedule  make a schedule (--strategy %s) for a target\n"
                  "  compile   generate CUDA, OpenCL or C for a schedule (--backend)\n"
                  "  bench     time a schedule on a device\n"
+                 "  features  print the features of every stage of a (partial) schedule\n"
                  "\n"
                  "Run 'stagecraft COMMAND --help' for the options of a command.\n",
             space_strategy_names(names, sizeof names, "|", "|"));
 }
 
-static const char *commands[] = { "check", "run", "dump", "schedule", "compile", "bench", NULL };
+static const char *commands[] = { "check", "run", "dump", "schedule", "compile", "bench", "features", NULL };
 
 static bool is_sched_cmd(const char *cmd) {
-    return !strcmp(cmd, "schedule") || !strcmp(cmd, "compile") || !strcmp(cmd, "bench");
+    return !strcmp(cmd, "schedule") || !strcmp(cmd, "compile") || !strcmp(cmd, "bench") ||
+           !strcmp(cmd, "features");
 }
 
 static void print_help(const char *cmd) {
@@ -93,6 +98,9 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
     if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]");
+    if (!strcmp(cmd, "features"))
+        printf(" [--schedule F.sched | --strategy S [--seed N]]\n"
+               "       [--target T] [--json] [--partial K]");
     printf(" [--small] [--set NAME=VALUE]...\n\n");
     if (!strcmp(cmd, "check"))
         printf("Parses and analyses FILE.pipe and prints its Funcs, stages, inputs, outputs,\n"
@@ -148,6 +156,15 @@ static void print_help(const char *cmd) {
                "  --math M       fast (default for bench: the device's own f32 functions,\n"
                "                 contraction allowed, checked within the tolerance of\n"
                "                 docs/backends.md) or exact (bit-identical to the reference)\n");
+    if (!strcmp(cmd, "features"))
+        printf("Prints the features of every stage of the schedule's decided, non-inline\n"
+               "Funcs (docs/features.md): a table with one named column per feature, or JSON.\n"
+               "  --strategy S   root, baseline (the default) or random, as for schedule\n"
+               "  --target T     the GPU the features are for (default a100)\n"
+               "  --json         JSON instead of the table\n"
+               "  --partial K    keep only the first K decisions (consumers first, the order\n"
+               "                 of the random walk); the other Funcs are left undecided\n"
+               "                 and have no row\n");
     printf("\ncommon options:\n"
            "  --small            use the small sizes the .pipe file declares\n"
            "  --set NAME=VALUE   override a size or a param (repeatable)\n"
@@ -205,6 +222,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->runs = 10;
     o->samples = 5;
     o->timeout_ms = 60000;
+    o->partial = -1;
     if (argc < 2) { print_usage(stderr); return EXIT_USAGE; }
     o->cmd = argv[1];
     if (!strcmp(o->cmd, "--help") || !strcmp(o->cmd, "-h") || !strcmp(o->cmd, "help")) {
@@ -214,7 +232,8 @@ static int parse_options(int argc, char **argv, options *o) {
     bool known = false;
     for (int i = 0; commands[i]; i++) known |= !strcmp(o->cmd, commands[i]);
     if (!known)
-        return usage_error("unknown command '%s' (expected check, run, dump, schedule, compile or bench)", o->cmd);
+        return usage_error("unknown command '%s' (expected check, run, dump, schedule, compile, bench or features)",
+                           o->cmd);
     for (int i = 2; i < argc; i++) {
         char flag[64];
         const char *a = argv[i];
@@ -224,6 +243,7 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--check")) { o->check = 1; continue; }
         if (!strcmp(a, "--halide")) { o->halide = 1; continue; }
         if (!strcmp(a, "--prune")) { o->prune = 1; continue; }
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
         const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
         if (eq) {   /* --flag=value */
             snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
@@ -233,7 +253,7 @@ static int parse_options(int argc, char **argv, options *o) {
         bool needs_value = !strcmp(a, "--set") || !strcmp(a, "-i") || !strcmp(a, "-o") ||
                            !strcmp(a, "--seed") || !strcmp(a, "--what") || string_option(o, a) ||
                            !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
-                           !strcmp(a, "--timeout-ms");
+                           !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial");
         if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
@@ -281,6 +301,9 @@ static int parse_options(int argc, char **argv, options *o) {
             errno = 0;
             o->seed = strtoull(val, &end, 10);
             if (!*val || *end || errno || val[0] == '-') return usage_error("--seed: '%s' is not a non-negative integer", val);
+        } else if (!strcmp(a, "--partial")) {
+            if (!parse_count(val, 0, 1000000, &o->partial))
+                return usage_error("--partial: expected a number of decisions >= 0, got '%s'", val);
         } else if (!strcmp(a, "--what")) {
             if (strcmp(val, "ir") && strcmp(val, "bounds") && strcmp(val, "deps") && strcmp(val, "ops"))
                 return usage_error("--what: '%s' is not one of ir, bounds, deps, ops", val);
@@ -321,6 +344,9 @@ static int parse_options(int argc, char **argv, options *o) {
         return usage_error("--math needs --schedule F or --strategy S (the reference evaluator is always exact)%s", "");
     if (o->dump && strcmp(o->dump, "kernels") && strcmp(o->dump, "schedule"))
         return usage_error("--dump: '%s' is not one of kernels, schedule", o->dump);
+    if (strcmp(o->cmd, "features") && o->json) return usage_error("--json is an option of features, not %s", o->cmd);
+    if (strcmp(o->cmd, "features") && o->partial >= 0)
+        return usage_error("--partial is an option of features, not %s", o->cmd);
     if (!strcmp(o->cmd, "run") && (o->device || o->check) && !o->schedule && !o->strategy)
         return usage_error("--device and --check need --schedule F or --strategy S%s", "");
     return EXIT_OK;
@@ -515,7 +541,7 @@ static int load_scheduled(driver_state *d, const options *o) {
     if (driver_load(d, o->pipe, &po, stderr) != 0) return EXIT_INPUT;
     /* CUDA code is made for a CUDA GPU's limits unless a target is named */
     bool cuda = (o->backend && !strcmp(o->backend, "cuda")) || (o->device && !strcmp(o->device, "cuda"));
-    const char *tname = o->target ? o->target : cuda ? "a100" : NULL;
+    const char *tname = o->target ? o->target : cuda || !strcmp(o->cmd, "features") ? "a100" : NULL;
     driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune };
     if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
     return EXIT_OK;
@@ -652,6 +678,52 @@ static int cmd_device_run(const options *o, bool bench) {
     return rc;
 }
 
+/* The first k decisions of s, in the order the space makes them
+ * (consumers first); NULL with a message when s has fewer. */
+static sched_state *first_decisions(driver_state *d, int k, char *err, size_t errlen) {
+    sched_state *part = sched_state_new(d->arena, d->p);
+    int n = 0;
+    for (int i = 0; i < d->p->funcs.n; i++)
+        n += ((const sc_func *)d->p->funcs.items[i])->kind == FUNC_DEFINED;
+    if (k > n) {
+        snprintf(err, errlen, "--partial %d: the schedule has %d decisions (expected 0 to %d)", k, n, n);
+        return NULL;
+    }
+    for (int i = 0; i < k; i++) {
+        int f = space_next(d->p, part, NULL);
+        if (f < 0) break;
+        part->f[f] = d->s->f[f];
+    }
+    return part;
+}
+
+static int cmd_features(const options *o) {
+    driver_state d;
+    int rc = load_scheduled(&d, o);
+    if (rc == EXIT_OK) {
+        char err[1024];
+        const sched_state *s = d.s;
+        if (o->partial >= 0) {
+            s = first_decisions(&d, o->partial, err, sizeof err);
+            if (!s) {
+                fprintf(stderr, "stagecraft: %s\n", err);
+                rc = EXIT_USAGE;
+            }
+        }
+        feat_result r;
+        if (rc == EXIT_OK && feat_compute(d.p, d.b, s, &d.t, &r, err, sizeof err) != 0) {
+            fprintf(stderr, "stagecraft: features: %s\n", err);
+            rc = EXIT_INPUT;
+        } else if (rc == EXIT_OK) {
+            if (o->json) feat_print_json(stdout, d.p, &d.t, &r);
+            else feat_print_table(stdout, d.p, &r);
+            feat_free(&r);
+        }
+    }
+    driver_free(&d);
+    return rc;
+}
+
 /* The names split off NAME=VALUE options (split_assign copies them). */
 static void free_options(options *o) {
     for (int i = 0; i < o->nsets; i++) free((char *)o->set_names[i]);
@@ -669,6 +741,7 @@ int main(int argc, char **argv) {
     if (is_sched_cmd(o.cmd) || (!strcmp(o.cmd, "run") && (o.schedule || o.strategy))) {
         if (!strcmp(o.cmd, "schedule")) rc = cmd_schedule(&o);
         else if (!strcmp(o.cmd, "compile")) rc = cmd_compile(&o);
+        else if (!strcmp(o.cmd, "features")) rc = cmd_features(&o);
         else rc = cmd_device_run(&o, !strcmp(o.cmd, "bench"));
         free_options(&o);
         return rc;

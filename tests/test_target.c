@@ -44,7 +44,11 @@ static const char *GOOD =
     "mem_bandwidth_gbs = 123.5\n"
     "peak_gflops = 4567.25\n"
     "l2_bytes = 1048576\n"
-    "cuda_arch = sm_61\n";
+    "cuda_arch = sm_61\n"
+    "reg_alloc_unit = 256\n"
+    "warp_alloc_granularity = 4\n"
+    "shared_mem_alloc_unit = 128\n"
+    "shared_mem_reserved_per_block = 0\n";
 
 /* GOOD with one line replaced (by its key) or removed (repl NULL). */
 static const char *variant(const char *key, const char *repl) {
@@ -115,12 +119,17 @@ static void test_load_errors(void) {
     CHECK(load_fails("e9.target", variant("warp_size", NULL), ": missing key warp_size"));
     char text[2048];
     snprintf(text, sizeof text, "%swarp_size = 64\n", GOOD);
-    CHECK(load_fails("e10.target", text, ":16: duplicate key warp_size (first set on line 3)"));
+    CHECK(load_fails("e10.target", text, ":20: duplicate key warp_size (first set on line 3)"));
     CHECK(load_fails("e11.target", variant("cuda_arch", "cuda_arch = sm 80"), ":15: expected a word"));
     CHECK(load_fails("e12.target", variant("max_threads_per_sm", "max_threads_per_sm = 512"),
                      ": max_threads_per_block (1024) is larger than max_threads_per_sm (512)"));
     CHECK(load_fails("e13.target", variant("shared_mem_per_sm", "shared_mem_per_sm = 1024"),
                      ": shared_mem_per_block (49152) is larger than shared_mem_per_sm (1024)"));
+    CHECK(load_fails("e14.target", variant("reg_alloc_unit", NULL), ": missing key reg_alloc_unit"));
+    CHECK(load_fails("e15.target", variant("shared_mem_reserved_per_block", "shared_mem_reserved_per_block = -1"),
+                     ":19: expected a non-negative integer for shared_mem_reserved_per_block, got '-1'"));
+    CHECK(load_fails("e16.target", variant("warp_alloc_granularity", "warp_alloc_granularity = 0"),
+                     ":17: expected a positive integer for warp_alloc_granularity, got '0'"));
     target t;
     char err[512];
     CHECK(target_load("/nonexistent/x.target", &t, err, sizeof err) == -1);

@@ -4,7 +4,8 @@
  * A target file is `key = value` lines; '#' starts a comment that runs to
  * the end of the line.  Every key of the table below is required except
  * `name`, which defaults to the file's base name (a100.target -> "a100").
- * Integer keys take positive decimal integers, the two rates positive
+ * Integer keys take positive decimal integers (shared_mem_reserved_per_block
+ * may be 0), the two rates positive
  * numbers, cuda_arch a word such as sm_80 (empty for a GPU that is not a
  * CUDA GPU).  Errors name FILE:LINE and what was expected; nothing here
  * exits.
@@ -23,7 +24,7 @@
 #include "rt.h"
 #include "target.h"
 
-typedef enum { K_STR, K_INT, K_DBL } key_type;
+typedef enum { K_STR, K_INT, K_INT0, K_DBL } key_type;
 
 typedef struct {
     const char *key;
@@ -35,6 +36,7 @@ typedef struct {
 
 #define KS(k) { #k, K_STR, offsetof(target, k), sizeof(((target *)0)->k), false }
 #define KI(k) { #k, K_INT, offsetof(target, k), sizeof(int), false }
+#define KZ(k) { #k, K_INT0, offsetof(target, k), sizeof(int), false }
 #define KD(k) { #k, K_DBL, offsetof(target, k), sizeof(double), false }
 
 /* In the order target_print writes them. */
@@ -43,7 +45,8 @@ static const key_info keys[] = {
     KI(sm_count), KI(warp_size), KI(max_threads_per_block), KI(max_threads_per_sm),
     KI(shared_mem_per_block), KI(shared_mem_per_sm), KI(registers_per_sm),
     KI(registers_per_thread), KI(max_blocks_per_sm), KD(mem_bandwidth_gbs),
-    KD(peak_gflops), KI(l2_bytes), KS(cuda_arch),
+    KD(peak_gflops), KI(l2_bytes), KS(cuda_arch), KI(reg_alloc_unit),
+    KI(warp_alloc_granularity), KI(shared_mem_alloc_unit), KZ(shared_mem_reserved_per_block),
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
 
@@ -87,10 +90,12 @@ static int set_value(const key_info *k, const char *v, target *t, char *err, siz
     }
     char *end;
     errno = 0;
-    if (k->type == K_INT) {
+    if (k->type == K_INT || k->type == K_INT0) {
         long long x = isdigit((unsigned char)*v) ? strtoll(v, &end, 10) : 0;
-        if (!isdigit((unsigned char)*v) || *end || errno || x <= 0 || x > INT_MAX) {
-            snprintf(err, errlen, "expected a positive integer for %s, got '%s'", k->key, v);
+        long long lo = k->type == K_INT ? 1 : 0;
+        if (!isdigit((unsigned char)*v) || *end || errno || x < lo || x > INT_MAX) {
+            snprintf(err, errlen, "expected a %s integer for %s, got '%s'",
+                     lo ? "positive" : "non-negative", k->key, v);
             return -1;
         }
         int xi = (int)x;
@@ -115,6 +120,8 @@ static int consistent(const target *t, char *err, size_t errlen) {
     LE(max_threads_per_block, max_threads_per_sm)
     LE(shared_mem_per_block, shared_mem_per_sm)
     LE(registers_per_thread, registers_per_sm)
+    LE(reg_alloc_unit, registers_per_sm)
+    LE(shared_mem_reserved_per_block, shared_mem_per_sm)
 #undef LE
     return 0;
 }
@@ -216,7 +223,9 @@ static int clamp_int(int64_t v, int fallback) {
  * bandwidth or FLOP/s; those are estimates, documented in
  * docs/schedule.md: a GPU gets NVIDIA-like per-SM limits (2 work-groups of
  * the maximum size, 65536 registers of which 255 per thread, 32
- * work-groups), a CPU one work-group per compute unit at a time (as PoCL's
+ * work-groups; registers in units of 256 per warp over 4 warp schedulers,
+ * shared memory in units of 128 bytes), a CPU one work-group per compute
+ * unit at a time (as PoCL's
  * pthread device runs them); peak FLOP/s = compute units x clock x 2 (FMA)
  * x lanes (64 per GPU compute unit, the float vector width on a CPU); the
  * bandwidth is a nominal 500 GB/s for a GPU and 50 GB/s for a CPU. */
@@ -234,6 +243,10 @@ static void fill_from_opencl(const rt_device_limits *l, target *t) {
     t->registers_per_sm = 65536;
     t->registers_per_thread = 255;
     t->max_blocks_per_sm = l->is_gpu ? 32 : 1;
+    t->reg_alloc_unit = l->is_gpu ? 256 : 1;
+    t->warp_alloc_granularity = l->is_gpu ? 4 : 1;
+    t->shared_mem_alloc_unit = l->is_gpu ? 128 : 1;
+    t->shared_mem_reserved_per_block = 0;
     int lanes = l->is_gpu ? 64 : clamp_int(l->preferred_vector_width_float, 1);
     double ghz = l->max_clock_mhz > 0 ? l->max_clock_mhz / 1000.0 : 1.0;
     t->peak_gflops = t->sm_count * ghz * 2.0 * lanes;
@@ -348,7 +361,8 @@ void target_print(const target *t, char *buf, size_t len) {
         if (n + 1 >= len) return;
         switch (k->type) {
         case K_STR: snprintf(buf + n, len - n, "%s =%s%s\n", k->key, *p ? " " : "", p); break;
-        case K_INT: {
+        case K_INT:
+        case K_INT0: {
             int v;
             memcpy(&v, p, sizeof v);
             snprintf(buf + n, len - n, "%s = %d\n", k->key, v);

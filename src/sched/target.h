@@ -2,7 +2,8 @@
  * target.h - GPU targets: the hardware a schedule is made for.
  *
  * A target file (targets/NAME.target) is `key = value` lines with '#'
- * comments; every key below is required.  The `host-opencl` target is not a
+ * comments; every key below is required (shared_mem_reserved_per_block may
+ * be 0, every other number is positive).  The `host-opencl` target is not a
  * file: it is filled in from the OpenCL device's own queries.
  */
 #ifndef SC_TARGET_H
@@ -25,6 +26,11 @@ typedef struct {
     double peak_gflops;           /* f32 */
     int l2_bytes;
     char cuda_arch[16];           /* "sm_80"; empty if not a CUDA GPU */
+    /* Allocation rules of the occupancy calculator (occupancy.h): */
+    int reg_alloc_unit;           /* registers of a warp are allocated in multiples of this */
+    int warp_alloc_granularity;   /* warps the register file is allocated to, per step */
+    int shared_mem_alloc_unit;    /* bytes; a block's shared memory is rounded up to it */
+    int shared_mem_reserved_per_block;  /* bytes the system takes per block (>= 0) */
 } target;
 
 /* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */

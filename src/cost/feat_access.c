@@ -1,0 +1,314 @@
+/*
+ * feat_access.c - a stage's accesses as affine forms of its loops
+ * (feat_access.h).
+ *
+ * The walk carries an environment from variable names to forms: a stage's
+ * pure variables are its loops, and the pure variables of an inline Func
+ * are the forms of the arguments it was called with, so an access made
+ * through any depth of inline Funcs is a form of the stage's own loops.
+ * The same walk computes the Strahler number of the inlined expression
+ * (Anderson et al. 2021 Appendix A, expr_branching): a leaf is 1, a node
+ * whose two largest children tie is one more than them, any other node
+ * the largest of its children; an inline call is the Strahler number of
+ * its definition with its variables standing for the arguments'.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "feat_access.h"
+
+typedef struct {
+    int n;
+    const char *names[SC_MAX_DIMS];
+    feat_form forms[SC_MAX_DIMS];
+    int strahler[SC_MAX_DIMS];
+} env;
+
+typedef struct {
+    const sc_pipeline *p;
+    const sched_state *s;
+    const sc_func *f;
+    int st;
+    feat_stage_access *out;
+    bool oom;
+    int *table;                       /* open addressing: call index + 1, 0 empty */
+    int tcap;                         /* a power of two, > 2 * out->n */
+} walk;
+
+static bool is_inline(const walk *w, const sc_func *g) {
+    if (!w->s || g->kind != FUNC_DEFINED || g == w->f) return false;
+    const sched_func *sf = w->s->f[g->id];
+    return sf && sf->loc == SCHED_INLINE;
+}
+
+static feat_form irregular(void) {
+    feat_form r;
+    memset(&r, 0, sizeof r);
+    return r;
+}
+
+static feat_form constant(double v) {
+    feat_form r = irregular();
+    r.ok = true;
+    r.off = v;
+    return r;
+}
+
+static bool is_const_form(const feat_form *a, int nloops) {
+    if (!a->ok) return false;
+    for (int j = 0; j < nloops; j++)
+        if (a->c[j] != 0) return false;
+    return true;
+}
+
+bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops) {
+    if (!a->ok || !b->ok) return false;
+    for (int j = 0; j < nloops; j++)
+        if (a->c[j] != b->c[j]) return false;
+    return true;
+}
+
+static feat_form combine(feat_form a, feat_form b, double sb, int nloops) {
+    if (!a.ok || !b.ok) return irregular();
+    for (int j = 0; j < nloops; j++) a.c[j] += sb * b.c[j];
+    a.off += sb * b.off;
+    a.lipschitz |= b.lipschitz;
+    return a;
+}
+
+static feat_form scale(feat_form a, double k, int nloops) {
+    if (!a.ok) return a;
+    for (int j = 0; j < nloops; j++) a.c[j] *= k;
+    a.off *= k;
+    return a;
+}
+
+static feat_form form_of(walk *w, const sc_expr *e, const env *v);
+
+/* min/max/select of two forms: the non-constant one when the other is a
+ * constant (a clamp), or the common coefficients. */
+static feat_form lipschitz(feat_form a, feat_form b, bool take_min, int nloops) {
+    if (!a.ok || !b.ok) return irregular();
+    feat_form r;
+    if (is_const_form(&b, nloops) && !is_const_form(&a, nloops)) r = a;
+    else if (is_const_form(&a, nloops) && !is_const_form(&b, nloops)) r = b;
+    else if (feat_form_same_coefs(&a, &b, nloops)) {
+        r = a;
+        r.off = take_min ? (a.off < b.off ? a.off : b.off) : (a.off > b.off ? a.off : b.off);
+    } else return irregular();
+    r.lipschitz = true;
+    return r;
+}
+
+static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
+    int nl = w->out->nloops;
+    switch (e->kind) {
+    case E_CONST:
+        return e->type == SC_F32 ? irregular() : constant((double)e->c.i);
+    case E_VAR:
+        for (int i = 0; i < v->n; i++)
+            if (!strcmp(v->names[i], e->name)) return v->forms[i];
+        return irregular();
+    case E_RVAR: {
+        const sc_rdom *rd = w->f->stages[w->st].rdom;
+        if (rd == e->rdom)
+            for (int j = 0; j < nl; j++)
+                if (w->out->which[j] == -1 - e->dim) {
+                    feat_form r = irregular();
+                    r.ok = true;
+                    r.c[j] = 1;
+                    r.off = e->rdom->min[e->dim];
+                    return r;
+                }
+        return irregular();
+    }
+    case E_CAST:
+        return e->type == SC_F32 ? irregular() : form_of(w, e->args[0], v);
+    case E_UNARY:
+        return e->op == SC_NEG ? scale(form_of(w, e->args[0], v), -1, nl) : irregular();
+    case E_BINARY: {
+        if (e->type == SC_F32 || e->type == SC_BOOL) return irregular();
+        feat_form a = form_of(w, e->args[0], v), b = form_of(w, e->args[1], v);
+        switch (e->op) {
+        case SC_ADD: return combine(a, b, 1, nl);
+        case SC_SUB: return combine(a, b, -1, nl);
+        case SC_MUL:
+            if (is_const_form(&a, nl)) return scale(b, a.off, nl);
+            if (is_const_form(&b, nl)) return scale(a, b.off, nl);
+            return irregular();
+        case SC_DIV:
+            if (is_const_form(&b, nl) && b.off > 0) return scale(a, 1.0 / b.off, nl);
+            return irregular();
+        case SC_MIN: return lipschitz(a, b, true, nl);
+        case SC_MAX: return lipschitz(a, b, false, nl);
+        default: return irregular();
+        }
+    }
+    case E_SELECT: {
+        feat_form a = form_of(w, e->args[1], v), b = form_of(w, e->args[2], v);
+        return lipschitz(a, b, true, nl);
+    }
+    case E_CALL:
+        if (is_inline(w, e->func)) {
+            env inner = { .n = e->func->ndims };
+            for (int i = 0; i < e->func->ndims; i++) {
+                inner.names[i] = e->func->vars[i];
+                inner.forms[i] = form_of(w, e->args[i], v);
+            }
+            return form_of(w, e->func->stages[0].value, &inner);
+        }
+        return irregular();
+    default:
+        return irregular();
+    }
+}
+
+static uint64_t mix(uint64_t h, uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_call(const feat_call *c, int nloops) {
+    uint64_t h = mix(0, (uint64_t)(uintptr_t)c->prod);
+    for (int d = 0; d < c->ndims; d++) {
+        const feat_form *f = &c->dim[d];
+        h = mix(h, (uint64_t)f->ok);
+        double vals[FEAT_MAX_LOOPS + 1];
+        memcpy(vals, f->c, sizeof(double) * (size_t)nloops);
+        vals[nloops] = f->off;
+        for (int j = 0; j <= nloops; j++) {
+            uint64_t bits;
+            memcpy(&bits, &vals[j], sizeof bits);
+            h = mix(h, bits);
+        }
+    }
+    return h;
+}
+
+static bool same_call(const feat_call *a, const feat_call *b, int nloops) {
+    if (a->prod != b->prod || a->ndims != b->ndims) return false;
+    for (int d = 0; d < a->ndims; d++) {
+        const feat_form *x = &a->dim[d], *y = &b->dim[d];
+        if (x->ok != y->ok) return false;
+        if (!x->ok) return false;     /* irregular coordinates are never the same */
+        if (x->off != y->off || !feat_form_same_coefs(x, y, nloops)) return false;
+    }
+    return true;
+}
+
+/* The slot of c in the table: its index + 1 if present, else the empty
+ * slot where it goes (negated - 1). */
+static int find_slot(const walk *w, const feat_call *c, uint64_t h) {
+    int mask = w->tcap - 1;
+    for (int i = (int)(h & (uint64_t)mask);; i = (i + 1) & mask) {
+        int k = w->table[i];
+        if (!k) return -1 - i;
+        if (same_call(&w->out->calls[k - 1], c, w->out->nloops)) return k;
+    }
+}
+
+static bool grow_table(walk *w) {
+    int cap = w->tcap ? 2 * w->tcap : 64;
+    int *t = calloc((size_t)cap, sizeof *t);
+    if (!t) return false;
+    free(w->table);
+    w->table = t;
+    w->tcap = cap;
+    for (int k = 0; k < w->out->n; k++) {
+        int slot = find_slot(w, &w->out->calls[k], hash_call(&w->out->calls[k], w->out->nloops));
+        if (slot < 0) w->table[-1 - slot] = k + 1;
+    }
+    return true;
+}
+
+/* Records a call, once per distinct form (a repeated access is one load:
+ * inlining repeats taps that code generation computes once). */
+static void push_call(walk *w, const sc_expr *e, const env *v) {
+    feat_stage_access *o = w->out;
+    if (2 * (o->n + 1) >= w->tcap && !grow_table(w)) { w->oom = true; return; }
+    feat_call c;
+    memset(&c, 0, sizeof c);
+    c.prod = e->func;
+    c.ndims = e->nargs;
+    for (int d = 0; d < e->nargs && d < SC_MAX_DIMS; d++) c.dim[d] = form_of(w, e->args[d], v);
+    uint64_t h = hash_call(&c, o->nloops);
+    int slot = find_slot(w, &c, h);
+    if (slot > 0) return;
+    if (o->n == o->cap) {
+        int cap = o->cap ? 2 * o->cap : 8;
+        feat_call *c = realloc(o->calls, (size_t)cap * sizeof *c);
+        if (!c) { w->oom = true; return; }
+        o->calls = c;
+        o->cap = cap;
+    }
+    w->table[-1 - slot] = o->n + 1;
+    o->calls[o->n++] = c;
+}
+
+/* Visits e: records calls, counts inline calls, returns the Strahler
+ * number. */
+static int visit(walk *w, const sc_expr *e, const env *v) {
+    if (w->oom) return 1;
+    if (e->kind == E_VAR) {
+        for (int i = 0; i < v->n; i++)
+            if (!strcmp(v->names[i], e->name)) return v->strahler[i];
+        return 1;
+    }
+    int best = 0, ties = 0;
+    int sarg[SC_MAX_DIMS];
+    for (int i = 0; i < e->nargs; i++) {
+        int s = visit(w, e->args[i], v);
+        if (i < SC_MAX_DIMS) sarg[i] = s;
+        if (s > best) { best = s; ties = 1; }
+        else if (s == best) ties++;
+    }
+    if (e->kind == E_CALL && is_inline(w, e->func)) {
+        w->out->inlined_calls++;
+        env inner = { .n = e->func->ndims };
+        for (int i = 0; i < e->func->ndims; i++) {
+            inner.names[i] = e->func->vars[i];
+            inner.forms[i] = form_of(w, e->args[i], v);
+            inner.strahler[i] = sarg[i];
+        }
+        return visit(w, e->func->stages[0].value, &inner);
+    }
+    if (e->kind == E_CALL) push_call(w, e, v);
+    if (e->nargs == 0) return 1;
+    return ties >= 2 ? best + 1 : best;
+}
+
+int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st,
+                        feat_stage_access *out) {
+    memset(out, 0, sizeof *out);
+    out->nloops = ir_stage_loops(f, st, out->which);
+    walk w = { p, s, f, st, out, false, NULL, 0 };
+    env v = { 0 };
+    for (int j = 0; j < out->nloops; j++) {
+        if (out->which[j] < 0) continue;
+        v.names[v.n] = f->vars[out->which[j]];
+        v.forms[v.n] = irregular();
+        v.forms[v.n].ok = true;
+        v.forms[v.n].c[j] = 1;
+        v.strahler[v.n] = 1;
+        v.n++;
+    }
+    const ir_stage *sg = &f->stages[st];
+    out->strahler = visit(&w, sg->value, &v);
+    out->nstore = sg->nargs;
+    for (int d = 0; d < sg->nargs && d < SC_MAX_DIMS; d++) {
+        out->store[d] = form_of(&w, sg->args[d], &v);
+        if (st > 0) visit(&w, sg->args[d], &v);   /* a scatter's coordinates may load */
+    }
+    free(w.table);
+    if (w.oom) {
+        feat_stage_access_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void feat_stage_access_free(feat_stage_access *a) {
+    free(a->calls);
+    a->calls = NULL;
+    a->n = a->cap = 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * feat_access.h - the accesses of one stage as affine forms of its loops,
+ * for the featurizer (features.c).
+ *
+ * A stage's expression is walked with inline Funcs substituted (those the
+ * state decides inline; none when the state is NULL), and every call of a
+ * Func or input that remains is one access: per producer coordinate, the
+ * coefficient of each of the stage's loops (ir_stage_loops order) and a
+ * constant.  min / max / clamp against a constant, and select between two
+ * forms with the same coefficients, are 1-Lipschitz: the form of the
+ * clamped argument is kept (exact away from the edges, where a clamped
+ * stencil reads).  Division by a positive constant c gives coefficients
+ * 1/c.  A coordinate that is none of these (data-dependent, modulo, a
+ * parameter) is irregular.  Calls with the same producer and the same
+ * forms are one access (code generation computes a repeated tap once).
+ */
+#ifndef SC_FEAT_ACCESS_H
+#define SC_FEAT_ACCESS_H
+
+#include <stdbool.h>
+#include "ir.h"
+#include "sched.h"
+
+#define FEAT_MAX_LOOPS (2 * SC_MAX_DIMS)
+
+typedef struct {
+    bool ok;                          /* false: irregular */
+    bool lipschitz;                   /* went through a clamp, min, max or select */
+    double c[FEAT_MAX_LOOPS];         /* per stage loop */
+    double off;
+} feat_form;
+
+typedef struct {
+    const sc_func *prod;              /* a Func or an input, never inline */
+    int ndims;
+    feat_form dim[SC_MAX_DIMS];
+} feat_call;
+
+typedef struct {
+    int nloops;                       /* ir_stage_loops of the stage */
+    int which[FEAT_MAX_LOOPS];
+    int n, cap;
+    feat_call *calls;                 /* malloc'd */
+    int nstore;                       /* the left-hand side, as forms */
+    feat_form store[SC_MAX_DIMS];
+    int64_t inlined_calls;            /* calls of inline Funcs per point */
+    int strahler;                     /* of the expression with inlining */
+} feat_stage_access;
+
+/* The accesses of stage st of f; inline Funcs are those s decides inline
+ * (s may be NULL: nothing inline).  0, or -1 when out of memory. */
+int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st,
+                        feat_stage_access *out);
+void feat_stage_access_free(feat_stage_access *a);
+
+/* Whether two forms have the same coefficients (both regular). */
+bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops);
+
+#endif

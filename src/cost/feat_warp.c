@@ -1,0 +1,327 @@
+/*
+ * feat_warp.c - a warp's memory transactions (feat_warp.h).
+ *
+ * Speed matters (searches featurize thousands of states a second), so:
+ * an access whose forms have integer coefficients and offsets (nearly
+ * all) has an address linear in the loop values, so its lanes keep fixed
+ * offsets from lane 0 and an instruction's cost depends only on lane 0's
+ * address modulo 128 bytes, computed once per lane pattern and residue;
+ * distinct values are counted on sorted lanes; and the addresses already
+ * loaded (unrolled loops) are kept in a hash set.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "feat_warp.h"
+
+#define LANES 32
+#define SECTOR 32
+#define LINE 128
+#define BANKS 32
+
+static int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* The number of distinct values of v[0..n) (n <= LANES); sorts v. */
+static int distinct(int64_t *v, int n) {
+    for (int i = 1; i < n; i++) {
+        int64_t x = v[i];
+        int j = i - 1;
+        while (j >= 0 && v[j] > x) { v[j + 1] = v[j]; j--; }
+        v[j + 1] = x;
+    }
+    int k = n > 0;
+    for (int i = 1; i < n; i++) k += v[i] != v[i - 1];
+    return k;
+}
+
+/* The serial iteration number it as per-loop offsets (loop 0 fastest). */
+static void iteration(const feat_lanes *ln, int64_t it, int64_t *s) {
+    for (int j = 0; j < ln->nloops; j++) {
+        s[j] = it % ln->serial[j];
+        it /= ln->serial[j];
+    }
+}
+
+/* Whether a coordinate of the access is irregular (a gather). */
+static bool irregular(const feat_form *dims, const feat_storage *st) {
+    for (int d = 0; d < st->ndims; d++)
+        if (!dims[d].ok) return true;
+    return false;
+}
+
+/* The byte address of a regular access by a lane at loop values x. */
+static int64_t address(const feat_form *dims, const feat_storage *st, int nloops, const int64_t *x) {
+    int64_t a = 0;
+    for (int d = 0; d < st->ndims; d++) {
+        const feat_form *f = &dims[d];
+        double v = f->off;
+        for (int j = 0; j < nloops; j++) v += f->c[j] * (double)x[j];
+        a += ((int64_t)floor(v) - st->base[d]) * st->stride[d];
+    }
+    return a * st->elem;
+}
+
+/* Whether every coordinate is regular with integer coefficients and
+ * offset; then address = konst + sum_j step[j] * x_j (bytes). */
+static bool linear(const feat_form *dims, const feat_storage *st, int nloops, int64_t *konst, int64_t *step) {
+    *konst = 0;
+    for (int j = 0; j < nloops; j++) step[j] = 0;
+    for (int d = 0; d < st->ndims; d++) {
+        const feat_form *f = &dims[d];
+        if (!f->ok || f->off != floor(f->off) || fabs(f->off) > 1e15) return false;
+        for (int j = 0; j < nloops; j++)
+            if (f->c[j] != floor(f->c[j]) || fabs(f->c[j]) > 1e9) return false;
+        *konst += ((int64_t)f->off - st->base[d]) * st->stride[d] * st->elem;
+        for (int j = 0; j < nloops; j++) step[j] += (int64_t)f->c[j] * st->stride[d] * st->elem;
+    }
+    return true;
+}
+
+/* The transactions and distinct bytes of one instruction whose active
+ * lanes read addr[0..m).  One sort: floor division is monotone, so the
+ * sorted addresses give sorted elements and sectors. */
+static void instruction(const feat_storage *st, const int64_t *addr, int m, double *trans, double *needed) {
+    int64_t a[LANES];
+    memcpy(a, addr, sizeof(int64_t) * (size_t)m);
+    distinct(a, m);
+    int units = m > 0, sectors = m > 0;
+    for (int l = 1; l < m; l++) {
+        units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
+        sectors += floor_div(a[l], SECTOR) != floor_div(a[l - 1], SECTOR);
+    }
+    *needed = (double)units * st->elem;
+    if (!st->shared) {
+        *trans = sectors;
+        return;
+    }
+    /* the most distinct 4-byte words any bank serves: sorted by bank,
+     * then word, count the runs */
+    int64_t key[LANES];
+    for (int l = 0; l < m; l++) {
+        int64_t w = floor_div(a[l], 4);
+        key[l] = (((w % BANKS) + BANKS) % BANKS) * ((int64_t)1 << 40) + (w & (((int64_t)1 << 40) - 1));
+    }
+    distinct(key, m);
+    int worst = m > 0, run = 1;
+    for (int l = 1; l < m; l++) {
+        if (key[l] == key[l - 1]) continue;
+        run = (key[l] >> 40) == (key[l - 1] >> 40) ? run + 1 : 1;
+        if (run > worst) worst = run;
+    }
+    *trans = worst;
+}
+
+/* Calls with a linear address share a lane pattern when their lanes sit
+ * at the same offsets from lane 0 (stencil taps do): an instruction of
+ * the pattern is then its lane-0 address B, and its cost depends on B
+ * only modulo 128 bytes (sectors, lines and banks all divide 128). */
+#define ALIGN 128
+typedef struct {
+    int64_t rel[LANES];
+    double lift;                      /* distinct lines from lane 0 */
+    bool have[ALIGN];
+    double trans[ALIGN], needed[ALIGN];
+} pattern;
+
+typedef struct {
+    pattern *p;
+    uint64_t *h;
+    int n, cap;
+} pattern_pool;
+
+/* The index of the pattern with these lane offsets (added if new), or -1
+ * when out of memory. */
+static int find_pattern(pattern_pool *pool, const int64_t *rel, int nlanes) {
+    uint64_t h = 1469598103934665603ull;
+    for (int l = 0; l < nlanes; l++) h = (h ^ (uint64_t)rel[l]) * 1099511628211ull;
+    for (int g = 0; g < pool->n; g++)
+        if (pool->h[g] == h && !memcmp(pool->p[g].rel, rel, sizeof(int64_t) * (size_t)nlanes)) return g;
+    if (pool->n == pool->cap) {
+        int cap = pool->cap ? 2 * pool->cap : 8;
+        pattern *p = realloc(pool->p, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        pool->p = p;
+        uint64_t *hs = realloc(pool->h, sizeof *hs * (size_t)cap);
+        if (!hs) return -1;
+        pool->h = hs;
+        pool->cap = cap;
+    }
+    pattern *g = &pool->p[pool->n];
+    memset(g->rel, 0, sizeof g->rel);
+    memcpy(g->rel, rel, sizeof(int64_t) * (size_t)nlanes);
+    memset(g->have, 0, sizeof g->have);
+    int64_t lines[LANES];
+    for (int l = 0; l < nlanes; l++) lines[l] = floor_div(rel[l], LINE);
+    g->lift = distinct(lines, nlanes);
+    pool->h[pool->n] = h;
+    return pool->n++;
+}
+
+static void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
+    int r = (int)(((b % ALIGN) + ALIGN) % ALIGN);
+    if (!g->have[r]) {
+        int64_t addr[LANES];
+        for (int l = 0; l < m; l++) addr[l] = g->rel[l] + r;
+        instruction(st, addr, m, &g->trans[r], &g->needed[r]);
+        g->have[r] = true;
+    }
+    *trans = g->trans[r];
+    *needed = g->needed[r];
+}
+
+/* A set of 64-bit keys: open addressing, 0 = empty slot.  Two values with
+ * the same mixed key would merge; with 64-bit mixing that does not happen
+ * in practice. */
+typedef struct {
+    uint64_t *keys;
+    int64_t mask;
+} key_set;
+
+static uint64_t mix2(uint64_t a, int64_t b) {
+    uint64_t h = ((uint64_t)b * 0x9e3779b97f4a7c15ull) ^ ((a + 1) * 0xc2b2ae3d27d4eb4full);
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
+static bool set_insert(key_set *s, uint64_t k) {
+    for (int64_t i = (int64_t)(k & (uint64_t)s->mask);; i = (i + 1) & s->mask) {
+        if (s->keys[i] == k) return false;
+        if (!s->keys[i]) {
+            s->keys[i] = k;
+            return true;
+        }
+    }
+}
+
+int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                     int64_t first, int nlanes, bool unrolled, feat_warp_cost *c) {
+    if (n == 0 || nlanes <= 0) return 0;
+    int64_t total = 1;
+    for (int j = 0; j < ln->nloops; j++) total *= ln->serial[j];
+    int64_t iters = unrolled || total <= FEAT_WARP_ITERS ? total : FEAT_WARP_ITERS;
+    double scale = (double)total / (double)iters;
+
+    /* lane origins: x_j without the serial offset */
+    int64_t base[LANES][FEAT_MAX_LOOPS];
+    for (int l = 0; l < nlanes; l++) {
+        int64_t tid = first + l, t[SC_MAX_DIMS];
+        for (int k = 0; k < ln->nlayout; k++) {
+            t[k] = tid % ln->L[k];
+            tid /= ln->L[k];
+        }
+        for (int j = 0; j < ln->nloops; j++) {
+            double v = ln->origin[j];
+            for (int k = 0; k < ln->nlayout; k++) v += ln->lanec[j][k] * (double)t[k];
+            base[l][j] = (int64_t)floor(v);
+        }
+    }
+    /* per call: its linear form, lane-0 address and pattern */
+    int64_t *steps = malloc(sizeof(int64_t) * (size_t)(n * FEAT_MAX_LOOPS));
+    int64_t *b0 = malloc(sizeof(int64_t) * (size_t)n);
+    int *pat = malloc(sizeof(int) * (size_t)n);
+    pattern_pool pool = { NULL, NULL, 0, 0 };
+    key_set seen = { NULL, 0 };
+    int rc = -1;
+    if (!steps || !b0 || !pat) goto done;
+    if (unrolled) {
+        int64_t cap = 64;
+        while (cap < 2 * iters * n * nlanes) cap *= 2;
+        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
+        if (!seen.keys) goto done;
+        seen.mask = cap - 1;
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
+        pat[i] = -1;
+        if (!linear(calls[i], st, ln->nloops, &konst, step)) continue;
+        int64_t rel[LANES];
+        for (int l = 0; l < nlanes; l++) {
+            int64_t a = konst;
+            for (int j = 0; j < ln->nloops; j++) a += step[j] * base[l][j];
+            rel[l] = a;
+        }
+        b0[i] = rel[0];
+        for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
+        pat[i] = find_pattern(&pool, rel, nlanes);
+        if (pat[i] < 0) goto done;
+    }
+
+    for (int64_t it = 0; it < iters; it++) {
+        int64_t s[FEAT_MAX_LOOPS];
+        iteration(ln, it, s);
+        for (int i = 0; i < n; i++) {
+            double trans, needed;
+            if (pat[i] >= 0) {
+                const int64_t *step = steps + i * FEAT_MAX_LOOPS;
+                int64_t b = b0[i];
+                for (int j = 0; j < ln->nloops; j++) b += step[j] * s[j];
+                /* a lane reloads nothing it has loaded: with a shared
+                 * pattern, an instruction is new exactly when its lane-0
+                 * address is new for the pattern */
+                if (unrolled && !set_insert(&seen, mix2((uint64_t)pat[i], b))) continue;
+                if (it == 0 && !st->shared) {
+                    c->lift_lines += pool.p[pat[i]].lift;
+                    c->lift_n++;
+                }
+                pattern_cost(st, &pool.p[pat[i]], nlanes, b, &trans, &needed);
+            } else if (irregular(calls[i], st)) {
+                /* every lane in a sector and line of its own, never
+                 * reused: a gather */
+                if (it == 0 && !st->shared) {
+                    c->lift_lines += nlanes;
+                    c->lift_n++;
+                }
+                trans = nlanes;
+                needed = (double)nlanes * st->elem;
+            } else {
+                /* fractional coefficients (down- and up-sampling): lane
+                 * by lane, on a sample of the iterations when not unrolled */
+                if (!unrolled && it >= FEAT_WARP_SLOW_ITERS) continue;
+                int64_t addr[LANES];
+                int m = 0;
+                for (int l = 0; l < nlanes; l++) {
+                    int64_t x[FEAT_MAX_LOOPS];
+                    for (int j = 0; j < ln->nloops; j++) x[j] = base[l][j] + s[j];
+                    int64_t a = address(calls[i], st, ln->nloops, x);
+                    if (unrolled && !set_insert(&seen, mix2((uint64_t)(n + l), a))) continue;
+                    addr[m++] = a;
+                }
+                if (m == 0) continue;
+                if (m == nlanes) {
+                    /* all lanes: priced through its lane pattern */
+                    int64_t rel[LANES];
+                    for (int l = 0; l < m; l++) rel[l] = addr[l] - addr[0];
+                    int g = find_pattern(&pool, rel, nlanes);
+                    if (g < 0) goto done;
+                    if (it == 0 && !st->shared) {
+                        c->lift_lines += pool.p[g].lift;
+                        c->lift_n++;
+                    }
+                    pattern_cost(st, &pool.p[g], nlanes, addr[0], &trans, &needed);
+                } else {
+                    instruction(st, addr, m, &trans, &needed);
+                }
+                if (!unrolled) {
+                    double k = (double)iters / (double)(iters < FEAT_WARP_SLOW_ITERS ? iters : FEAT_WARP_SLOW_ITERS);
+                    trans *= k;
+                    needed *= k;
+                }
+            }
+            c->trans += scale * trans;
+            c->needed += scale * needed;
+            c->moved += scale * trans * (st->shared ? LINE : SECTOR);
+        }
+    }
+    rc = 0;
+done:
+    free(steps);
+    free(b0);
+    free(pat);
+    free(pool.p);
+    free(pool.h);
+    free(seen.keys);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * feat_warp.h - memory transactions of one warp of a stage, from the
+ * forms of its accesses (feat_access.h) and its thread layout.
+ *
+ * A lane's value of stage loop j at serial iteration s is
+ *     x_j = floor(origin_j + sum_k lanec[j][k] * t_k) + s_j
+ * where t_k are the lane's thread coordinates in the layout (dimension 0
+ * fastest: thread id = t_0 + L_0 * (t_1 + L_1 * ...)) and s_j runs over
+ * the loop's serial extent.  Each access then has a byte address per lane,
+ * from which:
+ *  - global memory: the 32-byte sectors and 128-byte lines the warp's
+ *    active lanes touch per load or store instruction (a transaction is a
+ *    sector);
+ *  - shared memory: 32 banks of 4 bytes; an instruction costs as many
+ *    transactions as the most distinct words any one bank serves (lanes
+ *    reading the same word share it);
+ *  - LIFT (Remmelg et al. 2020): the distinct lines of one instruction
+ *    counted from the lanes' differences to lane 0, floor((a_l - a_0) / 128).
+ * When the serial loops are unrolled (fewer than 16 points, as lowering
+ * unrolls them), a lane does not load again an address it has loaded in an
+ * earlier iteration (the value stays in a register), and does not store
+ * again an address it stores later (the store moves out of the unrolled
+ * block): only lanes with a new address take part in an instruction.
+ * Otherwise every iteration issues its instructions; at most
+ * FEAT_WARP_ITERS iterations are enumerated (FEAT_WARP_SLOW_ITERS for an
+ * access with fractional coefficients, a resampling) and the counts
+ * scaled.  An irregular coordinate (a gather) puts every lane in a sector
+ * and line of its own and, in shared memory, a wavefront of its own.
+ */
+#ifndef SC_FEAT_WARP_H
+#define SC_FEAT_WARP_H
+
+#include <stdbool.h>
+#include "feat_access.h"
+
+#define FEAT_WARP_ITERS 64
+#define FEAT_WARP_SLOW_ITERS 8      /* accesses with fractional coefficients */
+
+typedef struct {
+    int nloops;
+    int nlayout;
+    int64_t L[SC_MAX_DIMS];                     /* the layout's extents */
+    double lanec[FEAT_MAX_LOOPS][SC_MAX_DIMS];
+    double origin[FEAT_MAX_LOOPS];
+    int64_t serial[FEAT_MAX_LOOPS];             /* serial extent per loop (>= 1) */
+} feat_lanes;
+
+/* Where a producer's elements are: address of (i_0, i_1 ...) =
+ * elem * sum_d (i_d - base_d) * stride_d. */
+typedef struct {
+    int ndims;
+    int64_t base[SC_MAX_DIMS], stride[SC_MAX_DIMS];
+    int elem;                                    /* bytes */
+    bool shared;                                 /* banks, not sectors */
+} feat_storage;
+
+typedef struct {
+    double trans;          /* transactions (sectors, or shared wavefronts) */
+    double needed;         /* distinct bytes the lanes asked for, per instruction */
+    double moved;          /* bytes the transactions move (32 per sector, 128 per wavefront) */
+    double lift_lines;     /* LIFT lines, summed over the accesses (first iteration) */
+    int lift_n;            /* accesses counted in lift_lines */
+} feat_warp_cost;
+
+/* The cost for one warp whose lanes are threads first .. first + nlanes - 1
+ * (nlanes <= 32) of the layout, of the accesses calls[0..n) (each an array
+ * of st->ndims forms) to one producer.  Adds into *c.  0, or -1 when out
+ * of memory. */
+int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                     int64_t first, int nlanes, bool unrolled, feat_warp_cost *c);
+
+#endif

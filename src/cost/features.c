@@ -1,0 +1,795 @@
+/*
+ * features.c - per-stage features of a (partial) schedule (features.h).
+ *
+ * Everything about loops, kernels, realizations, points and allocations
+ * comes from the loop-nest model (nest.h), which lowering's kernel IR is
+ * held equal to.  What the model does not give, this file derives from the
+ * stage's accesses as affine forms (feat_access.h):
+ *  - the union footprint of all calls of one producer (the model gives one
+ *    box per distinct call), for the unique bytes and lines read;
+ *  - where each lane of a warp reads and writes, for coalescing, bank
+ *    conflicts and the LIFT figure (feat_warp.h): a lane of a ROOT or
+ *    BLOCK stage starts its serial tile at t_k * serial_k of pure loop k
+ *    (lowering gives each thread consecutive points); a THREAD stage runs
+ *    in its consumer's lanes, from where the consumer's call puts it;
+ *  - the Strahler number and the inline calls of the inlined expression.
+ * Registers per thread are estimated as sched_check does (16 + the
+ * elements of the kernel's THREAD Funcs and staged copies + the root
+ * stage's serial points) and fed with the kernel's threads and shared
+ * memory to the occupancy calculator (occupancy.h).
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "feat_access.h"
+#include "feat_warp.h"
+#include "features.h"
+#include "nest.h"
+#include "occupancy.h"
+
+/* ---- the schema -------------------------------------------------------------- */
+
+typedef struct { const char *name; feat_kind kind; const char *unit, *doc; } feat_info;
+
+static const feat_info list_info[FEAT_LIST_COUNT] = {
+#define FEAT_INFO_(name, kind, unit, doc) { #name, kind, unit, doc },
+    FEAT_LIST(FEAT_INFO_)
+#undef FEAT_INFO_
+};
+
+/* "op_" KIND "_" TYPE, made on first use from analysis.h's names. */
+static char hist_names[FEAT_HIST_COUNT][40];
+static bool hist_ready;
+
+static void make_hist_names(void) {
+    if (hist_ready) return;
+    for (int k = 0; k < OPS_KIND_COUNT; k++)
+        for (int t = 0; t < SC_TYPE_COUNT; t++)
+            snprintf(hist_names[k * SC_TYPE_COUNT + t], sizeof hist_names[0], "op_%s_%s",
+                     ops_kind_name((ops_kind)k), sc_type_name((sc_type)t));
+    hist_ready = true;
+}
+
+const char *feat_name(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    if (i < FEAT_HIST_COUNT) {
+        make_hist_names();
+        return hist_names[i];
+    }
+    return list_info[i - FEAT_HIST_COUNT].name;
+}
+
+feat_kind feat_kind_of(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    return i < FEAT_HIST_COUNT ? FEAT_ALGO : list_info[i - FEAT_HIST_COUNT].kind;
+}
+
+const char *feat_unit(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    return i < FEAT_HIST_COUNT ? "ops" : list_info[i - FEAT_HIST_COUNT].unit;
+}
+
+const char *feat_doc(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    return i < FEAT_HIST_COUNT ? "operations of this kind and type per point (Adams et al. 2019)"
+                               : list_info[i - FEAT_HIST_COUNT].doc;
+}
+
+int feat_index(const char *name) {
+    for (int i = 0; i < FEAT_COUNT; i++)
+        if (!strcmp(feat_name(i), name)) return i;
+    return -1;
+}
+
+/* ---- the loop-nest picture --------------------------------------------------- */
+
+typedef enum { MEM_G, MEM_S, MEM_R } mem_kind;   /* global, shared, register */
+
+/* A stage as the featurizer sees it: the model's record, its accesses as
+ * forms, and its loops indexed the way the forms are (ir_stage_loops). */
+typedef struct {
+    const nest_stage *rec;            /* NULL: no record (an empty stage) */
+    const feat_stage_access *acc;     /* cached in the feat_ctx */
+    int npure;
+    int pure_loop[SC_MAX_DIMS];       /* loop index of the k-th pure loop */
+    int64_t extent[FEAT_MAX_LOOPS];   /* per loop, in one realization */
+    int64_t serial[FEAT_MAX_LOOPS];   /* per loop, per thread */
+    feat_lanes lanes;                 /* the lanes' loop values */
+} stage_pic;
+
+typedef struct {
+    const nest_func *nf;              /* NULL: not modelled */
+    stage_pic *st;
+} func_pic;
+
+/* What depends on the pipeline only, and the accesses of stages keyed by
+ * the inline Funcs they expand (feat_access.h walks the inlined
+ * expression, the costliest part of a featurization). */
+typedef struct acc_entry {
+    struct acc_entry *next;
+    uint64_t h;
+    int fid, st, nsig;
+    int *sig;                         /* the inline Funcs expanded, DFS order */
+    feat_stage_access acc;
+} acc_entry;
+
+#define ACC_TABLE 1024
+
+struct feat_ctx {
+    const sc_pipeline *p;
+    const bounds_result *b;
+    int n;
+    int *slot;                        /* [func id]: first stage slot */
+    int nslots;
+    int *ncallees;                    /* [slot]: distinct Funcs a stage calls */
+    int **callees;
+    ops_result *ops;
+    double (*patterns)[FEAT_store_slice + 1];   /* [slot]: the access classes */
+    acc_entry *table[ACC_TABLE];
+    int *mark, *stack, *sig;          /* scratch for the signatures */
+    int stamp;
+};
+
+typedef struct {
+    const sc_pipeline *p;
+    const bounds_result *b;
+    const sched_state *s;
+    const nest *model;
+    feat_ctx *x;
+    func_pic *fp;                     /* [func id] */
+    char *err;
+    size_t errlen;
+} ctx;
+
+static const sc_func *func_at(const sc_pipeline *p, int id) { return (const sc_func *)p->funcs.items[id]; }
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static mem_kind mem_of(const ctx *c, const sc_func *g) {
+    const nest_func *nf = g->kind == FUNC_DEFINED ? c->fp[g->id].nf : NULL;
+    if (!nf) return MEM_G;
+    return nf->mem == NEST_SHARED ? MEM_S : nf->mem == NEST_REGISTER ? MEM_R : MEM_G;
+}
+
+/* The extent of one producer dimension read by calls[0..n) (dimension d)
+ * over a box of the stage's loops, clipped to `region`: the span of the
+ * forms when they share their coefficients, else the whole region. */
+static int64_t span(const feat_form *const *dims, int n, int nloops, const int64_t *box, int64_t region) {
+    double lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+        const feat_form *f = dims[i];
+        if (!f->ok || (i && !feat_form_same_coefs(f, dims[0], nloops))) return region;
+        double l = f->off, h = f->off;
+        for (int j = 0; j < nloops; j++) {
+            double v = f->c[j] * (double)(box[j] - 1);
+            if (v < 0) l += v; else h += v;
+        }
+        if (!i || l < lo) lo = l;
+        if (!i || h > hi) hi = h;
+    }
+    int64_t e = (int64_t)floor(hi) - (int64_t)floor(lo) + 1;
+    return e < region ? e : region;
+}
+
+/* The region extents of a Func or input. */
+static const int64_t *region_of(const ctx *c, const sc_func *g) { return c->b->funcs[g->id].extent; }
+
+/* Where g's elements are stored, as extents: its region (global) or its
+ * allocation (shared, registers). */
+static const int64_t *stored_extent(const ctx *c, const sc_func *g) {
+    return mem_of(c, g) == MEM_G ? region_of(c, g) : c->fp[g->id].nf->extent;
+}
+
+/* The union box of all calls of producer g by a stage over box: extents
+ * per dimension, clipped to lim. */
+static void footprint(const stage_pic *sp, const sc_func *g, const int64_t *box, const int64_t *lim,
+                      int64_t *out) {
+    const feat_form *dims[256];
+    for (int d = 0; d < g->ndims; d++) {
+        int n = 0;
+        for (int i = 0; i < sp->acc->n && n < 256; i++)
+            if (sp->acc->calls[i].prod == g) dims[n++] = &sp->acc->calls[i].dim[d];
+        out[d] = n ? span(dims, n, sp->acc->nloops, box, lim[d]) : 0;
+    }
+}
+
+static int fail(ctx *c, const char *msg, const sc_func *f) {
+    snprintf(c->err, c->errlen, "%s: %s", f->name, msg);
+    return -1;
+}
+
+/* The accesses of stage st of f under c->s's inline decisions: from the
+ * cache when the same inline Funcs were expanded before.  NULL when out
+ * of memory. */
+static const feat_stage_access *stage_accesses(ctx *c, const sc_func *f, int st) {
+    feat_ctx *x = c->x;
+    const sched_state *s = c->s;
+    /* the signature: the inline Funcs the stage expands, DFS order */
+    int nsig = 0, top = 0, slot = x->slot[f->id] + st;
+    x->stamp++;
+    for (int i = x->ncallees[slot] - 1; i >= 0; i--) x->stack[top++] = x->callees[slot][i];
+    while (top) {
+        int g = x->stack[--top];
+        if (g == f->id || x->mark[g] == x->stamp || !s->f[g] || s->f[g]->loc != SCHED_INLINE) continue;
+        x->mark[g] = x->stamp;
+        x->sig[nsig++] = g;
+        int gs = x->slot[g];
+        for (int i = x->ncallees[gs] - 1; i >= 0 && top < x->n; i--)
+            if (x->mark[x->callees[gs][i]] != x->stamp) x->stack[top++] = x->callees[gs][i];
+    }
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)slot;
+    for (int i = 0; i < nsig; i++) h = (h ^ (uint64_t)x->sig[i]) * 1099511628211ull;
+    acc_entry **b = &x->table[h % ACC_TABLE];
+    for (acc_entry *e = *b; e; e = e->next)
+        if (e->h == h && e->fid == f->id && e->st == st && e->nsig == nsig &&
+            !memcmp(e->sig, x->sig, sizeof(int) * (size_t)nsig))
+            return &e->acc;
+    acc_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->sig = malloc(sizeof(int) * (size_t)(nsig + 1));
+    if (!e->sig || feat_stage_accesses(c->p, s, f, st, &e->acc) < 0) {
+        free(e->sig);
+        free(e);
+        return NULL;
+    }
+    memcpy(e->sig, x->sig, sizeof(int) * (size_t)nsig);
+    e->h = h;
+    e->fid = f->id;
+    e->st = st;
+    e->nsig = nsig;
+    e->next = *b;
+    *b = e;
+    return &e->acc;
+}
+
+/* Fills the picture of stage st of f from its model record.  A lane of a
+ * ROOT or BLOCK stage with thread coordinates t_k starts its serial tile
+ * at t_k * serial_k in pure loop k (lowering gives each thread consecutive
+ * points; a ROOT stage from its region's origin, a BLOCK stage from its
+ * footprint's).  A THREAD stage runs in its consumer's lanes: its loop
+ * over dimension d of f starts where the consumer's call of f puts it,
+ * i.e. the call's form composed with the consumer's lane map. */
+static void build_stage(ctx *c, const sc_func *f, int st) {
+    func_pic *fp = &c->fp[f->id];
+    stage_pic *sp = &fp->st[st];
+    const nest_stage *rec = sp->rec;
+    const bounds_stage *bs = &c->b->funcs[f->id].stages[st];
+    int nl = sp->acc->nloops;
+    sp->npure = 0;
+    for (int j = 0; j < nl; j++) {
+        int d = sp->acc->which[j];
+        if (d >= 0) {
+            int k = sp->npure++;
+            sp->pure_loop[k] = j;
+            sp->extent[j] = k < rec->npure ? rec->extent[k] : 1;
+            sp->serial[j] = k < rec->npure ? rec->serial[k] : 1;
+        } else {
+            sp->extent[j] = sp->serial[j] = -1 - d < rec->nred ? rec->red[-1 - d] : bs->extent[j];
+        }
+        if (sp->extent[j] < 1) sp->extent[j] = 1;
+        if (sp->serial[j] < 1) sp->serial[j] = 1;
+    }
+    feat_lanes *ln = &sp->lanes;
+    memset(ln, 0, sizeof *ln);
+    ln->nloops = nl;
+    if (fp->nf->loc == SCHED_ROOT || fp->nf->loc == SCHED_BLOCK) {
+        ln->nlayout = sp->npure;
+        for (int k = 0; k < sp->npure; k++) {
+            int j = sp->pure_loop[k];
+            ln->L[k] = k < rec->npure && rec->threads[k] > 0 ? rec->threads[k] : 1;
+            ln->lanec[j][k] = (double)sp->serial[j];
+            ln->origin[j] = fp->nf->loc == SCHED_ROOT ? (double)bs->min[j] : 0;
+        }
+    } else {
+        const stage_pic *cs = &c->fp[fp->nf->at].st[fp->nf->at_stage];
+        const feat_call *call = NULL;
+        for (int i = 0; i < cs->acc->n && !call; i++)
+            if (cs->acc->calls[i].prod == f) call = &cs->acc->calls[i];
+        *ln = cs->lanes;
+        ln->nloops = nl;
+        for (int j = 0; j < nl; j++) {
+            memset(ln->lanec[j], 0, sizeof ln->lanec[j]);
+            ln->origin[j] = 0;
+            int d = sp->acc->which[j];
+            if (d < 0 || !call || !call->dim[d].ok) continue;
+            const feat_form *fm = &call->dim[d];
+            ln->origin[j] = fm->off;
+            for (int i = 0; i < cs->acc->nloops; i++) {
+                ln->origin[j] += fm->c[i] * cs->lanes.origin[i];
+                for (int k = 0; k < cs->lanes.nlayout; k++) ln->lanec[j][k] += fm->c[i] * cs->lanes.lanec[i][k];
+            }
+        }
+    }
+    for (int j = 0; j < nl; j++) ln->serial[j] = sp->serial[j];
+}
+
+/* The picture of every modelled Func, consumers first (a THREAD stage
+ * takes its lanes from its consumer's). */
+static int build(ctx *c) {
+    const sc_pipeline *p = c->p;
+    for (int oi = p->order.n - 1; oi >= 0; oi--) {
+        const sc_func *f = ir_order_at(p, oi);
+        if (f->kind != FUNC_DEFINED || !c->model->funcs[f->id]) continue;
+        const nest_func *nf = c->model->funcs[f->id];
+        if (nf->loc == SCHED_THREAD && (nf->at < 0 || !c->fp[nf->at].nf || nf->at_stage < 0 ||
+                                        !c->fp[nf->at].st[nf->at_stage].rec))
+            continue;   /* not reachable through a modelled consumer stage */
+        func_pic *fp = &c->fp[f->id];
+        fp->st = calloc((size_t)f->nstages + 1, sizeof *fp->st);
+        if (!fp->st) return fail(c, "out of memory", f);
+        fp->nf = nf;
+        for (int st = 0; st < f->nstages; st++) {
+            fp->st[st].rec = st < nf->nstages ? nf->stages[st] : NULL;
+            if (!fp->st[st].rec) continue;
+            fp->st[st].acc = stage_accesses(c, f, st);
+            if (!fp->st[st].acc) return fail(c, "out of memory", f);
+            build_stage(c, f, st);
+        }
+    }
+    return 0;
+}
+
+/* ---- the kernels -------------------------------------------------------------- */
+
+/* Registers per thread, estimated as sched_check does: 16 (indices,
+ * addresses) + one per element of every THREAD Func and register-staged
+ * copy of the kernel + one per point of the root stage's serial tile. */
+static int kernel_registers(const ctx *c, const nest_kernel *k) {
+    const stage_pic *rs = &c->fp[k->root->id].st[k->stage];
+    int64_t serial = 1;
+    for (int i = 0; i < rs->npure; i++) serial *= rs->serial[rs->pure_loop[i]];
+    int64_t regs = 16 + k->register_elems + k->staged_elems + serial;
+    return regs > 1 << 20 ? 1 << 20 : (int)regs;
+}
+
+/* ---- one row ------------------------------------------------------------------- */
+
+/* Adams et al.'s access classes of one call (forms over the stage's loops). */
+static void classify(const feat_stage_access *a, const feat_form *dims, int ndims, double *v, int base) {
+    bool regular = true, perm = true, ident = true, zero_row = false;
+    bool used[FEAT_MAX_LOOPS] = {false};
+    for (int d = 0; d < ndims; d++) {
+        const feat_form *f = &dims[d];
+        if (!f->ok) { regular = false; break; }
+        int nz = 0, at = -1;
+        for (int j = 0; j < a->nloops; j++)
+            if (f->c[j] != 0) { nz++; at = j; }
+        if (nz == 0) { zero_row = true; perm = ident = false; continue; }
+        if (nz > 1 || fabs(f->c[at]) != 1 || used[at]) perm = ident = false;
+        else if (a->which[at] != d) ident = false;
+        if (at >= 0) used[at] = true;
+    }
+    if (!regular) return;
+    bool broadcast = false;
+    for (int j = 0; j < a->nloops; j++)
+        if (!used[j] && a->which[j] >= 0) broadcast = true;
+    if (ident && !broadcast) v[base + 0] += 1;
+    else if (perm && !broadcast) v[base + 1] += 1;
+    if (broadcast) v[base + 2] += 1;
+    if (zero_row) v[base + 3] += 1;
+}
+
+static void algo_patterns(const sc_pipeline *p, const sc_func *f, int st, double *v) {
+    feat_stage_access a;
+    if (feat_stage_accesses(p, NULL, f, st, &a) < 0) return;
+    for (int i = 0; i < a.n; i++) {
+        const feat_call *call = &a.calls[i];
+        int base = call->prod == f ? FEAT_load_self_pointwise
+                 : call->prod->kind == FUNC_INPUT ? FEAT_load_input_pointwise : FEAT_load_func_pointwise;
+        classify(&a, call->dim, call->ndims, v, FEAT_AT(base));
+    }
+    classify(&a, a.store, a.nstore, v, FEAT_AT(FEAT_store_pointwise));
+    feat_stage_access_free(&a);
+}
+
+/* Where producer g's elements are, for addresses. */
+static void storage_of(const ctx *c, const sc_func *g, feat_storage *st) {
+    memset(st, 0, sizeof *st);
+    st->ndims = g->ndims;
+    st->elem = (int)sc_type_size(g->type);
+    mem_kind m = mem_of(c, g);
+    st->shared = m == MEM_S;
+    const int64_t *ext = stored_extent(c, g);
+    int64_t stride = 1;
+    for (int d = 0; d < g->ndims; d++) {
+        st->base[d] = m == MEM_G ? c->b->funcs[g->id].min[d] : 0;
+        st->stride[d] = stride;
+        stride *= ext[d] > 0 ? ext[d] : 1;
+    }
+}
+
+typedef struct {
+    feat_warp_cost load[2], store[2];   /* [global, shared] */
+} warp_costs;
+
+/* Loads and stores of one warp (lanes first .. first + nlanes - 1). */
+static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
+                   warp_costs *w) {
+    memset(w, 0, sizeof *w);
+    const feat_stage_access *a = sp->acc;
+    const feat_form **calls = malloc(sizeof *calls * (size_t)(a->n + 1));
+    if (!calls) return -1;
+    bool *done = calloc((size_t)a->n + 1, 1);
+    if (!done) { free(calls); return -1; }
+    int rc = 0;
+    for (int i = 0; i < a->n && !rc; i++) {
+        if (done[i]) continue;
+        const sc_func *g = a->calls[i].prod;
+        mem_kind m = mem_of(c, g);
+        int n = 0;
+        for (int q = i; q < a->n; q++)
+            if (a->calls[q].prod == g) { calls[n++] = a->calls[q].dim; done[q] = true; }
+        if (m == MEM_R) continue;
+        feat_storage st;
+        storage_of(c, g, &st);
+        rc = feat_warp_access(&sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
+    }
+    mem_kind own = mem_of(c, f);
+    if (!rc && own != MEM_R) {
+        feat_storage st;
+        storage_of(c, f, &st);
+        calls[0] = a->store;
+        rc = feat_warp_access(&sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
+    }
+    free(calls);
+    free(done);
+    return rc;
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+/* Threads per block running a stage: its own (ROOT, BLOCK) or its
+ * consumer's (THREAD, which runs inside the consumer's thread loop). */
+static int64_t running_threads(const ctx *c, const sc_func *f, int st) {
+    const nest_func *nf = c->fp[f->id].nf;
+    while (nf->loc == SCHED_THREAD) {
+        st = nf->at_stage;
+        f = func_at(c->p, nf->at);
+        nf = c->fp[f->id].nf;
+    }
+    return nf->stages[st]->threads_used;
+}
+
+static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
+    const func_pic *fp = &c->fp[f->id];
+    const nest_func *nf = fp->nf;
+    const stage_pic *sp = &fp->st[st];
+    const nest_stage *rec = sp->rec;
+    const nest_kernel *kn = rec->kernel;
+    const feat_stage_access *a = sp->acc;
+    double *v = row->v;
+    memset(row, 0, sizeof *row);
+    row->func = f->id;
+    row->stage = st;
+    row->loc = nf->loc;
+    int nl = a->nloops;
+    size_t esize = sc_type_size(f->type);
+
+    const ops_result *ops = c->x->ops;
+    for (int i = 0; i < ops->n; i++)
+        if (ops->items[i].func == f->id && ops->items[i].stage == st)
+            for (int k = 0; k < OPS_KIND_COUNT; k++)
+                for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
+                    v[k * SC_TYPE_COUNT + ty] = (double)ops->items[i].count[k][ty];
+    memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
+
+    double pure_pts = 1, serial_pts = 1, red = 1;
+    for (int j = 0; j < nl; j++) {
+        serial_pts *= (double)sp->serial[j];
+        if (a->which[j] >= 0) pure_pts *= (double)sp->extent[j];
+        else red *= (double)sp->extent[j];
+    }
+    const bounds_stage *bs = &c->b->funcs[f->id].stages[st];
+    double minimum = 1;
+    for (int j = 0; j < bs->nloops; j++) minimum *= (double)bs->extent[j];
+    double fbytes = (double)nf->bytes;
+    double region_bytes = (double)esize;
+    for (int d = 0; d < f->ndims; d++) region_bytes *= (double)region_of(c, f)[d];
+    int64_t threads = running_threads(c, f, st);
+
+    /* Adams et al. 2019 */
+    v[FEAT_AT(FEAT_num_realizations)] = (double)rec->realizations;
+    v[FEAT_AT(FEAT_num_productions)] = (double)rec->realizations;
+    v[FEAT_AT(FEAT_points_computed_per_realization)] = (double)rec->points_per_realization;
+    v[FEAT_AT(FEAT_points_computed_total)] = (double)rec->points_total;
+    v[FEAT_AT(FEAT_points_computed_minimum)] = minimum;
+    v[FEAT_AT(FEAT_inlined_calls)] = (double)a->inlined_calls;
+    v[FEAT_AT(FEAT_bytes_at_realization)] = fbytes;
+    v[FEAT_AT(FEAT_bytes_at_production)] = pure_pts * (double)esize;
+    v[FEAT_AT(FEAT_bytes_at_root)] = region_bytes;
+    int inner = -1, inner_pure = sp->npure ? sp->pure_loop[0] : -1;
+    for (int j = 0; j < nl && inner < 0; j++)
+        if (a->which[j] < 0) inner = j;
+    if (inner < 0) inner = inner_pure;
+    v[FEAT_AT(FEAT_innermost_loop_extent)] = inner >= 0 ? (double)sp->serial[inner] : 1;
+    v[FEAT_AT(FEAT_innermost_pure_loop_extent)] = inner_pure >= 0 ? (double)sp->extent[inner_pure] : 1;
+    bool unrolled = serial_pts < 16;
+    v[FEAT_AT(FEAT_unrolled_loop_extent)] = unrolled ? serial_pts : 1;
+    v[FEAT_AT(FEAT_inner_parallelism)] = (double)threads;
+    v[FEAT_AT(FEAT_outer_parallelism)] = (double)kn->nblocks;
+
+    /* Anderson et al. 2021 Appendix A */
+    double scalars;
+    if (nf->loc == SCHED_THREAD) scalars = (double)rec->points_total;
+    else {
+        scalars = (nf->loc == SCHED_ROOT ? 1 : (double)kn->nblocks) * red;
+        for (int q = 0; q < sp->npure && q < rec->npure; q++)
+            scalars *= (double)rec->threads[q] * (double)rec->serial[q] * (double)rec->blocks[q];
+    }
+    v[FEAT_AT(FEAT_num_scalars)] = scalars;
+    v[FEAT_AT(FEAT_points_computed_per_thread)] = serial_pts;
+
+    /* footprints read, by memory kind: per realization (the stage's loops
+     * whole) and per thread (its serial tile) */
+    static const int ub_real[3] = { FEAT_unique_global_bytes_read_per_realization,
+                                    FEAT_unique_shared_bytes_read_per_realization,
+                                    FEAT_unique_register_bytes_read_per_realization };
+    static const int ul_real[3] = { FEAT_unique_global_lines_read_per_realization,
+                                    FEAT_unique_shared_lines_read_per_realization,
+                                    FEAT_unique_register_lines_read_per_realization };
+    static const int ub_thr[3] = { FEAT_unique_global_bytes_read_per_thread, FEAT_unique_shared_bytes_read_per_thread,
+                                   FEAT_unique_register_bytes_read_per_thread };
+    static const int ul_thr[3] = { FEAT_unique_global_lines_read_per_thread, FEAT_unique_shared_lines_read_per_thread,
+                                   FEAT_unique_register_lines_read_per_thread };
+    static const int alloc[3] = { FEAT_global_allocation_bytes_read_per_realization,
+                                  FEAT_shared_allocation_bytes_read_per_realization,
+                                  FEAT_register_allocation_bytes_read_per_realization };
+    for (int i = 0; i < a->n; i++) {
+        const sc_func *g = a->calls[i].prod;
+        bool first = true;
+        for (int q = 0; q < i && first; q++) first = a->calls[q].prod != g;
+        if (!first) continue;
+        mem_kind m = mem_of(c, g);
+        const int64_t *lim = stored_extent(c, g);
+        int64_t ext[SC_MAX_DIMS];
+        double gsize = (double)sc_type_size(g->type);
+        for (int level = 0; level < 2; level++) {
+            footprint(sp, g, level ? sp->serial : sp->extent, lim, ext);
+            double bytes = gsize, lines = 1;
+            for (int d = 0; d < g->ndims; d++) {
+                bytes *= (double)ext[d];
+                if (d) lines *= (double)ext[d];
+            }
+            v[FEAT_AT(level ? ub_thr[m] : ub_real[m])] += bytes;
+            v[FEAT_AT(level ? ul_thr[m] : ul_real[m])] += lines;
+        }
+        double abytes = gsize;
+        for (int d = 0; d < g->ndims; d++) abytes *= (double)lim[d];
+        v[FEAT_AT(alloc[m])] += abytes;
+    }
+
+    /* written per block: a ROOT stage its block's tile, a BLOCK stage its
+     * footprint, a THREAD stage its footprint in every running thread */
+    mem_kind own = mem_of(c, f);
+    double task = (double)esize, inner_task = (double)esize;
+    for (int q = 0; q < sp->npure; q++) {
+        int j = sp->pure_loop[q];
+        double e = (double)sp->extent[j];
+        if (nf->loc == SCHED_ROOT && q < rec->npure) {
+            double tile = (double)rec->threads[q] * (double)rec->serial[q];
+            if (tile < e) e = tile;
+        }
+        task *= e;
+        if (a->which[j] == 0) inner_task *= e;
+    }
+    if (nf->loc == SCHED_THREAD) task *= (double)threads;
+    static const int at_task[3] = { FEAT_global_bytes_at_task, FEAT_shared_bytes_at_task, FEAT_register_bytes_at_task };
+    static const int at_inner[3] = { FEAT_global_innermost_bytes_at_task, FEAT_shared_innermost_bytes_at_task,
+                                     FEAT_register_innermost_bytes_at_task };
+    v[FEAT_AT(at_task[own])] = task;
+    v[FEAT_AT(at_inner[own])] = inner_task;
+
+    /* parallelism */
+    int ws = t->warp_size;
+    double active_warps = (double)ceil_div(threads, ws);
+    v[FEAT_AT(FEAT_num_blocks)] = (double)kn->nblocks;
+    v[FEAT_AT(FEAT_num_warps_per_block)] = (double)ceil_div(kn->nthreads, ws);
+    v[FEAT_AT(FEAT_num_active_warps_per_block)] = active_warps;
+    v[FEAT_AT(FEAT_num_threads_per_block)] = (double)threads;
+    v[FEAT_AT(FEAT_expr_branching)] = a->strahler;
+    v[FEAT_AT(FEAT_block_occupancy)] = (double)threads / t->max_threads_per_block;
+    v[FEAT_AT(FEAT_warp_lane_utilization)] = (double)threads / (ws * active_warps);
+    v[FEAT_AT(FEAT_idle_lane_wastage)] = (ws * active_warps - (double)threads) / t->max_threads_per_block;
+
+    /* memory transactions: a regular warp and the tail warp (NVIDIA's
+     * 32-lane warps, 32-byte sectors, 32 banks) */
+    int64_t full = threads / 32, tail = threads % 32;
+    warp_costs reg, tl;
+    memset(&reg, 0, sizeof reg);
+    memset(&tl, 0, sizeof tl);
+    if (full && warp_of(c, f, sp, 0, 32, unrolled, &reg) < 0) return fail(c, "out of memory", f);
+    if (tail && warp_of(c, f, sp, full * 32, (int)tail, unrolled, &tl) < 0) return fail(c, "out of memory", f);
+    double nfull = (double)full, ntail = tail ? 1 : 0;
+    v[FEAT_AT(FEAT_num_global_mem_loads_per_block)] = nfull * reg.load[0].trans + ntail * tl.load[0].trans;
+    v[FEAT_AT(FEAT_num_shared_mem_loads_per_block)] = nfull * reg.load[1].trans + ntail * tl.load[1].trans;
+    v[FEAT_AT(FEAT_num_global_mem_stores_per_block)] = nfull * reg.store[0].trans + ntail * tl.store[0].trans;
+    v[FEAT_AT(FEAT_num_shared_mem_stores_per_block)] = nfull * reg.store[1].trans + ntail * tl.store[1].trans;
+    v[FEAT_AT(FEAT_global_mem_loads_per_regular_warp)] = reg.load[0].trans;
+    v[FEAT_AT(FEAT_shared_mem_loads_per_regular_warp)] = reg.load[1].trans;
+    v[FEAT_AT(FEAT_global_mem_stores_per_regular_warp)] = reg.store[0].trans;
+    v[FEAT_AT(FEAT_shared_mem_stores_per_regular_warp)] = reg.store[1].trans;
+    v[FEAT_AT(FEAT_global_mem_loads_per_tail_warp)] = tl.load[0].trans;
+    v[FEAT_AT(FEAT_shared_mem_loads_per_tail_warp)] = tl.load[1].trans;
+    v[FEAT_AT(FEAT_global_mem_stores_per_tail_warp)] = tl.store[0].trans;
+    v[FEAT_AT(FEAT_shared_mem_stores_per_tail_warp)] = tl.store[1].trans;
+#define EFF(cost) ratio(nfull * reg.cost.needed + ntail * tl.cost.needed, nfull * reg.cost.moved + ntail * tl.cost.moved)
+    v[FEAT_AT(FEAT_global_mem_load_efficiency)] = EFF(load[0]);
+    v[FEAT_AT(FEAT_shared_mem_load_efficiency)] = EFF(load[1]);
+    v[FEAT_AT(FEAT_global_mem_store_efficiency)] = EFF(store[0]);
+    v[FEAT_AT(FEAT_shared_mem_store_efficiency)] = EFF(store[1]);
+#undef EFF
+    const warp_costs *lw = full ? &reg : &tl;
+    double lift = lw->load[0].lift_lines + lw->store[0].lift_lines;
+    int nlift = lw->load[0].lift_n + lw->store[0].lift_n;
+    v[FEAT_AT(FEAT_global_lines_per_warp_access)] = ratio(lift, nlift);
+
+    /* working set at the thread level: this Func if it lives there, and the
+     * THREAD Funcs computed inside its threads (directly or nested) */
+    double wset = nf->loc == SCHED_THREAD ? fbytes : 0;
+    for (int i = 0; i < c->p->funcs.n; i++) {
+        const nest_func *g = c->fp[i].nf;
+        if (!g || g->loc != SCHED_THREAD || i == f->id) continue;
+        int up = g->at;
+        while (up >= 0 && up != f->id && c->fp[up].nf && c->fp[up].nf->loc == SCHED_THREAD) up = c->fp[up].nf->at;
+        if (up == f->id) wset += (double)g->bytes;
+    }
+    v[FEAT_AT(FEAT_working_set_at_thread)] = wset;
+
+    /* occupancy of the kernel */
+    int regs = kernel_registers(c, kn);
+    occ_result occ;
+    occ_compute(t, kn->nthreads, regs, kn->shared_bytes, &occ);
+    v[FEAT_AT(FEAT_registers_per_thread)] = regs;
+    v[FEAT_AT(FEAT_shared_mem_occupancy)] = (double)kn->shared_bytes / t->shared_mem_per_block;
+    int smem_blocks = occ.blocks_by[OCC_LIMIT_SHARED];
+    if (smem_blocks > t->max_blocks_per_sm) smem_blocks = t->max_blocks_per_sm;
+    v[FEAT_AT(FEAT_shared_mem_block_limit_factor)] = (double)smem_blocks / t->max_blocks_per_sm;
+    v[FEAT_AT(FEAT_max_warp_occupancy)] = occ.occupancy;
+    v[FEAT_AT(FEAT_max_block_occupancy)] = (double)occ.active_blocks / t->max_blocks_per_sm;
+    return 0;
+}
+
+static void collect_callee(const sc_expr *e, void *user) {
+    int *list = user;   /* list[0] = count, then ids; sized n + 1 */
+    if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED) return;
+    for (int i = 1; i <= list[0]; i++)
+        if (list[i] == e->func->id) return;
+    list[++list[0]] = e->func->id;
+}
+
+feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
+    feat_ctx *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->p = p;
+    x->b = b;
+    x->n = p->funcs.n;
+    x->slot = calloc((size_t)x->n + 1, sizeof *x->slot);
+    for (int i = 0; x->slot && i < x->n; i++) {
+        x->slot[i] = x->nslots;
+        x->nslots += func_at(p, i)->kind == FUNC_DEFINED ? func_at(p, i)->nstages : 0;
+    }
+    x->ncallees = calloc((size_t)x->nslots + 1, sizeof *x->ncallees);
+    x->callees = calloc((size_t)x->nslots + 1, sizeof *x->callees);
+    x->patterns = calloc((size_t)x->nslots + 1, sizeof *x->patterns);
+    x->mark = calloc((size_t)x->n + 1, sizeof *x->mark);
+    x->stack = calloc((size_t)x->n + 1, sizeof *x->stack);
+    x->sig = calloc((size_t)x->n + 1, sizeof *x->sig);
+    int *list = calloc((size_t)x->n + 1, sizeof *list);
+    x->ops = ops_count(p);
+    bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops;
+    for (int i = 0; ok && i < x->n; i++) {
+        const sc_func *f = func_at(p, i);
+        if (f->kind != FUNC_DEFINED) continue;
+        for (int st = 0; ok && st < f->nstages; st++) {
+            int slot = x->slot[i] + st;
+            list[0] = 0;
+            const ir_stage *sg = &f->stages[st];
+            ir_visit(sg->value, collect_callee, list);
+            for (int d = 0; d < sg->nargs; d++) ir_visit(sg->args[d], collect_callee, list);
+            x->ncallees[slot] = list[0];
+            x->callees[slot] = malloc(sizeof(int) * (size_t)(list[0] + 1));
+            if (!x->callees[slot]) { ok = false; break; }
+            memcpy(x->callees[slot], list + 1, sizeof(int) * (size_t)list[0]);
+            double v[FEAT_COUNT] = {0};
+            algo_patterns(p, f, st, v);
+            memcpy(x->patterns[slot], v + FEAT_AT(0), sizeof x->patterns[slot]);
+        }
+    }
+    free(list);
+    if (!ok) {
+        feat_ctx_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void feat_ctx_free(feat_ctx *x) {
+    if (!x) return;
+    for (int i = 0; i < ACC_TABLE; i++)
+        for (acc_entry *e = x->table[i], *next; e; e = next) {
+            next = e->next;
+            feat_stage_access_free(&e->acc);
+            free(e->sig);
+            free(e);
+        }
+    for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);
+    free(x->callees);
+    free(x->ncallees);
+    free(x->patterns);
+    free(x->slot);
+    free(x->mark);
+    free(x->stack);
+    free(x->sig);
+    if (x->ops) ops_free(x->ops);
+    free(x);
+}
+
+int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
+                     char *err, size_t errlen) {
+    char local[256];
+    if (!err || !errlen) { err = local; errlen = sizeof local; }
+    err[0] = 0;
+    memset(out, 0, sizeof *out);
+    const sc_pipeline *p = x->p;
+    ctx c = { p, x->b, s, model, x, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
+    int rc = 0;
+    if (!c.fp) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    if (!rc) rc = build(&c);
+    int nrows = 0;
+    for (int i = 0; !rc && i < p->funcs.n; i++)
+        for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
+    if (!rc && nrows) {
+        out->rows = calloc((size_t)nrows, sizeof *out->rows);
+        if (!out->rows) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+    }
+    for (int oi = p->order.n - 1; !rc && oi >= 0; oi--) {
+        const sc_func *f = ir_order_at(p, oi);
+        if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
+        for (int st = 0; st < f->nstages && !rc; st++)
+            if (c.fp[f->id].st[st].rec) rc = fill_row(&c, t, f, st, &out->rows[out->n++]);
+    }
+    for (int i = 0; c.fp && i < p->funcs.n; i++) free(c.fp[i].st);
+    free(c.fp);
+    if (rc) feat_free(out);
+    return rc;
+}
+
+int feat_compute_model(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const nest *model,
+                       const target *t, feat_result *out, char *err, size_t errlen) {
+    feat_ctx *x = feat_ctx_new(p, b);
+    if (!x) {
+        memset(out, 0, sizeof *out);
+        if (err && errlen) snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = feat_compute_ctx(x, s, model, t, out, err, errlen);
+    feat_ctx_free(x);
+    return rc;
+}
+
+int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
+                 feat_result *out, char *err, size_t errlen) {
+    char local[256];
+    if (!err || !errlen) { err = local; errlen = sizeof local; }
+    memset(out, 0, sizeof *out);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *model = x ? nest_build(x, s, err, errlen) : NULL;
+    int rc = model ? feat_compute_model(p, b, s, model, t, out, err, errlen) : -1;
+    if (!x) snprintf(err, errlen, "out of memory");
+    nest_free(model);
+    nest_ctx_free(x);
+    return rc;
+}
+
+void feat_free(feat_result *r) {
+    free(r->rows);
+    r->rows = NULL;
+    r->n = 0;
+}

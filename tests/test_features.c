@@ -1,0 +1,462 @@
+/*
+ * test_features.c - features of small pipelines worked out by hand (each
+ * number is derived in the comment above its check), the schema, and every
+ * feature finite and non-negative on every app for a random complete
+ * schedule and a partial one.  Target a100 throughout: 32-lane warps,
+ * 1024 threads per block, 64 warps and 32 blocks per SM, 65536 registers,
+ * 48 KiB of shared memory per block, 167936 per SM, 1024 reserved per block.
+ *
+ * Run from the repository root (targets/ and apps/).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps.h"
+#include "check.h"
+#include "features.h"
+#include "space.h"
+
+static target A100;
+
+typedef struct {
+    sc_pipeline *p;
+    bounds_result *b;
+    ir_arena *a;
+    sched_state *s;
+    feat_result r;
+    bool ok;
+} featured;
+
+static bool featurize(featured *x, const char *src, const char *sched) {
+    memset(x, 0, sizeof *x);
+    x->p = sc_parse_string("t.pipe", src, strlen(src), NULL);
+    if (sc_error_count(x->p)) {
+        fprintf(stderr, "  %s\n", sc_error_message(x->p, 0));
+        return false;
+    }
+    x->b = bounds_infer(x->p);
+    x->a = ir_arena_new();
+    char err[1024];
+    x->s = sched_parse(x->a, x->p, "t.sched", sched, err, sizeof err);
+    if (!x->s) {
+        fprintf(stderr, "  %s\n", err);
+        return false;
+    }
+    if (sched_check(x->p, x->b, x->s, &A100, false, err, sizeof err) != 0) {
+        fprintf(stderr, "  %s\n", err);
+        return false;
+    }
+    if (feat_compute(x->p, x->b, x->s, &A100, &x->r, err, sizeof err) != 0) {
+        fprintf(stderr, "  %s\n", err);
+        return false;
+    }
+    x->ok = true;
+    return true;
+}
+
+static void featured_free(featured *x) {
+    feat_free(&x->r);
+    if (x->a) ir_arena_free(x->a);
+    if (x->b) bounds_free(x->b);
+    if (x->p) sc_pipeline_free(x->p);
+}
+
+/* The value of a feature of stage 0 of Func `func`; NAN if absent. */
+static double fv(const featured *x, const char *func, const char *name) {
+    int i = feat_index(name);
+    if (i < 0) {
+        fprintf(stderr, "  no feature %s\n", name);
+        return NAN;
+    }
+    for (int k = 0; k < x->r.n; k++) {
+        const sc_func *f = x->p->funcs.items[x->r.rows[k].func];
+        if (!strcmp(f->name, func) && x->r.rows[k].stage == 0) return x->r.rows[k].v[i];
+    }
+    fprintf(stderr, "  no row for %s\n", func);
+    return NAN;
+}
+
+/* CHECK that a feature equals a value (to 1e-9 relative), naming it. */
+#define EXPECT(x, func, name, want) do { \
+    double got_ = fv(x, func, name), want_ = (want); \
+    if (!(fabs(got_ - want_) <= 1e-9 * fmax(1, fabs(want_)))) \
+        fprintf(stderr, "  %s.%s = %.10g, expected %.10g\n", func, name, got_, want_); \
+    CHECK(fabs(got_ - want_) <= 1e-9 * fmax(1, fabs(want_))); } while (0)
+
+static const char *COPY =
+    "pipeline copy;\n"
+    "input f32 in(256, 64);\n"
+    "out(x, y) = in(x, y);\n"
+    "output out(256, 64);\n";
+
+/* 32x1 threads: lane l reads and writes in(x0 + l, y): 32 consecutive
+ * floats = 128 bytes from an aligned start, so 4 sectors and 1 line per
+ * instruction, every byte used (efficiency 1).  256 / 32 = 8 by 64 blocks
+ * = 512, one warp each: 4 loads and 4 stores per block.  Per thread one
+ * point: 4 bytes in 1 line; per realization the whole 256 x 64 input,
+ * 65536 bytes in 64 rows.  The store writes 32 x 1 floats per block = 128
+ * bytes (all along x).  The expression out = in(x, y): the call over its
+ * two variable leaves has Strahler number 2. */
+static void test_copy_coalesced(void) {
+    featured x;
+    if (featurize(&x, COPY, "schedule copy;\nout: root [x=32x1 y=1x1];\n")) {
+        EXPECT(&x, "out", "num_blocks", 512);
+        EXPECT(&x, "out", "num_threads_per_block", 32);
+        EXPECT(&x, "out", "num_warps_per_block", 1);
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 4);
+        EXPECT(&x, "out", "num_global_mem_loads_per_block", 4);
+        EXPECT(&x, "out", "num_global_mem_stores_per_block", 4);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 1);
+        EXPECT(&x, "out", "global_mem_store_efficiency", 1);
+        EXPECT(&x, "out", "global_lines_per_warp_access", 1);
+        EXPECT(&x, "out", "global_mem_loads_per_tail_warp", 0);
+        EXPECT(&x, "out", "unique_global_bytes_read_per_thread", 4);
+        EXPECT(&x, "out", "unique_global_lines_read_per_thread", 1);
+        EXPECT(&x, "out", "unique_global_bytes_read_per_realization", 65536);
+        EXPECT(&x, "out", "unique_global_lines_read_per_realization", 64);
+        EXPECT(&x, "out", "global_bytes_at_task", 128);
+        EXPECT(&x, "out", "global_innermost_bytes_at_task", 128);
+        EXPECT(&x, "out", "points_computed_per_thread", 1);
+        EXPECT(&x, "out", "num_scalars", 256 * 64);
+        EXPECT(&x, "out", "points_computed_total", 256 * 64);
+        EXPECT(&x, "out", "expr_branching", 2);
+        EXPECT(&x, "out", "load_input_pointwise", 1);
+        EXPECT(&x, "out", "store_pointwise", 1);
+        EXPECT(&x, "out", "op_load_input_f32", 1);
+        EXPECT(&x, "out", "warp_lane_utilization", 1);
+        EXPECT(&x, "out", "block_occupancy", 32.0 / 1024);
+    }
+    featured_free(&x);
+}
+
+/* 1x32 threads: lane l reads in(x0, y0 + l), 256 floats = 1024 bytes
+ * apart, so each lane touches its own sector and line: 32 sectors and 32
+ * lines per instruction, 4 of every 32 bytes used (efficiency 1/8).
+ * 256 by 64 / 32 = 2 blocks = 512. */
+static void test_copy_uncoalesced(void) {
+    featured x;
+    if (featurize(&x, COPY, "schedule copy;\nout: root [x=1x1 y=32x1];\n")) {
+        EXPECT(&x, "out", "num_blocks", 512);
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 32);
+        EXPECT(&x, "out", "num_global_mem_loads_per_block", 32);
+        EXPECT(&x, "out", "num_global_mem_stores_per_block", 32);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 0.125);
+        EXPECT(&x, "out", "global_lines_per_warp_access", 32);
+        /* a block writes one column: 32 rows of 4 bytes, 4 along x */
+        EXPECT(&x, "out", "global_bytes_at_task", 128);
+        EXPECT(&x, "out", "global_innermost_bytes_at_task", 4);
+    }
+    featured_free(&x);
+}
+
+/* 48x1 threads: a regular warp (lanes 0-31: 128 bytes, 4 sectors) and a
+ * tail warp of 16 lanes (x0 + 32 .. x0 + 47: 64 bytes, 2 sectors); per
+ * block 4 + 2 = 6 loads.  2 active warps hold 64 lanes for 48 threads:
+ * utilization 48 / 64 = 0.75, 16 idle lanes of 1024 = 1/64.  256 / 48 =
+ * 5.33 -> 6 blocks along x (the last guarded) by 64 = 384; num_scalars
+ * counts the guarded iterations: 6 * 48 * 64 = 18432, while 16384 points
+ * are computed. */
+static void test_tail_warp(void) {
+    featured x;
+    if (featurize(&x, COPY, "schedule copy;\nout: root [x=48x1 y=1x1];\n")) {
+        EXPECT(&x, "out", "num_blocks", 384);
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 4);
+        EXPECT(&x, "out", "global_mem_loads_per_tail_warp", 2);
+        EXPECT(&x, "out", "num_global_mem_loads_per_block", 6);
+        EXPECT(&x, "out", "num_active_warps_per_block", 2);
+        EXPECT(&x, "out", "warp_lane_utilization", 0.75);
+        EXPECT(&x, "out", "idle_lane_wastage", 16.0 / 1024);
+        EXPECT(&x, "out", "num_scalars", 18432);
+        EXPECT(&x, "out", "points_computed_total", 16384);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 1);
+    }
+    featured_free(&x);
+}
+
+static const char *STENCIL =
+    "pipeline stencil;\n"
+    "input f32 in(66, 34);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(x, y) + f(x + 1, y) + f(x + 2, y)\n"
+    "          + f(x, y + 1) + f(x + 1, y + 1) + f(x + 2, y + 1)\n"
+    "          + f(x, y + 2) + f(x + 1, y + 2) + f(x + 2, y + 2);\n"
+    "output out(64, 32);\n";
+
+/* A 3x3 stencil with f at the block level of out (16x8 threads, 1 point
+ * each): out has 64 / 16 = 4 by 32 / 8 = 4 = 16 blocks; each block needs
+ * f over (16 + 2) x (8 + 2) = 180 points, so f is realized 16 times and
+ * computes 16 * 180 = 2880 points where the pipeline needs its 66 x 34 =
+ * 2244: the redundant recompute of the halo.  f's 16x8 threads cover 18x10
+ * with ceil(18 / 16) x ceil(10 / 8) = 2 x 2 points each, so its loops run
+ * 16 blocks x 32 x 16 = 8192 iterations (guarded ones included).  It
+ * writes 180 x 4 = 720 bytes of shared memory per block, 18 x 4 = 72 along
+ * x; out reads f from shared memory, 3x3 = 9 points (36 bytes, 3 rows) per
+ * thread, and the whole 18x10 allocation (720 bytes) per block. */
+static void test_stencil_block_fusion(void) {
+    featured x;
+    if (featurize(&x, STENCIL, "schedule stencil;\nout: root [x=16x1 y=8x1];\nf: block of out [x=16 y=8];\n")) {
+        EXPECT(&x, "out", "num_blocks", 16);
+        EXPECT(&x, "f", "num_realizations", 16);
+        EXPECT(&x, "f", "points_computed_per_realization", 180);
+        EXPECT(&x, "f", "points_computed_total", 2880);
+        EXPECT(&x, "f", "points_computed_minimum", 2244);
+        EXPECT(&x, "f", "points_computed_per_thread", 4);
+        EXPECT(&x, "f", "num_scalars", 8192);
+        EXPECT(&x, "f", "bytes_at_realization", 720);
+        EXPECT(&x, "f", "shared_bytes_at_task", 720);
+        EXPECT(&x, "f", "shared_innermost_bytes_at_task", 72);
+        EXPECT(&x, "f", "global_bytes_at_task", 0);
+        EXPECT(&x, "out", "points_computed_total", 64 * 32);
+        EXPECT(&x, "out", "unique_shared_bytes_read_per_thread", 36);
+        EXPECT(&x, "out", "unique_shared_lines_read_per_thread", 3);
+        EXPECT(&x, "out", "unique_shared_bytes_read_per_realization", 720);
+        EXPECT(&x, "out", "shared_allocation_bytes_read_per_realization", 720);
+        EXPECT(&x, "out", "unique_global_bytes_read_per_thread", 0);
+        EXPECT(&x, "out", "load_func_pointwise", 9);
+        /* the kernel's shared memory: 720 of 49152 bytes */
+        EXPECT(&x, "out", "shared_mem_occupancy", 720.0 / 49152);
+        EXPECT(&x, "f", "shared_mem_occupancy", 720.0 / 49152);
+    }
+    featured_free(&x);
+}
+
+static const char *VSTENCIL =
+    "pipeline vstencil;\n"
+    "input f32 in(32, 34);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(x, y) + f(x, y + 1) + f(x, y + 2);\n"
+    "output out(32, 32);\n";
+
+/* A vertical 3-tap stencil over a root f (global, 32 floats = 128 bytes a
+ * row, so rows are line-aligned), out with 32x1 threads of 1x4 points.
+ * 4 points < 16: the serial loop is unrolled, and a lane does not load
+ * again a row it loaded for an earlier point.  Iteration 0 loads rows
+ * y..y+2 (3 instructions of 4 sectors), iterations 1-3 one new row each
+ * (4 sectors): 12 + 3 * 4 = 24 per warp (one warp per block).  With 1x16
+ * points (16: not unrolled) every iteration loads its 3 rows: 16 * 3 * 4
+ * = 192.  Per thread, 1x4 points read a 1x6 column of f: 24 bytes in 6
+ * lines. */
+static void test_unrolled_reuse(void) {
+    featured x;
+    if (featurize(&x, VSTENCIL, "schedule vstencil;\nout: root [x=32x1 y=1x4];\nf: root [x=32x1 y=1x1];\n")) {
+        EXPECT(&x, "out", "num_blocks", 8);
+        EXPECT(&x, "out", "unrolled_loop_extent", 4);
+        EXPECT(&x, "out", "num_global_mem_loads_per_block", 24);
+        EXPECT(&x, "out", "num_global_mem_stores_per_block", 16);
+        EXPECT(&x, "out", "unique_global_bytes_read_per_thread", 24);
+        EXPECT(&x, "out", "unique_global_lines_read_per_thread", 6);
+        EXPECT(&x, "out", "innermost_loop_extent", 1);
+    }
+    featured_free(&x);
+    if (featurize(&x, VSTENCIL, "schedule vstencil;\nout: root [x=32x1 y=1x16];\nf: root [x=32x1 y=1x1];\n")) {
+        EXPECT(&x, "out", "unrolled_loop_extent", 1);
+        EXPECT(&x, "out", "num_global_mem_loads_per_block", 192);
+        EXPECT(&x, "out", "points_computed_per_thread", 16);
+    }
+    featured_free(&x);
+}
+
+static const char *TRANSPOSE =
+    "pipeline transpose;\n"
+    "input f32 in(64, 64);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(y, x);\n"
+    "output out(64, 64);\n";
+
+/* A transpose through shared memory: out 32x32 threads (4 blocks of 1024
+ * threads, 32 warps), f at its block level over the 32x32 footprint, with
+ * 32x32 threads.  f's warps store a row (lane l -> f(l, r), words r*32 + l:
+ * 32 banks, 1 transaction) and load in(l, r) (4 sectors).  out's lane l
+ * reads f(r, l): words l*32 + r, all in bank r: a 32-way conflict, 32
+ * transactions for 128 useful bytes of 32 * 128 moved (efficiency 1/32).
+ * Per block: 32 warps x 32 = 1024 loads, f's 32 x 1 = 32 stores.
+ * Occupancy: 1024 threads = 32 warps; registers 16 + 1 serial point = 17
+ * -> 544 -> 768 per warp, 85 -> 84 warps = 2 blocks; warps: 64 / 32 = 2
+ * blocks; shared (4096 + 1024 = 5120): 32 blocks -> 2 blocks, 64 warps,
+ * occupancy 1; shared memory allows 32 of 32 blocks. */
+static void test_transpose_bank_conflicts(void) {
+    featured x;
+    if (featurize(&x, TRANSPOSE,
+                  "schedule transpose;\nout: root [x=32x1 y=32x1];\nf: block of out [x=32 y=32];\n")) {
+        EXPECT(&x, "out", "shared_mem_loads_per_regular_warp", 32);
+        EXPECT(&x, "out", "num_shared_mem_loads_per_block", 1024);
+        EXPECT(&x, "out", "shared_mem_load_efficiency", 1.0 / 32);
+        EXPECT(&x, "out", "load_func_transpose", 1);
+        EXPECT(&x, "f", "num_shared_mem_stores_per_block", 32);
+        EXPECT(&x, "f", "shared_mem_store_efficiency", 1);
+        EXPECT(&x, "f", "num_global_mem_loads_per_block", 128);
+        EXPECT(&x, "out", "registers_per_thread", 17);
+        EXPECT(&x, "out", "max_warp_occupancy", 1);
+        EXPECT(&x, "out", "max_block_occupancy", 2.0 / 32);
+        EXPECT(&x, "out", "shared_mem_block_limit_factor", 1);
+    }
+    featured_free(&x);
+    /* the same without the transpose: out's lane l reads f(l, r), one
+     * transaction per warp */
+    const char *copy = "pipeline c2;\ninput f32 in(64, 64);\nf(x, y) = in(x, y) * 2.0;\n"
+                       "out(x, y) = f(x, y);\noutput out(64, 64);\n";
+    if (featurize(&x, copy, "schedule c2;\nout: root [x=32x1 y=32x1];\nf: block of out [x=32 y=32];\n")) {
+        EXPECT(&x, "out", "shared_mem_loads_per_regular_warp", 1);
+        EXPECT(&x, "out", "shared_mem_load_efficiency", 1);
+    }
+    featured_free(&x);
+}
+
+static const char *TALL =
+    "pipeline tall;\n"
+    "input f32 in(64, 512);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(x, y) + 1.0;\n"
+    "output out(64, 512);\n";
+
+/* Occupancy limited by shared memory: out 32x8 threads of 1x32 points, a
+ * block covering 32 x 256; f at its block level over 32 x 256 = 8192
+ * floats = 32768 bytes.  256 threads = 8 warps.  Shared: 32768 + 1024 =
+ * 33792 (a multiple of 128); 167936 / 33792 = 4.97 -> 4 blocks.
+ * Registers: 16 + 32 serial points = 48 -> 1536 per warp; 65536 / 1536 =
+ * 42.7 -> 42 -> 40 warps -> 5 blocks.  Warps: 64 / 8 = 8.  So 4 blocks,
+ * 32 warps: occupancy 0.5, 4 / 32 blocks; shared memory alone allows 4 of
+ * 32 (0.125); 32768 / 49152 of the per-block limit. */
+static void test_occupancy_shared(void) {
+    featured x;
+    if (featurize(&x, TALL, "schedule tall;\nout: root [x=32x1 y=8x32];\nf: block of out [x=32 y=8];\n")) {
+        EXPECT(&x, "out", "registers_per_thread", 48);
+        EXPECT(&x, "out", "shared_mem_occupancy", 32768.0 / 49152);
+        EXPECT(&x, "out", "shared_mem_block_limit_factor", 4.0 / 32);
+        EXPECT(&x, "out", "max_warp_occupancy", 0.5);
+        EXPECT(&x, "out", "max_block_occupancy", 4.0 / 32);
+        EXPECT(&x, "f", "max_warp_occupancy", 0.5);
+        EXPECT(&x, "f", "bytes_at_realization", 32768);
+    }
+    featured_free(&x);
+}
+
+static const char *WIDE =
+    "pipeline wide;\n"
+    "input f32 in(256, 64);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(x, y) + 1.0;\n"
+    "output out(256, 64);\n";
+
+/* Occupancy limited by registers: out 32x4 threads of 8x8 points (128
+ * threads = 4 warps), f at its thread level: 8 x 8 = 64 elements per
+ * thread.  Registers: 16 + 64 (f) + 64 serial points = 144 -> 4608 per
+ * warp; 65536 / 4608 = 14.2 -> 14 -> 12 warps -> 3 blocks.  Warps: 64 / 4
+ * = 16 blocks; shared (0 + 1024): 164.  So 3 blocks, 12 warps: occupancy
+ * 12 / 64 = 0.1875.  f's working set at the thread level is 64 x 4 = 256
+ * bytes, and out's too (f lives in its threads). */
+static void test_occupancy_registers(void) {
+    featured x;
+    if (featurize(&x, WIDE, "schedule wide;\nout: root [x=32x8 y=4x8];\nf: thread of out;\n")) {
+        EXPECT(&x, "out", "registers_per_thread", 144);
+        EXPECT(&x, "out", "max_warp_occupancy", 0.1875);
+        EXPECT(&x, "out", "max_block_occupancy", 3.0 / 32);
+        EXPECT(&x, "out", "shared_mem_block_limit_factor", 1);
+        EXPECT(&x, "f", "bytes_at_realization", 256);
+        EXPECT(&x, "f", "working_set_at_thread", 256);
+        EXPECT(&x, "out", "working_set_at_thread", 256);
+        /* f is realized once per thread: 256 / 256 x 64 / 32 = 2 blocks of
+         * 128 threads */
+        EXPECT(&x, "f", "num_realizations", 256);
+        EXPECT(&x, "out", "unique_register_bytes_read_per_thread", 256);
+    }
+    featured_free(&x);
+}
+
+/* Every name is unique, found by feat_index, with a unit and a doc. */
+static void test_schema(void) {
+    CHECK(FEAT_COUNT == FEAT_HIST_COUNT + FEAT_LIST_COUNT);
+    for (int i = 0; i < FEAT_COUNT; i++) {
+        CHECK(feat_index(feat_name(i)) == i);
+        CHECK(strlen(feat_unit(i)) > 0 && strlen(feat_doc(i)) > 0);
+    }
+    CHECK(feat_index("num_blocks") == FEAT_AT(FEAT_num_blocks));
+    CHECK(feat_kind_of(FEAT_AT(FEAT_num_blocks)) == FEAT_SCHED);
+    CHECK(feat_kind_of(0) == FEAT_ALGO && !strcmp(feat_name(0), "op_const_bool"));
+    CHECK(feat_index("no_such_feature") == -1);
+}
+
+/* The first k decisions of s, consumers first. */
+static sched_state *first_decisions(ir_arena *a, const sc_pipeline *p, const sched_state *s, int k) {
+    sched_state *part = sched_state_new(a, p);
+    for (int i = 0; i < k; i++) {
+        int f = space_next(p, part, NULL);
+        if (f < 0) break;
+        part->f[f] = s->f[f];
+    }
+    return part;
+}
+
+static bool all_sane(const feat_result *r) {
+    for (int k = 0; k < r->n; k++)
+        for (int i = 0; i < FEAT_COUNT; i++)
+            if (!isfinite(r->rows[k].v[i]) || r->rows[k].v[i] < 0) {
+                fprintf(stderr, "  row %d: %s = %g\n", k, feat_name(i), r->rows[k].v[i]);
+                return false;
+            }
+    return true;
+}
+
+/* Every app, a random complete schedule (seed 1) and its first half of
+ * decisions: every feature finite and >= 0, one row per decided non-inline
+ * stage, and a partial state never has more rows than the complete one. */
+static void test_apps(void) {
+    char **names, err[1024];
+    int n = apps_list("apps", &names, err, sizeof err);
+    CHECK(n > 0);
+    for (int i = 0; i < n; i++) {
+        app_case c;
+        if (app_load("apps", names[i], true, 1, &c, err, sizeof err) != 0) {
+            check_report(false, "features %s (%s)", names[i], err);
+            continue;
+        }
+        ir_arena *a = ir_arena_new();
+        space_opts so = { &A100, false };
+        sched_state *s = space_random(a, c.p, c.b, &so, 1, err, sizeof err);
+        bool ok = s != NULL;
+        feat_result full = { 0 }, part = { 0 };
+        if (ok) ok = feat_compute(c.p, c.b, s, &A100, &full, err, sizeof err) == 0;
+        int rows = 0;
+        for (int f = 0; ok && f < c.p->funcs.n; f++) {
+            const sc_func *fn = c.p->funcs.items[f];
+            if (fn->kind == FUNC_DEFINED && s->f[f]->loc != SCHED_INLINE) rows += fn->nstages;
+        }
+        ok = ok && full.n == rows && all_sane(&full);
+        int ndec = 0;
+        for (int f = 0; f < c.p->funcs.n; f++) ndec += ((const sc_func *)c.p->funcs.items[f])->kind == FUNC_DEFINED;
+        if (ok) {
+            sched_state *h = first_decisions(a, c.p, s, ndec / 2);
+            ok = feat_compute(c.p, c.b, h, &A100, &part, err, sizeof err) == 0 && all_sane(&part) &&
+                 part.n <= full.n && (ndec / 2 == 0 || part.n >= 1);
+        }
+        if (!ok && err[0]) fprintf(stderr, "  %s: %s\n", names[i], err);
+        check_report(ok, "features %s (%d rows, %d of them after %d of %d decisions)", names[i], full.n, part.n,
+                     ndec / 2, ndec);
+        feat_free(&full);
+        feat_free(&part);
+        ir_arena_free(a);
+        app_free(&c);
+    }
+    apps_free_names(names, n);
+}
+
+int main(void) {
+    char err[512];
+    if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    RUN(test_schema);
+    RUN(test_copy_coalesced);
+    RUN(test_copy_uncoalesced);
+    RUN(test_tail_warp);
+    RUN(test_stencil_block_fusion);
+    RUN(test_unrolled_reuse);
+    RUN(test_transpose_bank_conflicts);
+    RUN(test_occupancy_shared);
+    RUN(test_occupancy_registers);
+    RUN(test_apps);
+    CHECK_EXIT();
+}
