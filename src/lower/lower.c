@@ -365,46 +365,22 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
 typedef struct { int n; const char **names; int64_t *vals; } ienv;
 
 /* The most tile positions the hull of several consumers' boxes is found
- * over (hull_extent): a union of thread-level footprints at a large size
- * (a thread per output point) takes the Func's whole region instead,
- * which the register limit then refuses. */
-#define LOWER_HULL_POSITIONS (1 << 18)
+ * over (hull_extent; the model's limit, nest.h): a union of thread-level
+ * footprints at a large size (a thread per output point) takes the Func's
+ * whole region instead, which the register limit then refuses. */
+#define LOWER_HULL_POSITIONS NEST_HULL_POSITIONS
+
+static bool env_var(void *user, const sc_expr *e, int64_t *out) {
+    const ienv *env = user;
+    for (int i = env->n - 1; i >= 0; i--)
+        if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
+    for (int i = env->n - 1; i >= 0; i--)
+        if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
+    return false;
+}
 
 static bool ieval(const sc_expr *e, const ienv *env, int64_t *out) {
-    switch (e->kind) {
-    case E_CONST:
-        if (e->type == SC_F32) return false;
-        *out = e->c.i;
-        return true;
-    case E_VAR:
-        for (int i = env->n - 1; i >= 0; i--)
-            if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
-        for (int i = env->n - 1; i >= 0; i--)
-            if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
-        return false;
-    case E_BINARY: {
-        int64_t a, b;
-        if (!ieval(e->args[0], env, &a) || !ieval(e->args[1], env, &b)) return false;
-        switch (e->op) {
-        case SC_ADD: *out = a + b; return true;
-        case SC_SUB: *out = a - b; return true;
-        case SC_MUL: *out = a * b; return true;
-        case SC_MIN: *out = a < b ? a : b; return true;
-        case SC_MAX: *out = a > b ? a : b; return true;
-        case SC_DIV: case SC_MOD: {
-            if (b == 0) { *out = 0; return true; }
-            int64_t q = a / b, r = a % b;
-            if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
-            if (e->op == SC_MOD && r < 0) r += b < 0 ? -b : b;
-            *out = e->op == SC_DIV ? q : r;
-            return true;
-        }
-        default: return false;
-        }
-    }
-    default:
-        return false;
-    }
+    return fp_ieval(e, env_var, (void *)env, out);
 }
 
 /* Runs the LETs of seq (top level) into env; false if one cannot be
@@ -659,7 +635,7 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, 
         }
         if (elems > LOWER_STAGE_ELEMS || elems >= r.calls[i] * loads) continue;
         /* the register estimate (legal.h) sets this much aside per kernel */
-        if (k->staged_elems + elems > LEGAL_STAGED_REGISTERS) continue;
+        if (k->staged_elems + elems > NEST_STAGED_REGISTERS) continue;
         for (int d = 0; d < prod->ndims; d++) {
             sc_expr *lo = dims[d].sym ? mk_bin(c, SC_ADD, dims[d].sym, mk_int(c, dims[d].lo)) : mk_int(c, dims[d].lo);
             mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);

@@ -339,3 +339,36 @@ fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box) {
     }
     return st[0];
 }
+
+bool fp_ieval(const sc_expr *e, fp_var_fn var, void *user, int64_t *out) {
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32) return false;
+        *out = e->c.i;
+        return true;
+    case E_VAR:
+        return var(user, e, out);
+    case E_BINARY: {
+        int64_t a, b;
+        if (!fp_ieval(e->args[0], var, user, &a) || !fp_ieval(e->args[1], var, user, &b)) return false;
+        switch (e->op) {
+        case SC_ADD: *out = a + b; return true;
+        case SC_SUB: *out = a - b; return true;
+        case SC_MUL: *out = a * b; return true;
+        case SC_MIN: *out = a < b ? a : b; return true;
+        case SC_MAX: *out = a > b ? a : b; return true;
+        case SC_DIV: case SC_MOD: {
+            if (b == 0) { *out = 0; return true; }
+            int64_t q = a / b, r = a % b;
+            if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
+            if (e->op == SC_MOD && r < 0) r += b < 0 ? -b : b;
+            *out = e->op == SC_DIV ? q : r;
+            return true;
+        }
+        default: return false;
+        }
+    }
+    default:
+        return false;
+    }
+}

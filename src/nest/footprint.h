@@ -108,6 +108,13 @@ fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box);
 sc_expr *fp_int(ir_arena *arena, int64_t v);
 sc_expr *fp_bin(ir_arena *arena, sc_binop op, sc_expr *a, sc_expr *b);
 
+/* Evaluates an integer index expression (constants, variables, + - * min
+ * max, floor division and Euclidean modulo with x / 0 = 0, the pipeline's
+ * semantics): var gives a variable's value.  false when something cannot
+ * be evaluated (a float, an unknown variable, another operation). */
+typedef bool (*fp_var_fn)(void *user, const sc_expr *var, int64_t *out);
+bool fp_ieval(const sc_expr *e, fp_var_fn var, void *user, int64_t *out);
+
 /* Hash helpers for tile symbols: a distinct non-zero hash per key. */
 uint64_t fp_hash_leaf(uint64_t key);
 

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include "bounds.h"
 #include "ir.h"
+#include "nest.h"
 #include "sched.h"
 #include "target.h"
 
@@ -43,7 +44,7 @@
 #define LEGAL_UNROLL_LIMIT 16
 /* Registers set aside in every kernel's estimate for register staging
  * (§6.7); lowering stages at most this many elements per kernel. */
-#define LEGAL_STAGED_REGISTERS 64
+#define LEGAL_STAGED_REGISTERS NEST_STAGED_REGISTERS
 /* The register estimate's base: indices and addresses. */
 #define LEGAL_BASE_REGISTERS 16
 /* Inlining can grow expressions exponentially (a pyramid of inline
