@@ -463,39 +463,13 @@ static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, in
         }
     }
     bool thread = c->s->f[prod->id]->loc == SCHED_THREAD;
-    const bounds_func *pb = &c->b->funcs[prod->id];
+    sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
+    sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
     for (int d = 0; d < prod->ndims; d++) {
-        fp_span u = sp[d];
-        bool same = true;
-        for (int i = 1; i < nb; i++) {
-            const fp_span *v = &sp[i * SC_MAX_DIMS + d];
-            if (v->h != u.h) same = false;
-            if (v->lo < u.lo) u.lo = v->lo;
-            if (v->hi > u.hi) u.hi = v->hi;
-        }
-        if (!same) {
-            sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
-            sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
-            sc_expr *least = NULL;
-            for (int i = 0; i < nb; i++) {
-                const fp_span *v = &sp[i * SC_MAX_DIMS + d];
-                /* clamped into prod's region: no consumer needs a point
-                 * outside it (tiles past their region are guarded) */
-                int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
-                lo[i] = v->sym ? mk_bin(c, SC_ADD, v->sym, mk_int(c, v->lo)) : mk_int(c, v->lo);
-                hi[i] = v->sym ? mk_bin(c, SC_ADD, v->sym, mk_int(c, v->hi)) : mk_int(c, v->hi);
-                lo[i] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, lo[i], mk_int(c, rmax)), mk_int(c, rmin));
-                hi[i] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, hi[i], mk_int(c, rmax)), mk_int(c, rmin));
-                least = least ? mk_bin(c, SC_MIN, least, lo[i]) : lo[i];
-            }
-            int64_t e = hull_extent(c, nb, lo, hi, thread ? seq : NULL);
-            if (e < 1) {
-                /* the whole region: always enough */
-                u = (fp_span){ true, false, NULL, 0, pb->min[d], pb->min[d] + pb->extent[d] - 1 };
-            } else {
-                u = (fp_span){ true, false, least, 1, 0, e - 1 };
-            }
-        }
+        fp_span u;
+        sc_expr *least;
+        if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
+            u = fp_hull_span(c->b, prod, d, least, hull_extent(c, nb, lo, hi, thread ? seq : NULL));
         ext[d] = fp_clip_extent(c->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? o : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), o);

@@ -798,39 +798,18 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         free(bx);
     }
     bool thread = w->s->f[prod->id]->loc == SCHED_THREAD;
-    const bounds_func *pb = &w->x->b->funcs[prod->id];
+    sc_expr **lo = xcalloc((size_t)nb, sizeof(sc_expr *)), **hi = xcalloc((size_t)nb, sizeof(sc_expr *));
     for (int d = 0; d < prod->ndims && !rc; d++) {
-        fp_span u = sp[d];
-        bool same = true;
-        for (int i = 1; i < nb; i++) {
-            const fp_span *v = &sp[i * SC_MAX_DIMS + d];
-            if (v->h != u.h) same = false;
-            if (v->lo < u.lo) u.lo = v->lo;
-            if (v->hi > u.hi) u.hi = v->hi;
-        }
-        if (!same) {
-            sc_expr **lo = xcalloc((size_t)nb, sizeof(sc_expr *)), **hi = xcalloc((size_t)nb, sizeof(sc_expr *));
-            sc_expr *least = NULL;
-            int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
-            for (int i = 0; i < nb; i++) {
-                const fp_span *v = &sp[i * SC_MAX_DIMS + d];
-                ir_arena *a = w->xa;
-                lo[i] = v->sym ? fp_bin(a, SC_ADD, v->sym, fp_int(a, v->lo)) : fp_int(a, v->lo);
-                hi[i] = v->sym ? fp_bin(a, SC_ADD, v->sym, fp_int(a, v->hi)) : fp_int(a, v->hi);
-                lo[i] = fp_bin(a, SC_MAX, fp_bin(a, SC_MIN, lo[i], fp_int(a, rmax)), fp_int(a, rmin));
-                hi[i] = fp_bin(a, SC_MAX, fp_bin(a, SC_MIN, hi[i], fp_int(a, rmax)), fp_int(a, rmin));
-                least = least ? fp_bin(a, SC_MIN, least, lo[i]) : lo[i];
-            }
-            int64_t e = hull_extent(w, nb, lo, hi, thread);
-            free(lo);
-            free(hi);
-            if (e < 1) u = (fp_span){ true, false, NULL, 0, rmin, rmax };
-            else u = (fp_span){ true, false, least, 1, 0, e - 1 };
-        }
+        fp_span u;
+        sc_expr *least;
+        if (!fp_same_union(w->xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
+            u = fp_hull_span(w->x->b, prod, d, least, hull_extent(w, nb, lo, hi, thread));
         ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(w->xa, w->x->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? konst(o->c.i) : fresh_def(w, o);
     }
+    free(lo);
+    free(hi);
     free(sp);
     return rc;
 }
@@ -997,8 +976,9 @@ static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f
  * outputs), each one's footprint the union of what its consumers' boxes
  * read (the owner's box obox, or another member's realization), per
  * realization (fmin/fext) and per block of the kernel (bmin/bext, from
- * obbox and the members' block boxes).  Members' ids, producers first, go
- * into members; returns their count. */
+ * obbox and the members' block boxes).  Members' ids, consumers first
+ * (they are computed in the reverse order), go into members; returns
+ * their count. */
 static int fused_group(build *w, sched_loc level, const sc_func *owner, int ostage, const fp_box *obox,
                        const fp_box *obbox, int *members) {
     nest_ctx *x = w->x;
@@ -1047,11 +1027,6 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         if (rc) return n;
         members[n++] = g->id;
     }
-    for (int i = 0; i < n / 2; i++) {
-        int t = members[i];
-        members[i] = members[n - 1 - i];
-        members[n - 1 - i] = t;
-    }
     return n;
 }
 
@@ -1072,7 +1047,7 @@ static void alloc_member(build *w, nest_func *m, const sc_func *prod, nest_mem m
 static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb) {
     int *members = xcalloc((size_t)w->x->n + 1, sizeof(int));
     int n = fused_group(w, SCHED_THREAD, f, st, box, bbox, members);
-    for (int i = 0; i < n && !w->failed; i++) {
+    for (int i = n - 1; i >= 0 && !w->failed; i--) {
         const sc_func *prod = func_at(w->x->p, members[i]);
         nest_func *m = member(w, prod->id);
         alloc_member(w, m, prod, NEST_REGISTER);
@@ -1132,7 +1107,7 @@ static void block_group(build *w, const sc_func *r, int st, const fp_box *box) {
         ke->k.nshared++;
         ke->k.shared_bytes += m->bytes;
     }
-    for (int i = 0; i < n && !w->failed; i++) {
+    for (int i = n - 1; i >= 0 && !w->failed; i--) {
         const sc_func *prod = func_at(w->x->p, members[i]);
         nest_func *m = member(w, prod->id);
         const sched_func *sf = w->s->f[prod->id];

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "legal.h"
-#include "lower.h"
 #include "nest.h"
 
 /* A measured fused Func: its footprint (elements) per realization, keyed
@@ -585,9 +584,7 @@ static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state
 /* Measures the footprint of every fused Func of the complete state full
  * not measured yet (keys: the records of s, which full shares): from the
  * loop-nest model (nest.h), which gives lowering's footprints without
- * lowering.  The model does not yet cover a Func fused into several
- * consumers; for a state with one, one lowering gives them.  0, or -1
- * with the message of the one that failed. */
+ * lowering.  0, or -1 with the model's message. */
 static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, char *err, size_t errlen) {
     bool need = false;
     for (int i = 0; i < x->n && !need; i++)
@@ -596,37 +593,15 @@ static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, 
     char msg[512] = "";
     if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
     nest *model = nest_build(x->nest, full, msg, sizeof msg);
-    if (model) {
-        for (int i = 0; i < x->n; i++) {
-            if (!fused(full->f[i])) continue;
-            const nest_func *nf = model->funcs[i];
-            int64_t zero[SC_MAX_DIMS] = {0};
-            memo_put(x, s->f[i] ? s->f[i] : full->f[i], nf ? nf->elems : 0, nf ? nf->extent : zero,
-                     nf ? nf->ndims : 0);
-        }
-        nest_free(model);
-        return 0;
+    if (!model) return fail(err, errlen, "%s", msg);
+    for (int i = 0; i < x->n; i++) {
+        if (!fused(full->f[i])) continue;
+        const nest_func *nf = model->funcs[i];
+        int64_t zero[SC_MAX_DIMS] = {0};
+        memo_put(x, s->f[i] ? s->f[i] : full->f[i], nf ? nf->elems : 0, nf ? nf->extent : zero, nf ? nf->ndims : 0);
     }
-    ir_arena *scratch = ir_arena_new();
-    lower_program *prog = lower_schedule(scratch, (sc_pipeline *)x->p, x->b, full, msg, sizeof msg);
-    int rc = 0;
-    if (!prog) {
-        rc = fail(err, errlen, "%s", msg);
-    } else {
-        for (int i = 0; i < x->n; i++) {
-            if (!fused(full->f[i])) continue;
-            const lower_alloc *a = NULL;
-            for (int k = 0; k < prog->nkernels && !a; k++) {
-                const lower_alloc *q = prog->kernels[k]->storage[i];
-                if (q && q->mem != MEM_GLOBAL) a = q;
-            }
-            int64_t zero[SC_MAX_DIMS] = {0};
-            memo_put(x, s->f[i] ? s->f[i] : full->f[i], a ? a->count : 0, a ? a->extent : zero,
-                     a ? a->ndims : 0);
-        }
-    }
-    ir_arena_free(scratch);
-    return rc;
+    nest_free(model);
+    return 0;
 }
 
 /* ---- the whole state --------------------------------------------------------- */
