@@ -16,7 +16,7 @@
 #include <string.h>
 #include "analysis.h"
 #include "footprint.h"
-#include "legal.h"
+#include "fusion.h"
 #include "nest.h"
 
 #define TABLE 4096   /* hash buckets (chained) */
@@ -86,8 +86,8 @@ struct nest_ctx {
     kentry *ktab[TABLE];
     nest_stats stats;
     bool no_kernel_cache;
-    legal_ctx *legal;              /* the consumer graph and the fusion rules */
-    legal_use *uses;               /* legal_max_uses entries */
+    fusion_graph *graph;           /* the consumer graph and the fusion rules */
+    fusion_use *uses;              /* fusion_max_uses entries */
     /* scratch, sized n (one build at a time per ctx) */
     int *mark, *stack, *sig;
     uintptr_t *key;                /* a kernel key: every decision with all its tiles */
@@ -162,8 +162,8 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
         memcpy(x->direct[i], tmp, sizeof(int) * (size_t)w.n);
     }
     free(tmp);
-    x->legal = legal_new(p, b, NULL, false);
-    x->uses = xcalloc((size_t)legal_max_uses(x->legal) + 1, sizeof(legal_use));
+    x->graph = fusion_graph_new(p);
+    x->uses = xcalloc((size_t)fusion_max_uses(x->graph) + 1, sizeof(fusion_use));
     return x;
 }
 
@@ -177,7 +177,7 @@ void nest_ctx_free(nest_ctx *x) {
     free(x->stack);
     free(x->sig);
     free(x->key);
-    legal_free(x->legal);
+    fusion_graph_free(x->graph);
     free(x->uses);
     free(x);
 }
@@ -327,8 +327,7 @@ static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
     e->lin_k[st] = ir_alloc(a, m);
     e->lin_c[st] = ir_alloc(a, sizeof(int64_t) * m);
     e->prog[st] = ir_alloc(a, sizeof(fp_prog) * m);
-    int dims[SC_MAX_DIMS], which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < nl; i++) if (which[i] >= 0) dims[np++] = which[i];
+    int dims[SC_MAX_DIMS], np = fusion_pure_dims(f, st, dims);
     const char *names[SC_MAX_DIMS];
     for (int k = 0; k < np; k++) names[k] = f->vars[dims[k]];
     for (int i = 0; i < e->ncalls[st]; i++) {
@@ -988,7 +987,7 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         const sc_func *g = ir_order_at(p, i);
         const sched_func *sf = g->kind == FUNC_DEFINED ? w->s->f[g->id] : NULL;
         if (!sf || sf->loc != level || w->owner[g->id] != owner->id || w->ostage[g->id] != ostage) continue;
-        int nu = legal_consumers(x->legal, w->s, g->id, x->uses);
+        int nu = fusion_consumers(x->graph, w->s, g->id, x->uses);
         fp_box *boxes = xcalloc((size_t)nu + 1, sizeof(fp_box));
         fp_box *bboxes = xcalloc((size_t)nu + 1, sizeof(fp_box));
         const fp_box **bptr = xcalloc((size_t)nu + 1, sizeof(fp_box *));
@@ -1289,7 +1288,7 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
     w->leaf = 0;
     /* exact mode when a member has several consumers (a hull to evaluate) */
     bool exact = false;
-    for (int i = 0; i < nmem && !exact; i++) exact = legal_consumers(x->legal, w->s, mem_ids[i], x->uses) > 1;
+    for (int i = 0; i < nmem && !exact; i++) exact = fusion_consumers(x->graph, w->s, mem_ids[i], x->uses) > 1;
     w->xa = exact ? ir_arena_new() : NULL;
     w->nleaf = 0;
     build_kernel(w, r, st);
@@ -1334,7 +1333,7 @@ static int check_rules(build *w) {
                          sf->loc == SCHED_BLOCK ? "block" : "thread");
         const sched_func *af = s->f[sf->at];
         if (!af || af->loc == SCHED_UNDECIDED) continue;      /* not modelled yet */
-        if (legal_fusion(x->legal, s, f->id, sf->loc, sf->at, &w->cstage[f->id], w->err, w->errlen)) {
+        if (fusion_check(x->graph, s, f->id, sf->loc, sf->at, &w->cstage[f->id], w->err, w->errlen)) {
             w->failed = true;
             return -1;
         }

@@ -41,12 +41,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "bounds.h"
+#include "fusion.h"
 #include "ir.h"
 #include "sched.h"
 
 /* Lowering refuses a schedule whose inlined expressions pass this many
  * nodes (lower.h's LOWER_MAX_INLINED is this); the model refuses the same. */
-#define NEST_MAX_INLINED 200000
+#define NEST_MAX_INLINED FUSION_MAX_INLINED
 /* Register staging (lower.h's limits are these): staged copies per
  * kernel, elements each. */
 #define NEST_MAX_STAGED 32
