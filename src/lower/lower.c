@@ -83,11 +83,7 @@ static sc_expr *node(ctx *c, ir_kind kind, sc_type t, int nargs) {
     return e;
 }
 
-static sc_expr *mk_int(ctx *c, int64_t v) {
-    sc_expr *e = node(c, E_CONST, SC_I32, 0);
-    e->c.i = v;
-    return e;
-}
+static sc_expr *mk_int(ctx *c, int64_t v) { return fp_int(c->arena, v); }
 
 static sc_expr *mk_var(ctx *c, const char *name) {
     sc_expr *e = node(c, E_VAR, SC_I32, 0);
@@ -95,28 +91,8 @@ static sc_expr *mk_var(ctx *c, const char *name) {
     return e;
 }
 
-static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) {
-    if (op == SC_ADD && b->kind == E_CONST && b->c.i == 0) return a;
-    if (op == SC_ADD && a->kind == E_CONST && a->c.i == 0) return b;
-    if (op == SC_MUL && b->kind == E_CONST && b->c.i == 1) return a;
-    if (op == SC_SUB && b->kind == E_CONST && b->c.i == 0) return a;
-    if (a->kind == E_CONST && b->kind == E_CONST && a->type == SC_I32 && b->type == SC_I32) {
-        int64_t x = a->c.i, y = b->c.i;
-        switch (op) {
-        case SC_ADD: return mk_int(c, x + y);
-        case SC_SUB: return mk_int(c, x - y);
-        case SC_MUL: return mk_int(c, x * y);
-        case SC_MIN: return mk_int(c, x < y ? x : y);
-        case SC_MAX: return mk_int(c, x > y ? x : y);
-        default: break;
-        }
-    }
-    sc_expr *e = node(c, E_BINARY, op >= SC_EQ && op <= SC_OR ? SC_BOOL : SC_I32, 2);
-    e->op = op;
-    e->args[0] = a;
-    e->args[1] = b;
-    return e;
-}
+/* Integer nodes with lowering's folding (footprint.h). */
+static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) { return fp_bin(c->arena, op, a, b); }
 
 /* A fresh variable name for this kernel, from a readable stem. */
 static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
