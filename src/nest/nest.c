@@ -220,20 +220,13 @@ static int inline_sig(nest_ctx *x, const sched_state *s, int fid) {
 
 static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls);
 
-/* An inline Func's value with its own inline calls expanded: its cached
+/* An inline Func's size with its own inline calls expanded: its cached
  * sexpr (under the same state, so the same inline set). */
-static double inline_func_size(nest_ctx *x, const sched_state *s, const sc_func *g) {
-    return stages_of(x, s, g->id, false)->size;
-}
+typedef struct { nest_ctx *x; const sched_state *s; } size_user;
 
-/* Tree size once inline Funcs are substituted (lower_max_inlined_size's
- * measure). */
-static double inlined_size(nest_ctx *x, const sched_state *s, const sc_expr *e) {
-    double n = 1;
-    for (int i = 0; i < e->nargs; i++) n += inlined_size(x, s, e->args[i]);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id))
-        n += inline_func_size(x, s, e->func) * (e->nargs ? 2 : 1);
-    return n;
+static double inline_func_size(void *user, const sc_func *g) {
+    size_user *u = user;
+    return stages_of(u->x, u->s, g->id, false)->size;
 }
 
 typedef struct {
@@ -509,7 +502,8 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool c
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)n);
     /* (recursion below reuses the scratch signature: it is copied) */
     for (int st = 0; st < f->nstages; st++) {
-        double v = inlined_size(x, s, f->stages[st].value);
+        size_user u = { x, s };
+        double v = fusion_inlined_size(s, f->stages[st].value, inline_func_size, &u);
         if (v > e->size) e->size = v;
     }
     e->fits = e->size <= NEST_MAX_INLINED;

@@ -281,3 +281,43 @@ int fusion_lca(fusion_graph *x, const sched_state *s, int fid, sched_loc loc) {
     return best;
 }
 
+/* ---- inlined expression size ------------------------------------------------ */
+
+double fusion_inlined_size(const sched_state *s, const sc_expr *e, fusion_size_fn func_size, void *user) {
+    double n = 1;
+    for (int i = 0; i < e->nargs; i++) n += fusion_inlined_size(s, e->args[i], func_size, user);
+    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id < s->nfuncs) {
+        const sched_func *sf = s->f[e->func->id];
+        if (sf && sf->loc == SCHED_INLINE) n += func_size(user, e->func) * (e->nargs ? 2 : 1);
+    }
+    return n;
+}
+
+typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
+
+static double inline_func_size(void *user, const sc_func *g) {
+    size_ctx *z = user;
+    if (z->memo[g->id] >= 0) return z->memo[g->id];
+    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
+    double v = fusion_inlined_size(z->s, g->stages[0].value, inline_func_size, z);
+    z->memo[g->id] = v;
+    return v;
+}
+
+double fusion_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
+    size_ctx z = { p, s, xcalloc((size_t)p->funcs.n + 1, sizeof(double)) };
+    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
+    double best = 0;
+    if (worst) *worst = -1;
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = p->funcs.items[i];
+        const sched_func *sf = s->f[i];
+        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
+        for (int st = 0; st < f->nstages; st++) {
+            double v = fusion_inlined_size(s, f->stages[st].value, inline_func_size, &z);
+            if (v > best) { best = v; if (worst) *worst = i; }
+        }
+    }
+    free(z.memo);
+    return best;
+}

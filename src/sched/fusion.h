@@ -67,4 +67,16 @@ int fusion_lca(fusion_graph *g, const sched_state *s, int fid, sched_loc loc);
  * -1 when its placement breaks the rules. */
 int fusion_stage_at(fusion_graph *g, const sched_state *s, int fid);
 
+/* Tree size of e once the inline Funcs of s are substituted: each
+ * occurrence of an inline call costs its Func's size (func_size: the size
+ * of its value, itself inlined) plus its arguments once per use.  The
+ * one measure lowering's limit (FUSION_MAX_INLINED), the model and the
+ * search's pruning use. */
+typedef double (*fusion_size_fn)(void *user, const sc_func *g);
+double fusion_inlined_size(const sched_state *s, const sc_expr *e, fusion_size_fn func_size, void *user);
+/* The largest stage expression of a non-inline Func of s so measured
+ * (undecided Funcs count as not inline); *worst gets that Func (may be
+ * NULL). */
+double fusion_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst);
+
 #endif

@@ -276,48 +276,8 @@ int legal_tile(legal_ctx *x, const sched_state *s, int fid, int st, sched_loc lo
     return block_tile(x, s, fid, st, at, t, err, errlen);
 }
 
-/* ---- inlined expression size ------------------------------------------------ */
-
-typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
-
-static double inlined_size(size_ctx *z, const sc_expr *e);
-
-static double inline_func_size(size_ctx *z, const sc_func *g) {
-    if (z->memo[g->id] >= 0) return z->memo[g->id];
-    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
-    double v = inlined_size(z, g->stages[0].value);
-    z->memo[g->id] = v;
-    return v;
-}
-
-/* Tree size of e once inline Funcs are substituted (each occurrence of an
- * inline call costs its Func's size plus its arguments once per use). */
-static double inlined_size(size_ctx *z, const sc_expr *e) {
-    double n = 1;
-    for (int i = 0; i < e->nargs; i++) n += inlined_size(z, e->args[i]);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id < z->s->nfuncs) {
-        const sched_func *sf = z->s->f[e->func->id];
-        if (sf && sf->loc == SCHED_INLINE) n += inline_func_size(z, e->func) * (e->nargs ? 2 : 1);
-    }
-    return n;
-}
-
 double legal_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
-    size_ctx z = { p, s, xcalloc((size_t)p->funcs.n + 1, sizeof(double)) };
-    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
-    double best = 0;
-    if (worst) *worst = -1;
-    for (int i = 0; i < p->funcs.n; i++) {
-        const sc_func *f = p->funcs.items[i];
-        const sched_func *sf = s->f[i];
-        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
-        for (int st = 0; st < f->nstages; st++) {
-            double v = inlined_size(&z, f->stages[st].value);
-            if (v > best) { best = v; if (worst) *worst = i; }
-        }
-    }
-    free(z.memo);
-    return best;
+    return fusion_max_inlined_size(p, s, worst);
 }
 
 /* ---- footprints ----------------------------------------------------------- */
