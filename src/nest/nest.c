@@ -543,8 +543,9 @@ typedef struct {
     int nleaf, capleaf;
     sc_expr **ldef;                /* [leaf] its value (NULL: not evaluable) */
     int64_t *lval;
-    unsigned *lstamp;
-    unsigned stamp;
+    uint64_t *lstamp;              /* [leaf] when its value was computed */
+    bool *ltid;                    /* [leaf] it depends on the thread index */
+    uint64_t stamp, block_stamp;   /* the current position, its block's start */
     int64_t bid, tid;
     bool has_tid;
 } build;
@@ -568,6 +569,14 @@ static int pure_loops(const nest_ctx *x, const sc_func *f, int st, int *dims, in
     return l->npure;
 }
 
+/* Whether e (exact mode) depends on the thread index. */
+static bool uses_tid(const build *w, const sc_expr *e) {
+    if (e->kind == E_VAR) return e->c.i == -2 || (e->c.i >= 0 && e->c.i < w->nleaf && w->ltid[e->c.i]);
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_tid(w, e->args[i])) return true;
+    return false;
+}
+
 /* A fresh symbol; def: its value in exact mode (NULL: none). */
 static org fresh_def(build *w, sc_expr *def) {
     org o = { fp_hash_leaf(++w->leaf), 0, NULL };
@@ -576,12 +585,14 @@ static org fresh_def(build *w, sc_expr *def) {
         w->capleaf = w->capleaf ? 2 * w->capleaf : 64;
         w->ldef = realloc(w->ldef, sizeof(sc_expr *) * (size_t)w->capleaf);
         w->lval = realloc(w->lval, sizeof(int64_t) * (size_t)w->capleaf);
-        w->lstamp = realloc(w->lstamp, sizeof(unsigned) * (size_t)w->capleaf);
-        if (!w->ldef || !w->lval || !w->lstamp) abort();
+        w->lstamp = realloc(w->lstamp, sizeof(uint64_t) * (size_t)w->capleaf);
+        w->ltid = realloc(w->ltid, sizeof(bool) * (size_t)w->capleaf);
+        if (!w->ldef || !w->lval || !w->lstamp || !w->ltid) abort();
     }
     int id = w->nleaf++;
     w->ldef[id] = def;
     w->lstamp[id] = 0;
+    w->ltid[id] = def && uses_tid(w, def);
     char name[32];
     snprintf(name, sizeof name, "L%d", id);
     sc_expr *v = ir_alloc(w->xa, sizeof *v);
@@ -615,7 +626,9 @@ static bool leaf_value(void *user, const sc_expr *e, int64_t *out) {
     if (id == -1) { *out = w->bid; return true; }
     if (id == -2) { *out = w->tid; return w->has_tid; }
     if (id < 0 || id >= w->nleaf || !w->ldef[id]) return false;
-    if (w->lstamp[id] != w->stamp) {
+    /* a value is kept for the block, or for one position if it depends
+     * on the thread index */
+    if (w->lstamp[id] < (w->ltid[id] ? w->stamp : w->block_stamp)) {
         if (!fp_ieval(w->ldef[id], leaf_value, w, &w->lval[id])) return false;
         w->lstamp[id] = w->stamp;
     }
@@ -623,29 +636,43 @@ static bool leaf_value(void *user, const sc_expr *e, int64_t *out) {
     return true;
 }
 
-/* lowering's hull_extent: the largest max(hi) - min(lo) + 1 over every
- * block (and thread), or -1. */
-static int64_t hull_extent(build *w, int n, sc_expr **lo, sc_expr **hi, bool thread) {
+/* lowering's hull_extent over the spans sp[i * stride] (i < n), each
+ * clamped into prod's region (fp_same_union): the largest max(hi) -
+ * min(lo) + 1 over every block (and thread), or -1.  Each span's symbol is
+ * evaluated once per position, symbols that do not depend on the thread
+ * once per block, and when no span depends on the thread one position
+ * per block stands for all its threads (they give the same value). */
+static int64_t hull_extent(build *w, const sc_func *prod, int d, int n, const fp_span *sp, int stride, bool thread) {
     int64_t nb = w->ke->k.nblocks, nt = thread ? w->ke->k.nthreads : 1, best = 0;
     if ((double)nb * (double)nt > (double)NEST_HULL_POSITIONS) return -1;
+    const bounds_func *pb = &w->x->b->funcs[prod->id];
+    int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
+    bool any_tid = false;
+    for (int i = 0; i < n; i++) any_tid |= sp[i * stride].sym && uses_tid(w, sp[i * stride].sym);
+    if (!any_tid) nt = 1;
     w->has_tid = thread;
-    for (int64_t b = 0; b < nb && best >= 0; b++)
+    for (int64_t b = 0; b < nb && best >= 0; b++) {
+        w->bid = b;
+        w->block_stamp = w->stamp + 1;
         for (int64_t t = 0; t < nt && best >= 0; t++) {
-            w->bid = b;
             w->tid = t;
-            if (++w->stamp == 0) {
-                memset(w->lstamp, 0, sizeof(unsigned) * (size_t)w->nleaf);
-                w->stamp = 1;
-            }
+            w->stamp++;
             int64_t mn = 0, mx = 0;
             for (int i = 0; i < n; i++) {
-                int64_t a, c;
-                if (!fp_ieval(lo[i], leaf_value, w, &a) || !fp_ieval(hi[i], leaf_value, w, &c)) { best = -1; break; }
-                if (i == 0 || a < mn) mn = a;
-                if (i == 0 || c > mx) mx = c;
+                const fp_span *v = &sp[i * stride];
+                int64_t base = 0;
+                if (v->sym && !fp_ieval(v->sym, leaf_value, w, &base)) { best = -1; break; }
+                int64_t lo = base + v->lo, hi = base + v->hi;
+                lo = lo < rmax ? lo : rmax;
+                lo = lo > rmin ? lo : rmin;
+                hi = hi < rmax ? hi : rmax;
+                hi = hi > rmin ? hi : rmin;
+                if (i == 0 || lo < mn) mn = lo;
+                if (i == 0 || hi > mx) mx = hi;
             }
             if (best >= 0 && mx - mn + 1 > best) best = mx - mn + 1;
         }
+    }
     return best;
 }
 
@@ -796,7 +823,7 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         fp_span u;
         sc_expr *least;
         if (!fp_same_union(w->xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
-            u = fp_hull_span(w->x->b, prod, d, least, hull_extent(w, nb, lo, hi, thread));
+            u = fp_hull_span(w->x->b, prod, d, least, hull_extent(w, prod, d, nb, &sp[d], SC_MAX_DIMS, thread));
         ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(w->xa, w->x->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? konst(o->c.i) : fresh_def(w, o);
@@ -1480,6 +1507,7 @@ done:
     free(w.ldef);
     free(w.lval);
     free(w.lstamp);
+    free(w.ltid);
     free(mem_ids);
     return out;
 }
