@@ -17,6 +17,7 @@
 #include "analysis.h"
 #include "footprint.h"
 #include "fusion.h"
+#include "hull.h"
 #include "nest.h"
 
 #define TABLE 4096   /* hash buckets (chained) */
@@ -537,17 +538,8 @@ typedef struct {
     uint64_t leaf;
     /* Exact mode, for a kernel with a Func fused into several consumers:
      * every symbol is a variable defined as lowering's LET of it is, so
-     * the hull of the consumers' boxes can be evaluated at every block
-     * and thread (lower.c, hull_extent). */
-    ir_arena *xa;                  /* NULL: hashes only */
-    int nleaf, capleaf;
-    sc_expr **ldef;                /* [leaf] its value (NULL: not evaluable) */
-    int64_t *lval;
-    uint64_t *lstamp;              /* [leaf] when its value was computed */
-    bool *ltid;                    /* [leaf] it depends on the thread index */
-    uint64_t stamp, block_stamp;   /* the current position, its block's start */
-    int64_t bid, tid;
-    bool has_tid;
+     * the hull of the consumers' boxes can be evaluated (hull.h). */
+    hull_syms hs;                  /* hs.xa NULL: hashes only */
 } build;
 
 static int failf(build *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -569,112 +561,17 @@ static int pure_loops(const nest_ctx *x, const sc_func *f, int st, int *dims, in
     return l->npure;
 }
 
-/* Whether e (exact mode) depends on the thread index. */
-static bool uses_tid(const build *w, const sc_expr *e) {
-    if (e->kind == E_VAR) return e->c.i == -2 || (e->c.i >= 0 && e->c.i < w->nleaf && w->ltid[e->c.i]);
-    for (int i = 0; i < e->nargs; i++)
-        if (uses_tid(w, e->args[i])) return true;
-    return false;
-}
-
 /* A fresh symbol; def: its value in exact mode (NULL: none). */
 static org fresh_def(build *w, sc_expr *def) {
     org o = { fp_hash_leaf(++w->leaf), 0, NULL };
-    if (!w->xa) return o;
-    if (w->nleaf == w->capleaf) {
-        w->capleaf = w->capleaf ? 2 * w->capleaf : 64;
-        w->ldef = realloc(w->ldef, sizeof(sc_expr *) * (size_t)w->capleaf);
-        w->lval = realloc(w->lval, sizeof(int64_t) * (size_t)w->capleaf);
-        w->lstamp = realloc(w->lstamp, sizeof(uint64_t) * (size_t)w->capleaf);
-        w->ltid = realloc(w->ltid, sizeof(bool) * (size_t)w->capleaf);
-        if (!w->ldef || !w->lval || !w->lstamp || !w->ltid) abort();
-    }
-    int id = w->nleaf++;
-    w->ldef[id] = def;
-    w->lstamp[id] = 0;
-    w->ltid[id] = def && uses_tid(w, def);
-    char name[32];
-    snprintf(name, sizeof name, "L%d", id);
-    sc_expr *v = ir_alloc(w->xa, sizeof *v);
-    v->kind = E_VAR;
-    v->type = SC_I32;
-    v->name = ir_strdup(w->xa, name);
-    v->c.i = id;
-    o.sym = v;
+    if (w->hs.xa) o.sym = hull_sym(&w->hs, def);
     return o;
 }
 static org fresh(build *w) { return fresh_def(w, NULL); }
 static org konst(int64_t v) { org o = { 0, v, NULL }; return o; }
 
 /* An origin as an expression (exact mode). */
-static sc_expr *org_expr(build *w, org o) { return o.h ? o.sym : fp_int(w->xa, o.v); }
-
-static sc_expr *pos_var(build *w, const char *name, int64_t which) {
-    sc_expr *v = ir_alloc(w->xa, sizeof *v);
-    v->kind = E_VAR;
-    v->type = SC_I32;
-    v->name = name;
-    v->c.i = which;
-    return v;
-}
-
-/* The value of a variable at the current position: bid, tid (c.i -1, -2)
- * or a symbol, evaluated once per position. */
-static bool leaf_value(void *user, const sc_expr *e, int64_t *out) {
-    build *w = user;
-    int64_t id = e->c.i;
-    if (id == -1) { *out = w->bid; return true; }
-    if (id == -2) { *out = w->tid; return w->has_tid; }
-    if (id < 0 || id >= w->nleaf || !w->ldef[id]) return false;
-    /* a value is kept for the block, or for one position if it depends
-     * on the thread index */
-    if (w->lstamp[id] < (w->ltid[id] ? w->stamp : w->block_stamp)) {
-        if (!fp_ieval(w->ldef[id], leaf_value, w, &w->lval[id])) return false;
-        w->lstamp[id] = w->stamp;
-    }
-    *out = w->lval[id];
-    return true;
-}
-
-/* lowering's hull_extent over the spans sp[i * stride] (i < n), each
- * clamped into prod's region (fp_same_union): the largest max(hi) -
- * min(lo) + 1 over every block (and thread), or -1.  Each span's symbol is
- * evaluated once per position, symbols that do not depend on the thread
- * once per block, and when no span depends on the thread one position
- * per block stands for all its threads (they give the same value). */
-static int64_t hull_extent(build *w, const sc_func *prod, int d, int n, const fp_span *sp, int stride, bool thread) {
-    int64_t nb = w->ke->k.nblocks, nt = thread ? w->ke->k.nthreads : 1, best = 0;
-    if ((double)nb * (double)nt > (double)NEST_HULL_POSITIONS) return -1;
-    const bounds_func *pb = &w->x->b->funcs[prod->id];
-    int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
-    bool any_tid = false;
-    for (int i = 0; i < n; i++) any_tid |= sp[i * stride].sym && uses_tid(w, sp[i * stride].sym);
-    if (!any_tid) nt = 1;
-    w->has_tid = thread;
-    for (int64_t b = 0; b < nb && best >= 0; b++) {
-        w->bid = b;
-        w->block_stamp = w->stamp + 1;
-        for (int64_t t = 0; t < nt && best >= 0; t++) {
-            w->tid = t;
-            w->stamp++;
-            int64_t mn = 0, mx = 0;
-            for (int i = 0; i < n; i++) {
-                const fp_span *v = &sp[i * stride];
-                int64_t base = 0;
-                if (v->sym && !fp_ieval(v->sym, leaf_value, w, &base)) { best = -1; break; }
-                int64_t lo = base + v->lo, hi = base + v->hi;
-                lo = lo < rmax ? lo : rmax;
-                lo = lo > rmin ? lo : rmin;
-                hi = hi < rmax ? hi : rmax;
-                hi = hi > rmin ? hi : rmin;
-                if (i == 0 || lo < mn) mn = lo;
-                if (i == 0 || hi > mx) mx = hi;
-            }
-            if (best >= 0 && mx - mn + 1 > best) best = mx - mn + 1;
-        }
-    }
-    return best;
-}
+static sc_expr *org_expr(build *w, org o) { return o.h ? o.sym : fp_int(w->hs.xa, o.v); }
 
 static fp_box make_box(const nest_ctx *x, const sc_func *f, int st, const org *base, const int64_t *n) {
     fp_box box;
@@ -812,7 +709,7 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         for (int i = 0; i < nc; i++)
             if (e->calls[box->stage][i]->func == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
         if (!n) rc = failf(w, "%s does not call %s", box->f->name, prod->name);
-        else if (fp_union(w->xa, w->x->b, prod, n, calls, bx, &sp[j * SC_MAX_DIMS], NULL, w->err, w->errlen))
+        else if (fp_union(w->hs.xa, w->x->b, prod, n, calls, bx, &sp[j * SC_MAX_DIMS], NULL, w->err, w->errlen))
             rc = -1, w->failed = true;
         free(calls);
         free(bx);
@@ -822,10 +719,12 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
     for (int d = 0; d < prod->ndims && !rc; d++) {
         fp_span u;
         sc_expr *least;
-        if (!fp_same_union(w->xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
-            u = fp_hull_span(w->x->b, prod, d, least, hull_extent(w, prod, d, nb, &sp[d], SC_MAX_DIMS, thread));
+        if (!fp_same_union(w->hs.xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
+            u = fp_hull_span(w->x->b, prod, d, least,
+                             hull_extent(&w->hs, w->ke->k.nblocks, thread ? w->ke->k.nthreads : 0,
+                                         &w->x->b->funcs[prod->id], d, nb, &sp[d], SC_MAX_DIMS));
         ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
-        sc_expr *o = fp_clip_origin(w->xa, w->x->b, prod, d, &u, ext[d], NULL);
+        sc_expr *o = fp_clip_origin(w->hs.xa, w->x->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? konst(o->c.i) : fresh_def(w, o);
     }
     free(lo);
@@ -1029,7 +928,7 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         org *fm = &w->fmin[g->id * SC_MAX_DIMS], *bm = &w->bmin[g->id * SC_MAX_DIMS];
         int64_t *fe = &w->fext[g->id * SC_MAX_DIMS], *be = &w->bext[g->id * SC_MAX_DIMS];
         int rc;
-        if (w->xa) {
+        if (w->hs.xa) {
             rc = footprint_exact(w, g, nu, boxes, fm, fe);
         } else {
             const fp_box *one = &boxes[0];
@@ -1099,11 +998,11 @@ static void thread_bases(build *w, int np, const int *threads, const org *base, 
     for (int k = 0; k < np; k++) {
         if (!base[k].h && threads[k] == 1) {
             out[k] = base[k];
-        } else if (!w->xa) {
+        } else if (!w->hs.xa) {
             out[k] = fresh(w);
         } else {
-            ir_arena *a = w->xa;
-            sc_expr *t = pos_var(w, "tid", -2);
+            ir_arena *a = w->hs.xa;
+            sc_expr *t = hull_pos(&w->hs, true);
             if (below > 1) t = fp_bin(a, SC_DIV, t, fp_int(a, below));
             if (k < np - 1 || below > 1) t = fp_bin(a, SC_MOD, t, fp_int(a, threads[k]));
             if (threads[k] == 1) t = fp_int(a, 0);
@@ -1204,11 +1103,11 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     for (int q = 0; q < np; q++) {
         if (nb[q] == 1) {
             base[q] = konst(mn[q]);
-        } else if (!w->xa) {
+        } else if (!w->hs.xa) {
             base[q] = fresh(w);
         } else {
-            ir_arena *a = w->xa;
-            sc_expr *b = pos_var(w, "bid", -1);
+            ir_arena *a = w->hs.xa;
+            sc_expr *b = hull_pos(&w->hs, false);
             if (below > 1) b = fp_bin(a, SC_DIV, b, fp_int(a, below));
             if (q < np - 1) b = fp_bin(a, SC_MOD, b, fp_int(a, nb[q]));
             base[q] = fresh_def(w, fp_bin(a, SC_ADD, fp_int(a, mn[q]), fp_bin(a, SC_MUL, b, fp_int(a, blk[q]))));
@@ -1310,11 +1209,9 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
     /* exact mode when a member has several consumers (a hull to evaluate) */
     bool exact = false;
     for (int i = 0; i < nmem && !exact; i++) exact = fusion_consumers(x->graph, w->s, mem_ids[i], x->uses) > 1;
-    w->xa = exact ? ir_arena_new() : NULL;
-    w->nleaf = 0;
+    hull_begin(&w->hs, exact);
     build_kernel(w, r, st);
-    if (w->xa) ir_arena_free(w->xa);
-    w->xa = NULL;
+    hull_end(&w->hs);
     if (w->failed) return NULL;   /* the arena keeps the partial entry; it is not cached */
     if (ke->k.root) {
         finish_stage(ke->root_stage, ke->k.nblocks, true);
@@ -1504,10 +1401,7 @@ done:
     free(w.bmin);
     free(w.fext);
     free(w.bext);
-    free(w.ldef);
-    free(w.lval);
-    free(w.lstamp);
-    free(w.ltid);
+    hull_free(&w.hs);
     free(mem_ids);
     return out;
 }

@@ -1,0 +1,57 @@
+/*
+ * hull.h - the hull of several consumers' footprints of a fused Func,
+ * found as lowering finds it (lower.c, footprint_union): the largest
+ * extent of the hull of the consumers' spans over every block (and, at
+ * thread level, every thread) of the kernel.
+ *
+ * The loop-nest model keeps, while it builds a kernel with such a Func,
+ * a table of its symbols: each is a variable ("L<n>", its number in c.i)
+ * defined by the expression lowering's LET of it has, in terms of the
+ * block index, the thread index (variables with c.i -1 and -2) and
+ * earlier symbols.  hull_extent evaluates the spans over the positions,
+ * each symbol once per position, or once per block when it does not
+ * depend on the thread.
+ *
+ * Memory: the variables and definitions live in the table's arena, made
+ * by hull_begin and dropped by hull_end; hull_free releases the table.
+ */
+#ifndef SC_HULL_H
+#define SC_HULL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "bounds.h"
+#include "footprint.h"
+#include "ir.h"
+
+typedef struct {
+    ir_arena *xa;                  /* NULL: no table (hashes only) */
+    int nleaf, capleaf;
+    sc_expr **ldef;                /* [symbol] its value (NULL: not evaluable) */
+    int64_t *lval;
+    uint64_t *lstamp;              /* [symbol] when its value was computed */
+    bool *ltid;                    /* [symbol] it depends on the thread index */
+    uint64_t stamp, block_stamp;   /* the current position, its block's start */
+    int64_t bid, tid;
+    bool has_tid;
+} hull_syms;
+
+/* Starts a kernel: a table (and its arena) when on, else none. */
+void hull_begin(hull_syms *h, bool on);
+void hull_end(hull_syms *h);
+void hull_free(hull_syms *h);
+
+/* A new symbol's variable, defined by def (NULL: never evaluated). */
+sc_expr *hull_sym(hull_syms *h, sc_expr *def);
+/* The thread index (thread) or the block index as a variable. */
+sc_expr *hull_pos(hull_syms *h, bool thread);
+
+/* The largest max(hi) - min(lo) + 1 of the spans sp[i * stride] (i < n)
+ * of dimension d of a Func of region pb, each clamped into the region,
+ * over nblocks blocks and nthreads threads each (0: block level, the
+ * thread index unbound); -1 when something cannot be evaluated or there
+ * are more than NEST_HULL_POSITIONS positions (nest.h). */
+int64_t hull_extent(hull_syms *h, int64_t nblocks, int64_t nthreads, const bounds_func *pb, int d, int n,
+                    const fp_span *sp, int stride);
+
+#endif
