@@ -10,7 +10,12 @@
  * block index, the thread index (variables with c.i -1 and -2) and
  * earlier symbols.  hull_extent evaluates the spans over the positions,
  * each symbol once per position, or once per block when it does not
- * depend on the thread.
+ * depend on the thread.  The symbols depend on the indices only through
+ * their digits (each loop's tile index), so when the spans use the digits
+ * of one split of each index, the digits' values are enumerated instead of
+ * the positions: every combination occurs at some position, and every
+ * position gives one of them, so the largest extent is the same, found
+ * over (often far) fewer cases.
  *
  * Memory: the variables and definitions live in the table's arena, made
  * by hull_begin and dropped by hull_end; hull_free releases the table.
@@ -34,6 +39,14 @@ typedef struct {
     uint64_t stamp, block_stamp;   /* the current position, its block's start */
     int64_t bid, tid;
     bool has_tid;
+    /* digits: (index / below) % range (no mod: index / below) of the
+     * block or thread index, one split (one tiling) each */
+    int ndig, capdig, nsplit;
+    int64_t *dbelow, *drange, *dval;
+    bool *dthread, *dmod;
+    int *dsplit;
+    uint64_t *lmask;               /* [symbol] the digits it depends on */
+    bool by_digit;                 /* values come from dval */
 } hull_syms;
 
 /* Starts a kernel: a table (and its arena) when on, else none. */
@@ -43,8 +56,11 @@ void hull_free(hull_syms *h);
 
 /* A new symbol's variable, defined by def (NULL: never evaluated). */
 sc_expr *hull_sym(hull_syms *h, sc_expr *def);
-/* The thread index (thread) or the block index as a variable. */
-sc_expr *hull_pos(hull_syms *h, bool thread);
+/* A new split of the block (thread false) or thread index, and a digit
+ * of it as a variable: (index / below) % range, or index / below when
+ * !mod (the last digit; range: its count). */
+int hull_split(hull_syms *h);
+sc_expr *hull_digit(hull_syms *h, int split, bool thread, int64_t below, int64_t range, bool mod);
 
 /* The largest max(hi) - min(lo) + 1 of the spans sp[i * stride] (i < n)
  * of dimension d of a Func of region pb, each clamped into the region,

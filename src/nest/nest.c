@@ -995,6 +995,7 @@ static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, 
  * symbol defined as lowering's LET. */
 static void thread_bases(build *w, int np, const int *threads, const org *base, const int64_t *per, org *out) {
     int64_t below = 1;
+    int split = w->hs.xa ? hull_split(&w->hs) : 0;
     for (int k = 0; k < np; k++) {
         if (!base[k].h && threads[k] == 1) {
             out[k] = base[k];
@@ -1002,10 +1003,8 @@ static void thread_bases(build *w, int np, const int *threads, const org *base, 
             out[k] = fresh(w);
         } else {
             ir_arena *a = w->hs.xa;
-            sc_expr *t = hull_pos(&w->hs, true);
-            if (below > 1) t = fp_bin(a, SC_DIV, t, fp_int(a, below));
-            if (k < np - 1 || below > 1) t = fp_bin(a, SC_MOD, t, fp_int(a, threads[k]));
-            if (threads[k] == 1) t = fp_int(a, 0);
+            bool mod = k < np - 1 || below > 1;
+            sc_expr *t = threads[k] == 1 ? fp_int(a, 0) : hull_digit(&w->hs, split, true, below, threads[k], mod);
             out[k] = fresh_def(w, fp_bin(a, SC_ADD, org_expr(w, base[k]), fp_bin(a, SC_MUL, t, fp_int(a, per[k]))));
         }
         below *= threads[k];
@@ -1100,6 +1099,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     ke->k.nthreads = (int)nthreads;
     org base[SC_MAX_DIMS], tb[SC_MAX_DIMS], reg[SC_MAX_DIMS];
     int64_t below = 1;
+    int split = w->hs.xa ? hull_split(&w->hs) : 0;
     for (int q = 0; q < np; q++) {
         if (nb[q] == 1) {
             base[q] = konst(mn[q]);
@@ -1107,9 +1107,7 @@ static void build_kernel(build *w, const sc_func *r, int st) {
             base[q] = fresh(w);
         } else {
             ir_arena *a = w->hs.xa;
-            sc_expr *b = hull_pos(&w->hs, false);
-            if (below > 1) b = fp_bin(a, SC_DIV, b, fp_int(a, below));
-            if (q < np - 1) b = fp_bin(a, SC_MOD, b, fp_int(a, nb[q]));
+            sc_expr *b = hull_digit(&w->hs, split, false, below, nb[q], q < np - 1);
             base[q] = fresh_def(w, fp_bin(a, SC_ADD, fp_int(a, mn[q]), fp_bin(a, SC_MUL, b, fp_int(a, blk[q]))));
         }
         below *= nb[q];
