@@ -216,20 +216,9 @@ int64_t hull_extent(hull_syms *h, int64_t nblocks, int64_t nthreads, const bound
         for (int64_t t = 0; t < nt && best >= 0; t++) {
             h->tid = t;
             h->stamp++;
-            int64_t mn = 0, mx = 0;
-            for (int i = 0; i < n; i++) {
-                const fp_span *v = &sp[i * stride];
-                int64_t base = 0;
-                if (v->sym && !fp_ieval(v->sym, value_of, h, &base)) { best = -1; break; }
-                int64_t lo = base + v->lo, hi = base + v->hi;
-                lo = lo < rmax ? lo : rmax;
-                lo = lo > rmin ? lo : rmin;
-                hi = hi < rmax ? hi : rmax;
-                hi = hi > rmin ? hi : rmin;
-                if (i == 0 || lo < mn) mn = lo;
-                if (i == 0 || hi > mx) mx = hi;
-            }
-            if (best >= 0 && mx - mn + 1 > best) best = mx - mn + 1;
+            int64_t e1 = one_case(h, rmin, rmax, n, sp, stride);
+            if (e1 < 0) best = -1;
+            else if (e1 > best) best = e1;
         }
     }
     return best;
