@@ -88,6 +88,7 @@ static int nschedules(void) {
  * and every prefix of the walk builds, modelling only decided Funcs. */
 static void model_equals_kernel_ir(void) {
     target t = a100();
+    int multi = 0;                 /* fused Funcs with several consumers */
     char **names, err[1024];
     int n = apps_list("apps", &names, err, sizeof err);
     CHECK(n >= 17);
@@ -100,6 +101,8 @@ static void model_equals_kernel_ir(void) {
         CHECK(b != NULL);
         if (!b) { sc_pipeline_free(p); continue; }
         nest_ctx *x = nest_ctx_new(p, b);
+        fusion_graph *g = fusion_graph_new(p);
+        fusion_use *uses = calloc((size_t)fusion_max_uses(g) + 1, sizeof *uses);
         int ok = 0, total = nschedules(), fused = 0, partial = 0;
         for (int k = 0; k < total; k++) {
             space_opts o = { &t, k % 2 == 1 };
@@ -116,7 +119,11 @@ static void model_equals_kernel_ir(void) {
             char what[300];
             snprintf(what, sizeof what, "%s seed %d", names[i], k + 1);
             if (m && prog && compare(what, p, m, prog) == 0) ok++;
-            for (int f = 0; m && f < p->funcs.n; f++) fused += m->funcs[f] && m->funcs[f]->loc != SCHED_ROOT;
+            for (int f = 0; m && f < p->funcs.n; f++) {
+                bool fu = m->funcs[f] && m->funcs[f]->loc != SCHED_ROOT;
+                fused += fu;
+                multi += fu && fusion_consumers(g, s, f, uses) > 1;
+            }
             nest_free(m);
             /* built from scratch (no kernel reuse), the same */
             if (k < 3) {
@@ -144,10 +151,13 @@ static void model_equals_kernel_ir(void) {
         check_report(ok == total, "%s: model equals kernel IR on %d/%d schedules (%d fused Funcs), %d partial states",
                      names[i], ok, total, fused, partial);
         nest_ctx_free(x);
+        fusion_graph_free(g);
+        free(uses);
         bounds_free(b);
         sc_pipeline_free(p);
     }
     apps_free_names(names, n);
+    check_report(multi > 0, "the random schedules fuse %d Funcs into several consumers", multi);
 }
 
 static sc_pipeline *parse(const char *text) {
@@ -160,6 +170,54 @@ static sc_func *func_named(const sc_pipeline *p, const char *name) {
     for (int i = 0; i < p->funcs.n; i++)
         if (!strcmp(((sc_func *)p->funcs.items[i])->name, name)) return p->funcs.items[i];
     return NULL;
+}
+
+/* g is read by a (x, x + 1) and b (y, y + 1), both fused into out: g
+ * fused at their common ancestor out gets the hull of their footprints. */
+static const char *TWO_CONSUMERS =
+    "input f32 in(66, 66);\n"
+    "g(x, y) = in(x, y) * 2.0;\n"
+    "a(x, y) = g(x, y) + g(x + 1, y);\n"
+    "b(x, y) = g(x, y) + g(x, y + 1);\n"
+    "out(x, y) = a(x, y) + b(x, y);\n"
+    "output out(64, 64);\n";
+
+/* Block level: per 16x16 block a and b are 16x16, g the hull 17x17 (not
+ * its 65x65 region); thread level (one point per thread): a and b 1x1, g
+ * 2x2.  The model equals lowering on both. */
+static void multi_consumer_hull(void) {
+    sc_pipeline *p = parse(TWO_CONSUMERS);
+    bounds_result *b = bounds_infer(p);
+    const char *texts[2] = {
+        "schedule t;\nout: root [x=16x1 y=16x1];\na: block of out [x=16 y=16];\nb: block of out [x=16 y=16];\n"
+        "g: block of out [x=16 y=16];\n",
+        "schedule t;\nout: root [x=16x1 y=16x1];\na: thread of out;\nb: thread of out;\ng: thread of out;\n" };
+    const int64_t want[2] = { 17, 2 };
+    for (int i = 0; i < 2; i++) {
+        ir_arena *a = ir_arena_new();
+        char err[512];
+        sched_state *s = sched_parse(a, p, "t.sched", texts[i], err, sizeof err);
+        if (!s) fprintf(stderr, "%s\n", err);
+        CHECK(s != NULL);
+        nest_ctx *x = nest_ctx_new(p, b);
+        nest *m = s ? nest_build(x, s, err, sizeof err) : NULL;
+        if (s && !m) fprintf(stderr, "%s\n", err);
+        CHECK(m != NULL);
+        lower_program *prog = s ? lower_schedule(a, p, b, s, err, sizeof err) : NULL;
+        CHECK(prog != NULL);
+        if (m) {
+            const nest_func *gf = m->funcs[func_named(p, "g")->id], *af = m->funcs[func_named(p, "a")->id];
+            CHECK(gf && gf->extent[0] == want[i] && gf->extent[1] == want[i]);
+            CHECK(gf && gf->mem == (i ? NEST_REGISTER : NEST_SHARED));
+            CHECK(af && af->extent[0] == want[i] - 1 && af->extent[1] == want[i] - 1);
+            CHECK(!prog || compare(i ? "thread hull" : "block hull", p, m, prog) == 0);
+        }
+        nest_free(m);
+        nest_ctx_free(x);
+        ir_arena_free(a);
+    }
+    bounds_free(b);
+    sc_pipeline_free(p);
 }
 
 static const char *STENCIL =
@@ -333,6 +391,7 @@ int main(void) {
     RUN(thread_stencil);
     RUN(partial_state);
     RUN(transpose_strides);
+    RUN(multi_consumer_hull);
     model_equals_kernel_ir();
     CHECK_EXIT();
 }

@@ -83,11 +83,7 @@ static sc_expr *node(ctx *c, ir_kind kind, sc_type t, int nargs) {
     return e;
 }
 
-static sc_expr *mk_int(ctx *c, int64_t v) {
-    sc_expr *e = node(c, E_CONST, SC_I32, 0);
-    e->c.i = v;
-    return e;
-}
+static sc_expr *mk_int(ctx *c, int64_t v) { return fp_int(c->arena, v); }
 
 static sc_expr *mk_var(ctx *c, const char *name) {
     sc_expr *e = node(c, E_VAR, SC_I32, 0);
@@ -95,28 +91,8 @@ static sc_expr *mk_var(ctx *c, const char *name) {
     return e;
 }
 
-static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) {
-    if (op == SC_ADD && b->kind == E_CONST && b->c.i == 0) return a;
-    if (op == SC_ADD && a->kind == E_CONST && a->c.i == 0) return b;
-    if (op == SC_MUL && b->kind == E_CONST && b->c.i == 1) return a;
-    if (op == SC_SUB && b->kind == E_CONST && b->c.i == 0) return a;
-    if (a->kind == E_CONST && b->kind == E_CONST && a->type == SC_I32 && b->type == SC_I32) {
-        int64_t x = a->c.i, y = b->c.i;
-        switch (op) {
-        case SC_ADD: return mk_int(c, x + y);
-        case SC_SUB: return mk_int(c, x - y);
-        case SC_MUL: return mk_int(c, x * y);
-        case SC_MIN: return mk_int(c, x < y ? x : y);
-        case SC_MAX: return mk_int(c, x > y ? x : y);
-        default: break;
-        }
-    }
-    sc_expr *e = node(c, E_BINARY, op >= SC_EQ && op <= SC_OR ? SC_BOOL : SC_I32, 2);
-    e->op = op;
-    e->args[0] = a;
-    e->args[1] = b;
-    return e;
-}
+/* Integer nodes with lowering's folding (footprint.h). */
+static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) { return fp_bin(c->arena, op, a, b); }
 
 /* A fresh variable name for this kernel, from a readable stem. */
 static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -365,46 +341,22 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
 typedef struct { int n; const char **names; int64_t *vals; } ienv;
 
 /* The most tile positions the hull of several consumers' boxes is found
- * over (hull_extent): a union of thread-level footprints at a large size
- * (a thread per output point) takes the Func's whole region instead,
- * which the register limit then refuses. */
-#define LOWER_HULL_POSITIONS (1 << 18)
+ * over (hull_extent; the model's limit, nest.h): a union of thread-level
+ * footprints at a large size (a thread per output point) takes the Func's
+ * whole region instead, which the register limit then refuses. */
+#define LOWER_HULL_POSITIONS NEST_HULL_POSITIONS
+
+static bool env_var(void *user, const sc_expr *e, int64_t *out) {
+    const ienv *env = user;
+    for (int i = env->n - 1; i >= 0; i--)
+        if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
+    for (int i = env->n - 1; i >= 0; i--)
+        if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
+    return false;
+}
 
 static bool ieval(const sc_expr *e, const ienv *env, int64_t *out) {
-    switch (e->kind) {
-    case E_CONST:
-        if (e->type == SC_F32) return false;
-        *out = e->c.i;
-        return true;
-    case E_VAR:
-        for (int i = env->n - 1; i >= 0; i--)
-            if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
-        for (int i = env->n - 1; i >= 0; i--)
-            if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
-        return false;
-    case E_BINARY: {
-        int64_t a, b;
-        if (!ieval(e->args[0], env, &a) || !ieval(e->args[1], env, &b)) return false;
-        switch (e->op) {
-        case SC_ADD: *out = a + b; return true;
-        case SC_SUB: *out = a - b; return true;
-        case SC_MUL: *out = a * b; return true;
-        case SC_MIN: *out = a < b ? a : b; return true;
-        case SC_MAX: *out = a > b ? a : b; return true;
-        case SC_DIV: case SC_MOD: {
-            if (b == 0) { *out = 0; return true; }
-            int64_t q = a / b, r = a % b;
-            if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
-            if (e->op == SC_MOD && r < 0) r += b < 0 ? -b : b;
-            *out = e->op == SC_DIV ? q : r;
-            return true;
-        }
-        default: return false;
-        }
-    }
-    default:
-        return false;
-    }
+    return fp_ieval(e, env_var, (void *)env, out);
 }
 
 /* Runs the LETs of seq (top level) into env; false if one cannot be
@@ -487,39 +439,13 @@ static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, in
         }
     }
     bool thread = c->s->f[prod->id]->loc == SCHED_THREAD;
-    const bounds_func *pb = &c->b->funcs[prod->id];
+    sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
+    sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
     for (int d = 0; d < prod->ndims; d++) {
-        fp_span u = sp[d];
-        bool same = true;
-        for (int i = 1; i < nb; i++) {
-            const fp_span *v = &sp[i * SC_MAX_DIMS + d];
-            if (v->h != u.h) same = false;
-            if (v->lo < u.lo) u.lo = v->lo;
-            if (v->hi > u.hi) u.hi = v->hi;
-        }
-        if (!same) {
-            sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
-            sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
-            sc_expr *least = NULL;
-            for (int i = 0; i < nb; i++) {
-                const fp_span *v = &sp[i * SC_MAX_DIMS + d];
-                /* clamped into prod's region: no consumer needs a point
-                 * outside it (tiles past their region are guarded) */
-                int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
-                lo[i] = v->sym ? mk_bin(c, SC_ADD, v->sym, mk_int(c, v->lo)) : mk_int(c, v->lo);
-                hi[i] = v->sym ? mk_bin(c, SC_ADD, v->sym, mk_int(c, v->hi)) : mk_int(c, v->hi);
-                lo[i] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, lo[i], mk_int(c, rmax)), mk_int(c, rmin));
-                hi[i] = mk_bin(c, SC_MAX, mk_bin(c, SC_MIN, hi[i], mk_int(c, rmax)), mk_int(c, rmin));
-                least = least ? mk_bin(c, SC_MIN, least, lo[i]) : lo[i];
-            }
-            int64_t e = hull_extent(c, nb, lo, hi, thread ? seq : NULL);
-            if (e < 1) {
-                /* the whole region: always enough */
-                u = (fp_span){ true, false, NULL, 0, pb->min[d], pb->min[d] + pb->extent[d] - 1 };
-            } else {
-                u = (fp_span){ true, false, least, 1, 0, e - 1 };
-            }
-        }
+        fp_span u;
+        sc_expr *least;
+        if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
+            u = fp_hull_span(c->b, prod, d, least, hull_extent(c, nb, lo, hi, thread ? seq : NULL));
         ext[d] = fp_clip_extent(c->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? o : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), o);
@@ -659,7 +585,7 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, 
         }
         if (elems > LOWER_STAGE_ELEMS || elems >= r.calls[i] * loads) continue;
         /* the register estimate (legal.h) sets this much aside per kernel */
-        if (k->staged_elems + elems > LEGAL_STAGED_REGISTERS) continue;
+        if (k->staged_elems + elems > NEST_STAGED_REGISTERS) continue;
         for (int d = 0; d < prod->ndims; d++) {
             sc_expr *lo = dims[d].sym ? mk_bin(c, SC_ADD, dims[d].sym, mk_int(c, dims[d].lo)) : mk_int(c, dims[d].lo);
             mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);

@@ -339,3 +339,69 @@ fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box) {
     }
     return st[0];
 }
+
+bool fp_ieval(const sc_expr *e, fp_var_fn var, void *user, int64_t *out) {
+    switch (e->kind) {
+    case E_CONST:
+        if (e->type == SC_F32) return false;
+        *out = e->c.i;
+        return true;
+    case E_VAR:
+        return var(user, e, out);
+    case E_BINARY: {
+        int64_t a, b;
+        if (!fp_ieval(e->args[0], var, user, &a) || !fp_ieval(e->args[1], var, user, &b)) return false;
+        switch (e->op) {
+        case SC_ADD: *out = a + b; return true;
+        case SC_SUB: *out = a - b; return true;
+        case SC_MUL: *out = a * b; return true;
+        case SC_MIN: *out = a < b ? a : b; return true;
+        case SC_MAX: *out = a > b ? a : b; return true;
+        case SC_DIV: case SC_MOD: {
+            if (b == 0) { *out = 0; return true; }
+            int64_t q = a / b, r = a % b;
+            if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
+            if (e->op == SC_MOD && r < 0) r += b < 0 ? -b : b;
+            *out = e->op == SC_DIV ? q : r;
+            return true;
+        }
+        default: return false;
+        }
+    }
+    default:
+        return false;
+    }
+}
+
+bool fp_same_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d, int nb,
+                   const fp_span *sp, int stride, fp_span *u, sc_expr **lo, sc_expr **hi, sc_expr **least) {
+    *u = sp[0];
+    bool same = true;
+    for (int i = 1; i < nb; i++) {
+        const fp_span *v = &sp[i * stride];
+        if (v->h != u->h) same = false;
+        if (v->lo < u->lo) u->lo = v->lo;
+        if (v->hi > u->hi) u->hi = v->hi;
+    }
+    if (same) return true;
+    const bounds_func *pb = &b->funcs[prod->id];
+    int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
+    *least = NULL;
+    for (int i = 0; i < nb; i++) {
+        const fp_span *v = &sp[i * stride];
+        /* clamped into prod's region: no consumer needs a point outside
+         * it (tiles past their region are guarded) */
+        lo[i] = v->sym ? fp_bin(arena, SC_ADD, v->sym, fp_int(arena, v->lo)) : fp_int(arena, v->lo);
+        hi[i] = v->sym ? fp_bin(arena, SC_ADD, v->sym, fp_int(arena, v->hi)) : fp_int(arena, v->hi);
+        lo[i] = fp_bin(arena, SC_MAX, fp_bin(arena, SC_MIN, lo[i], fp_int(arena, rmax)), fp_int(arena, rmin));
+        hi[i] = fp_bin(arena, SC_MAX, fp_bin(arena, SC_MIN, hi[i], fp_int(arena, rmax)), fp_int(arena, rmin));
+        *least = *least ? fp_bin(arena, SC_MIN, *least, lo[i]) : lo[i];
+    }
+    return false;
+}
+
+fp_span fp_hull_span(const bounds_result *b, const sc_func *prod, int d, sc_expr *least, int64_t e) {
+    const bounds_func *pb = &b->funcs[prod->id];
+    if (e < 1) return (fp_span){ true, false, NULL, 0, pb->min[d], pb->min[d] + pb->extent[d] - 1 };
+    return (fp_span){ true, false, least, 1, 0, e - 1 };
+}

@@ -108,6 +108,25 @@ fp_span fp_run(const fp_prog *p, const sc_expr *e, const fp_box *box);
 sc_expr *fp_int(ir_arena *arena, int64_t v);
 sc_expr *fp_bin(ir_arena *arena, sc_binop op, sc_expr *a, sc_expr *b);
 
+/* Dimension d of the union of several consumer boxes' spans of prod
+ * (sp[i * stride], i < nb; a Func fused into several consumers).  When
+ * every span has the same symbol: true, *u their union.  Otherwise false,
+ * and lo[i], hi[i] (arena) the bounds of span i clamped into prod's
+ * region, *least the least of the lo[i]: the caller finds the hull's
+ * largest extent e over its tiles and takes fp_hull_span. */
+bool fp_same_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d, int nb,
+                   const fp_span *sp, int stride, fp_span *u, sc_expr **lo, sc_expr **hi, sc_expr **least);
+/* The hull's span: origin least, extent e; the whole region when e < 1
+ * (the extent could not be found). */
+fp_span fp_hull_span(const bounds_result *b, const sc_func *prod, int d, sc_expr *least, int64_t e);
+
+/* Evaluates an integer index expression (constants, variables, + - * min
+ * max, floor division and Euclidean modulo with x / 0 = 0, the pipeline's
+ * semantics): var gives a variable's value.  false when something cannot
+ * be evaluated (a float, an unknown variable, another operation). */
+typedef bool (*fp_var_fn)(void *user, const sc_expr *var, int64_t *out);
+bool fp_ieval(const sc_expr *e, fp_var_fn var, void *user, int64_t *out);
+
 /* Hash helpers for tile symbols: a distinct non-zero hash per key. */
 uint64_t fp_hash_leaf(uint64_t key);
 

@@ -16,6 +16,8 @@
 #include <string.h>
 #include "analysis.h"
 #include "footprint.h"
+#include "fusion.h"
+#include "hull.h"
 #include "nest.h"
 
 #define TABLE 4096   /* hash buckets (chained) */
@@ -85,6 +87,8 @@ struct nest_ctx {
     kentry *ktab[TABLE];
     nest_stats stats;
     bool no_kernel_cache;
+    fusion_graph *graph;           /* the consumer graph and the fusion rules */
+    fusion_use *uses;              /* fusion_max_uses entries */
     /* scratch, sized n (one build at a time per ctx) */
     int *mark, *stack, *sig;
     uintptr_t *key;                /* a kernel key: every decision with all its tiles */
@@ -159,6 +163,8 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
         memcpy(x->direct[i], tmp, sizeof(int) * (size_t)w.n);
     }
     free(tmp);
+    x->graph = fusion_graph_new(p);
+    x->uses = xcalloc((size_t)fusion_max_uses(x->graph) + 1, sizeof(fusion_use));
     return x;
 }
 
@@ -172,6 +178,8 @@ void nest_ctx_free(nest_ctx *x) {
     free(x->stack);
     free(x->sig);
     free(x->key);
+    fusion_graph_free(x->graph);
+    free(x->uses);
     free(x);
 }
 
@@ -213,20 +221,13 @@ static int inline_sig(nest_ctx *x, const sched_state *s, int fid) {
 
 static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls);
 
-/* An inline Func's value with its own inline calls expanded: its cached
+/* An inline Func's size with its own inline calls expanded: its cached
  * sexpr (under the same state, so the same inline set). */
-static double inline_func_size(nest_ctx *x, const sched_state *s, const sc_func *g) {
-    return stages_of(x, s, g->id, false)->size;
-}
+typedef struct { nest_ctx *x; const sched_state *s; } size_user;
 
-/* Tree size once inline Funcs are substituted (lower_max_inlined_size's
- * measure). */
-static double inlined_size(nest_ctx *x, const sched_state *s, const sc_expr *e) {
-    double n = 1;
-    for (int i = 0; i < e->nargs; i++) n += inlined_size(x, s, e->args[i]);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id))
-        n += inline_func_size(x, s, e->func) * (e->nargs ? 2 : 1);
-    return n;
+static double inline_func_size(void *user, const sc_func *g) {
+    size_user *u = user;
+    return stages_of(u->x, u->s, g->id, false)->size;
 }
 
 typedef struct {
@@ -320,8 +321,7 @@ static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
     e->lin_k[st] = ir_alloc(a, m);
     e->lin_c[st] = ir_alloc(a, sizeof(int64_t) * m);
     e->prog[st] = ir_alloc(a, sizeof(fp_prog) * m);
-    int dims[SC_MAX_DIMS], which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < nl; i++) if (which[i] >= 0) dims[np++] = which[i];
+    int dims[SC_MAX_DIMS], np = fusion_pure_dims(f, st, dims);
     const char *names[SC_MAX_DIMS];
     for (int k = 0; k < np; k++) names[k] = f->vars[dims[k]];
     for (int i = 0; i < e->ncalls[st]; i++) {
@@ -503,7 +503,8 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool c
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)n);
     /* (recursion below reuses the scratch signature: it is copied) */
     for (int st = 0; st < f->nstages; st++) {
-        double v = inlined_size(x, s, f->stages[st].value);
+        size_user u = { x, s };
+        double v = fusion_inlined_size(s, f->stages[st].value, inline_func_size, &u);
         if (v > e->size) e->size = v;
     }
     e->fits = e->size <= NEST_MAX_INLINED;
@@ -515,14 +516,19 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool c
 
 /* ---- one build ----------------------------------------------------------- */
 
-typedef struct { uint64_t h; int64_t v; } org;   /* h == 0: the constant v */
+/* A tile or footprint origin: h == 0: the constant v; else an opaque
+ * symbol (with, while a kernel with a hull is built, its variable). */
+typedef struct { uint64_t h; int64_t v; sc_expr *sym; } org;
 
 typedef struct {
     nest_ctx *x;
     const sched_state *s;
     const sexpr **se;              /* [fid] for decided non-inline Funcs */
-    int *cons, *cstage;            /* consumer after inlining: -1 none, -2 several */
+    int *cstage;                   /* fused: the stage of its `at` it is computed in */
     int *root, *kstage;            /* fused: the root of its chain and its stage */
+    int *owner, *ostage;           /* fused: the stage whose group it is in (lower.c) */
+    org *fmin, *bmin;              /* [fid * SC_MAX_DIMS]: footprint per realization, */
+    int64_t *fext, *bext;          /* and per block of the kernel */
     char *err;
     size_t errlen;
     bool failed;
@@ -530,6 +536,10 @@ typedef struct {
     /* the kernel being built */
     kentry *ke;
     uint64_t leaf;
+    /* Exact mode, for a kernel with a Func fused into several consumers:
+     * every symbol is a variable defined as lowering's LET of it is, so
+     * the hull of the consumers' boxes can be evaluated (hull.h). */
+    hull_syms hs;                  /* hs.xa NULL: hashes only */
 } build;
 
 static int failf(build *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -551,8 +561,17 @@ static int pure_loops(const nest_ctx *x, const sc_func *f, int st, int *dims, in
     return l->npure;
 }
 
-static org fresh(build *w) { org o = { fp_hash_leaf(++w->leaf), 0 }; return o; }
-static org konst(int64_t v) { org o = { 0, v }; return o; }
+/* A fresh symbol; def: its value in exact mode (NULL: none). */
+static org fresh_def(build *w, sc_expr *def) {
+    org o = { fp_hash_leaf(++w->leaf), 0, NULL };
+    if (w->hs.xa) o.sym = hull_sym(&w->hs, def);
+    return o;
+}
+static org fresh(build *w) { return fresh_def(w, NULL); }
+static org konst(int64_t v) { org o = { 0, v, NULL }; return o; }
+
+/* An origin as an expression (exact mode). */
+static sc_expr *org_expr(build *w, org o) { return o.h ? o.sym : fp_int(w->hs.xa, o.v); }
 
 static fp_box make_box(const nest_ctx *x, const sc_func *f, int st, const org *base, const int64_t *n) {
     fp_box box;
@@ -563,6 +582,7 @@ static fp_box make_box(const nest_ctx *x, const sc_func *f, int st, const org *b
     for (int k = 0; k < np; k++) {
         box.names[k] = f->vars[dims[k]];
         box.h[k] = base[k].h;
+        box.sym[k] = base[k].h ? base[k].sym : NULL;
         box.lo[k] = base[k].h ? 0 : base[k].v;
         box.hi[k] = box.lo[k] + n[k] - 1;
     }
@@ -670,6 +690,49 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
     return 0;
 }
 
+/* The footprint of prod for the consumer boxes boxes[0..nb) in exact
+ * mode, as lowering's footprint_union: per box the union of its calls;
+ * per dimension, when every box reads at the same symbol, the union of
+ * the spans, else the hull of the spans (each clamped into prod's region)
+ * with its extent evaluated over the kernel's blocks (and threads), or
+ * the whole region; then clipped.  Origins get their definitions. */
+static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, org *mins, int64_t *ext) {
+    if (nb == 0) return failf(w, "nothing uses %s where it is computed", prod->name);
+    fp_span *sp = xcalloc((size_t)nb * SC_MAX_DIMS, sizeof(fp_span));
+    int rc = 0;
+    for (int j = 0; j < nb && !rc; j++) {
+        const fp_box *box = &boxes[j];
+        const sexpr *e = w->se[box->f->id];
+        int nc = e->ncalls[box->stage], n = 0;
+        const sc_expr **calls = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
+        const fp_box **bx = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+        for (int i = 0; i < nc; i++)
+            if (e->calls[box->stage][i]->func == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
+        if (!n) rc = failf(w, "%s does not call %s", box->f->name, prod->name);
+        else if (fp_union(w->hs.xa, w->x->b, prod, n, calls, bx, &sp[j * SC_MAX_DIMS], NULL, w->err, w->errlen))
+            rc = -1, w->failed = true;
+        free(calls);
+        free(bx);
+    }
+    bool thread = w->s->f[prod->id]->loc == SCHED_THREAD;
+    sc_expr **lo = xcalloc((size_t)nb, sizeof(sc_expr *)), **hi = xcalloc((size_t)nb, sizeof(sc_expr *));
+    for (int d = 0; d < prod->ndims && !rc; d++) {
+        fp_span u;
+        sc_expr *least;
+        if (!fp_same_union(w->hs.xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
+            u = fp_hull_span(w->x->b, prod, d, least,
+                             hull_extent(&w->hs, w->ke->k.nblocks, thread ? w->ke->k.nthreads : 0,
+                                         &w->x->b->funcs[prod->id], d, nb, &sp[d], SC_MAX_DIMS));
+        ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
+        sc_expr *o = fp_clip_origin(w->hs.xa, w->x->b, prod, d, &u, ext[d], NULL);
+        mins[d] = o->kind == E_CONST ? konst(o->c.i) : fresh_def(w, o);
+    }
+    free(lo);
+    free(hi);
+    free(sp);
+    return rc;
+}
+
 /* Extents of a box's footprint of one call, clipped (fallback when the
  * algebra cannot follow a coordinate). */
 static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box, int64_t *ext) {
@@ -689,7 +752,7 @@ static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box
     return elems;
 }
 
-static void thread_child(build *w, const sc_func *prod, const fp_box *box, const fp_box *cblock, int64_t rpb);
+static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb);
 
 /* Computes stage st of f over tiles of n points from origins tb, as
  * lowering's emit_stage; rpb: how many times per block; real: the
@@ -704,12 +767,9 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     kentry *ke = w->ke;
     fp_box box = make_box(w->x, f, st, tb, n);
     fp_box bbox = make_box(w->x, f, st, blk, blkn);
-    for (int i = 0; i < ke->nmem && !w->failed; i++) {
-        int id = ke->mem_ids[i];
-        const sched_func *sf = w->s->f[id];
-        if (sf->loc == SCHED_THREAD && sf->at == f->id && w->cstage[id] == st)
-            thread_child(w, func_at(x->p, id), &box, &bbox, rpb * (rec->threads_used));
-    }
+    /* a THREAD-level Func's own thread-level producers belong to the
+     * group of the stage that computes it */
+    if (w->s->f[f->id]->loc != SCHED_THREAD) thread_group(w, f, st, &box, &bbox, rpb * rec->threads_used);
     if (w->failed) return;
     int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, li);
     const ir_stage *stg = &f->stages[st];
@@ -766,6 +826,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             int64_t elems = 1;
             for (int d = 0; d < cand[j]->ndims; d++) elems *= sp[d].hi - sp[d].lo + 1;
             if (elems > NEST_STAGE_ELEMS || elems >= ncalls[j] * loads) continue;
+            if (ke->k.staged_elems + elems > NEST_STAGED_REGISTERS) continue;
             for (int d = 0; d < cand[j]->ndims; d++) staged_ext[nst][d] = sp[d].hi - sp[d].lo + 1;
             staged[nst++] = cand[j];
             ke->k.nstaged++;
@@ -829,89 +890,180 @@ static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f
     rec->npure = pure_loops(x, f, st, dims, NULL);
 }
 
-/* A THREAD-level producer: in registers over its footprint (box: one
- * thread's tile of its consumer; cblock: what one block computes of the
- * consumer, for the union of its realizations in a block). */
-static void thread_child(build *w, const sc_func *prod, const fp_box *box, const fp_box *cblock, int64_t rpb) {
-    nest_func *m = member(w, prod->id);
-    org mins[SC_MAX_DIMS], bmins[SC_MAX_DIMS];
-    int64_t ext[SC_MAX_DIMS], bext[SC_MAX_DIMS];
-    if (footprint(w, prod, 1, &box, mins, ext) || footprint(w, prod, 1, &cblock, bmins, bext)) return;
-    m->mem = NEST_REGISTER;
+/* The Funcs fused at `level` that stage (owner, ostage) computes, as
+ * lowering's fused_group: consumers first (the pipeline's order from the
+ * outputs), each one's footprint the union of what its consumers' boxes
+ * read (the owner's box obox, or another member's realization), per
+ * realization (fmin/fext) and per block of the kernel (bmin/bext, from
+ * obbox and the members' block boxes).  Members' ids, consumers first
+ * (they are computed in the reverse order), go into members; returns
+ * their count. */
+static int fused_group(build *w, sched_loc level, const sc_func *owner, int ostage, const fp_box *obox,
+                       const fp_box *obbox, int *members) {
+    nest_ctx *x = w->x;
+    const sc_pipeline *p = x->p;
+    int n = 0;
+    for (int i = p->order.n - 1; i >= 0 && !w->failed; i--) {
+        const sc_func *g = ir_order_at(p, i);
+        const sched_func *sf = g->kind == FUNC_DEFINED ? w->s->f[g->id] : NULL;
+        if (!sf || sf->loc != level || w->owner[g->id] != owner->id || w->ostage[g->id] != ostage) continue;
+        int nu = fusion_consumers(x->graph, w->s, g->id, x->uses);
+        fp_box *boxes = xcalloc((size_t)nu + 1, sizeof(fp_box));
+        fp_box *bboxes = xcalloc((size_t)nu + 1, sizeof(fp_box));
+        const fp_box **bptr = xcalloc((size_t)nu + 1, sizeof(fp_box *));
+        for (int u = 0; u < nu; u++) {
+            int cf = x->uses[u].func;
+            if (cf == owner->id) {
+                boxes[u] = *obox;
+                bboxes[u] = *obbox;
+            } else {
+                assert(w->s->f[cf]->loc == level && w->owner[cf] == owner->id);
+                boxes[u] = make_box(x, func_at(p, cf), x->uses[u].stage, &w->fmin[cf * SC_MAX_DIMS],
+                                    &w->fext[cf * SC_MAX_DIMS]);
+                bboxes[u] = make_box(x, func_at(p, cf), x->uses[u].stage, &w->bmin[cf * SC_MAX_DIMS],
+                                     &w->bext[cf * SC_MAX_DIMS]);
+            }
+            bptr[u] = &bboxes[u];
+        }
+        org *fm = &w->fmin[g->id * SC_MAX_DIMS], *bm = &w->bmin[g->id * SC_MAX_DIMS];
+        int64_t *fe = &w->fext[g->id * SC_MAX_DIMS], *be = &w->bext[g->id * SC_MAX_DIMS];
+        int rc;
+        if (w->hs.xa) {
+            rc = footprint_exact(w, g, nu, boxes, fm, fe);
+        } else {
+            const fp_box *one = &boxes[0];
+            rc = nu == 1 ? footprint(w, g, 1, &one, fm, fe) : failf(w, "%s: several consumers", g->name);
+        }
+        if (!rc && level == SCHED_THREAD) {
+            rc = footprint(w, g, nu, bptr, bm, be);
+        } else if (!rc) {
+            memcpy(bm, fm, sizeof(org) * SC_MAX_DIMS);
+            memcpy(be, fe, sizeof(int64_t) * SC_MAX_DIMS);
+        }
+        free(boxes);
+        free(bboxes);
+        free(bptr);
+        if (rc) return n;
+        members[n++] = g->id;
+    }
+    return n;
+}
+
+static void alloc_member(build *w, nest_func *m, const sc_func *prod, nest_mem mem) {
+    m->mem = mem;
     m->ndims = prod->ndims;
     m->elems = 1;
-    for (int d = 0; d < prod->ndims; d++) { m->extent[d] = ext[d]; m->elems *= ext[d]; }
+    for (int d = 0; d < prod->ndims; d++) {
+        m->extent[d] = w->fext[prod->id * SC_MAX_DIMS + d];
+        m->elems *= m->extent[d];
+    }
     m->bytes = m->elems * sc_type_size(prod->type);
-    w->ke->k.nregister++;
-    w->ke->k.register_elems += m->elems;
-    for (int s = 0; s < prod->nstages && !w->failed; s++) {
-        nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(w->x, rec, prod, s, &w->ke->k);
-        for (int k = 0; k < rec->npure; k++) {
-            rec->extent[k] = rec->serial[k] = ext[k];
-            rec->blocks[k] = 1;
-            rec->threads[k] = 1;
+}
+
+/* The THREAD-level Funcs that stage st of f computes per thread tile
+ * (box; bbox: what one block computes of the stage): in registers over
+ * their footprints, producers first; rpb: realizations per block. */
+static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb) {
+    int *members = xcalloc((size_t)w->x->n + 1, sizeof(int));
+    int n = fused_group(w, SCHED_THREAD, f, st, box, bbox, members);
+    for (int i = n - 1; i >= 0 && !w->failed; i--) {
+        const sc_func *prod = func_at(w->x->p, members[i]);
+        nest_func *m = member(w, prod->id);
+        alloc_member(w, m, prod, NEST_REGISTER);
+        w->ke->k.nregister++;
+        w->ke->k.register_elems += m->elems;
+        org *mins = &w->fmin[prod->id * SC_MAX_DIMS], *bmins = &w->bmin[prod->id * SC_MAX_DIMS];
+        int64_t *ext = &w->fext[prod->id * SC_MAX_DIMS], *bext = &w->bext[prod->id * SC_MAX_DIMS];
+        for (int s = 0; s < prod->nstages && !w->failed; s++) {
+            nest_stage *rec = (nest_stage *)m->stages[s];
+            fill_stage_head(w->x, rec, prod, s, &w->ke->k);
+            for (int k = 0; k < rec->npure; k++) {
+                rec->extent[k] = rec->serial[k] = ext[k];
+                rec->blocks[k] = 1;
+                rec->threads[k] = 1;
+            }
+            rec->threads_used = 1;
+            rec->realizations_per_block = rpb;
+            emit_stage(w, prod, s, rec, mins, ext, mins, ext, bmins, bext, false, rpb);
         }
-        rec->threads_used = 1;
-        rec->realizations_per_block = rpb;
-        emit_stage(w, prod, s, rec, mins, ext, mins, ext, bmins, bext, false, rpb);
+    }
+    free(members);
+}
+
+/* The thread bases of a stage spread over threads[k] threads from base
+ * (lowering's thread_bases): a constant where lowering's is one, else a
+ * symbol defined as lowering's LET. */
+static void thread_bases(build *w, int np, const int *threads, const org *base, const int64_t *per, org *out) {
+    int64_t below = 1;
+    int split = w->hs.xa ? hull_split(&w->hs) : 0;
+    for (int k = 0; k < np; k++) {
+        if (!base[k].h && threads[k] == 1) {
+            out[k] = base[k];
+        } else if (!w->hs.xa) {
+            out[k] = fresh(w);
+        } else {
+            ir_arena *a = w->hs.xa;
+            bool mod = k < np - 1 || below > 1;
+            sc_expr *t = threads[k] == 1 ? fp_int(a, 0) : hull_digit(&w->hs, split, true, below, threads[k], mod);
+            out[k] = fresh_def(w, fp_bin(a, SC_ADD, org_expr(w, base[k]), fp_bin(a, SC_MUL, t, fp_int(a, per[k]))));
+        }
+        below *= threads[k];
     }
 }
 
-/* A BLOCK-level producer: in shared memory over its footprint, its own
- * block-level producers first, then one phase per stage. */
-static void block_child(build *w, const sc_func *prod, const fp_box *box) {
+/* The BLOCK-level Funcs of the kernel of root stage (r, st), whose block
+ * covers box: in shared memory over their footprints, then one phase per
+ * stage, producers first. */
+static void block_group(build *w, const sc_func *r, int st, const fp_box *box) {
     kentry *ke = w->ke;
-    nest_func *m = member(w, prod->id);
-    org mins[SC_MAX_DIMS];
-    int64_t ext[SC_MAX_DIMS];
-    if (footprint(w, prod, 1, &box, mins, ext)) return;
-    m->mem = NEST_SHARED;
-    m->ndims = prod->ndims;
-    m->elems = 1;
-    for (int d = 0; d < prod->ndims; d++) { m->extent[d] = ext[d]; m->elems *= ext[d]; }
-    m->bytes = m->elems * sc_type_size(prod->type);
-    ke->k.nshared++;
-    ke->k.shared_bytes += m->bytes;
-    const sched_func *sf = w->s->f[prod->id];
-    for (int s = 0; s < prod->nstages && !w->failed; s++) {
-        fp_box pbox = make_box(w->x, prod, s, mins, ext);
-        for (int i = 0; i < ke->nmem && !w->failed; i++) {
-            int id = ke->mem_ids[i];
-            const sched_func *cf = w->s->f[id];
-            if (cf->loc == SCHED_BLOCK && cf->at == prod->id && w->cstage[id] == s)
-                block_child(w, func_at(w->x->p, id), &pbox);
-        }
-        if (w->failed) return;
-        const sched_tile *t = &sf->tile[s];
-        int dims[SC_MAX_DIMS], np = pure_loops(w->x, prod, s, dims, NULL);
-        if (t->npure != np) {
-            failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", prod->name, s, t->npure, np);
-            return;
-        }
-        nest_stage *rec = (nest_stage *)m->stages[s];
-        fill_stage_head(w->x, rec, prod, s, &w->ke->k);
-        int64_t used = 1, per[SC_MAX_DIMS];
-        for (int q = 0; q < np; q++) {
-            if (t->threads[q] < 1) { failf(w, "%s: thread counts must be positive", prod->name); return; }
-            used *= t->threads[q];
-            per[q] = (ext[q] + t->threads[q] - 1) / t->threads[q];
-            rec->extent[q] = ext[q];
-            rec->blocks[q] = 1;
-            rec->threads[q] = t->threads[q];
-            rec->serial[q] = per[q];
-        }
-        if (used > ke->k.nthreads) {
-            failf(w, "%s (block level) spreads stage %d over %lld threads, but the block of its kernel has %d",
-                  prod->name, s, (long long)used, ke->k.nthreads);
-            return;
-        }
-        rec->threads_used = used;
-        rec->realizations_per_block = 1;
-        org tb[SC_MAX_DIMS];
-        for (int q = 0; q < np; q++) tb[q] = !mins[q].h && t->threads[q] == 1 ? mins[q] : fresh(w);
-        emit_stage(w, prod, s, rec, tb, per, mins, ext, mins, ext, false, 1);
+    int *members = xcalloc((size_t)w->x->n + 1, sizeof(int));
+    int n = fused_group(w, SCHED_BLOCK, r, st, box, box, members);
+    for (int i = 0; i < n && !w->failed; i++) {
+        const sc_func *prod = func_at(w->x->p, members[i]);
+        nest_func *m = member(w, prod->id);
+        alloc_member(w, m, prod, NEST_SHARED);
+        ke->k.nshared++;
+        ke->k.shared_bytes += m->bytes;
     }
+    for (int i = n - 1; i >= 0 && !w->failed; i--) {
+        const sc_func *prod = func_at(w->x->p, members[i]);
+        nest_func *m = member(w, prod->id);
+        const sched_func *sf = w->s->f[prod->id];
+        org *mins = &w->fmin[prod->id * SC_MAX_DIMS];
+        int64_t *ext = &w->fext[prod->id * SC_MAX_DIMS];
+        for (int s = 0; s < prod->nstages && !w->failed; s++) {
+            const sched_tile *t = &sf->tile[s];
+            int dims[SC_MAX_DIMS], np = pure_loops(w->x, prod, s, dims, NULL);
+            if (t->npure != np) {
+                failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", prod->name, s, t->npure, np);
+                break;
+            }
+            nest_stage *rec = (nest_stage *)m->stages[s];
+            fill_stage_head(w->x, rec, prod, s, &w->ke->k);
+            int64_t used = 1, per[SC_MAX_DIMS];
+            for (int q = 0; q < np; q++) {
+                if (t->threads[q] < 1) { failf(w, "%s: thread counts must be positive", prod->name); break; }
+                used *= t->threads[q];
+                per[q] = (ext[q] + t->threads[q] - 1) / t->threads[q];
+                rec->extent[q] = ext[q];
+                rec->blocks[q] = 1;
+                rec->threads[q] = t->threads[q];
+                rec->serial[q] = per[q];
+            }
+            if (w->failed) break;
+            if (used > ke->k.nthreads) {
+                failf(w, "%s (block level) spreads stage %d over %lld threads, but the block of its kernel has %d",
+                      prod->name, s, (long long)used, ke->k.nthreads);
+                break;
+            }
+            rec->threads_used = used;
+            rec->realizations_per_block = 1;
+            org tb[SC_MAX_DIMS];
+            thread_bases(w, np, t->threads, mins, per, tb);
+            emit_stage(w, prod, s, rec, tb, per, mins, ext, mins, ext, false, 1);
+        }
+    }
+    free(members);
 }
 
 /* Kernel of stage st of root Func r (lowering's build_kernel).  Members:
@@ -946,17 +1098,23 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     ke->k.nblocks = nblocks;
     ke->k.nthreads = (int)nthreads;
     org base[SC_MAX_DIMS], tb[SC_MAX_DIMS], reg[SC_MAX_DIMS];
+    int64_t below = 1;
+    int split = w->hs.xa ? hull_split(&w->hs) : 0;
     for (int q = 0; q < np; q++) {
-        base[q] = nb[q] == 1 ? konst(mn[q]) : fresh(w);
+        if (nb[q] == 1) {
+            base[q] = konst(mn[q]);
+        } else if (!w->hs.xa) {
+            base[q] = fresh(w);
+        } else {
+            ir_arena *a = w->hs.xa;
+            sc_expr *b = hull_digit(&w->hs, split, false, below, nb[q], q < np - 1);
+            base[q] = fresh_def(w, fp_bin(a, SC_ADD, fp_int(a, mn[q]), fp_bin(a, SC_MUL, b, fp_int(a, blk[q]))));
+        }
+        below *= nb[q];
         reg[q] = konst(mn[q]);
     }
     fp_box box = make_box(w->x, r, st, base, blk);
-    for (int i = 0; i < ke->nmem && !w->failed; i++) {
-        int id = ke->mem_ids[i];
-        const sched_func *cf = w->s->f[id];
-        if (cf->loc == SCHED_BLOCK && cf->at == r->id && w->cstage[id] == st)
-            block_child(w, func_at(x->p, id), &box);
-    }
+    block_group(w, r, st, &box);
     if (w->failed) return;
     nest_stage *rec = ke->root_stage;
     fill_stage_head(w->x, rec, r, st, &w->ke->k);
@@ -967,8 +1125,8 @@ static void build_kernel(build *w, const sc_func *r, int st) {
         rec->blocks[q] = nb[q];
         rec->threads[q] = t->threads[q];
         rec->serial[q] = per[q];
-        tb[q] = !base[q].h && t->threads[q] == 1 ? base[q] : fresh(w);
     }
+    thread_bases(w, np, t->threads, base, per, tb);
     rec->threads_used = nthreads;
     rec->realizations_per_block = 1;
     emit_stage(w, r, st, rec, tb, per, reg, ext, base, blk, true, 1);
@@ -1046,7 +1204,12 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
     }
     w->ke = ke;
     w->leaf = 0;
+    /* exact mode when a member has several consumers (a hull to evaluate) */
+    bool exact = false;
+    for (int i = 0; i < nmem && !exact; i++) exact = fusion_consumers(x->graph, w->s, mem_ids[i], x->uses) > 1;
+    hull_begin(&w->hs, exact);
     build_kernel(w, r, st);
+    hull_end(&w->hs);
     if (w->failed) return NULL;   /* the arena keeps the partial entry; it is not cached */
     if (ke->k.root) {
         finish_stage(ke->root_stage, ke->k.nblocks, true);
@@ -1081,29 +1244,15 @@ static int check_rules(build *w) {
             return failf(w, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
                          f->nstages == 1 ? "" : "s", sf->nstages);
         if (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD) continue;
-        const char *lv = sf->loc == SCHED_BLOCK ? "block" : "thread";
-        if (sf->at < 0 || sf->at >= p->funcs.n || func_at(p, sf->at)->kind == FUNC_INPUT)
-            return failf(w, "%s is computed at %s level of something that is not a Func", f->name, lv);
-        const sc_func *at = func_at(p, sf->at);
-        const sched_func *af = s->f[at->id];
+        if (sf->at < 0 || sf->at >= p->funcs.n || func_at(p, sf->at)->kind != FUNC_DEFINED)
+            return failf(w, "%s is computed at %s level of something that is not a Func", f->name,
+                         sf->loc == SCHED_BLOCK ? "block" : "thread");
+        const sched_func *af = s->f[sf->at];
         if (!af || af->loc == SCHED_UNDECIDED) continue;      /* not modelled yet */
-        if (w->cons[f->id] != at->id || w->cstage[f->id] < 0)
-            return failf(w, "%s is computed at %s level of %s, but %s", f->name, lv, at->name,
-                         w->cons[f->id] == -2 ? "it has several consumers (a fused Func has exactly one)" :
-                         w->cstage[f->id] == -2 ? "several stages of it use it (fusion needs exactly one)" :
-                         w->cons[f->id] == -1 ? "nothing uses it" : "that Func does not use it (after inlining)");
-        if (af->loc == SCHED_INLINE)
-            return failf(w, "%s is computed at %s level of %s, which is inline", f->name, lv, at->name);
-        if (sf->loc == SCHED_BLOCK && af->loc == SCHED_THREAD)
-            return failf(w, "%s is computed at block level of %s, which is itself at thread level", f->name,
-                         at->name);
-        for (int st = 1; st < f->nstages; st++)
-            for (int d = 0; d < f->ndims; d++) {
-                const sc_expr *a = f->stages[st].args[d];
-                if (a->kind != E_VAR || strcmp(a->name, f->vars[d]))
-                    return failf(w, "%s is fused (%s level) but its update %d writes at a computed coordinate; "
-                                 "only root Funcs may", f->name, lv, st);
-            }
+        if (fusion_check(x->graph, s, f->id, sf->loc, sf->at, &w->cstage[f->id], w->err, w->errlen)) {
+            w->failed = true;
+            return -1;
+        }
         if (sf->loc == SCHED_BLOCK && sf->nstages != f->nstages)
             return failf(w, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
                          f->nstages == 1 ? "" : "s", sf->nstages);
@@ -1131,17 +1280,22 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
     w.se = xcalloc(nn, sizeof(sexpr *));
-    int *ints = xcalloc(4 * nn, sizeof(int));
-    w.cons = ints;
+    int *ints = xcalloc(6 * nn, sizeof(int));
     w.cstage = ints + nn;
     w.root = ints + 2 * nn;
     w.kstage = ints + 3 * nn;
+    w.owner = ints + 4 * nn;
+    w.ostage = ints + 5 * nn;
+    w.fmin = xcalloc(nn * SC_MAX_DIMS, sizeof(org));
+    w.bmin = xcalloc(nn * SC_MAX_DIMS, sizeof(org));
+    w.fext = xcalloc(nn * SC_MAX_DIMS, sizeof(int64_t));
+    w.bext = xcalloc(nn * SC_MAX_DIMS, sizeof(int64_t));
     uintptr_t *key = x->key;
     int *mem_ids = xcalloc(nn, sizeof(int));
     nest *out = NULL;
     /* stages after inlining, and consumers */
     for (int i = 0; i < n; i++) {
-        w.cons[i] = -1;
+        w.cstage[i] = w.owner[i] = w.ostage[i] = -1;
         w.root[i] = w.kstage[i] = -1;
         const sched_func *sf = s->f[i];
         if (func_at(p, i)->kind != FUNC_DEFINED || !sf || sf->loc == SCHED_UNDECIDED || sf->loc == SCHED_INLINE)
@@ -1153,19 +1307,6 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
                   "its producers at root or fused", func_at(p, i)->name, w.se[i]->size, NEST_MAX_INLINED);
             goto done;
         }
-    }
-    for (int i = 0; i < n; i++) {
-        if (!w.se[i]) continue;
-        const sc_func *f = func_at(p, i);
-        for (int st = 0; st < f->nstages; st++)
-            for (int c = 0; c < w.se[i]->ncalls[st]; c++) {
-                const sc_func *g = w.se[i]->calls[st][c]->func;
-                if (g->kind != FUNC_DEFINED || g->id == i) continue;
-                int id = g->id;
-                if (w.cons[id] == -1) { w.cons[id] = i; w.cstage[id] = st; }
-                else if (w.cons[id] != i) w.cons[id] = -2;
-                else if (w.cstage[id] != st) w.cstage[id] = -2;
-            }
     }
     if (check_rules(&w)) goto done;
     /* the kernel of every fused Func: follow `at` up to a root Func */
@@ -1183,6 +1324,11 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         if (!ok) continue;
         w.root[i] = g;
         w.kstage[i] = w.cstage[prev];
+        /* its group (lower.c): up the links of its own level */
+        int h = i;
+        while (s->f[s->f[h]->at]->loc == sf->loc) h = s->f[h]->at;
+        w.owner[i] = s->f[h]->at;
+        w.ostage[i] = w.cstage[h];
     }
     out = xcalloc(1, sizeof *out);
     out->own_arena = own;
@@ -1249,6 +1395,11 @@ done:
     if (!out && own) ir_arena_free(own);
     free(w.se);
     free(ints);
+    free(w.fmin);
+    free(w.bmin);
+    free(w.fext);
+    free(w.bext);
+    hull_free(&w.hs);
     free(mem_ids);
     return out;
 }

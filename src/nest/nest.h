@@ -41,16 +41,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "bounds.h"
+#include "fusion.h"
 #include "ir.h"
 #include "sched.h"
 
 /* Lowering refuses a schedule whose inlined expressions pass this many
  * nodes (lower.h's LOWER_MAX_INLINED is this); the model refuses the same. */
-#define NEST_MAX_INLINED 200000
+#define NEST_MAX_INLINED FUSION_MAX_INLINED
 /* Register staging (lower.h's limits are these): staged copies per
  * kernel, elements each. */
 #define NEST_MAX_STAGED 32
 #define NEST_STAGE_ELEMS 32
+/* Staged elements per kernel, all copies together: the registers the
+ * legality module's register estimate sets aside for staging (legal.h's
+ * LEGAL_STAGED_REGISTERS is this). */
+#define NEST_STAGED_REGISTERS 64
+/* A Func fused into several consumers gets the hull of their boxes; its
+ * extent is found by evaluating every block (and thread, at thread
+ * level) of the kernel, up to this many positions, else the whole region
+ * is taken (lowering and the model alike). */
+#define NEST_HULL_POSITIONS (1 << 18)
 
 typedef enum { NEST_GLOBAL, NEST_SHARED, NEST_REGISTER } nest_mem;
 

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "legal.h"
-#include "lower.h"
 #include "nest.h"
 
 /* A measured fused Func: its footprint (elements) per realization, keyed
@@ -26,12 +25,7 @@ struct legal_ctx {
     const target *t;
     bool warp_multiple;
     int n;                      /* funcs */
-    legal_use **callers;        /* [f] the stages that call f directly (not f itself) */
-    int *ncallers;
-    int max_uses;
-    int *mark;                  /* [f] generation marks for walks */
-    int gen;
-    int *stack;
+    fusion_graph *g;            /* the consumer graph and the fusion rules */
     fp_entry *memo;             /* open addressing, power-of-two size */
     int memo_cap, memo_n;
     unsigned char *inl;         /* the inline decisions of the last size asked */
@@ -59,25 +53,6 @@ static void *xcalloc(size_t n, size_t size) {
     return r;
 }
 
-/* ---- the consumer graph ------------------------------------------------- */
-
-typedef struct { legal_ctx *x; int caller, stage; } call_walk;
-
-static void add_caller(legal_ctx *x, int callee, int caller, int stage) {
-    for (int i = 0; i < x->ncallers[callee]; i++)
-        if (x->callers[callee][i].func == caller && x->callers[callee][i].stage == stage) return;
-    legal_use *c = realloc(x->callers[callee], sizeof(legal_use) * (size_t)(x->ncallers[callee] + 1));
-    if (!c) abort();
-    c[x->ncallers[callee]++] = (legal_use){ caller, stage };
-    x->callers[callee] = c;
-}
-
-static void note_call(const sc_expr *e, void *user) {
-    call_walk *w = user;
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id != w->caller)
-        add_caller(w->x, e->func->id, w->caller, w->stage);
-}
-
 legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target *t, bool warp_multiple) {
     legal_ctx *x = xcalloc(1, sizeof *x);
     x->p = p;
@@ -85,23 +60,8 @@ legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target 
     x->t = t;
     x->warp_multiple = warp_multiple;
     x->n = p->funcs.n;
-    x->callers = xcalloc((size_t)x->n, sizeof(legal_use *));
-    x->ncallers = xcalloc((size_t)x->n, sizeof(int));
-    x->mark = xcalloc((size_t)x->n, sizeof(int));
-    x->stack = xcalloc((size_t)x->n, sizeof(int));
-    x->inl = xcalloc((size_t)x->n, 1);
-    int stages = 0;
-    for (int i = 0; i < x->n; i++) {
-        const sc_func *g = func_at(p, i);
-        if (g->kind != FUNC_DEFINED) continue;
-        stages += g->nstages;
-        for (int st = 0; st < g->nstages; st++) {
-            call_walk w = { x, i, st };
-            ir_visit(g->stages[st].value, note_call, &w);
-            for (int d = 0; d < g->stages[st].nargs; d++) ir_visit(g->stages[st].args[d], note_call, &w);
-        }
-    }
-    x->max_uses = stages + 1;
+    x->g = fusion_graph_new(p);
+    x->inl = xcalloc((size_t)x->n + 1, 1);
     x->memo_cap = 64;
     x->memo = xcalloc((size_t)x->memo_cap, sizeof(fp_entry));
     return x;
@@ -109,208 +69,42 @@ legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target 
 
 void legal_free(legal_ctx *x) {
     if (!x) return;
-    for (int i = 0; i < x->n; i++) free(x->callers[i]);
-    free(x->callers);
-    free(x->ncallers);
-    free(x->mark);
-    free(x->stack);
+    fusion_graph_free(x->g);
     free(x->memo);
     free(x->inl);
     if (x->nest) nest_ctx_free(x->nest);
     free(x);
 }
 
-int legal_max_uses(const legal_ctx *x) { return x->max_uses; }
+/* ---- the consumer graph and the fusion rules (fusion.h) ------------------- */
 
-static int use_cmp(const void *a, const void *b) {
-    const legal_use *u = a, *v = b;
-    if (u->func != v->func) return u->func < v->func ? -1 : 1;
-    return (u->stage > v->stage) - (u->stage < v->stage);
-}
-
-static bool is_inline(const sched_state *s, int g) { return s->f[g] && s->f[g]->loc == SCHED_INLINE; }
+int legal_max_uses(const legal_ctx *x) { return fusion_max_uses(x->g); }
 
 int legal_consumers(legal_ctx *x, const sched_state *s, int fid, legal_use *out) {
-    int n = 0, top = 0;
-    x->gen++;
-    x->stack[top++] = fid;
-    x->mark[fid] = x->gen;
-    while (top > 0) {
-        int h = x->stack[--top];
-        for (int i = 0; i < x->ncallers[h]; i++) {
-            legal_use u = x->callers[h][i];
-            if (u.func == fid) continue;
-            if (is_inline(s, u.func)) {
-                if (x->mark[u.func] != x->gen) {
-                    x->mark[u.func] = x->gen;
-                    x->stack[top++] = u.func;
-                }
-                continue;
-            }
-            bool seen = false;
-            for (int k = 0; k < n && !seen; k++) seen = out[k].func == u.func && out[k].stage == u.stage;
-            if (!seen) {
-                assert(n < x->max_uses);
-                out[n++] = u;
-            }
-        }
-    }
-    qsort(out, (size_t)n, sizeof *out, use_cmp);
-    return n;
+    return fusion_consumers(x->g, s, fid, out);
 }
 
-/* ---- loops ------------------------------------------------------------------ */
-
-int legal_pure_dims(const sc_func *f, int st, int *dims) {
-    int which[2 * SC_MAX_DIMS], n = ir_stage_loops(f, st, which), np = 0;
-    for (int i = 0; i < n; i++) if (which[i] >= 0) dims[np++] = which[i];
-    return np;
-}
+int legal_pure_dims(const sc_func *f, int st, int *dims) { return fusion_pure_dims(f, st, dims); }
 
 int legal_pure_extents(const bounds_result *b, const sc_func *f, int st, int64_t *ext) {
-    const bounds_stage *bs = &b->funcs[f->id].stages[st];
-    int np = 0;
-    for (int i = 0; i < bs->nloops; i++)
-        if (bs->which[i] >= 0) ext[np++] = bs->extent[i] > 0 ? bs->extent[i] : 1;
-    return np;
+    return fusion_pure_extents(b, f, st, ext);
 }
 
-bool legal_pure_updates(const sc_func *f) {
-    for (int st = 1; st < f->nstages; st++)
-        for (int d = 0; d < f->ndims; d++) {
-            const sc_expr *a = f->stages[st].args[d];
-            if (a->kind != E_VAR || strcmp(a->name, f->vars[d])) return false;
-        }
-    return true;
-}
-
-/* ---- fusion ------------------------------------------------------------------ */
-
-static const char *loc_word(sched_loc l) {
-    switch (l) {
-    case SCHED_UNDECIDED: return "undecided";
-    case SCHED_INLINE: return "inline";
-    case SCHED_ROOT: return "root";
-    case SCHED_BLOCK: return "block";
-    case SCHED_THREAD: return "thread";
-    }
-    return "?";
-}
-
-static bool fused(const sched_func *sf) { return sf && (sf->loc == SCHED_BLOCK || sf->loc == SCHED_THREAD); }
-
-static int fusion(legal_ctx *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage, char *err,
-                  size_t errlen, int depth);
-
-/* The stage of s->f[g]->at that fused g is computed in (-1: illegal). */
-static int stage_at(legal_ctx *x, const sched_state *s, int g, int depth) {
-    const sched_func *sf = s->f[g];
-    int st = -1;
-    if (!fused(sf) || depth > x->n) return -1;
-    if (fusion(x, s, g, sf->loc, sf->at, &st, NULL, 0, depth + 1) != 0) return -1;
-    return st;
-}
-
-int legal_stage_at(legal_ctx *x, const sched_state *s, int fid) { return stage_at(x, s, fid, 0); }
-
-/* The rules of sched.h for fid at loc of `at`; see legal_fusion. */
-static int fusion(legal_ctx *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage, char *err,
-                  size_t errlen, int depth) {
-    const sc_pipeline *p = x->p;
-    const sc_func *f = func_at(p, fid);
-    const char *lv = loc_word(loc);
-    if (at < 0 || at >= x->n || func_at(p, at)->kind != FUNC_DEFINED)
-        return fail(err, errlen, "%s: computed at %s level of something that is not a Func (id %d)", f->name, lv, at);
-    const sc_func *af = func_at(p, at);
-    const sched_func *as = s->f[at];
-    if (at == fid) return fail(err, errlen, "%s: computed at its own %s level", f->name, lv);
-    if (!as || as->loc == SCHED_UNDECIDED)
-        return fail(err, errlen, "%s: computed at %s level of %s, which is not decided yet", f->name, lv, af->name);
-    if (as->loc == SCHED_INLINE)
-        return fail(err, errlen, "%s: computed at %s level of %s, which is inline (fuse into a Func that is not)",
-                    f->name, lv, af->name);
-    if (loc == SCHED_BLOCK && as->loc == SCHED_THREAD)
-        return fail(err, errlen, "%s: computed at block level of %s, which is itself at thread level (shared "
-                    "memory cannot live inside a thread)", f->name, af->name);
-    if (!legal_pure_updates(f)) {
-        for (int st = 1; st < f->nstages; st++)
-            for (int d = 0; d < f->ndims; d++) {
-                const sc_expr *a = f->stages[st].args[d];
-                if (a->kind != E_VAR || strcmp(a->name, f->vars[d]))
-                    return fail(err, errlen, "%s: fused at %s level, but its update %d writes at a computed "
-                                "coordinate (a fused Func's updates must write only at their pure point)",
-                                f->name, lv, st);
-            }
-    }
-    legal_use *u = xcalloc((size_t)x->max_uses, sizeof *u);
-    int nu = legal_consumers(x, s, fid, u), entry = -1, rc = 0;
-    if (nu == 0) rc = fail(err, errlen, "%s: computed at %s level of %s, but nothing uses it", f->name, lv, af->name);
-    for (int i = 0; i < nu && !rc; i++) {
-        int c = u[i].func, st;
-        if (i + 1 < nu && u[i + 1].func == c) {
-            rc = fail(err, errlen, "%s: computed at %s level of %s, but several stages of %s use it (fusion needs "
-                      "exactly one per consumer)", f->name, lv, af->name, func_at(p, c)->name);
-            break;
-        }
-        if (c == at) {
-            st = u[i].stage;
-        } else {
-            /* c must be computed inside `at` through links of this level */
-            int g = c, hops = 0;
-            while (g != at && fused(s->f[g]) && s->f[g]->loc == loc && s->f[g]->at != at && hops++ <= x->n)
-                g = s->f[g]->at;
-            if (g == at || !fused(s->f[g]) || s->f[g]->loc != loc || s->f[g]->at != at) {
-                if (nu == 1)
-                    rc = fail(err, errlen, "%s: computed at %s level of %s, but its consumer is %s (after "
-                              "inlining), which is not computed at %s level inside %s", f->name, lv, af->name,
-                              func_at(p, c)->name, lv, af->name);
-                else
-                    rc = fail(err, errlen, "%s: computed at %s level of %s, but of its several consumers, %s is "
-                              "not computed at %s level inside %s", f->name, lv, af->name, func_at(p, c)->name,
-                              lv, af->name);
-                break;
-            }
-            st = stage_at(x, s, g, depth);
-            if (st < 0) {
-                rc = fail(err, errlen, "%s: computed at %s level of %s, inside %s, whose own placement breaks the "
-                          "rules", f->name, lv, af->name, func_at(p, g)->name);
-                break;
-            }
-        }
-        if (entry >= 0 && st != entry)
-            rc = fail(err, errlen, "%s: computed at %s level of %s, but its consumers are in different stages of %s "
-                      "(%d and %d)", f->name, lv, af->name, af->name, entry, st);
-        entry = st;
-    }
-    free(u);
-    if (!rc && stage) *stage = entry;
-    return rc;
-}
+bool legal_pure_updates(const sc_func *f) { return fusion_pure_updates(f); }
 
 int legal_fusion(legal_ctx *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage,
                  char *err, size_t errlen) {
     assert(loc == SCHED_BLOCK || loc == SCHED_THREAD);
-    return fusion(x, s, fid, loc, at, stage, err, errlen, 0);
+    return fusion_check(x->g, s, fid, loc, at, stage, err, errlen);
 }
 
-int legal_lca(legal_ctx *x, const sched_state *s, int fid, sched_loc loc) {
-    legal_use *u = xcalloc((size_t)x->max_uses, sizeof *u);
-    int nu = legal_consumers(x, s, fid, u), best = -1;
-    /* candidates: the first consumer and the Funcs it is fused into at
-     * this level, lowest first; the first that passes the rules */
-    for (int g = nu ? u[0].func : -1, hops = 0; g >= 0 && hops <= x->n; hops++) {
-        const sched_func *gs = s->f[g];
-        if (!gs || gs->loc == SCHED_INLINE || gs->loc == SCHED_UNDECIDED) break;
-        if (fusion(x, s, fid, loc, g, NULL, NULL, 0, 0) == 0) {
-            best = g;
-            break;
-        }
-        if (!fused(gs) || gs->loc != loc) break;
-        g = gs->at;
-    }
-    free(u);
-    return best;
-}
+int legal_lca(legal_ctx *x, const sched_state *s, int fid, sched_loc loc) { return fusion_lca(x->g, s, fid, loc); }
+
+int legal_stage_at(legal_ctx *x, const sched_state *s, int fid) { return fusion_stage_at(x->g, s, fid); }
+
+static bool fused(const sched_func *sf) { return sf && (sf->loc == SCHED_BLOCK || sf->loc == SCHED_THREAD); }
+
+static bool is_inline(const sched_state *s, int g) { return s->f[g] && s->f[g]->loc == SCHED_INLINE; }
 
 /* ---- tiles ------------------------------------------------------------------- */
 
@@ -396,7 +190,7 @@ static bool kernel_of(legal_ctx *x, const sched_state *s, int g, int *root, int 
     }
     if (s->f[g]->loc != SCHED_ROOT || prev == g) return false;
     *root = g;
-    *rstage = stage_at(x, s, prev, 0);
+    *rstage = fusion_stage_at(x->g, s, prev);
     return *rstage >= 0;
 }
 
@@ -455,10 +249,10 @@ static int block_tile(legal_ctx *x, const sched_state *s, int fid, int st, int a
     if (prev < 0) {
         /* fid is fused straight into the root: its own stage there */
         const sched_func *mine = s->f[fid];
-        if (mine && fused(mine) && mine->at == at) rstage = stage_at(x, s, fid, 0);
+        if (mine && fused(mine) && mine->at == at) rstage = fusion_stage_at(x->g, s, fid);
         else if (legal_fusion(x, s, fid, SCHED_BLOCK, at, &rstage, NULL, 0) != 0) return 0;
     } else {
-        rstage = stage_at(x, s, prev, 0);
+        rstage = fusion_stage_at(x->g, s, prev);
     }
     if (rstage < 0) return 0;
     sched_tile rt = tile_of(x, s, g, rstage);
@@ -482,48 +276,8 @@ int legal_tile(legal_ctx *x, const sched_state *s, int fid, int st, sched_loc lo
     return block_tile(x, s, fid, st, at, t, err, errlen);
 }
 
-/* ---- inlined expression size ------------------------------------------------ */
-
-typedef struct { const sc_pipeline *p; const sched_state *s; double *memo; } size_ctx;
-
-static double inlined_size(size_ctx *z, const sc_expr *e);
-
-static double inline_func_size(size_ctx *z, const sc_func *g) {
-    if (z->memo[g->id] >= 0) return z->memo[g->id];
-    z->memo[g->id] = 1e300;      /* a cycle cannot happen; guards anyway */
-    double v = inlined_size(z, g->stages[0].value);
-    z->memo[g->id] = v;
-    return v;
-}
-
-/* Tree size of e once inline Funcs are substituted (each occurrence of an
- * inline call costs its Func's size plus its arguments once per use). */
-static double inlined_size(size_ctx *z, const sc_expr *e) {
-    double n = 1;
-    for (int i = 0; i < e->nargs; i++) n += inlined_size(z, e->args[i]);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && e->func->id < z->s->nfuncs) {
-        const sched_func *sf = z->s->f[e->func->id];
-        if (sf && sf->loc == SCHED_INLINE) n += inline_func_size(z, e->func) * (e->nargs ? 2 : 1);
-    }
-    return n;
-}
-
 double legal_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
-    size_ctx z = { p, s, xcalloc((size_t)p->funcs.n + 1, sizeof(double)) };
-    for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
-    double best = 0;
-    if (worst) *worst = -1;
-    for (int i = 0; i < p->funcs.n; i++) {
-        const sc_func *f = p->funcs.items[i];
-        const sched_func *sf = s->f[i];
-        if (f->kind != FUNC_DEFINED || (sf && sf->loc == SCHED_INLINE)) continue;
-        for (int st = 0; st < f->nstages; st++) {
-            double v = inlined_size(&z, f->stages[st].value);
-            if (v > best) { best = v; if (worst) *worst = i; }
-        }
-    }
-    free(z.memo);
-    return best;
+    return fusion_max_inlined_size(p, s, worst);
 }
 
 /* ---- footprints ----------------------------------------------------------- */
@@ -585,9 +339,7 @@ static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state
 /* Measures the footprint of every fused Func of the complete state full
  * not measured yet (keys: the records of s, which full shares): from the
  * loop-nest model (nest.h), which gives lowering's footprints without
- * lowering.  The model does not yet cover a Func fused into several
- * consumers; for a state with one, one lowering gives them.  0, or -1
- * with the message of the one that failed. */
+ * lowering.  0, or -1 with the model's message. */
 static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, char *err, size_t errlen) {
     bool need = false;
     for (int i = 0; i < x->n && !need; i++)
@@ -596,37 +348,15 @@ static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, 
     char msg[512] = "";
     if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
     nest *model = nest_build(x->nest, full, msg, sizeof msg);
-    if (model) {
-        for (int i = 0; i < x->n; i++) {
-            if (!fused(full->f[i])) continue;
-            const nest_func *nf = model->funcs[i];
-            int64_t zero[SC_MAX_DIMS] = {0};
-            memo_put(x, s->f[i] ? s->f[i] : full->f[i], nf ? nf->elems : 0, nf ? nf->extent : zero,
-                     nf ? nf->ndims : 0);
-        }
-        nest_free(model);
-        return 0;
+    if (!model) return fail(err, errlen, "%s", msg);
+    for (int i = 0; i < x->n; i++) {
+        if (!fused(full->f[i])) continue;
+        const nest_func *nf = model->funcs[i];
+        int64_t zero[SC_MAX_DIMS] = {0};
+        memo_put(x, s->f[i] ? s->f[i] : full->f[i], nf ? nf->elems : 0, nf ? nf->extent : zero, nf ? nf->ndims : 0);
     }
-    ir_arena *scratch = ir_arena_new();
-    lower_program *prog = lower_schedule(scratch, (sc_pipeline *)x->p, x->b, full, msg, sizeof msg);
-    int rc = 0;
-    if (!prog) {
-        rc = fail(err, errlen, "%s", msg);
-    } else {
-        for (int i = 0; i < x->n; i++) {
-            if (!fused(full->f[i])) continue;
-            const lower_alloc *a = NULL;
-            for (int k = 0; k < prog->nkernels && !a; k++) {
-                const lower_alloc *q = prog->kernels[k]->storage[i];
-                if (q && q->mem != MEM_GLOBAL) a = q;
-            }
-            int64_t zero[SC_MAX_DIMS] = {0};
-            memo_put(x, s->f[i] ? s->f[i] : full->f[i], a ? a->count : 0, a ? a->extent : zero,
-                     a ? a->ndims : 0);
-        }
-    }
-    ir_arena_free(scratch);
-    return rc;
+    nest_free(model);
+    return 0;
 }
 
 /* ---- the whole state --------------------------------------------------------- */
@@ -649,7 +379,7 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
         if (f->kind != FUNC_DEFINED) continue;
         const sched_func *sf = s->f[f->id];
         if (f->is_output && sf->loc != SCHED_ROOT)
-            return fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, loc_word(sf->loc));
+            return fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, fusion_loc_name(sf->loc));
         switch (sf->loc) {
         case SCHED_INLINE:
             if (f->nstages > 1)
@@ -815,7 +545,7 @@ double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
                  * that fid's chain enters */
                 int h = fid;
                 while (full->f[h]->at != g) h = full->f[h]->at;
-                gst = stage_at(x, full, h, 0);
+                gst = fusion_stage_at(x->g, full, h);
             }
             if (gst >= 0) {
                 sched_tile gt = tile_of(x, full, g, gst);

@@ -4,7 +4,8 @@
  * this stage be tiled so, and does this (partial) state still fit the
  * target.  sched_check, the enumerator (space/) and lowering all ask it.
  *
- * It owns:
+ * It owns (the first three through fusion.h, the layer below the
+ * loop-nest model, which this module calls for footprints):
  *  - the consumer graph: who calls whom, in which stage, built once per
  *    pipeline in a legal_ctx; legal_consumers looks through the Funcs a
  *    given state inlines;
@@ -33,7 +34,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "bounds.h"
+#include "fusion.h"
 #include "ir.h"
+#include "nest.h"
 #include "sched.h"
 #include "target.h"
 
@@ -43,14 +46,14 @@
 #define LEGAL_UNROLL_LIMIT 16
 /* Registers set aside in every kernel's estimate for register staging
  * (§6.7); lowering stages at most this many elements per kernel. */
-#define LEGAL_STAGED_REGISTERS 64
+#define LEGAL_STAGED_REGISTERS NEST_STAGED_REGISTERS
 /* The register estimate's base: indices and addresses. */
 #define LEGAL_BASE_REGISTERS 16
 /* Inlining can grow expressions exponentially (a pyramid of inline
  * levels): lowering refuses a stage over LEGAL_MAX_INLINED nodes, and the
  * pruned search keeps under LEGAL_SEARCH_INLINED (§6.6, "excessive
  * recompute, usually caused by inlining"). */
-#define LEGAL_MAX_INLINED 200000
+#define LEGAL_MAX_INLINED FUSION_MAX_INLINED
 #define LEGAL_SEARCH_INLINED 20000
 /* The pruned search keeps a fused Func's points computed (per block or
  * thread, times the blocks or threads) within this factor of the points
@@ -60,7 +63,7 @@
 typedef struct legal_ctx legal_ctx;
 
 /* A consumer: a stage of a Func that calls the Func asked about. */
-typedef struct { int func, stage; } legal_use;
+typedef fusion_use legal_use;
 
 /* The consumer graph of p (finalized), for checks against t (NULL: no
  * limits) with warp multiples required when warp_multiple is set. */
