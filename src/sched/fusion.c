@@ -155,17 +155,6 @@ bool fusion_pure_updates(const sc_func *f) {
 
 /* ---- fusion ------------------------------------------------------------------ */
 
-const char *fusion_loc_name(sched_loc l) {
-    switch (l) {
-    case SCHED_UNDECIDED: return "undecided";
-    case SCHED_INLINE: return "inline";
-    case SCHED_ROOT: return "root";
-    case SCHED_BLOCK: return "block";
-    case SCHED_THREAD: return "thread";
-    }
-    return "?";
-}
-
 static bool fused(const sched_func *sf) { return sf && (sf->loc == SCHED_BLOCK || sf->loc == SCHED_THREAD); }
 
 static int fusion(fusion_graph *x, const sched_state *s, int fid, sched_loc loc, int at, int *stage, char *err,
@@ -187,7 +176,7 @@ static int fusion(fusion_graph *x, const sched_state *s, int fid, sched_loc loc,
                   size_t errlen, int depth) {
     const sc_pipeline *p = x->p;
     const sc_func *f = func_at(p, fid);
-    const char *lv = fusion_loc_name(loc);
+    const char *lv = sched_loc_name(loc);
     if (at < 0 || at >= x->n || func_at(p, at)->kind != FUNC_DEFINED)
         return fail(err, errlen, "%s: computed at %s level of something that is not a Func (id %d)", f->name, lv, at);
     const sc_func *af = func_at(p, at);

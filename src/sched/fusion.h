@@ -33,9 +33,6 @@ typedef struct fusion_graph fusion_graph;
 /* A consumer: a stage of a Func that calls the Func asked about. */
 typedef struct { int func, stage; } fusion_use;
 
-/* "inline", "root", "block", ... */
-const char *fusion_loc_name(sched_loc l);
-
 /* The call graph of p (finalized). */
 fusion_graph *fusion_graph_new(const sc_pipeline *p);
 void fusion_graph_free(fusion_graph *g);

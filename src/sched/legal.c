@@ -379,7 +379,7 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
         if (f->kind != FUNC_DEFINED) continue;
         const sched_func *sf = s->f[f->id];
         if (f->is_output && sf->loc != SCHED_ROOT)
-            return fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, fusion_loc_name(sf->loc));
+            return fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, sched_loc_name(sf->loc));
         switch (sf->loc) {
         case SCHED_INLINE:
             if (f->nstages > 1)

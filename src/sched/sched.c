@@ -165,7 +165,7 @@ static const char *stage_name(const sc_func *f, int st, char *buf, size_t len) {
     return buf;
 }
 
-static const char *loc_word(sched_loc l) {
+const char *sched_loc_name(sched_loc l) {
     switch (l) {
     case SCHED_UNDECIDED: return "undecided";
     case SCHED_INLINE: return "inline";
@@ -223,7 +223,7 @@ char *sched_to_text(const sc_pipeline *p, const sched_state *s) {
             sb_printf(&b, "# %s: undecided\n", f->name);
             continue;
         }
-        sb_printf(&b, "%s: %s", f->name, loc_word(sf->loc));
+        sb_printf(&b, "%s: %s", f->name, sched_loc_name(sf->loc));
         if (is_fused(sf))
             sb_printf(&b, " of %s", sf->at >= 0 && sf->at < p->funcs.n ? func_at(p, sf->at)->name : "?");
         if (sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK)
@@ -560,7 +560,7 @@ sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename
         }
         if (is_fused(sf)) {
             token ot, ct;
-            snprintf(where, sizeof where, "'of' and the consumer after '%s: %s'", f->name, loc_word(sf->loc));
+            snprintf(where, sizeof where, "'of' and the consumer after '%s: %s'", f->name, sched_loc_name(sf->loc));
             if (!ident(&s, &ot, name, sizeof name, where)) goto out;
             if (!tok_is(&s, &ot, "of")) {
                 perr(&s, ot.line, ot.col, "expected %s, got %s", where, tok_desc(&s, &ot, d, sizeof d));
@@ -577,7 +577,7 @@ sched_state *sched_parse(ir_arena *a, const sc_pipeline *p, const char *filename
             if (f->nstages == 1) snprintf(where, sizeof where, "after the tiling of %s (it has 1 stage)", f->name);
             else snprintf(where, sizeof where, "after the %d tilings of %s (one per stage)", f->nstages, f->name);
         } else {
-            snprintf(where, sizeof where, "after '%s' (%s Funcs are not tiled)", loc_word(sf->loc),
+            snprintf(where, sizeof where, "after '%s' (%s Funcs are not tiled)", sched_loc_name(sf->loc),
                      sf->loc == SCHED_INLINE ? "inline" : "thread-level");
         }
         if (!expect(&s, ';', where)) goto out;

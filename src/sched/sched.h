@@ -56,6 +56,9 @@ typedef struct {
     int serial[SC_MAX_DIMS];      /* ROOT only; 1 elsewhere */
 } sched_tile;
 
+/* "undecided", "inline", "root", "block", "thread". */
+const char *sched_loc_name(sched_loc l);
+
 typedef struct {
     sched_loc loc;
     int at;                       /* consumer func id (BLOCK, THREAD), else -1 */
