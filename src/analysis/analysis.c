@@ -9,13 +9,8 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "analysis.h"
-
-static void *xrealloc(void *p, size_t n) {
-    p = realloc(p, n ? n : 1);
-    if (!p) abort();
-    return p;
-}
 
 /* The Funcs to analyse, in topological order when the pipeline has one. */
 static int func_count(const sc_pipeline *p) {
@@ -226,7 +221,7 @@ static void deps_visit(const sc_expr *e, void *user) {
     deps_result *r = w->r;
     if (r->n == w->cap) {
         w->cap = w->cap ? 2 * w->cap : 16;
-        r->items = xrealloc(r->items, sizeof(deps_access) * (size_t)w->cap);
+        r->items = base_realloc(r->items, sizeof(deps_access) * (size_t)w->cap);
     }
     deps_access *a = &r->items[r->n++];
     memset(a, 0, sizeof *a);
@@ -397,7 +392,7 @@ ops_result *ops_count(const sc_pipeline *p) {
         for (int s = 0; s < f->nstages; s++) {
             if (o->n == cap) {
                 cap = cap ? 2 * cap : 16;
-                o->items = xrealloc(o->items, sizeof(ops_stage) * (size_t)cap);
+                o->items = base_realloc(o->items, sizeof(ops_stage) * (size_t)cap);
             }
             ops_stage *st = &o->items[o->n++];
             memset(st, 0, sizeof *st);

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "bounds.h"
 
 /* Beyond this many points in a dimension an access is "unbounded": no
@@ -43,12 +44,6 @@
 #define BOUNDS_MAX_ROUNDS 32
 
 typedef bounds_interval ival;
-
-static void *xcalloc(size_t n, size_t size) {
-    void *r = calloc(n ? n : 1, size);
-    if (!r) abort();
-    return r;
-}
 
 /* ---- intervals -------------------------------------------------------- */
 
@@ -167,7 +162,7 @@ static memo_entry *memo_get(memo *m, const sc_expr *e) {
         size_t cap = m->cap ? 2 * m->cap : 64;
         memo_entry *old = m->slots;
         size_t oldcap = m->cap;
-        m->slots = xcalloc(cap, sizeof *m->slots);
+        m->slots = base_calloc(cap, sizeof *m->slots);
         m->cap = cap;
         for (size_t i = 0; i < oldcap; i++) {
             if (!old[i].key) continue;
@@ -677,7 +672,7 @@ static void walk_stage(infer *in, const sc_func *f, int s, bool final) {
 
 static void fill_stages(const sc_func *f, bounds_func *bf, bool used) {
     bf->nstages = f->nstages;
-    bf->stages = xcalloc((size_t)f->nstages, sizeof(bounds_stage));
+    bf->stages = base_calloc((size_t)f->nstages, sizeof(bounds_stage));
     for (int s = 0; s < f->nstages; s++) {
         bounds_stage *bs = &bf->stages[s];
         const sc_rdom *r = f->stages[s].rdom;
@@ -728,9 +723,9 @@ static void infer_func(infer *in, const sc_func *f) {
 bounds_result *bounds_infer(sc_pipeline *p) {
     int n = p->funcs.n;
     infer in = { .p = p };
-    in.region = xcalloc((size_t)n * SC_MAX_DIMS, sizeof(ival));
+    in.region = base_calloc((size_t)n * SC_MAX_DIMS, sizeof(ival));
     for (int i = 0; i < n * SC_MAX_DIMS; i++) in.region[i] = iv_empty();
-    in.needed = xcalloc((size_t)n, sizeof(bool));
+    in.needed = base_calloc((size_t)n, sizeof(bool));
 
     /* 1. value bounds, producers first */
     for (int i = 0; i < p->order.n; i++) value_bounds(&in.c, ir_order_at(p, i));
@@ -753,10 +748,10 @@ bounds_result *bounds_infer(sc_pipeline *p) {
 
     bounds_result *b = NULL;
     if (!in.errors) {
-        b = xcalloc(1, sizeof *b);
+        b = base_calloc(1, sizeof *b);
         b->nfuncs = n;
-        b->funcs = xcalloc((size_t)n, sizeof(bounds_func));
-        b->values = xcalloc((size_t)n, sizeof(ival));
+        b->funcs = base_calloc((size_t)n, sizeof(bounds_func));
+        b->values = base_calloc((size_t)n, sizeof(ival));
         for (int i = 0; i < n; i++) {
             const sc_func *f = p->funcs.items[i];
             b->values[i] = value_bounds(&in.c, f);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "analysis.h"
 #include "footprint.h"
 #include "fusion.h"
@@ -101,12 +102,6 @@ const char *nest_mem_name(nest_mem m) {
     return m == NEST_GLOBAL ? "global" : m == NEST_SHARED ? "shared" : "register";
 }
 
-static void *xcalloc(size_t n, size_t s) {
-    void *r = calloc(n ? n : 1, s);
-    if (!r) abort();
-    return r;
-}
-
 /* ---- the pipeline's call graph ---------------------------------------- */
 
 typedef struct { nest_ctx *x; int self; int *list; int n; } callee_walk;
@@ -119,21 +114,21 @@ static void note_callee(const sc_expr *e, void *user) {
 }
 
 nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
-    nest_ctx *x = xcalloc(1, sizeof *x);
+    nest_ctx *x = base_calloc(1, sizeof *x);
     x->p = p;
     x->b = b;
     x->arena = ir_arena_new();
     x->karena = ir_arena_new();
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
-    x->ndirect = xcalloc(n, sizeof(int));
-    x->direct = xcalloc(n, sizeof(int *));
-    x->mark = xcalloc(n, sizeof(int));
-    x->stack = xcalloc(n, sizeof(int));
-    x->sig = xcalloc(n, sizeof(int));
+    x->ndirect = base_calloc(n, sizeof(int));
+    x->direct = base_calloc(n, sizeof(int *));
+    x->mark = base_calloc(n, sizeof(int));
+    x->stack = base_calloc(n, sizeof(int));
+    x->sig = base_calloc(n, sizeof(int));
     size_t words = 8;
     for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
-    x->key = xcalloc(words, sizeof(uintptr_t));
+    x->key = base_calloc(words, sizeof(uintptr_t));
     x->loops = ir_alloc(x->arena, sizeof(loops_info *) * n);
     for (int i = 0; i < x->n; i++) {
         const sc_func *f = func_at(p, i);
@@ -149,7 +144,7 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
                 }
         }
     }
-    int *tmp = xcalloc(n, sizeof(int));
+    int *tmp = base_calloc(n, sizeof(int));
     for (int i = 0; i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -164,7 +159,7 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     }
     free(tmp);
     x->graph = fusion_graph_new(p);
-    x->uses = xcalloc((size_t)fusion_max_uses(x->graph) + 1, sizeof(fusion_use));
+    x->uses = base_calloc((size_t)fusion_max_uses(x->graph) + 1, sizeof(fusion_use));
     return x;
 }
 
@@ -648,10 +643,10 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
                      int64_t *ext) {
     int nc = 0;
     for (int j = 0; j < nb; j++) nc += w->se[cboxes[j]->f->id]->ncalls[cboxes[j]->stage];
-    const sc_expr **calls = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
-    const fp_box **boxes = xcalloc((size_t)nc + 1, sizeof(fp_box *));
-    const sexpr **es = xcalloc((size_t)nc + 1, sizeof(sexpr *));
-    int *idx = xcalloc((size_t)nc + 1, sizeof(int));
+    const sc_expr **calls = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
+    const fp_box **boxes = base_calloc((size_t)nc + 1, sizeof(fp_box *));
+    const sexpr **es = base_calloc((size_t)nc + 1, sizeof(sexpr *));
+    int *idx = base_calloc((size_t)nc + 1, sizeof(int));
     int n = 0;
     for (int j = 0; j < nb; j++) {
         const fp_box *box = cboxes[j];
@@ -698,14 +693,14 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
  * the whole region; then clipped.  Origins get their definitions. */
 static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, org *mins, int64_t *ext) {
     if (nb == 0) return failf(w, "nothing uses %s where it is computed", prod->name);
-    fp_span *sp = xcalloc((size_t)nb * SC_MAX_DIMS, sizeof(fp_span));
+    fp_span *sp = base_calloc((size_t)nb * SC_MAX_DIMS, sizeof(fp_span));
     int rc = 0;
     for (int j = 0; j < nb && !rc; j++) {
         const fp_box *box = &boxes[j];
         const sexpr *e = w->se[box->f->id];
         int nc = e->ncalls[box->stage], n = 0;
-        const sc_expr **calls = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
-        const fp_box **bx = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+        const sc_expr **calls = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
+        const fp_box **bx = base_calloc((size_t)nc + 1, sizeof(fp_box *));
         for (int i = 0; i < nc; i++)
             if (e->calls[box->stage][i]->func == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
         if (!n) rc = failf(w, "%s does not call %s", box->f->name, prod->name);
@@ -715,7 +710,7 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         free(bx);
     }
     bool thread = w->s->f[prod->id]->loc == SCHED_THREAD;
-    sc_expr **lo = xcalloc((size_t)nb, sizeof(sc_expr *)), **hi = xcalloc((size_t)nb, sizeof(sc_expr *));
+    sc_expr **lo = base_calloc((size_t)nb, sizeof(sc_expr *)), **hi = base_calloc((size_t)nb, sizeof(sc_expr *));
     for (int d = 0; d < prod->ndims && !rc; d++) {
         fp_span u;
         sc_expr *least;
@@ -806,14 +801,14 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             else if (ncand < NEST_MAX_STAGED) { cand[ncand] = g; ncalls[ncand++] = 1; }
         }
         for (int j = 0; j < ncand && ke->k.nstaged < NEST_MAX_STAGED; j++) {
-            const sc_expr **gc = xcalloc((size_t)nc + 1, sizeof(sc_expr *));
-            int *gi = xcalloc((size_t)nc + 1, sizeof(int));
+            const sc_expr **gc = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
+            int *gi = base_calloc((size_t)nc + 1, sizeof(int));
             int ng = 0;
             for (int i = 0; i < nc; i++)
                 if (calls[i]->func == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
             fp_span sp[SC_MAX_DIMS];
-            const sexpr **ges = xcalloc((size_t)nc + 1, sizeof(sexpr *));
-            const fp_box **gbx = xcalloc((size_t)nc + 1, sizeof(fp_box *));
+            const sexpr **ges = base_calloc((size_t)nc + 1, sizeof(sexpr *));
+            const fp_box **gbx = base_calloc((size_t)nc + 1, sizeof(fp_box *));
             for (int i = 0; i < ng; i++) { ges[i] = e; gbx[i] = &box; }
             fb_user u = { w, ges, gbx, gi };
             fp_hooks hooks = { hooked_arg, cached_fallback, &u };
@@ -908,9 +903,9 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         const sched_func *sf = g->kind == FUNC_DEFINED ? w->s->f[g->id] : NULL;
         if (!sf || sf->loc != level || w->owner[g->id] != owner->id || w->ostage[g->id] != ostage) continue;
         int nu = fusion_consumers(x->graph, w->s, g->id, x->uses);
-        fp_box *boxes = xcalloc((size_t)nu + 1, sizeof(fp_box));
-        fp_box *bboxes = xcalloc((size_t)nu + 1, sizeof(fp_box));
-        const fp_box **bptr = xcalloc((size_t)nu + 1, sizeof(fp_box *));
+        fp_box *boxes = base_calloc((size_t)nu + 1, sizeof(fp_box));
+        fp_box *bboxes = base_calloc((size_t)nu + 1, sizeof(fp_box));
+        const fp_box **bptr = base_calloc((size_t)nu + 1, sizeof(fp_box *));
         for (int u = 0; u < nu; u++) {
             int cf = x->uses[u].func;
             if (cf == owner->id) {
@@ -964,7 +959,7 @@ static void alloc_member(build *w, nest_func *m, const sc_func *prod, nest_mem m
  * (box; bbox: what one block computes of the stage): in registers over
  * their footprints, producers first; rpb: realizations per block. */
 static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb) {
-    int *members = xcalloc((size_t)w->x->n + 1, sizeof(int));
+    int *members = base_calloc((size_t)w->x->n + 1, sizeof(int));
     int n = fused_group(w, SCHED_THREAD, f, st, box, bbox, members);
     for (int i = n - 1; i >= 0 && !w->failed; i--) {
         const sc_func *prod = func_at(w->x->p, members[i]);
@@ -1016,7 +1011,7 @@ static void thread_bases(build *w, int np, const int *threads, const org *base, 
  * stage, producers first. */
 static void block_group(build *w, const sc_func *r, int st, const fp_box *box) {
     kentry *ke = w->ke;
-    int *members = xcalloc((size_t)w->x->n + 1, sizeof(int));
+    int *members = base_calloc((size_t)w->x->n + 1, sizeof(int));
     int n = fused_group(w, SCHED_BLOCK, r, st, box, box, members);
     for (int i = 0; i < n && !w->failed; i++) {
         const sc_func *prod = func_at(w->x->p, members[i]);
@@ -1279,19 +1274,19 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     ir_arena *own = x->no_kernel_cache ? ir_arena_new() : NULL;
     w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
-    w.se = xcalloc(nn, sizeof(sexpr *));
-    int *ints = xcalloc(6 * nn, sizeof(int));
+    w.se = base_calloc(nn, sizeof(sexpr *));
+    int *ints = base_calloc(6 * nn, sizeof(int));
     w.cstage = ints + nn;
     w.root = ints + 2 * nn;
     w.kstage = ints + 3 * nn;
     w.owner = ints + 4 * nn;
     w.ostage = ints + 5 * nn;
-    w.fmin = xcalloc(nn * SC_MAX_DIMS, sizeof(org));
-    w.bmin = xcalloc(nn * SC_MAX_DIMS, sizeof(org));
-    w.fext = xcalloc(nn * SC_MAX_DIMS, sizeof(int64_t));
-    w.bext = xcalloc(nn * SC_MAX_DIMS, sizeof(int64_t));
+    w.fmin = base_calloc(nn * SC_MAX_DIMS, sizeof(org));
+    w.bmin = base_calloc(nn * SC_MAX_DIMS, sizeof(org));
+    w.fext = base_calloc(nn * SC_MAX_DIMS, sizeof(int64_t));
+    w.bext = base_calloc(nn * SC_MAX_DIMS, sizeof(int64_t));
     uintptr_t *key = x->key;
-    int *mem_ids = xcalloc(nn, sizeof(int));
+    int *mem_ids = base_calloc(nn, sizeof(int));
     nest *out = NULL;
     /* stages after inlining, and consumers */
     for (int i = 0; i < n; i++) {
@@ -1330,16 +1325,16 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         w.owner[i] = s->f[h]->at;
         w.ostage[i] = w.cstage[h];
     }
-    out = xcalloc(1, sizeof *out);
+    out = base_calloc(1, sizeof *out);
     out->own_arena = own;
     out->nfuncs = n;
-    out->funcs = xcalloc(nn, sizeof(nest_func *));
+    out->funcs = base_calloc(nn, sizeof(nest_func *));
     int nk = 0;
     for (int i = 0; i < n; i++)
         if (s->f[i] && s->f[i]->loc == SCHED_ROOT) nk += func_at(p, i)->nstages;
-    out->kernels = xcalloc((size_t)nk + 1, sizeof(nest_kernel *));
-    nest_func *roots = xcalloc(nn, sizeof(nest_func));
-    const nest_stage **sp = xcalloc((size_t)nk + 1, sizeof(nest_stage *));
+    out->kernels = base_calloc((size_t)nk + 1, sizeof(nest_kernel *));
+    nest_func *roots = base_calloc(nn, sizeof(nest_func));
+    const nest_stage **sp = base_calloc((size_t)nk + 1, sizeof(nest_stage *));
     int used = 0;
     for (int i = 0; i < p->order.n; i++) {
         const sc_func *f = ir_order_at(p, i);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "fusion.h"
 
 struct fusion_graph {
@@ -20,22 +21,6 @@ struct fusion_graph {
 };
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-    void *r = calloc(n ? n : 1, size);
-    if (!r) abort();
-    return r;
-}
 
 /* ---- the consumer graph ------------------------------------------------- */
 
@@ -57,13 +42,13 @@ static void note_call(const sc_expr *e, void *user) {
 }
 
 fusion_graph *fusion_graph_new(const sc_pipeline *p) {
-    fusion_graph *x = xcalloc(1, sizeof *x);
+    fusion_graph *x = base_calloc(1, sizeof *x);
     x->p = p;
     x->n = p->funcs.n;
-    x->callers = xcalloc((size_t)x->n + 1, sizeof(fusion_use *));
-    x->ncallers = xcalloc((size_t)x->n + 1, sizeof(int));
-    x->mark = xcalloc((size_t)x->n + 1, sizeof(int));
-    x->stack = xcalloc((size_t)x->n + 1, sizeof(int));
+    x->callers = base_calloc((size_t)x->n + 1, sizeof(fusion_use *));
+    x->ncallers = base_calloc((size_t)x->n + 1, sizeof(int));
+    x->mark = base_calloc((size_t)x->n + 1, sizeof(int));
+    x->stack = base_calloc((size_t)x->n + 1, sizeof(int));
     int stages = 0;
     for (int i = 0; i < x->n; i++) {
         const sc_func *g = func_at(p, i);
@@ -178,35 +163,35 @@ static int fusion(fusion_graph *x, const sched_state *s, int fid, sched_loc loc,
     const sc_func *f = func_at(p, fid);
     const char *lv = sched_loc_name(loc);
     if (at < 0 || at >= x->n || func_at(p, at)->kind != FUNC_DEFINED)
-        return fail(err, errlen, "%s: computed at %s level of something that is not a Func (id %d)", f->name, lv, at);
+        return base_fail(err, errlen, "%s: computed at %s level of something that is not a Func (id %d)", f->name, lv, at);
     const sc_func *af = func_at(p, at);
     const sched_func *as = s->f[at];
-    if (at == fid) return fail(err, errlen, "%s: computed at its own %s level", f->name, lv);
+    if (at == fid) return base_fail(err, errlen, "%s: computed at its own %s level", f->name, lv);
     if (!as || as->loc == SCHED_UNDECIDED)
-        return fail(err, errlen, "%s: computed at %s level of %s, which is not decided yet", f->name, lv, af->name);
+        return base_fail(err, errlen, "%s: computed at %s level of %s, which is not decided yet", f->name, lv, af->name);
     if (as->loc == SCHED_INLINE)
-        return fail(err, errlen, "%s: computed at %s level of %s, which is inline (fuse into a Func that is not)",
+        return base_fail(err, errlen, "%s: computed at %s level of %s, which is inline (fuse into a Func that is not)",
                     f->name, lv, af->name);
     if (loc == SCHED_BLOCK && as->loc == SCHED_THREAD)
-        return fail(err, errlen, "%s: computed at block level of %s, which is itself at thread level (shared "
+        return base_fail(err, errlen, "%s: computed at block level of %s, which is itself at thread level (shared "
                     "memory cannot live inside a thread)", f->name, af->name);
     if (!fusion_pure_updates(f)) {
         for (int st = 1; st < f->nstages; st++)
             for (int d = 0; d < f->ndims; d++) {
                 const sc_expr *a = f->stages[st].args[d];
                 if (a->kind != E_VAR || strcmp(a->name, f->vars[d]))
-                    return fail(err, errlen, "%s: fused at %s level, but its update %d writes at a computed "
+                    return base_fail(err, errlen, "%s: fused at %s level, but its update %d writes at a computed "
                                 "coordinate (a fused Func's updates must write only at their pure point)",
                                 f->name, lv, st);
             }
     }
-    fusion_use *u = xcalloc((size_t)x->max_uses, sizeof *u);
+    fusion_use *u = base_calloc((size_t)x->max_uses, sizeof *u);
     int nu = fusion_consumers(x, s, fid, u), entry = -1, rc = 0;
-    if (nu == 0) rc = fail(err, errlen, "%s: computed at %s level of %s, but nothing uses it", f->name, lv, af->name);
+    if (nu == 0) rc = base_fail(err, errlen, "%s: computed at %s level of %s, but nothing uses it", f->name, lv, af->name);
     for (int i = 0; i < nu && !rc; i++) {
         int c = u[i].func, st;
         if (i + 1 < nu && u[i + 1].func == c) {
-            rc = fail(err, errlen, "%s: computed at %s level of %s, but several stages of %s use it (fusion needs "
+            rc = base_fail(err, errlen, "%s: computed at %s level of %s, but several stages of %s use it (fusion needs "
                       "exactly one per consumer)", f->name, lv, af->name, func_at(p, c)->name);
             break;
         }
@@ -219,24 +204,24 @@ static int fusion(fusion_graph *x, const sched_state *s, int fid, sched_loc loc,
                 g = s->f[g]->at;
             if (g == at || !fused(s->f[g]) || s->f[g]->loc != loc || s->f[g]->at != at) {
                 if (nu == 1)
-                    rc = fail(err, errlen, "%s: computed at %s level of %s, but its consumer is %s (after "
+                    rc = base_fail(err, errlen, "%s: computed at %s level of %s, but its consumer is %s (after "
                               "inlining), which is not computed at %s level inside %s", f->name, lv, af->name,
                               func_at(p, c)->name, lv, af->name);
                 else
-                    rc = fail(err, errlen, "%s: computed at %s level of %s, but of its several consumers, %s is "
+                    rc = base_fail(err, errlen, "%s: computed at %s level of %s, but of its several consumers, %s is "
                               "not computed at %s level inside %s", f->name, lv, af->name, func_at(p, c)->name,
                               lv, af->name);
                 break;
             }
             st = stage_at(x, s, g, depth);
             if (st < 0) {
-                rc = fail(err, errlen, "%s: computed at %s level of %s, inside %s, whose own placement breaks the "
+                rc = base_fail(err, errlen, "%s: computed at %s level of %s, inside %s, whose own placement breaks the "
                           "rules", f->name, lv, af->name, func_at(p, g)->name);
                 break;
             }
         }
         if (entry >= 0 && st != entry)
-            rc = fail(err, errlen, "%s: computed at %s level of %s, but its consumers are in different stages of %s "
+            rc = base_fail(err, errlen, "%s: computed at %s level of %s, but its consumers are in different stages of %s "
                       "(%d and %d)", f->name, lv, af->name, af->name, entry, st);
         entry = st;
     }
@@ -252,7 +237,7 @@ int fusion_check(fusion_graph *x, const sched_state *s, int fid, sched_loc loc, 
 }
 
 int fusion_lca(fusion_graph *x, const sched_state *s, int fid, sched_loc loc) {
-    fusion_use *u = xcalloc((size_t)x->max_uses, sizeof *u);
+    fusion_use *u = base_calloc((size_t)x->max_uses, sizeof *u);
     int nu = fusion_consumers(x, s, fid, u), best = -1;
     /* candidates: the first consumer and the Funcs it is fused into at
      * this level, lowest first; the first that passes the rules */
@@ -294,7 +279,7 @@ static double inline_func_size(void *user, const sc_func *g) {
 }
 
 double fusion_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *worst) {
-    size_ctx z = { p, s, xcalloc((size_t)p->funcs.n + 1, sizeof(double)) };
+    size_ctx z = { p, s, base_calloc((size_t)p->funcs.n + 1, sizeof(double)) };
     for (int i = 0; i < p->funcs.n; i++) z.memo[i] = -1;
     double best = 0;
     if (worst) *worst = -1;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "legal.h"
 #include "nest.h"
 
@@ -37,33 +38,17 @@ struct legal_ctx {
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-    void *r = calloc(n ? n : 1, size);
-    if (!r) abort();
-    return r;
-}
-
 legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target *t, bool warp_multiple) {
-    legal_ctx *x = xcalloc(1, sizeof *x);
+    legal_ctx *x = base_calloc(1, sizeof *x);
     x->p = p;
     x->b = b;
     x->t = t;
     x->warp_multiple = warp_multiple;
     x->n = p->funcs.n;
     x->g = fusion_graph_new(p);
-    x->inl = xcalloc((size_t)x->n + 1, 1);
+    x->inl = base_calloc((size_t)x->n + 1, 1);
     x->memo_cap = 64;
-    x->memo = xcalloc((size_t)x->memo_cap, sizeof(fp_entry));
+    x->memo = base_calloc((size_t)x->memo_cap, sizeof(fp_entry));
     return x;
 }
 
@@ -166,14 +151,14 @@ static int tile_shape(const sc_func *f, int st, sched_loc loc, const sched_tile 
     int dims[SC_MAX_DIMS], np = legal_pure_dims(f, st, dims);
     char nm[200];
     if (t->npure != np)
-        return fail(err, errlen, "%s: the tiling has %d pure loop%s, but the stage has %d",
+        return base_fail(err, errlen, "%s: the tiling has %d pure loop%s, but the stage has %d",
                     stage_name(f, st, nm, sizeof nm), t->npure, t->npure == 1 ? "" : "s", np);
     for (int k = 0; k < np; k++) {
         if (t->threads[k] < 1)
-            return fail(err, errlen, "%s: %d threads in loop %s; a thread count must be at least 1",
+            return base_fail(err, errlen, "%s: %d threads in loop %s; a thread count must be at least 1",
                         stage_name(f, st, nm, sizeof nm), t->threads[k], f->vars[dims[k]]);
         if (loc == SCHED_ROOT && t->serial[k] < 1)
-            return fail(err, errlen, "%s: serial tile %d in loop %s; a serial size must be at least 1",
+            return base_fail(err, errlen, "%s: serial tile %d in loop %s; a serial size must be at least 1",
                         stage_name(f, st, nm, sizeof nm), t->serial[k], f->vars[dims[k]]);
     }
     return 0;
@@ -222,17 +207,17 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
          LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial_points(t) > tg->registers_per_thread))
         stage_name(f, st, nm, sizeof nm);
     if (threads > tg->max_threads_per_block)
-        return fail(err, errlen, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
+        return base_fail(err, errlen, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
                     threads == 1 ? "" : "s", tg->max_threads_per_block, tg->name);
     /* A stage whose whole iteration space, at its serial sizes, has fewer
      * than a warp of points, or that one block covers entirely, cannot be
      * helped by a warp-multiple block: more threads would only idle. */
     if (x->warp_multiple && threads % tg->warp_size && need >= tg->warp_size && threads < need)
-        return fail(err, errlen, "%s: %lld thread%s per block, not a multiple of the target's warp size %d (%s)", nm,
+        return base_fail(err, errlen, "%s: %lld thread%s per block, not a multiple of the target's warp size %d (%s)", nm,
                     (long long)threads, threads == 1 ? "" : "s", tg->warp_size, tg->name);
     int64_t serial = serial_points(t), regs = LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial;
     if (regs > tg->registers_per_thread)
-        return fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %d for thread-level and staged "
+        return base_fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %d for thread-level and staged "
                     "points + %lld serial points), over the target's %d (%s)", nm, (long long)regs,
                     LEGAL_BASE_REGISTERS, LEGAL_STAGED_REGISTERS, (long long)serial, tg->registers_per_thread, tg->name);
     return 0;
@@ -261,7 +246,7 @@ static int block_tile(legal_ctx *x, const sched_state *s, int fid, int st, int a
     if (threads > kt) {
         char nm[200], rn[200];
         stage_name(f, st, nm, sizeof nm);
-        return fail(err, errlen, "%s: %lld threads (block level of %s), over the %lld threads per block of its "
+        return base_fail(err, errlen, "%s: %lld threads (block level of %s), over the %lld threads per block of its "
                     "kernel %s", nm, (long long)threads, func_at(x->p, at)->name, (long long)kt,
                     stage_name(func_at(x->p, g), rstage, rn, sizeof rn));
     }
@@ -294,7 +279,7 @@ static void memo_put(legal_ctx *x, const sched_func *key, int64_t count, const i
         fp_entry *old = x->memo;
         int cap = x->memo_cap;
         x->memo_cap *= 2;
-        x->memo = xcalloc((size_t)x->memo_cap, sizeof(fp_entry));
+        x->memo = base_calloc((size_t)x->memo_cap, sizeof(fp_entry));
         x->memo_n = 0;
         for (int i = 0; i < cap; i++) if (old[i].key) memo_put(x, old[i].key, old[i].count, old[i].ext, SC_MAX_DIMS);
         free(old);
@@ -348,7 +333,7 @@ static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, 
     char msg[512] = "";
     if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
     nest *model = nest_build(x->nest, full, msg, sizeof msg);
-    if (!model) return fail(err, errlen, "%s", msg);
+    if (!model) return base_fail(err, errlen, "%s", msg);
     for (int i = 0; i < x->n; i++) {
         if (!fused(full->f[i])) continue;
         const nest_func *nf = model->funcs[i];
@@ -369,9 +354,9 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
         if (f->kind != FUNC_DEFINED) continue;
         const sched_func *sf = s->f[f->id];
         if (!sf || sf->loc == SCHED_UNDECIDED)
-            return fail(err, errlen, "%s: not scheduled (the state is partial)", f->name);
+            return base_fail(err, errlen, "%s: not scheduled (the state is partial)", f->name);
         if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages))
-            return fail(err, errlen, "%s: the schedule tiles %d stage%s, the Func has %d", f->name,
+            return base_fail(err, errlen, "%s: the schedule tiles %d stage%s, the Func has %d", f->name,
                         sf->tile ? sf->nstages : 0, sf->nstages == 1 ? "" : "s", f->nstages);
     }
     for (int i = p->order.n - 1; i >= 0; i--) {
@@ -379,11 +364,11 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
         if (f->kind != FUNC_DEFINED) continue;
         const sched_func *sf = s->f[f->id];
         if (f->is_output && sf->loc != SCHED_ROOT)
-            return fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, sched_loc_name(sf->loc));
+            return base_fail(err, errlen, "%s: an output must be computed at root, not %s", f->name, sched_loc_name(sf->loc));
         switch (sf->loc) {
         case SCHED_INLINE:
             if (f->nstages > 1)
-                return fail(err, errlen, "%s: cannot be inline: it has update definitions (only a Func with a "
+                return base_fail(err, errlen, "%s: cannot be inline: it has update definitions (only a Func with a "
                             "single pure definition can be)", f->name);
             continue;
         case SCHED_ROOT:
@@ -394,12 +379,12 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
         case SCHED_THREAD:
             break;
         default:
-            return fail(err, errlen, "%s: unknown compute location %d", f->name, (int)sf->loc);
+            return base_fail(err, errlen, "%s: unknown compute location %d", f->name, (int)sf->loc);
         }
         if (legal_fusion(x, s, f->id, sf->loc, sf->at, NULL, err, errlen)) return -1;
         int r, rs;
         if (!kernel_of(x, s, f->id, &r, &rs))
-            return fail(err, errlen, "%s: computed inside a cycle of fused Funcs", f->name);
+            return base_fail(err, errlen, "%s: computed inside a cycle of fused Funcs", f->name);
         if (sf->loc == SCHED_BLOCK)
             for (int st = 0; st < f->nstages; st++)
                 if (tile_shape(f, st, SCHED_BLOCK, &sf->tile[st], err, errlen)) return -1;
@@ -419,7 +404,7 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
     int worst = x->inl_worst;
     double size = x->inl_size;
     if (size > LEGAL_MAX_INLINED && worst >= 0)
-        return fail(err, errlen, "%s: inlining makes its expression %.3g nodes large, over the limit of %d "
+        return base_fail(err, errlen, "%s: inlining makes its expression %.3g nodes large, over the limit of %d "
                     "(compute some of its inline producers at root or fused)", func_at(p, worst)->name, size,
                     LEGAL_MAX_INLINED);
     return 0;
@@ -431,11 +416,11 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
     const sc_pipeline *p = x->p;
     const target *t = x->t;
     int n = x->n;
-    int *kbase = xcalloc((size_t)n + 1, sizeof(int));
+    int *kbase = base_calloc((size_t)n + 1, sizeof(int));
     for (int i = 0; i < n; i++) kbase[i + 1] = kbase[i] + func_at(p, i)->nstages;
-    int64_t *smem = xcalloc((size_t)kbase[n] + 1, sizeof(int64_t));
-    int64_t *words = xcalloc((size_t)kbase[n] + 1, sizeof(int64_t));
-    int *root = xcalloc((size_t)n + 1, sizeof(int)), *rstage = xcalloc((size_t)n + 1, sizeof(int));
+    int64_t *smem = base_calloc((size_t)kbase[n] + 1, sizeof(int64_t));
+    int64_t *words = base_calloc((size_t)kbase[n] + 1, sizeof(int64_t));
+    int *root = base_calloc((size_t)n + 1, sizeof(int)), *rstage = base_calloc((size_t)n + 1, sizeof(int));
     int rc = measure(x, s, full, err, errlen);
     for (int i = 0; i < n && !rc; i++) {
         root[i] = -1;
@@ -463,14 +448,14 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
                         snprintf(who + l, sizeof who - l, "%s%s %lld", l ? ", " : "", func_at(p, j)->name,
                                  (long long)(c * (int64_t)sc_type_size(func_at(p, j)->type)));
                     }
-                rc = fail(err, errlen, "%s: %lld bytes of shared memory per block (%s), over the target's %d (%s)",
+                rc = base_fail(err, errlen, "%s: %lld bytes of shared memory per block (%s), over the target's %d (%s)",
                           nm, (long long)smem[kk], who, t->shared_mem_per_block, t->name);
                 break;
             }
             int64_t serial = serial_points(&sf->tile[st]);
             int64_t w = words[kk] + LEGAL_STAGED_REGISTERS, regs = LEGAL_BASE_REGISTERS + w + serial;
             if (regs > t->registers_per_thread)
-                rc = fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %lld for thread-level and "
+                rc = base_fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %lld for thread-level and "
                           "staged points + %lld serial points), over the target's %d (%s)", nm, (long long)regs,
                           LEGAL_BASE_REGISTERS, (long long)w, (long long)serial, t->registers_per_thread, t->name);
         }
@@ -486,10 +471,10 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
 int legal_fits(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
     const sc_pipeline *p = x->p;
     if (s->nfuncs != p->funcs.n)
-        return fail(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
-    if (p->order.n != p->funcs.n) return fail(err, errlen, "pipeline %s is not finalized", p->name);
-    if (!x->b) return fail(err, errlen, "no bounds to check the schedule against");
-    if (x->t && x->t->warp_size < 1) return fail(err, errlen, "the target has no warp size");
+        return base_fail(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
+    if (p->order.n != p->funcs.n) return base_fail(err, errlen, "pipeline %s is not finalized", p->name);
+    if (!x->b) return base_fail(err, errlen, "no bounds to check the schedule against");
+    if (x->t && x->t->warp_size < 1) return base_fail(err, errlen, "the target has no warp size");
     ir_arena *scratch = ir_arena_new();
     sched_state *full = completed(x, scratch, s);
     int rc = check_rules(x, full, err, errlen);

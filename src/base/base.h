@@ -1,0 +1,20 @@
+/*
+ * base.h - what every layer shares: allocation that cannot fail quietly,
+ * and the one error convention of the library.
+ *
+ * Errors: a function that can meet a user error takes (char *err, size_t
+ * errlen), returns -1 (or NULL) and writes one line into err that names the
+ * place and what was expected; it never exits.  base_fail is that step.
+ * Running out of memory is not a user error: the allocators abort.
+ */
+#ifndef SC_BASE_H
+#define SC_BASE_H
+#include <stddef.h>
+
+/* calloc / realloc that abort when memory runs out; a zero size is 1. */
+void *base_calloc(size_t n, size_t size);
+void *base_realloc(void *p, size_t size);
+
+/* Formats the message into err (when err and errlen are set); returns -1. */
+int base_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#endif
