@@ -115,6 +115,18 @@ typedef struct acc_entry {
 } acc_entry;
 
 #define ACC_TABLE 1024
+#define ROW_TABLE 4096
+
+/* The rows of the stages of one kernel, for one key (feat_ctx_new's
+ * comment in features.h: the kernel's decisions and inlined accesses). */
+typedef struct row_entry {
+    struct row_entry *next;
+    uint64_t h;
+    int nkey;
+    uintptr_t *key;
+    int nrows, cap;
+    feat_row *rows;
+} row_entry;
 
 struct feat_ctx {
     const sc_pipeline *p;
@@ -129,6 +141,19 @@ struct feat_ctx {
     acc_entry *table[ACC_TABLE];
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
+    row_entry *rtab[ROW_TABLE];
+    bool no_row_cache;
+    size_t bytes, limit;              /* held by both caches; the limit */
+    target tgt;                       /* the rows' target */
+    bool have_tgt;
+    feat_cache_stats stats;
+    /* scratch for the kernel keys, per call */
+    uintptr_t *key;
+    int keycap;
+    int *head, *nextm;                /* [slot] first member, [func id] next */
+    row_entry **kent;                 /* [slot] the kernel's entry (NULL: uncached) */
+    int *kstamp;                      /* [slot] == callno: kent is this call's */
+    int callno;
 };
 
 typedef struct {
@@ -234,6 +259,7 @@ static const feat_stage_access *stage_accesses(ctx *c, const sc_func *f, int st)
         return NULL;
     }
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)nsig);
+    x->bytes += sizeof *e + sizeof(int) * (size_t)(nsig + 1) + sizeof(feat_call) * (size_t)e->acc.cap;
     e->h = h;
     e->fid = f->id;
     e->st = st;
@@ -650,6 +676,206 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     return 0;
 }
 
+/* ---- the row cache ------------------------------------------------------------ */
+
+static void flush_rows(feat_ctx *x) {
+    for (int i = 0; i < ROW_TABLE; i++) {
+        for (row_entry *e = x->rtab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->rows);
+            free(e->key);
+            free(e);
+        }
+        x->rtab[i] = NULL;
+    }
+}
+
+static void flush_accesses(feat_ctx *x) {
+    for (int i = 0; i < ACC_TABLE; i++) {
+        for (acc_entry *e = x->table[i], *next; e; e = next) {
+            next = e->next;
+            feat_stage_access_free(&e->acc);
+            free(e->sig);
+            free(e);
+        }
+        x->table[i] = NULL;
+    }
+}
+
+void feat_ctx_flush(feat_ctx *x) {
+    /* row keys hold access entries' addresses: both go together */
+    flush_rows(x);
+    flush_accesses(x);
+    x->bytes = 0;
+}
+
+void feat_ctx_set_limit(feat_ctx *x, size_t bytes) { x->limit = bytes ? bytes : FEAT_CACHE_LIMIT; }
+
+void feat_ctx_cache_rows(feat_ctx *x, bool on) { x->no_row_cache = !on; }
+
+feat_cache_stats feat_ctx_stats(const feat_ctx *x) {
+    feat_cache_stats st = x->stats;
+    st.bytes = x->bytes;
+    return st;
+}
+
+static bool key_room(feat_ctx *x, int nkey, int more) {
+    if (nkey + more <= x->keycap) return true;
+    int cap = x->keycap ? x->keycap : 64;
+    while (cap < nkey + more) cap *= 2;
+    uintptr_t *k = realloc(x->key, sizeof *k * (size_t)cap);
+    if (!k) return false;
+    x->key = k;
+    x->keycap = cap;
+    return true;
+}
+
+/* Appends one Func's part of a kernel key: its decision and the accesses
+ * of its stages (stage `only` of a ROOT Func, which is a kernel of its
+ * own; every stage of a fused one).  -1 when out of memory. */
+static int key_func(ctx *c, int nkey, const sc_func *f, int only) {
+    feat_ctx *x = c->x;
+    const sched_func *sf = c->s->f[f->id];
+    const func_pic *fp = &c->fp[f->id];
+    int lo = only < 0 ? 0 : only, hi = only < 0 ? f->nstages : only + 1;
+    if (!key_room(x, nkey, 6 + (hi - lo) * (2 + 2 * SC_MAX_DIMS))) return -1;
+    uintptr_t *k = x->key;
+    k[nkey++] = (uintptr_t)f->id;
+    k[nkey++] = (uintptr_t)sf->loc | (uintptr_t)(sf->at + 1) << 8;
+    k[nkey++] = (uintptr_t)fp->nf->at_stage + 1;
+    k[nkey++] = (uintptr_t)sf->pending | (uintptr_t)sf->nstages << 16;
+    for (int st = lo; st < hi; st++) {
+        k[nkey++] = (uintptr_t)fp->st[st].acc;
+        const sched_tile *t = sf->tile && st < sf->nstages ? &sf->tile[st] : NULL;
+        k[nkey++] = t ? (uintptr_t)t->npure + 1 : 0;
+        for (int q = 0; t && q < t->npure; q++) {
+            k[nkey++] = (uintptr_t)t->threads[q];
+            k[nkey++] = (uintptr_t)t->serial[q];
+        }
+    }
+    return nkey;
+}
+
+/* Whether a stage of kernel (root slot `ks`) reads a shared or register
+ * Func that is not in the kernel (its rows would then read outside it). */
+static bool reads_outside(const ctx *c, const stage_pic *sp, int ks) {
+    for (int i = 0; sp->acc && i < sp->acc->n; i++) {
+        const sc_func *g = sp->acc->calls[i].prod;
+        if (mem_of(c, g) == MEM_G) continue;
+        const func_pic *gp = &c->fp[g->id];
+        const nest_stage *r = NULL;
+        for (int st = 0; gp->st && st < g->nstages && !r; st++) r = gp->st[st].rec;
+        if (!r || c->x->slot[r->kernel->root->id] + r->kernel->stage != ks) return true;
+    }
+    return false;
+}
+
+static uint64_t key_hash(const uintptr_t *k, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        h ^= (uint64_t)k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 29);
+}
+
+/* The cache entry of the kernel whose root stage is slot ks (found or
+ * added), or NULL when it cannot be cached.  -1 in *oom when out of memory. */
+static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
+    feat_ctx *x = c->x;
+    const sc_func *r = kn->root;
+    int ks = x->slot[r->id] + kn->stage;
+    if (x->kstamp[ks] == x->callno) return x->kent[ks];
+    x->kstamp[ks] = x->callno;
+    x->kent[ks] = NULL;
+    int nkey = key_func(c, 0, r, kn->stage);
+    if (nkey < 0) { *oom = true; return NULL; }
+    if (reads_outside(c, &c->fp[r->id].st[kn->stage], ks)) return NULL;
+    for (int m = x->head[ks]; m >= 0; m = x->nextm[m]) {
+        const sc_func *g = func_at(c->p, m);
+        nkey = key_func(c, nkey, g, -1);
+        if (nkey < 0) { *oom = true; return NULL; }
+        for (int st = 0; st < g->nstages; st++)
+            if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
+    }
+    uint64_t h = key_hash(x->key, nkey);
+    row_entry **b = &x->rtab[h % ROW_TABLE];
+    for (row_entry *e = *b; e; e = e->next)
+        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))
+            return x->kent[ks] = e;
+    row_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)nkey))) {
+        free(e);
+        *oom = true;
+        return NULL;
+    }
+    memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+    e->h = h;
+    e->nkey = nkey;
+    e->next = *b;
+    *b = e;
+    x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
+    return x->kent[ks] = e;
+}
+
+/* Row (f, st) into *row: from its kernel's entry, or computed (and kept
+ * there). */
+static int cached_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
+    feat_ctx *x = c->x;
+    const nest_kernel *kn = c->fp[f->id].st[st].rec->kernel;
+    bool oom = false;
+    row_entry *e = x->no_row_cache ? NULL : kernel_entry(c, kn, &oom);
+    if (oom) return fail(c, "out of memory", f);
+    if (!e) {
+        x->stats.uncached += !x->no_row_cache;
+        return fill_row(c, t, f, st, row);
+    }
+    for (int i = 0; i < e->nrows; i++)
+        if (e->rows[i].func == f->id && e->rows[i].stage == st) {
+            x->stats.row_hits++;
+            memcpy(row, &e->rows[i], sizeof *row);
+            return 0;
+        }
+    x->stats.row_misses++;
+    if (fill_row(c, t, f, st, row)) return -1;
+    if (e->nrows == e->cap) {
+        int cap = e->cap ? 2 * e->cap : 2;
+        feat_row *rows = realloc(e->rows, sizeof *rows * (size_t)cap);
+        if (!rows) return 0;     /* not kept; the row itself is right */
+        x->bytes += sizeof *rows * (size_t)(cap - e->cap);
+        e->rows = rows;
+        e->cap = cap;
+    }
+    memcpy(&e->rows[e->nrows++], row, sizeof *row);
+    return 0;
+}
+
+/* Before a call: the target's rows only, memory under the limit, and the
+ * fused Funcs of each kernel listed under its root stage's slot. */
+static int prepare_cache(ctx *c, const target *t) {
+    feat_ctx *x = c->x;
+    if (x->no_row_cache) return 0;
+    if (!x->have_tgt || memcmp(&x->tgt, t, sizeof *t)) {
+        flush_rows(x);
+        x->tgt = *t;
+        x->have_tgt = true;
+    }
+    x->callno++;
+    for (int i = 0; i < x->nslots; i++) x->head[i] = -1;
+    for (int i = c->p->funcs.n - 1; i >= 0; i--) {
+        const func_pic *fp = &c->fp[i];
+        x->nextm[i] = -1;
+        if (!fp->nf || fp->nf->loc == SCHED_ROOT) continue;
+        const nest_stage *r = NULL;
+        for (int st = 0; st < func_at(c->p, i)->nstages && !r; st++) r = fp->st[st].rec;
+        if (!r) continue;
+        int ks = x->slot[r->kernel->root->id] + r->kernel->stage;
+        x->nextm[i] = x->head[ks];
+        x->head[ks] = i;
+    }
+    return 0;
+}
+
 static void collect_callee(const sc_expr *e, void *user) {
     int *list = user;   /* list[0] = count, then ids; sized n + 1 */
     if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED) return;
@@ -675,9 +901,15 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->mark = calloc((size_t)x->n + 1, sizeof *x->mark);
     x->stack = calloc((size_t)x->n + 1, sizeof *x->stack);
     x->sig = calloc((size_t)x->n + 1, sizeof *x->sig);
+    x->limit = FEAT_CACHE_LIMIT;
     int *list = calloc((size_t)x->n + 1, sizeof *list);
     x->ops = ops_count(p);
-    bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops;
+    x->head = calloc((size_t)x->nslots + 1, sizeof *x->head);
+    x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
+    x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
+    x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
+    bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
+              x->head && x->kent && x->kstamp && x->nextm;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -706,13 +938,12 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
 
 void feat_ctx_free(feat_ctx *x) {
     if (!x) return;
-    for (int i = 0; i < ACC_TABLE; i++)
-        for (acc_entry *e = x->table[i], *next; e; e = next) {
-            next = e->next;
-            feat_stage_access_free(&e->acc);
-            free(e->sig);
-            free(e);
-        }
+    feat_ctx_flush(x);
+    free(x->key);
+    free(x->head);
+    free(x->kent);
+    free(x->kstamp);
+    free(x->nextm);
     for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);
     free(x->callees);
     free(x->ncallees);
@@ -738,7 +969,13 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
+    if (!rc && x->bytes > x->limit) {
+        /* before anything of this call points into the caches */
+        feat_ctx_flush(x);
+        x->stats.flushes++;
+    }
     if (!rc) rc = build(&c);
+    if (!rc) rc = prepare_cache(&c, t);
     int nrows = 0;
     for (int i = 0; !rc && i < p->funcs.n; i++)
         for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
@@ -753,7 +990,7 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         const sc_func *f = ir_order_at(p, oi);
         if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
         for (int st = 0; st < f->nstages && !rc; st++)
-            if (c.fp[f->id].st[st].rec) rc = fill_row(&c, t, f, st, &out->rows[out->n++]);
+            if (c.fp[f->id].st[st].rec) rc = cached_row(&c, t, f, st, &out->rows[out->n++]);
     }
     for (int i = 0; c.fp && i < p->funcs.n; i++) free(c.fp[i].st);
     free(c.fp);
