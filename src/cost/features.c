@@ -116,6 +116,17 @@ typedef struct acc_entry {
 
 #define ACC_TABLE 1024
 #define ROW_TABLE 4096
+#define WARP_TABLE 4096
+
+/* One warp's cost of the accesses to one producer, for one key: the lane
+ * map, the forms, the storage, the lanes and whether unrolled (warp_key). */
+typedef struct warp_entry {
+    struct warp_entry *next;
+    uint64_t h;
+    int nkey;
+    double *key;
+    feat_warp_cost cost;
+} warp_entry;
 
 /* The rows of the stages of one kernel, for one key (feat_ctx_new's
  * comment in features.h: the kernel's decisions and inlined accesses). */
@@ -142,6 +153,9 @@ struct feat_ctx {
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
     row_entry *rtab[ROW_TABLE];
+    warp_entry *wtab[WARP_TABLE];
+    double *wkey;                     /* scratch for a warp key */
+    int wkeycap;
     bool no_row_cache;
     size_t bytes, limit;              /* held by both caches; the limit */
     target tgt;                       /* the rows' target */
@@ -429,8 +443,105 @@ typedef struct {
     feat_warp_cost load[2], store[2];   /* [global, shared] */
 } warp_costs;
 
+static uint64_t hash_words(const uint64_t *k, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        h ^= k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 29);
+}
+
+/* Everything feat_warp_access reads, as numbers (all exact in a double):
+ * the lanes, the storage, the forms; NULL when out of memory. */
+static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const feat_form *const *calls,
+                              const feat_storage *st, int64_t first, int nlanes, bool unrolled, int *nkey) {
+    int need = 8 + SC_MAX_DIMS + ln->nloops * (2 + ln->nlayout) + 2 * st->ndims + n * st->ndims * (2 + ln->nloops);
+    if (need > x->wkeycap) {
+        int cap = x->wkeycap ? x->wkeycap : 256;
+        while (cap < need) cap *= 2;
+        double *k = realloc(x->wkey, sizeof *k * (size_t)cap);
+        if (!k) return NULL;
+        x->wkey = k;
+        x->wkeycap = cap;
+    }
+    double *k = x->wkey;
+    int m = 0;
+    k[m++] = (double)first;
+    k[m++] = nlanes;
+    k[m++] = unrolled;
+    k[m++] = n;
+    k[m++] = ln->nloops;
+    k[m++] = ln->nlayout;
+    for (int q = 0; q < ln->nlayout; q++) k[m++] = (double)ln->L[q];
+    for (int j = 0; j < ln->nloops; j++) {
+        k[m++] = ln->origin[j];
+        k[m++] = (double)ln->serial[j];
+        for (int q = 0; q < ln->nlayout; q++) k[m++] = ln->lanec[j][q];
+    }
+    k[m++] = st->ndims;
+    k[m++] = st->elem + 1000.0 * st->shared;
+    for (int d = 0; d < st->ndims; d++) {
+        k[m++] = (double)st->base[d];
+        k[m++] = (double)st->stride[d];
+    }
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < st->ndims; d++) {
+            const feat_form *f = &calls[i][d];
+            k[m++] = f->ok;
+            k[m++] = f->off;
+            for (int j = 0; j < ln->nloops; j++) k[m++] = f->c[j];
+        }
+    *nkey = m;
+    return k;
+}
+
+/* feat_warp_access's cost of the accesses, from zero, added into *c: from
+ * the ctx's cache when the same key was priced before.  Both paths add the
+ * same figures, so cached and fresh rows are bit-identical. */
+static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                       int64_t first, int nlanes, bool unrolled, feat_warp_cost *out) {
+    feat_ctx *x = c->x;
+    feat_warp_cost d;
+    memset(&d, 0, sizeof d);
+    warp_entry *e = NULL, **b = NULL;
+    int nkey = 0;
+    uint64_t h = 0;
+    const double *key = x->no_row_cache ? NULL : warp_key(x, ln, n, calls, st, first, nlanes, unrolled, &nkey);
+    if (key) {
+        h = hash_words((const uint64_t *)(const void *)key, nkey);
+        b = &x->wtab[h % WARP_TABLE];
+        for (e = *b; e; e = e->next)
+            if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(double) * (size_t)nkey)) break;
+    }
+    if (e) {
+        d = e->cost;
+    } else {
+        if (feat_warp_access(ln, n, calls, st, first, nlanes, unrolled, &d) < 0) return -1;
+        if (key && (e = malloc(sizeof *e)) != NULL) {
+            if ((e->key = malloc(sizeof(double) * (size_t)nkey)) != NULL) {
+                memcpy(e->key, key, sizeof(double) * (size_t)nkey);
+                e->h = h;
+                e->nkey = nkey;
+                e->cost = d;
+                e->next = *b;
+                *b = e;
+                x->bytes += sizeof *e + sizeof(double) * (size_t)nkey;
+            } else {
+                free(e);
+            }
+        }
+    }
+    out->trans += d.trans;
+    out->needed += d.needed;
+    out->moved += d.moved;
+    out->lift_lines += d.lift_lines;
+    out->lift_n += d.lift_n;
+    return 0;
+}
+
 /* Loads and stores of one warp (lanes first .. first + nlanes - 1). */
-static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
+static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
                    warp_costs *w) {
     memset(w, 0, sizeof *w);
     const feat_stage_access *a = sp->acc;
@@ -449,14 +560,14 @@ static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t 
         if (m == MEM_R) continue;
         feat_storage st;
         storage_of(c, g, &st);
-        rc = feat_warp_access(&sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
+        rc = warp_access(c, &sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
     }
     mem_kind own = mem_of(c, f);
     if (!rc && own != MEM_R) {
         feat_storage st;
         storage_of(c, f, &st);
         calls[0] = a->store;
-        rc = feat_warp_access(&sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
+        rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
     }
     free(calls);
     free(done);
@@ -702,10 +813,22 @@ static void flush_accesses(feat_ctx *x) {
     }
 }
 
+static void flush_warps(feat_ctx *x) {
+    for (int i = 0; i < WARP_TABLE; i++) {
+        for (warp_entry *e = x->wtab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->key);
+            free(e);
+        }
+        x->wtab[i] = NULL;
+    }
+}
+
 void feat_ctx_flush(feat_ctx *x) {
     /* row keys hold access entries' addresses: both go together */
     flush_rows(x);
     flush_accesses(x);
+    flush_warps(x);
     x->bytes = 0;
 }
 
@@ -940,6 +1063,7 @@ void feat_ctx_free(feat_ctx *x) {
     if (!x) return;
     feat_ctx_flush(x);
     free(x->key);
+    free(x->wkey);
     free(x->head);
     free(x->kent);
     free(x->kstamp);
