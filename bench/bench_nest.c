@@ -83,8 +83,8 @@ int main(int argc, char **argv) {
     char **names;
     int napps = apps_list("apps", &names, err, sizeof err);
     if (napps < 0) { fprintf(stderr, "%s\n", err); return 1; }
-    printf("%-26s %6s %7s %10s %10s %11s %11s %9s %6s %6s\n", "app", "funcs", "states", "extend/s", "partial/s",
-           "featurize/s", "children/s", "lower/s", "hit%", "rows%");
+    printf("%-22s %5s %6s %9s %9s %5s %11s %10s %8s %6s %6s\n", "app", "funcs", "states", "extend/s",
+           "partial/s", "feat%", "featurize/s", "children/s", "lower/s", "hit%", "rows%");
     double check = 0;
     for (int ai = 0; ai < napps; ai++) {
         if (!apps_wanted(apps, names[ai])) continue;
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
             walks[nw] = prefixes(a, p, s);
             nstates += walks[nw++].n;
         }
-        if (!nw) { printf("%-26s  (no schedule)\n", names[ai]); goto next; }
+        if (!nw) { printf("%-22s  (no schedule)\n", names[ai]); goto next; }
         /* (a) extend by one decision, with reuse: passes over every walk,
          * each with a fresh ctx (one search; a second pass in the same ctx
          * would find every kernel cached), until --min-s has passed */
@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
         /* (b) extend by one decision, update the model and featurize:
          * the same passes with a feat_ctx beside the nest_ctx */
         feat_result fr;
-        double partial = 0, rows_hit = 0;
+        double partial = 0, rows_hit = 0, in_feat = 0;
         if (!strstr(skip, "partial")) {
             nest_ctx *px = NULL;
             feat_ctx *fx = NULL;
@@ -151,16 +151,19 @@ int main(int argc, char **argv) {
                         int f = space_next(p, c, NULL);
                         c->f[f] = walks[w].q[i]->f[f];
                         nest *m = nest_build(px, c, err, sizeof err);
+                        double f0 = now_s();
                         if (m && feat_compute_ctx(fx, c, m, &t, &fr, err, sizeof err) == 0) {
                             for (int r = 0; r < fr.n; r++) check += fr.rows[r].v[FEAT_AT(FEAT_num_blocks)];
                             feat_free(&fr);
                         }
+                        in_feat += now_s() - f0;
                         nest_free(m);
                         built++;
                     }
                 el = now_s() - t0;
             } while (el < min_s);
             partial = (double)built / el;
+            in_feat = 100.0 * in_feat / el;
             feat_cache_stats fs = feat_ctx_stats(fx);
             rows_hit = 100.0 * (double)fs.row_hits / (double)(fs.row_hits + fs.row_misses + fs.uncached + 1);
             nest_ctx_free(px);
@@ -223,8 +226,8 @@ int main(int argc, char **argv) {
             if (el >= min_s) break;
         }
         double lower = built ? (double)built / el : 0;
-        printf("%-26s %6d %7d %10.0f %10.0f %11.0f %11.0f %9.0f %5.1f%% %5.1f%%\n", names[ai], p->funcs.n,
-               nstates / nw, extend, partial, feat, children, lower, hit, rows_hit);
+        printf("%-22s %5d %6d %9.0f %9.0f %4.0f%% %11.0f %10.0f %8.0f %5.1f%% %5.1f%%\n", names[ai], p->funcs.n,
+               nstates / nw, extend, partial, in_feat, feat, children, lower, hit, rows_hit);
         fflush(stdout);
     next:
         free(walks);
@@ -234,6 +237,6 @@ int main(int argc, char **argv) {
         sc_pipeline_free(p);
     }
     apps_free_names(names, napps);
-    printf("# states: decisions per walk (mean); hit%%: kernels reused while extending; rows%%: feature rows reused while extending; checksum %.6g\n", check);
+    printf("# states: decisions per walk (mean); feat%%: share of partial's time in feat_compute_ctx; hit%%: kernels reused while extending; rows%%: feature rows reused while extending; checksum %.6g\n", check);
     return 0;
 }

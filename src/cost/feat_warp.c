@@ -226,13 +226,6 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
     key_set seen = { NULL, 0 };
     int rc = -1;
     if (!steps || !b0 || !pat) goto done;
-    if (unrolled) {
-        int64_t cap = 64;
-        while (cap < 2 * iters * n * nlanes) cap *= 2;
-        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
-        if (!seen.keys) goto done;
-        seen.mask = cap - 1;
-    }
     for (int i = 0; i < n; i++) {
         int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
         pat[i] = -1;
@@ -247,6 +240,16 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
         for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
         pat[i] = find_pattern(&pool, rel, nlanes);
         if (pat[i] < 0) goto done;
+    }
+    if (unrolled) {
+        /* at most one key per iteration of a linear call, one per lane
+         * and iteration of another: the set at most half full */
+        int64_t keys = 0, cap = 64;
+        for (int i = 0; i < n; i++) keys += pat[i] >= 0 ? iters : iters * nlanes;
+        while (cap < 2 * keys) cap *= 2;
+        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
+        if (!seen.keys) goto done;
+        seen.mask = cap - 1;
     }
 
     for (int64_t it = 0; it < iters; it++) {
