@@ -154,6 +154,7 @@ struct feat_ctx {
     int stamp;
     row_entry *rtab[ROW_TABLE];
     warp_entry *wtab[WARP_TABLE];
+    feat_warp_pool *pool;             /* lane patterns, across calls */
     double *wkey;                     /* scratch for a warp key */
     int wkeycap;
     bool no_row_cache;
@@ -517,7 +518,8 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
     if (e) {
         d = e->cost;
     } else {
-        if (feat_warp_access(ln, n, calls, st, first, nlanes, unrolled, &d) < 0) return -1;
+        if (feat_warp_access(ln, n, calls, st, first, nlanes, unrolled, x->no_row_cache ? NULL : x->pool, &d) < 0)
+            return -1;
         if (key && (e = malloc(sizeof *e)) != NULL) {
             if ((e->key = malloc(sizeof(double) * (size_t)nkey)) != NULL) {
                 memcpy(e->key, key, sizeof(double) * (size_t)nkey);
@@ -829,6 +831,7 @@ void feat_ctx_flush(feat_ctx *x) {
     flush_rows(x);
     flush_accesses(x);
     flush_warps(x);
+    if (x->pool) feat_warp_pool_clear(x->pool);
     x->bytes = 0;
 }
 
@@ -838,7 +841,7 @@ void feat_ctx_cache_rows(feat_ctx *x, bool on) { x->no_row_cache = !on; }
 
 feat_cache_stats feat_ctx_stats(const feat_ctx *x) {
     feat_cache_stats st = x->stats;
-    st.bytes = x->bytes;
+    st.bytes = x->bytes + feat_warp_pool_bytes(x->pool);
     return st;
 }
 
@@ -1031,8 +1034,9 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
+    x->pool = feat_warp_pool_new();
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
-              x->head && x->kent && x->kstamp && x->nextm;
+              x->head && x->kent && x->kstamp && x->nextm && x->pool;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1064,6 +1068,7 @@ void feat_ctx_free(feat_ctx *x) {
     feat_ctx_flush(x);
     free(x->key);
     free(x->wkey);
+    feat_warp_pool_free(x->pool);
     free(x->head);
     free(x->kent);
     free(x->kstamp);
@@ -1093,7 +1098,7 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
-    if (!rc && x->bytes > x->limit) {
+    if (!rc && x->bytes + feat_warp_pool_bytes(x->pool) > x->limit) {
         /* before anything of this call points into the caches */
         feat_ctx_flush(x);
         x->stats.flushes++;
