@@ -15,6 +15,7 @@
 
 #include "apps.h"
 #include "check.h"
+#include "feat_access.h"
 #include "features.h"
 #include "space.h"
 
@@ -518,6 +519,69 @@ static void test_cache_identical(void) {
     }
 }
 
+static bool same_form(const feat_form *a, const feat_form *b, int nloops) {
+    return a->ok == b->ok && a->lipschitz == b->lipschitz && !memcmp(&a->off, &b->off, sizeof a->off) &&
+           !memcmp(a->c, b->c, sizeof(double) * (size_t)nloops);
+}
+
+/* Memoized inline expansion records exactly the calls (same order, same
+ * forms), inline-call counts and Strahler numbers as expanding every
+ * call, for every stage of every app under the inline choices of random
+ * walks (every third prefix). */
+static void test_access_memo(void) {
+    char **names, err[1024];
+    int napps = apps_list("apps", &names, err, sizeof err);
+    CHECK(napps > 0);
+    for (int ai = 0; ai < napps; ai++) {
+        app_case c;
+        if (app_load("apps", names[ai], true, 1, &c, err, sizeof err) != 0) {
+            check_report(false, "memo %s (%s)", names[ai], err);
+            continue;
+        }
+        ir_arena *a = ir_arena_new();
+        space_opts so = { &A100, true };
+        int ndec = 0, stages = 0, bad = 0;
+        int64_t inlined = 0;
+        for (int f = 0; f < c.p->funcs.n; f++) ndec += ((const sc_func *)c.p->funcs.items[f])->kind == FUNC_DEFINED;
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            sched_state *s = space_random(a, c.p, c.b, &so, seed, err, sizeof err);
+            for (int k = 1; s && k <= ndec; k += 3) {
+                sched_state *q = first_decisions(a, c.p, s, k);
+                for (int fi = 0; fi < c.p->funcs.n; fi++) {
+                    const sc_func *f = c.p->funcs.items[fi];
+                    if (f->kind != FUNC_DEFINED) continue;
+                    for (int st = 0; st < f->nstages; st++) {
+                        feat_stage_access x, y;
+                        if (feat_stage_accesses_by(c.p, q, f, st, true, &x) ||
+                            feat_stage_accesses_by(c.p, q, f, st, false, &y)) {
+                            bad++;
+                            continue;
+                        }
+                        bool ok = x.n == y.n && x.inlined_calls == y.inlined_calls && x.strahler == y.strahler &&
+                                  x.nstore == y.nstore;
+                        for (int i = 0; ok && i < x.n; i++) {
+                            ok = x.calls[i].prod == y.calls[i].prod && x.calls[i].ndims == y.calls[i].ndims;
+                            for (int d = 0; ok && d < x.calls[i].ndims; d++)
+                                ok = same_form(&x.calls[i].dim[d], &y.calls[i].dim[d], x.nloops);
+                        }
+                        for (int d = 0; ok && d < x.nstore; d++) ok = same_form(&x.store[d], &y.store[d], x.nloops);
+                        if (!ok && bad++ < 3) fprintf(stderr, "  %s: %s stage %d differs (calls %d/%d, inline %lld/%lld, strahler %d/%d)\n", names[ai], f->name, st, x.n, y.n, (long long)x.inlined_calls, (long long)y.inlined_calls, x.strahler, y.strahler);
+                        inlined += x.inlined_calls;
+                        stages++;
+                        feat_stage_access_free(&x);
+                        feat_stage_access_free(&y);
+                    }
+                }
+            }
+        }
+        check_report(stages > 0 && !bad, "memo %s (%d stage walks, %lld inline calls)", names[ai], stages,
+                     (long long)inlined);
+        ir_arena_free(a);
+        app_free(&c);
+    }
+    apps_free_names(names, napps);
+}
+
 int main(void) {
     char err[512];
     if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
@@ -535,5 +599,6 @@ int main(void) {
     RUN(test_occupancy_registers);
     RUN(test_apps);
     RUN(test_cache_identical);
+    RUN(test_access_memo);
     CHECK_EXIT();
 }
