@@ -96,6 +96,7 @@ typedef struct {
     int64_t extent[FEAT_MAX_LOOPS];   /* per loop, in one realization */
     int64_t serial[FEAT_MAX_LOOPS];   /* per loop, per thread */
     feat_lanes lanes;                 /* the lanes' loop values */
+    bool built;                       /* the fields above rec and acc filled (ensure_stage) */
 } stage_pic;
 
 typedef struct {
@@ -168,6 +169,8 @@ struct feat_ctx {
     int *head, *nextm;                /* [slot] first member, [func id] next */
     row_entry **kent;                 /* [slot] the kernel's entry (NULL: uncached) */
     int *kstamp;                      /* [slot] == callno: kent is this call's */
+    func_pic *fps;                    /* [func id] a call's pictures */
+    stage_pic *pics;                  /* [slot] */
     int callno;
 };
 
@@ -357,18 +360,29 @@ static int build(ctx *c) {
                                         !c->fp[nf->at].st[nf->at_stage].rec))
             continue;   /* not reachable through a modelled consumer stage */
         func_pic *fp = &c->fp[f->id];
-        fp->st = calloc((size_t)f->nstages + 1, sizeof *fp->st);
-        if (!fp->st) return fail(c, "out of memory", f);
+        fp->st = c->x->pics + c->x->slot[f->id];   /* the ctx's scratch */
         fp->nf = nf;
         for (int st = 0; st < f->nstages; st++) {
+            fp->st[st].acc = NULL;
+            fp->st[st].built = false;
             fp->st[st].rec = st < nf->nstages ? nf->stages[st] : NULL;
             if (!fp->st[st].rec) continue;
             fp->st[st].acc = stage_accesses(c, f, st);
             if (!fp->st[st].acc) return fail(c, "out of memory", f);
-            build_stage(c, f, st);
         }
     }
     return 0;
+}
+
+/* Fills the picture of a stage when a row needs it (rows found in the
+ * cache do not): a THREAD stage's consumer first. */
+static void ensure_stage(ctx *c, const sc_func *f, int st) {
+    stage_pic *sp = &c->fp[f->id].st[st];
+    if (sp->built) return;
+    const nest_func *nf = c->fp[f->id].nf;
+    if (nf->loc == SCHED_THREAD) ensure_stage(c, func_at(c->p, nf->at), nf->at_stage);
+    build_stage(c, f, st);
+    sp->built = true;
 }
 
 /* ---- the kernels -------------------------------------------------------------- */
@@ -595,6 +609,8 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     const nest_func *nf = fp->nf;
     const stage_pic *sp = &fp->st[st];
     const nest_stage *rec = sp->rec;
+    ensure_stage(c, f, st);
+    ensure_stage(c, rec->kernel->root, rec->kernel->stage);
     const nest_kernel *kn = rec->kernel;
     const feat_stage_access *a = sp->acc;
     double *v = row->v;
@@ -1035,8 +1051,10 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
     x->pool = feat_warp_pool_new();
+    x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
+    x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
-              x->head && x->kent && x->kstamp && x->nextm && x->pool;
+              x->head && x->kent && x->kstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1069,6 +1087,8 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->key);
     free(x->wkey);
     feat_warp_pool_free(x->pool);
+    free(x->fps);
+    free(x->pics);
     free(x->head);
     free(x->kent);
     free(x->kstamp);
@@ -1092,7 +1112,9 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
     err[0] = 0;
     memset(out, 0, sizeof *out);
     const sc_pipeline *p = x->p;
-    ctx c = { p, x->b, s, model, x, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
+    /* the pictures live in the ctx's scratch (one call at a time) */
+    memset(x->fps, 0, sizeof *x->fps * (size_t)(p->funcs.n + 1));
+    ctx c = { p, x->b, s, model, x, x->fps, err, errlen };
     int rc = 0;
     if (!c.fp) {
         snprintf(err, errlen, "out of memory");
@@ -1121,8 +1143,6 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         for (int st = 0; st < f->nstages && !rc; st++)
             if (c.fp[f->id].st[st].rec) rc = cached_row(&c, t, f, st, &out->rows[out->n++]);
     }
-    for (int i = 0; c.fp && i < p->funcs.n; i++) free(c.fp[i].st);
-    free(c.fp);
     if (rc) feat_free(out);
     return rc;
 }
