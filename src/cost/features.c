@@ -1131,7 +1131,7 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
     for (int i = 0; !rc && i < p->funcs.n; i++)
         for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
     if (!rc && nrows) {
-        out->rows = calloc((size_t)nrows, sizeof *out->rows);
+        out->rows = malloc(sizeof *out->rows * (size_t)nrows);   /* every row is written whole */
         if (!out->rows) {
             snprintf(err, errlen, "out of memory");
             rc = -1;
