@@ -933,12 +933,19 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     int nkey = key_func(c, 0, r, kn->stage);
     if (nkey < 0) { *oom = true; return NULL; }
     if (reads_outside(c, &c->fp[r->id].st[kn->stage], ks)) return NULL;
-    for (int m = x->head[ks]; m >= 0; m = x->nextm[m]) {
-        const sc_func *g = func_at(c->p, m);
-        nkey = key_func(c, nkey, g, -1);
-        if (nkey < 0) { *oom = true; return NULL; }
-        for (int st = 0; st < g->nstages; st++)
-            if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
+    /* the Funcs fused into every stage of r, not only this one: a root
+     * stage's working_set_at_thread counts the THREAD Funcs of all of r */
+    for (int rs = 0; rs < r->nstages; rs++) {
+        int slot = x->slot[r->id] + rs;
+        if (!key_room(x, nkey, 1)) { *oom = true; return NULL; }
+        x->key[nkey++] = (uintptr_t)-1 - (uintptr_t)rs;     /* a separator */
+        for (int m = x->head[slot]; m >= 0; m = x->nextm[m]) {
+            const sc_func *g = func_at(c->p, m);
+            nkey = key_func(c, nkey, g, -1);
+            if (nkey < 0) { *oom = true; return NULL; }
+            for (int st = 0; slot == ks && st < g->nstages; st++)
+                if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
+        }
     }
     uint64_t h = key_hash(x->key, nkey);
     row_entry **b = &x->rtab[h % ROW_TABLE];

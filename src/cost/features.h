@@ -157,7 +157,8 @@ typedef struct {
  *  - stage accesses keyed by the inline Funcs each stage expands (the walk
  *    of an inlined expression);
  *  - feature rows keyed by the content of the stage's kernel: the kernel's
- *    root stage and, for the root and every Func fused into it, its
+ *    root stage and, for the root and every Func fused into it (into any
+ *    stage of the root: a root stage's working set counts them all), its
  *    decision (location, consumer, tiles, pending stages) and the
  *    accesses of each of its stages after inlining (the entries of the
  *    first cache, which stand for the inline choices).  Everything a row
