@@ -16,6 +16,9 @@
  *   children   space_children of each prefix state (all children, up
  *              to 4096), per state expanded
  *   lower      lower_schedule of the complete state, for comparison
+ *   feat%      the share of partial's time spent in feat_compute_ctx
+ *   hit%       kernels the extend pass found in the nest_ctx's cache
+ *   rows%      feature rows the partial pass found in the feat_ctx's cache
  *
  *   build/bench_nest [--walks N] [--apps a,b] [--small] [--min-s S]
  *                    [--skip partial,featurize,children,lower]
