@@ -6,15 +6,22 @@
  *              (every walk's prefixes in order, one ctx per pass, so what
  *              earlier states built is reused as a search would; passes
  *              repeat until --min-s has passed)
- *   featurize  the model of a complete state built with no kernel reuse,
- *              then every record read (feature_hook below: until the
- *              feature code exists, "featurize" is build + read)
+ *   partial    a state extended by one decision, its model updated and
+ *              its features computed (feat_compute_ctx), as a search does
+ *              it: the extend pass with a feat_ctx beside the nest_ctx,
+ *              both fresh per pass, so rows of unchanged kernels are reused
+ *   featurize  a complete state from scratch: its model built with no
+ *              kernel reuse, its features with no row reuse (one feat_ctx
+ *              per app, its access cache warm)
  *   children   space_children of each prefix state (all children, up
  *              to 4096), per state expanded
  *   lower      lower_schedule of the complete state, for comparison
+ *   feat%      the share of partial's time spent in feat_compute_ctx
+ *   hit%       kernels the extend pass found in the nest_ctx's cache
+ *   rows%      feature rows the partial pass found in the feat_ctx's cache
  *
  *   build/bench_nest [--walks N] [--apps a,b] [--small] [--min-s S]
- *                    [--skip featurize,children,lower]
+ *                    [--skip partial,featurize,children,lower]
  *
  * Rates are states per second; every figure repeats its loop until it has
  * run --min-s seconds (0.3).  The walks are space_random's (seeds
@@ -26,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 #include "apps.h"
+#include "features.h"
 #include "lower.h"
 #include "nest.h"
 #include "space.h"
@@ -34,32 +42,6 @@ static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Reads every record of the model: the stand-in for the featurizer until
- * src/cost/features.c exists.  Returns a checksum so that the reads are
- * not optimised away. */
-static double feature_hook(const nest *m) {
-    double sum = 0;
-    for (int k = 0; k < m->nkernels; k++)
-        sum += (double)m->kernels[k]->nblocks + m->kernels[k]->nthreads + (double)m->kernels[k]->shared_bytes;
-    for (int i = 0; i < m->nfuncs; i++) {
-        const nest_func *f = m->funcs[i];
-        if (!f) continue;
-        sum += (double)f->bytes;
-        for (int s = 0; s < f->nstages; s++) {
-            const nest_stage *st = f->stages[s];
-            if (!st) continue;
-            sum += (double)st->points_total + (double)st->realizations;
-            for (int a = 0; a < st->naccess; a++) {
-                const nest_access *ac = &st->access[a];
-                sum += (double)ac->bytes_thread + (double)ac->bytes_block + (double)ac->bytes_realization;
-                for (int k = 0; k < st->npure; k++)
-                    if (ac->affine) sum += ac->stride_thread[k] + ac->stride_serial[k];
-            }
-        }
-    }
-    return sum;
 }
 
 typedef struct {
@@ -92,7 +74,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--small")) small = true;
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_nest [--walks N] [--apps a,b] [--small] [--min-s S] [--skip featurize,children,lower]\n");
+            fprintf(stderr, "usage: bench_nest [--walks N] [--apps a,b] [--small] [--min-s S] "
+                            "[--skip partial,featurize,children,lower]\n");
             return 2;
         }
     }
@@ -103,8 +86,8 @@ int main(int argc, char **argv) {
     char **names;
     int napps = apps_list("apps", &names, err, sizeof err);
     if (napps < 0) { fprintf(stderr, "%s\n", err); return 1; }
-    printf("%-26s %6s %8s %12s %12s %12s %12s %9s\n", "app", "funcs", "states", "extend/s", "featurize/s",
-           "children/s", "lower/s", "hit%");
+    printf("%-22s %5s %6s %9s %9s %5s %11s %10s %8s %6s %6s\n", "app", "funcs", "states", "extend/s",
+           "partial/s", "feat%", "featurize/s", "children/s", "lower/s", "hit%", "rows%");
     double check = 0;
     for (int ai = 0; ai < napps; ai++) {
         if (!apps_wanted(apps, names[ai])) continue;
@@ -126,7 +109,7 @@ int main(int argc, char **argv) {
             walks[nw] = prefixes(a, p, s);
             nstates += walks[nw++].n;
         }
-        if (!nw) { printf("%-26s  (no schedule)\n", names[ai]); goto next; }
+        if (!nw) { printf("%-22s  (no schedule)\n", names[ai]); goto next; }
         /* (a) extend by one decision, with reuse: passes over every walk,
          * each with a fresh ctx (one search; a second pass in the same ctx
          * would find every kernel cached), until --min-s has passed */
@@ -151,7 +134,48 @@ int main(int argc, char **argv) {
         double extend = (double)built / el;
         nest_stats st = nest_ctx_stats(x);
         double hit = 100.0 * (double)st.kernel_hits / (double)(st.kernel_hits + st.kernel_misses + 1);
-        /* (b) featurize a complete state, no kernel reuse */
+        /* (b) extend by one decision, update the model and featurize:
+         * the same passes with a feat_ctx beside the nest_ctx */
+        feat_result fr;
+        double partial = 0, rows_hit = 0, in_feat = 0;
+        if (!strstr(skip, "partial")) {
+            nest_ctx *px = NULL;
+            feat_ctx *fx = NULL;
+            built = 0;
+            t0 = now_s();
+            do {
+                nest_ctx_free(px);
+                feat_ctx_free(fx);
+                px = nest_ctx_new(p, b);
+                fx = feat_ctx_new(p, b);
+                for (int w = 0; w < nw; w++)
+                    for (int i = 0; i < walks[w].n; i++) {
+                        sched_state *c = sched_state_copy(a, i ? walks[w].q[i - 1] : sched_state_new(a, p));
+                        int f = space_next(p, c, NULL);
+                        c->f[f] = walks[w].q[i]->f[f];
+                        nest *m = nest_build(px, c, err, sizeof err);
+                        double f0 = now_s();
+                        if (m && feat_compute_ctx(fx, c, m, &t, &fr, err, sizeof err) == 0) {
+                            for (int r = 0; r < fr.n; r++) check += fr.rows[r].v[FEAT_AT(FEAT_num_blocks)];
+                            feat_free(&fr);
+                        }
+                        in_feat += now_s() - f0;
+                        nest_free(m);
+                        built++;
+                    }
+                el = now_s() - t0;
+            } while (el < min_s);
+            partial = (double)built / el;
+            in_feat = 100.0 * in_feat / el;
+            feat_cache_stats fs = feat_ctx_stats(fx);
+            rows_hit = 100.0 * (double)fs.row_hits / (double)(fs.row_hits + fs.row_misses + fs.uncached + 1);
+            nest_ctx_free(px);
+            feat_ctx_free(fx);
+        }
+        /* (c) featurize a complete state from scratch: no kernel reuse,
+         * no row reuse */
+        feat_ctx *fx = feat_ctx_new(p, b);
+        feat_ctx_cache_rows(fx, false);
         nest_ctx_cache_kernels(x, false);
         built = 0;
         t0 = now_s();
@@ -159,7 +183,10 @@ int main(int argc, char **argv) {
         while (feat_on) {
             for (int w = 0; w < nw; w++) {
                 nest *m = nest_build(x, full[w], err, sizeof err);
-                if (m) check += feature_hook(m);
+                if (m && feat_compute_ctx(fx, full[w], m, &t, &fr, err, sizeof err) == 0) {
+                    for (int r = 0; r < fr.n; r++) check += fr.rows[r].v[FEAT_AT(FEAT_num_blocks)];
+                    feat_free(&fr);
+                }
                 nest_free(m);
                 built++;
             }
@@ -167,8 +194,9 @@ int main(int argc, char **argv) {
             if (el >= min_s) break;
         }
         double feat = built ? (double)built / el : 0;
+        feat_ctx_free(fx);
         nest_ctx_free(x);
-        /* (c) children of every prefix state */
+        /* (d) children of every prefix state */
         legal_ctx *lx = space_legal(p, b, &o);
         built = 0;
         t0 = now_s();
@@ -186,7 +214,7 @@ int main(int argc, char **argv) {
         el = now_s() - t0;
         legal_free(lx);
         double children = built ? (double)built / el : 0;
-        /* (d) lowering */
+        /* (e) lowering */
         built = 0;
         t0 = now_s();
         while (lower_on) {
@@ -201,8 +229,8 @@ int main(int argc, char **argv) {
             if (el >= min_s) break;
         }
         double lower = built ? (double)built / el : 0;
-        printf("%-26s %6d %8d %12.0f %12.0f %12.0f %12.0f %8.1f%%\n", names[ai], p->funcs.n, nstates / nw, extend,
-               feat, children, lower, hit);
+        printf("%-22s %5d %6d %9.0f %9.0f %4.0f%% %11.0f %10.0f %8.0f %5.1f%% %5.1f%%\n", names[ai], p->funcs.n,
+               nstates / nw, extend, partial, in_feat, feat, children, lower, hit, rows_hit);
         fflush(stdout);
     next:
         free(walks);
@@ -212,6 +240,6 @@ int main(int argc, char **argv) {
         sc_pipeline_free(p);
     }
     apps_free_names(names, napps);
-    printf("# states: decisions per walk (mean); hit%%: kernels reused while extending; checksum %.6g\n", check);
+    printf("# states: decisions per walk (mean); feat%%: share of partial's time in feat_compute_ctx; hit%%: kernels reused while extending; rows%%: feature rows reused while extending; checksum %.6g\n", check);
     return 0;
 }

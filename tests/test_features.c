@@ -15,6 +15,7 @@
 
 #include "apps.h"
 #include "check.h"
+#include "feat_access.h"
 #include "features.h"
 #include "space.h"
 
@@ -442,6 +443,145 @@ static void test_apps(void) {
     apps_free_names(names, n);
 }
 
+
+/* Whether two results hold the same rows, bit for bit. */
+static bool same_rows(const feat_result *a, const feat_result *b) {
+    if (a->n != b->n) return false;
+    for (int k = 0; k < a->n; k++)
+        if (a->rows[k].func != b->rows[k].func || a->rows[k].stage != b->rows[k].stage ||
+            a->rows[k].loc != b->rows[k].loc || memcmp(a->rows[k].v, b->rows[k].v, sizeof a->rows[k].v))
+            return false;
+    return true;
+}
+
+/* The cached path: along random walks (every prefix, in order, as a search
+ * extends a state), one nest_ctx and one feat_ctx for the whole app give
+ * rows bit-identical to a fresh feat_ctx's; so do a ctx at a tiny memory
+ * limit (flushed at every call, so bounded) and a ctx flushed by hand half
+ * way; a switch of target mid-walk (h100 every third state) is honoured;
+ * and the cache is used (rows and warps reused). */
+static void test_cache_identical(void) {
+    static const char *apps[] = { "stencil_chain", "camera_pipe", "local_laplacian", "bgu", "unsharp" };
+    target h100;
+    char err[1024];
+    CHECK(target_by_name("h100", NULL, &h100, err, sizeof err) == 0);
+    for (size_t ai = 0; ai < sizeof apps / sizeof apps[0]; ai++) {
+        app_case c;
+        if (app_load("apps", apps[ai], true, 1, &c, err, sizeof err) != 0) {
+            check_report(false, "cache %s (%s)", apps[ai], err);
+            continue;
+        }
+        ir_arena *a = ir_arena_new();
+        nest_ctx *nx = nest_ctx_new(c.p, c.b);
+        feat_ctx *hot = feat_ctx_new(c.p, c.b), *tiny = feat_ctx_new(c.p, c.b);
+        feat_ctx_set_limit(tiny, 1);
+        space_opts so = { &A100, true };
+        int states = 0, bad = 0, ndec = 0;
+        for (int f = 0; f < c.p->funcs.n; f++) ndec += ((const sc_func *)c.p->funcs.items[f])->kind == FUNC_DEFINED;
+        size_t peak_tiny = 0;
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            sched_state *s = space_random(a, c.p, c.b, &so, seed, err, sizeof err);
+            if (!s) continue;
+            for (int k = 1; k <= ndec; k++) {
+                sched_state *q = first_decisions(a, c.p, s, k);
+                nest *m = nest_build(nx, q, err, sizeof err);
+                if (!m) continue;   /* a rule the model does not cover yet */
+                const target *t = states % 3 == 2 ? &h100 : &A100;
+                feat_result fresh = { 0 }, r1 = { 0 }, r2 = { 0 };
+                bool ok = feat_compute_model(c.p, c.b, q, m, t, &fresh, err, sizeof err) == 0 &&
+                          feat_compute_ctx(hot, q, m, t, &r1, err, sizeof err) == 0 &&
+                          feat_compute_ctx(tiny, q, m, t, &r2, err, sizeof err) == 0 && same_rows(&fresh, &r1) &&
+                          same_rows(&fresh, &r2);
+                if (!ok && bad++ < 3) fprintf(stderr, "  %s seed %d, %d decisions: rows differ %s\n", apps[ai],
+                                              (int)seed, k, err);
+                size_t held = feat_ctx_stats(tiny).bytes;
+                if (held > peak_tiny) peak_tiny = held;
+                feat_free(&fresh);
+                feat_free(&r1);
+                feat_free(&r2);
+                nest_free(m);
+                states++;
+            }
+            if (seed == 2) feat_ctx_flush(hot);
+        }
+        feat_cache_stats hs = feat_ctx_stats(hot), ts = feat_ctx_stats(tiny);
+        /* the tiny ctx holds at most one call's entries: far less than the hot one */
+        bool ok = states > 10 && !bad && hs.row_hits > 0 && hs.row_misses > 0 && ts.flushes >= states - 1 &&
+                  peak_tiny < hs.bytes;
+        check_report(ok, "cache %s (%d states; hot: %lld rows reused, %lld made, %lld uncached, %zu bytes; "
+                     "tiny: %lld flushes, peak %zu bytes)", apps[ai], states, (long long)hs.row_hits,
+                     (long long)hs.row_misses, (long long)hs.uncached, hs.bytes, (long long)ts.flushes, peak_tiny);
+        feat_ctx_free(hot);
+        feat_ctx_free(tiny);
+        nest_ctx_free(nx);
+        ir_arena_free(a);
+        app_free(&c);
+    }
+}
+
+static bool same_form(const feat_form *a, const feat_form *b, int nloops) {
+    return a->ok == b->ok && a->lipschitz == b->lipschitz && !memcmp(&a->off, &b->off, sizeof a->off) &&
+           !memcmp(a->c, b->c, sizeof(double) * (size_t)nloops);
+}
+
+/* Memoized inline expansion records exactly the calls (same order, same
+ * forms), inline-call counts and Strahler numbers as expanding every
+ * call, for every stage of every app under the inline choices of random
+ * walks (every third prefix). */
+static void test_access_memo(void) {
+    char **names, err[1024];
+    int napps = apps_list("apps", &names, err, sizeof err);
+    CHECK(napps > 0);
+    for (int ai = 0; ai < napps; ai++) {
+        app_case c;
+        if (app_load("apps", names[ai], true, 1, &c, err, sizeof err) != 0) {
+            check_report(false, "memo %s (%s)", names[ai], err);
+            continue;
+        }
+        ir_arena *a = ir_arena_new();
+        space_opts so = { &A100, true };
+        int ndec = 0, stages = 0, bad = 0;
+        int64_t inlined = 0;
+        for (int f = 0; f < c.p->funcs.n; f++) ndec += ((const sc_func *)c.p->funcs.items[f])->kind == FUNC_DEFINED;
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            sched_state *s = space_random(a, c.p, c.b, &so, seed, err, sizeof err);
+            for (int k = 1; s && k <= ndec; k += 3) {
+                sched_state *q = first_decisions(a, c.p, s, k);
+                for (int fi = 0; fi < c.p->funcs.n; fi++) {
+                    const sc_func *f = c.p->funcs.items[fi];
+                    if (f->kind != FUNC_DEFINED) continue;
+                    for (int st = 0; st < f->nstages; st++) {
+                        feat_stage_access x, y;
+                        if (feat_stage_accesses_by(c.p, q, f, st, true, &x) ||
+                            feat_stage_accesses_by(c.p, q, f, st, false, &y)) {
+                            bad++;
+                            continue;
+                        }
+                        bool ok = x.n == y.n && x.inlined_calls == y.inlined_calls && x.strahler == y.strahler &&
+                                  x.nstore == y.nstore;
+                        for (int i = 0; ok && i < x.n; i++) {
+                            ok = x.calls[i].prod == y.calls[i].prod && x.calls[i].ndims == y.calls[i].ndims;
+                            for (int d = 0; ok && d < x.calls[i].ndims; d++)
+                                ok = same_form(&x.calls[i].dim[d], &y.calls[i].dim[d], x.nloops);
+                        }
+                        for (int d = 0; ok && d < x.nstore; d++) ok = same_form(&x.store[d], &y.store[d], x.nloops);
+                        if (!ok && bad++ < 3) fprintf(stderr, "  %s: %s stage %d differs (calls %d/%d, inline %lld/%lld, strahler %d/%d)\n", names[ai], f->name, st, x.n, y.n, (long long)x.inlined_calls, (long long)y.inlined_calls, x.strahler, y.strahler);
+                        inlined += x.inlined_calls;
+                        stages++;
+                        feat_stage_access_free(&x);
+                        feat_stage_access_free(&y);
+                    }
+                }
+            }
+        }
+        check_report(stages > 0 && !bad, "memo %s (%d stage walks, %lld inline calls)", names[ai], stages,
+                     (long long)inlined);
+        ir_arena_free(a);
+        app_free(&c);
+    }
+    apps_free_names(names, napps);
+}
+
 int main(void) {
     char err[512];
     if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
@@ -458,5 +598,7 @@ int main(void) {
     RUN(test_occupancy_shared);
     RUN(test_occupancy_registers);
     RUN(test_apps);
+    RUN(test_cache_identical);
+    RUN(test_access_memo);
     CHECK_EXIT();
 }

@@ -33,7 +33,42 @@ typedef struct {
     bool oom;
     int *table;                       /* open addressing: call index + 1, 0 empty */
     int tcap;                         /* a power of two, > 2 * out->n */
+    bool memo;                        /* memoize inline expansions (memo below) */
+    struct memo_entry **mtab;         /* [MEMO_TABLE] */
+    struct rec *rec;                  /* the innermost recording, NULL: none */
 } walk;
+
+/* Memoized inline expansions.  Expanding an inline Func g with the same
+ * argument forms and Strahler numbers always records the same calls in
+ * the same order, counts the same inline calls and gives the same
+ * Strahler number (the walk's stage and state are fixed); a chain of
+ * inlined stencils would otherwise expand g once per path to it,
+ * exponentially many.  An entry keeps the distinct calls the expansion
+ * recorded, in first-appearance order (indices into out->calls, which
+ * only grows), so replaying it records exactly what the expansion would:
+ * calls already in out stay where they are, new ones are appended in the
+ * same order.  An expansion that records a call with an irregular
+ * coordinate is not kept: such a call is a new access every time. */
+#define MEMO_TABLE 256
+
+typedef struct memo_entry {
+    struct memo_entry *next;
+    uint64_t h;
+    int nkey;
+    double *key;
+    int strahler;
+    int64_t inlined;
+    int n;
+    int *calls;
+} memo_entry;
+
+/* The distinct calls of an expansion being recorded: a list and a set. */
+typedef struct rec {
+    struct rec *up;
+    int n, cap, *list;
+    int *set, setcap;                 /* open addressing: index + 1, 0 empty */
+    bool irregular;                   /* recorded a call with an irregular coordinate */
+} rec;
 
 static bool is_inline(const walk *w, const sc_func *g) {
     if (!w->s || g->kind != FUNC_DEFINED || g == w->f) return false;
@@ -221,6 +256,36 @@ static bool grow_table(walk *w) {
     return true;
 }
 
+/* Notes call k in the innermost recording (once). */
+static void rec_touch(walk *w, rec *r, int k) {
+    if (!r) return;
+    if (2 * (r->n + 1) >= r->setcap) {
+        int cap = r->setcap ? 2 * r->setcap : 32;
+        int *set = calloc((size_t)cap, sizeof *set);
+        if (!set) { w->oom = true; return; }
+        for (int i = 0; i < r->n; i++) {
+            int q = (int)(((unsigned)r->list[i] * 2654435761u) & (unsigned)(cap - 1));
+            while (set[q]) q = (q + 1) & (cap - 1);
+            set[q] = r->list[i] + 1;
+        }
+        free(r->set);
+        r->set = set;
+        r->setcap = cap;
+    }
+    int q = (int)(((unsigned)k * 2654435761u) & (unsigned)(r->setcap - 1));
+    for (; r->set[q]; q = (q + 1) & (r->setcap - 1))
+        if (r->set[q] == k + 1) return;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 16;
+        int *l = realloc(r->list, sizeof *l * (size_t)cap);
+        if (!l) { w->oom = true; return; }
+        r->list = l;
+        r->cap = cap;
+    }
+    r->set[q] = k + 1;
+    r->list[r->n++] = k;
+}
+
 /* Records a call, once per distinct form (a repeated access is one load:
  * inlining repeats taps that code generation computes once). */
 static void push_call(walk *w, const sc_expr *e, const env *v) {
@@ -233,7 +298,10 @@ static void push_call(walk *w, const sc_expr *e, const env *v) {
     for (int d = 0; d < e->nargs && d < SC_MAX_DIMS; d++) c.dim[d] = form_of(w, e->args[d], v);
     uint64_t h = hash_call(&c, o->nloops);
     int slot = find_slot(w, &c, h);
-    if (slot > 0) return;
+    if (slot > 0) {
+        rec_touch(w, w->rec, slot - 1);
+        return;
+    }
     if (o->n == o->cap) {
         int cap = o->cap ? 2 * o->cap : 8;
         feat_call *c = realloc(o->calls, (size_t)cap * sizeof *c);
@@ -242,7 +310,74 @@ static void push_call(walk *w, const sc_expr *e, const env *v) {
         o->cap = cap;
     }
     w->table[-1 - slot] = o->n + 1;
+    rec_touch(w, w->rec, o->n);
+    for (int d = 0; d < c.ndims && d < SC_MAX_DIMS; d++)
+        if (!c.dim[d].ok)
+            for (rec *r = w->rec; r; r = r->up) r->irregular = true;
     o->calls[o->n++] = c;
+}
+
+static int visit(walk *w, const sc_expr *e, const env *v);
+
+/* visit of g's value under inner, memoized (the comment at memo_entry). */
+static int visit_inline(walk *w, const sc_func *g, const env *inner) {
+    if (!w->memo) return visit(w, g->stages[0].value, inner);
+    int nl = w->out->nloops;
+    double key[1 + SC_MAX_DIMS * (FEAT_MAX_LOOPS + 4)];
+    int m = 0;
+    key[m++] = g->id;
+    for (int i = 0; i < inner->n; i++) {
+        const feat_form *f = &inner->forms[i];
+        key[m++] = f->ok + 2.0 * f->lipschitz;
+        key[m++] = f->off;
+        for (int j = 0; j < nl; j++) key[m++] = f->c[j];
+        key[m++] = inner->strahler[i];
+    }
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < m; i++) {
+        uint64_t bits;
+        memcpy(&bits, &key[i], sizeof bits);
+        h = mix(h, bits);
+    }
+    if (!w->mtab && !(w->mtab = calloc(MEMO_TABLE, sizeof *w->mtab))) {
+        w->oom = true;
+        return 1;
+    }
+    memo_entry **b = &w->mtab[h % MEMO_TABLE];
+    for (memo_entry *e = *b; e; e = e->next)
+        if (e->h == h && e->nkey == m && !memcmp(e->key, key, sizeof(double) * (size_t)m)) {
+            for (int i = 0; i < e->n; i++) rec_touch(w, w->rec, e->calls[i]);
+            w->out->inlined_calls += e->inlined;
+            return e->strahler;
+        }
+    rec r = { w->rec, 0, 0, NULL, NULL, 0, false };
+    w->rec = &r;
+    int64_t inl0 = w->out->inlined_calls;
+    int st = visit(w, g->stages[0].value, inner);
+    w->rec = r.up;
+    for (int i = 0; i < r.n; i++) rec_touch(w, w->rec, r.list[i]);
+    free(r.set);
+    if (r.irregular) {
+        free(r.list);
+        return st;
+    }
+    memo_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = malloc(sizeof(double) * (size_t)m))) {
+        free(e);
+        free(r.list);
+        w->oom = true;
+        return st;
+    }
+    memcpy(e->key, key, sizeof(double) * (size_t)m);
+    e->h = h;
+    e->nkey = m;
+    e->strahler = st;
+    e->inlined = w->out->inlined_calls - inl0;
+    e->n = r.n;
+    e->calls = r.list;
+    e->next = *b;
+    *b = e;
+    return st;
 }
 
 /* Visits e: records calls, counts inline calls, returns the Strahler
@@ -270,18 +405,18 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
             inner.forms[i] = form_of(w, e->args[i], v);
             inner.strahler[i] = sarg[i];
         }
-        return visit(w, e->func->stages[0].value, &inner);
+        return visit_inline(w, e->func, &inner);
     }
     if (e->kind == E_CALL) push_call(w, e, v);
     if (e->nargs == 0) return 1;
     return ties >= 2 ? best + 1 : best;
 }
 
-int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st,
-                        feat_stage_access *out) {
+int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st, bool memo,
+                           feat_stage_access *out) {
     memset(out, 0, sizeof *out);
     out->nloops = ir_stage_loops(f, st, out->which);
-    walk w = { p, s, f, st, out, false, NULL, 0 };
+    walk w = { p, s, f, st, out, false, NULL, 0, memo, NULL, NULL };
     env v = { 0 };
     for (int j = 0; j < out->nloops; j++) {
         if (out->which[j] < 0) continue;
@@ -300,11 +435,24 @@ int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_fun
         if (st > 0) visit(&w, sg->args[d], &v);   /* a scatter's coordinates may load */
     }
     free(w.table);
+    for (int i = 0; w.mtab && i < MEMO_TABLE; i++)
+        for (memo_entry *e = w.mtab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->key);
+            free(e->calls);
+            free(e);
+        }
+    free(w.mtab);
     if (w.oom) {
         feat_stage_access_free(out);
         return -1;
     }
     return 0;
+}
+
+int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st,
+                        feat_stage_access *out) {
+    return feat_stage_accesses_by(p, s, f, st, true, out);
 }
 
 void feat_stage_access_free(feat_stage_access *a) {

@@ -52,6 +52,10 @@ typedef struct {
 int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st,
                         feat_stage_access *out);
 void feat_stage_access_free(feat_stage_access *a);
+/* The same, with inline expansions memoized (what feat_stage_accesses
+ * does) or expanded at every call (memo false: to check the memo). */
+int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_func *f, int st, bool memo,
+                           feat_stage_access *out);
 
 /* Whether two forms have the same coefficients (both regular). */
 bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops);

@@ -126,18 +126,49 @@ typedef struct {
     double trans[ALIGN], needed[ALIGN];
 } pattern;
 
-typedef struct {
+#define POOL_BUCKETS 1024
+
+/* Patterns, for one call or kept across calls (feat_warp_pool): keyed by
+ * the lane offsets, the lanes and the storage's element size and kind
+ * (what instruction() reads besides the addresses). */
+struct feat_warp_pool {
     pattern *p;
     uint64_t *h;
+    int *next;                        /* chain in its bucket, -1 ends */
     int n, cap;
-} pattern_pool;
+    int head[POOL_BUCKETS];           /* first pattern + 1; 0: none */
+};
+
+feat_warp_pool *feat_warp_pool_new(void) { return calloc(1, sizeof(feat_warp_pool)); }
+
+static void pool_release(feat_warp_pool *pool) {
+    free(pool->p);
+    free(pool->h);
+    free(pool->next);
+}
+
+void feat_warp_pool_free(feat_warp_pool *pool) {
+    if (!pool) return;
+    pool_release(pool);
+    free(pool);
+}
+
+void feat_warp_pool_clear(feat_warp_pool *pool) {
+    pool_release(pool);
+    memset(pool, 0, sizeof *pool);
+}
+
+size_t feat_warp_pool_bytes(const feat_warp_pool *pool) {
+    return sizeof *pool + (size_t)pool->cap * (sizeof(pattern) + sizeof(uint64_t) + sizeof(int));
+}
 
 /* The index of the pattern with these lane offsets (added if new), or -1
  * when out of memory. */
-static int find_pattern(pattern_pool *pool, const int64_t *rel, int nlanes) {
-    uint64_t h = 1469598103934665603ull;
+static int find_pattern(feat_warp_pool *pool, const feat_storage *st, const int64_t *rel, int nlanes) {
+    uint64_t h = 1469598103934665603ull ^ ((uint64_t)nlanes << 40 | (uint64_t)st->elem << 8 | (uint64_t)st->shared);
     for (int l = 0; l < nlanes; l++) h = (h ^ (uint64_t)rel[l]) * 1099511628211ull;
-    for (int g = 0; g < pool->n; g++)
+    int bucket = (int)(h % POOL_BUCKETS);
+    for (int g = pool->head[bucket] - 1; g >= 0; g = pool->next[g])
         if (pool->h[g] == h && !memcmp(pool->p[g].rel, rel, sizeof(int64_t) * (size_t)nlanes)) return g;
     if (pool->n == pool->cap) {
         int cap = pool->cap ? 2 * pool->cap : 8;
@@ -147,6 +178,9 @@ static int find_pattern(pattern_pool *pool, const int64_t *rel, int nlanes) {
         uint64_t *hs = realloc(pool->h, sizeof *hs * (size_t)cap);
         if (!hs) return -1;
         pool->h = hs;
+        int *nx = realloc(pool->next, sizeof *nx * (size_t)cap);
+        if (!nx) return -1;
+        pool->next = nx;
         pool->cap = cap;
     }
     pattern *g = &pool->p[pool->n];
@@ -157,6 +191,8 @@ static int find_pattern(pattern_pool *pool, const int64_t *rel, int nlanes) {
     for (int l = 0; l < nlanes; l++) lines[l] = floor_div(rel[l], LINE);
     g->lift = distinct(lines, nlanes);
     pool->h[pool->n] = h;
+    pool->next[pool->n] = pool->head[bucket] - 1;
+    pool->head[bucket] = pool->n + 1;
     return pool->n++;
 }
 
@@ -197,7 +233,7 @@ static bool set_insert(key_set *s, uint64_t k) {
 }
 
 int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
-                     int64_t first, int nlanes, bool unrolled, feat_warp_cost *c) {
+                     int64_t first, int nlanes, bool unrolled, feat_warp_pool *keep, feat_warp_cost *c) {
     if (n == 0 || nlanes <= 0) return 0;
     int64_t total = 1;
     for (int j = 0; j < ln->nloops; j++) total *= ln->serial[j];
@@ -222,17 +258,11 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
     int64_t *steps = malloc(sizeof(int64_t) * (size_t)(n * FEAT_MAX_LOOPS));
     int64_t *b0 = malloc(sizeof(int64_t) * (size_t)n);
     int *pat = malloc(sizeof(int) * (size_t)n);
-    pattern_pool pool = { NULL, NULL, 0, 0 };
+    int *uid = malloc(sizeof(int) * (size_t)n);
+    feat_warp_pool *local = keep ? NULL : calloc(1, sizeof *local), *pool = keep ? keep : local;
     key_set seen = { NULL, 0 };
     int rc = -1;
-    if (!steps || !b0 || !pat) goto done;
-    if (unrolled) {
-        int64_t cap = 64;
-        while (cap < 2 * iters * n * nlanes) cap *= 2;
-        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
-        if (!seen.keys) goto done;
-        seen.mask = cap - 1;
-    }
+    if (!steps || !b0 || !pat || !uid || !pool) goto done;
     for (int i = 0; i < n; i++) {
         int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
         pat[i] = -1;
@@ -245,8 +275,25 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
         }
         b0[i] = rel[0];
         for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
-        pat[i] = find_pattern(&pool, rel, nlanes);
+        pat[i] = find_pattern(pool, st, rel, nlanes);
         if (pat[i] < 0) goto done;
+    }
+    /* the reuse set's name of a call's pattern: the first call with it
+     * (below n, apart from the lanes' names n + l) */
+    for (int i = 0; i < n; i++) {
+        uid[i] = i;
+        for (int q = 0; q < i && uid[i] == i; q++)
+            if (pat[q] >= 0 && pat[q] == pat[i]) uid[i] = q;
+    }
+    if (unrolled) {
+        /* at most one key per iteration of a linear call, one per lane
+         * and iteration of another: the set at most half full */
+        int64_t keys = 0, cap = 64;
+        for (int i = 0; i < n; i++) keys += pat[i] >= 0 ? iters : iters * nlanes;
+        while (cap < 2 * keys) cap *= 2;
+        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
+        if (!seen.keys) goto done;
+        seen.mask = cap - 1;
     }
 
     for (int64_t it = 0; it < iters; it++) {
@@ -261,12 +308,12 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                 /* a lane reloads nothing it has loaded: with a shared
                  * pattern, an instruction is new exactly when its lane-0
                  * address is new for the pattern */
-                if (unrolled && !set_insert(&seen, mix2((uint64_t)pat[i], b))) continue;
+                if (unrolled && !set_insert(&seen, mix2((uint64_t)uid[i], b))) continue;
                 if (it == 0 && !st->shared) {
-                    c->lift_lines += pool.p[pat[i]].lift;
+                    c->lift_lines += pool->p[pat[i]].lift;
                     c->lift_n++;
                 }
-                pattern_cost(st, &pool.p[pat[i]], nlanes, b, &trans, &needed);
+                pattern_cost(st, &pool->p[pat[i]], nlanes, b, &trans, &needed);
             } else if (irregular(calls[i], st)) {
                 /* every lane in a sector and line of its own, never
                  * reused: a gather */
@@ -294,13 +341,13 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                     /* all lanes: priced through its lane pattern */
                     int64_t rel[LANES];
                     for (int l = 0; l < m; l++) rel[l] = addr[l] - addr[0];
-                    int g = find_pattern(&pool, rel, nlanes);
+                    int g = find_pattern(pool, st, rel, nlanes);
                     if (g < 0) goto done;
                     if (it == 0 && !st->shared) {
-                        c->lift_lines += pool.p[g].lift;
+                        c->lift_lines += pool->p[g].lift;
                         c->lift_n++;
                     }
-                    pattern_cost(st, &pool.p[g], nlanes, addr[0], &trans, &needed);
+                    pattern_cost(st, &pool->p[g], nlanes, addr[0], &trans, &needed);
                 } else {
                     instruction(st, addr, m, &trans, &needed);
                 }
@@ -320,8 +367,8 @@ done:
     free(steps);
     free(b0);
     free(pat);
-    free(pool.p);
-    free(pool.h);
+    free(uid);
+    feat_warp_pool_free(local);
     free(seen.keys);
     return rc;
 }

@@ -62,11 +62,21 @@ typedef struct {
     int lift_n;            /* accesses counted in lift_lines */
 } feat_warp_cost;
 
+/* Lane patterns priced per residue, kept across calls (the same stencil
+ * taps recur in state after state); NULL to feat_warp_access: a pool of
+ * its own for the call.  Its memory grows with the distinct patterns:
+ * feat_warp_pool_bytes, feat_warp_pool_clear. */
+typedef struct feat_warp_pool feat_warp_pool;
+feat_warp_pool *feat_warp_pool_new(void);
+void feat_warp_pool_free(feat_warp_pool *pool);
+void feat_warp_pool_clear(feat_warp_pool *pool);
+size_t feat_warp_pool_bytes(const feat_warp_pool *pool);
+
 /* The cost for one warp whose lanes are threads first .. first + nlanes - 1
  * (nlanes <= 32) of the layout, of the accesses calls[0..n) (each an array
  * of st->ndims forms) to one producer.  Adds into *c.  0, or -1 when out
  * of memory. */
 int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
-                     int64_t first, int nlanes, bool unrolled, feat_warp_cost *c);
+                     int64_t first, int nlanes, bool unrolled, feat_warp_pool *pool, feat_warp_cost *c);
 
 #endif

@@ -96,6 +96,7 @@ typedef struct {
     int64_t extent[FEAT_MAX_LOOPS];   /* per loop, in one realization */
     int64_t serial[FEAT_MAX_LOOPS];   /* per loop, per thread */
     feat_lanes lanes;                 /* the lanes' loop values */
+    bool built;                       /* the fields above rec and acc filled (ensure_stage) */
 } stage_pic;
 
 typedef struct {
@@ -115,6 +116,29 @@ typedef struct acc_entry {
 } acc_entry;
 
 #define ACC_TABLE 1024
+#define ROW_TABLE 4096
+#define WARP_TABLE 4096
+
+/* One warp's cost of the accesses to one producer, for one key: the lane
+ * map, the forms, the storage, the lanes and whether unrolled (warp_key). */
+typedef struct warp_entry {
+    struct warp_entry *next;
+    uint64_t h;
+    int nkey;
+    double *key;
+    feat_warp_cost cost;
+} warp_entry;
+
+/* The rows of the stages of one kernel, for one key (feat_ctx_new's
+ * comment in features.h: the kernel's decisions and inlined accesses). */
+typedef struct row_entry {
+    struct row_entry *next;
+    uint64_t h;
+    int nkey;
+    uintptr_t *key;
+    int nrows, cap;
+    feat_row *rows;
+} row_entry;
 
 struct feat_ctx {
     const sc_pipeline *p;
@@ -129,6 +153,25 @@ struct feat_ctx {
     acc_entry *table[ACC_TABLE];
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
+    row_entry *rtab[ROW_TABLE];
+    warp_entry *wtab[WARP_TABLE];
+    feat_warp_pool *pool;             /* lane patterns, across calls */
+    double *wkey;                     /* scratch for a warp key */
+    int wkeycap;
+    bool no_row_cache;
+    size_t bytes, limit;              /* held by both caches; the limit */
+    target tgt;                       /* the rows' target */
+    bool have_tgt;
+    feat_cache_stats stats;
+    /* scratch for the kernel keys, per call */
+    uintptr_t *key;
+    int keycap;
+    int *head, *nextm;                /* [slot] first member, [func id] next */
+    row_entry **kent;                 /* [slot] the kernel's entry (NULL: uncached) */
+    int *kstamp;                      /* [slot] == callno: kent is this call's */
+    func_pic *fps;                    /* [func id] a call's pictures */
+    stage_pic *pics;                  /* [slot] */
+    int callno;
 };
 
 typedef struct {
@@ -234,6 +277,7 @@ static const feat_stage_access *stage_accesses(ctx *c, const sc_func *f, int st)
         return NULL;
     }
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)nsig);
+    x->bytes += sizeof *e + sizeof(int) * (size_t)(nsig + 1) + sizeof(feat_call) * (size_t)e->acc.cap;
     e->h = h;
     e->fid = f->id;
     e->st = st;
@@ -316,18 +360,29 @@ static int build(ctx *c) {
                                         !c->fp[nf->at].st[nf->at_stage].rec))
             continue;   /* not reachable through a modelled consumer stage */
         func_pic *fp = &c->fp[f->id];
-        fp->st = calloc((size_t)f->nstages + 1, sizeof *fp->st);
-        if (!fp->st) return fail(c, "out of memory", f);
+        fp->st = c->x->pics + c->x->slot[f->id];   /* the ctx's scratch */
         fp->nf = nf;
         for (int st = 0; st < f->nstages; st++) {
+            fp->st[st].acc = NULL;
+            fp->st[st].built = false;
             fp->st[st].rec = st < nf->nstages ? nf->stages[st] : NULL;
             if (!fp->st[st].rec) continue;
             fp->st[st].acc = stage_accesses(c, f, st);
             if (!fp->st[st].acc) return fail(c, "out of memory", f);
-            build_stage(c, f, st);
         }
     }
     return 0;
+}
+
+/* Fills the picture of a stage when a row needs it (rows found in the
+ * cache do not): a THREAD stage's consumer first. */
+static void ensure_stage(ctx *c, const sc_func *f, int st) {
+    stage_pic *sp = &c->fp[f->id].st[st];
+    if (sp->built) return;
+    const nest_func *nf = c->fp[f->id].nf;
+    if (nf->loc == SCHED_THREAD) ensure_stage(c, func_at(c->p, nf->at), nf->at_stage);
+    build_stage(c, f, st);
+    sp->built = true;
 }
 
 /* ---- the kernels -------------------------------------------------------------- */
@@ -403,8 +458,106 @@ typedef struct {
     feat_warp_cost load[2], store[2];   /* [global, shared] */
 } warp_costs;
 
+static uint64_t hash_words(const uint64_t *k, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        h ^= k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 29);
+}
+
+/* Everything feat_warp_access reads, as numbers (all exact in a double):
+ * the lanes, the storage, the forms; NULL when out of memory. */
+static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const feat_form *const *calls,
+                              const feat_storage *st, int64_t first, int nlanes, bool unrolled, int *nkey) {
+    int need = 8 + SC_MAX_DIMS + ln->nloops * (2 + ln->nlayout) + 2 * st->ndims + n * st->ndims * (2 + ln->nloops);
+    if (need > x->wkeycap) {
+        int cap = x->wkeycap ? x->wkeycap : 256;
+        while (cap < need) cap *= 2;
+        double *k = realloc(x->wkey, sizeof *k * (size_t)cap);
+        if (!k) return NULL;
+        x->wkey = k;
+        x->wkeycap = cap;
+    }
+    double *k = x->wkey;
+    int m = 0;
+    k[m++] = (double)first;
+    k[m++] = nlanes;
+    k[m++] = unrolled;
+    k[m++] = n;
+    k[m++] = ln->nloops;
+    k[m++] = ln->nlayout;
+    for (int q = 0; q < ln->nlayout; q++) k[m++] = (double)ln->L[q];
+    for (int j = 0; j < ln->nloops; j++) {
+        k[m++] = ln->origin[j];
+        k[m++] = (double)ln->serial[j];
+        for (int q = 0; q < ln->nlayout; q++) k[m++] = ln->lanec[j][q];
+    }
+    k[m++] = st->ndims;
+    k[m++] = st->elem + 1000.0 * st->shared;
+    for (int d = 0; d < st->ndims; d++) {
+        k[m++] = (double)st->base[d];
+        k[m++] = (double)st->stride[d];
+    }
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < st->ndims; d++) {
+            const feat_form *f = &calls[i][d];
+            k[m++] = f->ok;
+            k[m++] = f->off;
+            for (int j = 0; j < ln->nloops; j++) k[m++] = f->c[j];
+        }
+    *nkey = m;
+    return k;
+}
+
+/* feat_warp_access's cost of the accesses, from zero, added into *c: from
+ * the ctx's cache when the same key was priced before.  Both paths add the
+ * same figures, so cached and fresh rows are bit-identical. */
+static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                       int64_t first, int nlanes, bool unrolled, feat_warp_cost *out) {
+    feat_ctx *x = c->x;
+    feat_warp_cost d;
+    memset(&d, 0, sizeof d);
+    warp_entry *e = NULL, **b = NULL;
+    int nkey = 0;
+    uint64_t h = 0;
+    const double *key = x->no_row_cache ? NULL : warp_key(x, ln, n, calls, st, first, nlanes, unrolled, &nkey);
+    if (key) {
+        h = hash_words((const uint64_t *)(const void *)key, nkey);
+        b = &x->wtab[h % WARP_TABLE];
+        for (e = *b; e; e = e->next)
+            if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(double) * (size_t)nkey)) break;
+    }
+    if (e) {
+        d = e->cost;
+    } else {
+        if (feat_warp_access(ln, n, calls, st, first, nlanes, unrolled, x->no_row_cache ? NULL : x->pool, &d) < 0)
+            return -1;
+        if (key && (e = malloc(sizeof *e)) != NULL) {
+            if ((e->key = malloc(sizeof(double) * (size_t)nkey)) != NULL) {
+                memcpy(e->key, key, sizeof(double) * (size_t)nkey);
+                e->h = h;
+                e->nkey = nkey;
+                e->cost = d;
+                e->next = *b;
+                *b = e;
+                x->bytes += sizeof *e + sizeof(double) * (size_t)nkey;
+            } else {
+                free(e);
+            }
+        }
+    }
+    out->trans += d.trans;
+    out->needed += d.needed;
+    out->moved += d.moved;
+    out->lift_lines += d.lift_lines;
+    out->lift_n += d.lift_n;
+    return 0;
+}
+
 /* Loads and stores of one warp (lanes first .. first + nlanes - 1). */
-static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
+static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
                    warp_costs *w) {
     memset(w, 0, sizeof *w);
     const feat_stage_access *a = sp->acc;
@@ -423,14 +576,14 @@ static int warp_of(const ctx *c, const sc_func *f, const stage_pic *sp, int64_t 
         if (m == MEM_R) continue;
         feat_storage st;
         storage_of(c, g, &st);
-        rc = feat_warp_access(&sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
+        rc = warp_access(c, &sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
     }
     mem_kind own = mem_of(c, f);
     if (!rc && own != MEM_R) {
         feat_storage st;
         storage_of(c, f, &st);
         calls[0] = a->store;
-        rc = feat_warp_access(&sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
+        rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
     }
     free(calls);
     free(done);
@@ -456,6 +609,8 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     const nest_func *nf = fp->nf;
     const stage_pic *sp = &fp->st[st];
     const nest_stage *rec = sp->rec;
+    ensure_stage(c, f, st);
+    ensure_stage(c, rec->kernel->root, rec->kernel->stage);
     const nest_kernel *kn = rec->kernel;
     const feat_stage_access *a = sp->acc;
     double *v = row->v;
@@ -650,6 +805,226 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     return 0;
 }
 
+/* ---- the row cache ------------------------------------------------------------ */
+
+static void flush_rows(feat_ctx *x) {
+    for (int i = 0; i < ROW_TABLE; i++) {
+        for (row_entry *e = x->rtab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->rows);
+            free(e->key);
+            free(e);
+        }
+        x->rtab[i] = NULL;
+    }
+}
+
+static void flush_accesses(feat_ctx *x) {
+    for (int i = 0; i < ACC_TABLE; i++) {
+        for (acc_entry *e = x->table[i], *next; e; e = next) {
+            next = e->next;
+            feat_stage_access_free(&e->acc);
+            free(e->sig);
+            free(e);
+        }
+        x->table[i] = NULL;
+    }
+}
+
+static void flush_warps(feat_ctx *x) {
+    for (int i = 0; i < WARP_TABLE; i++) {
+        for (warp_entry *e = x->wtab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->key);
+            free(e);
+        }
+        x->wtab[i] = NULL;
+    }
+}
+
+void feat_ctx_flush(feat_ctx *x) {
+    /* row keys hold access entries' addresses: both go together */
+    flush_rows(x);
+    flush_accesses(x);
+    flush_warps(x);
+    if (x->pool) feat_warp_pool_clear(x->pool);
+    x->bytes = 0;
+}
+
+void feat_ctx_set_limit(feat_ctx *x, size_t bytes) { x->limit = bytes ? bytes : FEAT_CACHE_LIMIT; }
+
+void feat_ctx_cache_rows(feat_ctx *x, bool on) { x->no_row_cache = !on; }
+
+feat_cache_stats feat_ctx_stats(const feat_ctx *x) {
+    feat_cache_stats st = x->stats;
+    st.bytes = x->bytes + feat_warp_pool_bytes(x->pool);
+    return st;
+}
+
+static bool key_room(feat_ctx *x, int nkey, int more) {
+    if (nkey + more <= x->keycap) return true;
+    int cap = x->keycap ? x->keycap : 64;
+    while (cap < nkey + more) cap *= 2;
+    uintptr_t *k = realloc(x->key, sizeof *k * (size_t)cap);
+    if (!k) return false;
+    x->key = k;
+    x->keycap = cap;
+    return true;
+}
+
+/* Appends one Func's part of a kernel key: its decision and the accesses
+ * of its stages (stage `only` of a ROOT Func, which is a kernel of its
+ * own; every stage of a fused one).  -1 when out of memory. */
+static int key_func(ctx *c, int nkey, const sc_func *f, int only) {
+    feat_ctx *x = c->x;
+    const sched_func *sf = c->s->f[f->id];
+    const func_pic *fp = &c->fp[f->id];
+    int lo = only < 0 ? 0 : only, hi = only < 0 ? f->nstages : only + 1;
+    if (!key_room(x, nkey, 6 + (hi - lo) * (2 + 2 * SC_MAX_DIMS))) return -1;
+    uintptr_t *k = x->key;
+    k[nkey++] = (uintptr_t)f->id;
+    k[nkey++] = (uintptr_t)sf->loc | (uintptr_t)(sf->at + 1) << 8;
+    k[nkey++] = (uintptr_t)fp->nf->at_stage + 1;
+    k[nkey++] = (uintptr_t)sf->pending | (uintptr_t)sf->nstages << 16;
+    for (int st = lo; st < hi; st++) {
+        k[nkey++] = (uintptr_t)fp->st[st].acc;
+        const sched_tile *t = sf->tile && st < sf->nstages ? &sf->tile[st] : NULL;
+        k[nkey++] = t ? (uintptr_t)t->npure + 1 : 0;
+        for (int q = 0; t && q < t->npure; q++) {
+            k[nkey++] = (uintptr_t)t->threads[q];
+            k[nkey++] = (uintptr_t)t->serial[q];
+        }
+    }
+    return nkey;
+}
+
+/* Whether a stage of kernel (root slot `ks`) reads a shared or register
+ * Func that is not in the kernel (its rows would then read outside it). */
+static bool reads_outside(const ctx *c, const stage_pic *sp, int ks) {
+    for (int i = 0; sp->acc && i < sp->acc->n; i++) {
+        const sc_func *g = sp->acc->calls[i].prod;
+        if (mem_of(c, g) == MEM_G) continue;
+        const func_pic *gp = &c->fp[g->id];
+        const nest_stage *r = NULL;
+        for (int st = 0; gp->st && st < g->nstages && !r; st++) r = gp->st[st].rec;
+        if (!r || c->x->slot[r->kernel->root->id] + r->kernel->stage != ks) return true;
+    }
+    return false;
+}
+
+static uint64_t key_hash(const uintptr_t *k, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        h ^= (uint64_t)k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 29);
+}
+
+/* The cache entry of the kernel whose root stage is slot ks (found or
+ * added), or NULL when it cannot be cached.  -1 in *oom when out of memory. */
+static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
+    feat_ctx *x = c->x;
+    const sc_func *r = kn->root;
+    int ks = x->slot[r->id] + kn->stage;
+    if (x->kstamp[ks] == x->callno) return x->kent[ks];
+    x->kstamp[ks] = x->callno;
+    x->kent[ks] = NULL;
+    int nkey = key_func(c, 0, r, kn->stage);
+    if (nkey < 0) { *oom = true; return NULL; }
+    if (reads_outside(c, &c->fp[r->id].st[kn->stage], ks)) return NULL;
+    /* the Funcs fused into every stage of r, not only this one: a root
+     * stage's working_set_at_thread counts the THREAD Funcs of all of r */
+    for (int rs = 0; rs < r->nstages; rs++) {
+        int slot = x->slot[r->id] + rs;
+        if (!key_room(x, nkey, 1)) { *oom = true; return NULL; }
+        x->key[nkey++] = (uintptr_t)-1 - (uintptr_t)rs;     /* a separator */
+        for (int m = x->head[slot]; m >= 0; m = x->nextm[m]) {
+            const sc_func *g = func_at(c->p, m);
+            nkey = key_func(c, nkey, g, -1);
+            if (nkey < 0) { *oom = true; return NULL; }
+            for (int st = 0; slot == ks && st < g->nstages; st++)
+                if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
+        }
+    }
+    uint64_t h = key_hash(x->key, nkey);
+    row_entry **b = &x->rtab[h % ROW_TABLE];
+    for (row_entry *e = *b; e; e = e->next)
+        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))
+            return x->kent[ks] = e;
+    row_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)nkey))) {
+        free(e);
+        *oom = true;
+        return NULL;
+    }
+    memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+    e->h = h;
+    e->nkey = nkey;
+    e->next = *b;
+    *b = e;
+    x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
+    return x->kent[ks] = e;
+}
+
+/* Row (f, st) into *row: from its kernel's entry, or computed (and kept
+ * there). */
+static int cached_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
+    feat_ctx *x = c->x;
+    const nest_kernel *kn = c->fp[f->id].st[st].rec->kernel;
+    bool oom = false;
+    row_entry *e = x->no_row_cache ? NULL : kernel_entry(c, kn, &oom);
+    if (oom) return fail(c, "out of memory", f);
+    if (!e) {
+        x->stats.uncached += !x->no_row_cache;
+        return fill_row(c, t, f, st, row);
+    }
+    for (int i = 0; i < e->nrows; i++)
+        if (e->rows[i].func == f->id && e->rows[i].stage == st) {
+            x->stats.row_hits++;
+            memcpy(row, &e->rows[i], sizeof *row);
+            return 0;
+        }
+    x->stats.row_misses++;
+    if (fill_row(c, t, f, st, row)) return -1;
+    if (e->nrows == e->cap) {
+        int cap = e->cap ? 2 * e->cap : 2;
+        feat_row *rows = realloc(e->rows, sizeof *rows * (size_t)cap);
+        if (!rows) return 0;     /* not kept; the row itself is right */
+        x->bytes += sizeof *rows * (size_t)(cap - e->cap);
+        e->rows = rows;
+        e->cap = cap;
+    }
+    memcpy(&e->rows[e->nrows++], row, sizeof *row);
+    return 0;
+}
+
+/* Before a call: the target's rows only, memory under the limit, and the
+ * fused Funcs of each kernel listed under its root stage's slot. */
+static int prepare_cache(ctx *c, const target *t) {
+    feat_ctx *x = c->x;
+    if (x->no_row_cache) return 0;
+    if (!x->have_tgt || memcmp(&x->tgt, t, sizeof *t)) {
+        flush_rows(x);
+        x->tgt = *t;
+        x->have_tgt = true;
+    }
+    x->callno++;
+    for (int i = 0; i < x->nslots; i++) x->head[i] = -1;
+    for (int i = c->p->funcs.n - 1; i >= 0; i--) {
+        const func_pic *fp = &c->fp[i];
+        x->nextm[i] = -1;
+        if (!fp->nf || fp->nf->loc == SCHED_ROOT) continue;
+        const nest_stage *r = NULL;
+        for (int st = 0; st < func_at(c->p, i)->nstages && !r; st++) r = fp->st[st].rec;
+        if (!r) continue;
+        int ks = x->slot[r->kernel->root->id] + r->kernel->stage;
+        x->nextm[i] = x->head[ks];
+        x->head[ks] = i;
+    }
+    return 0;
+}
+
 static void collect_callee(const sc_expr *e, void *user) {
     int *list = user;   /* list[0] = count, then ids; sized n + 1 */
     if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED) return;
@@ -675,9 +1050,18 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->mark = calloc((size_t)x->n + 1, sizeof *x->mark);
     x->stack = calloc((size_t)x->n + 1, sizeof *x->stack);
     x->sig = calloc((size_t)x->n + 1, sizeof *x->sig);
+    x->limit = FEAT_CACHE_LIMIT;
     int *list = calloc((size_t)x->n + 1, sizeof *list);
     x->ops = ops_count(p);
-    bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops;
+    x->head = calloc((size_t)x->nslots + 1, sizeof *x->head);
+    x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
+    x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
+    x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
+    x->pool = feat_warp_pool_new();
+    x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
+    x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
+    bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
+              x->head && x->kent && x->kstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -706,13 +1090,16 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
 
 void feat_ctx_free(feat_ctx *x) {
     if (!x) return;
-    for (int i = 0; i < ACC_TABLE; i++)
-        for (acc_entry *e = x->table[i], *next; e; e = next) {
-            next = e->next;
-            feat_stage_access_free(&e->acc);
-            free(e->sig);
-            free(e);
-        }
+    feat_ctx_flush(x);
+    free(x->key);
+    free(x->wkey);
+    feat_warp_pool_free(x->pool);
+    free(x->fps);
+    free(x->pics);
+    free(x->head);
+    free(x->kent);
+    free(x->kstamp);
+    free(x->nextm);
     for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);
     free(x->callees);
     free(x->ncallees);
@@ -732,18 +1119,26 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
     err[0] = 0;
     memset(out, 0, sizeof *out);
     const sc_pipeline *p = x->p;
-    ctx c = { p, x->b, s, model, x, calloc((size_t)p->funcs.n + 1, sizeof(func_pic)), err, errlen };
+    /* the pictures live in the ctx's scratch (one call at a time) */
+    memset(x->fps, 0, sizeof *x->fps * (size_t)(p->funcs.n + 1));
+    ctx c = { p, x->b, s, model, x, x->fps, err, errlen };
     int rc = 0;
     if (!c.fp) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
+    if (!rc && x->bytes + feat_warp_pool_bytes(x->pool) > x->limit) {
+        /* before anything of this call points into the caches */
+        feat_ctx_flush(x);
+        x->stats.flushes++;
+    }
     if (!rc) rc = build(&c);
+    if (!rc) rc = prepare_cache(&c, t);
     int nrows = 0;
     for (int i = 0; !rc && i < p->funcs.n; i++)
         for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
     if (!rc && nrows) {
-        out->rows = calloc((size_t)nrows, sizeof *out->rows);
+        out->rows = malloc(sizeof *out->rows * (size_t)nrows);   /* every row is written whole */
         if (!out->rows) {
             snprintf(err, errlen, "out of memory");
             rc = -1;
@@ -753,10 +1148,8 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         const sc_func *f = ir_order_at(p, oi);
         if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
         for (int st = 0; st < f->nstages && !rc; st++)
-            if (c.fp[f->id].st[st].rec) rc = fill_row(&c, t, f, st, &out->rows[out->n++]);
+            if (c.fp[f->id].st[st].rec) rc = cached_row(&c, t, f, st, &out->rows[out->n++]);
     }
-    for (int i = 0; c.fp && i < p->funcs.n; i++) free(c.fp[i].st);
-    free(c.fp);
     if (rc) feat_free(out);
     return rc;
 }

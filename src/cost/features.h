@@ -152,14 +152,47 @@ typedef struct {
 } feat_result;
 
 /* A featurizer for one pipeline: what depends on the pipeline only (the
- * operation counts, the access classes, the call graph) and a cache of
- * stage accesses keyed by the inline Funcs each stage expands, so that
- * searches featurizing many states pay the walk of an inlined expression
- * once.  Explicit create/destroy; b must outlive it; one per thread.  The
- * cache grows with the distinct inline choices seen. */
+ * operation counts, the access classes, the call graph) and two caches,
+ * so that searches featurizing many states pay each piece once:
+ *  - stage accesses keyed by the inline Funcs each stage expands (the walk
+ *    of an inlined expression);
+ *  - feature rows keyed by the content of the stage's kernel: the kernel's
+ *    root stage and, for the root and every Func fused into it (into any
+ *    stage of the root: a root stage's working set counts them all), its
+ *    decision (location, consumer, tiles, pending stages) and the
+ *    accesses of each of its stages after inlining (the entries of the
+ *    first cache, which stand for the inline choices).  Everything a row
+ *    reads lies inside its kernel (the loop-nest model keys its kernels
+ *    on the same decisions); a kernel whose stage reads a shared or
+ *    register Func of another kernel is not cached.  Rows are for one
+ *    target: featurizing for another flushes them.
+ * Extending a state by one decision therefore recomputes only the rows of
+ * the kernels the decision changes; rows are bit-identical to a fresh
+ * ctx's (tests/test_features.c holds them so).
+ *
+ * Memory: both caches together are held under a limit (default
+ * FEAT_CACHE_LIMIT bytes, feat_ctx_set_limit); a call that finds them
+ * over it flushes both first, so a long search's memory stays bounded.
+ * feat_ctx_flush drops them at any time (nothing returned points into
+ * them: rows are copied out).  Explicit create/destroy; b must outlive
+ * the ctx; one per thread. */
+#define FEAT_CACHE_LIMIT ((size_t)64 << 20)
 typedef struct feat_ctx feat_ctx;
 feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b);
 void feat_ctx_free(feat_ctx *x);
+void feat_ctx_flush(feat_ctx *x);
+/* The cache limit in bytes (0: the default). */
+void feat_ctx_set_limit(feat_ctx *x, size_t bytes);
+/* Whether rows are cached (default on; off to measure or check a
+ * featurization from scratch).  Accesses are always cached. */
+void feat_ctx_cache_rows(feat_ctx *x, bool on);
+typedef struct {
+    int64_t row_hits, row_misses;     /* rows copied from / added to the cache */
+    int64_t uncached;                 /* rows of kernels that cannot be cached */
+    int64_t flushes;                  /* flushes at the limit */
+    size_t bytes;                     /* held now */
+} feat_cache_stats;
+feat_cache_stats feat_ctx_stats(const feat_ctx *x);
 /* The features of every stage of the Funcs the model of s describes. */
 int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
                      char *err, size_t errlen);
