@@ -1061,3 +1061,35 @@ int sc_output(sc_pipeline *p, sc_func *f, int ndims, const int *extents) {
     f->is_output = p->outputs.n;
     return 0;
 }
+
+/* ---- substitution --------------------------------------------------- */
+
+sc_expr *ir_copy_node(ir_arena *arena, const sc_expr *e) {
+    sc_expr *r = ir_alloc(arena, sizeof *r);
+    *r = *e;
+    if (e->nargs) {
+        r->args = ir_alloc(arena, sizeof(sc_expr *) * (size_t)e->nargs);
+        memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
+    }
+    return r;
+}
+
+sc_expr *ir_subst(ir_arena *arena, sc_expr *e, const ir_subst_map *m) {
+    if (e->kind == E_VAR) {
+        for (int i = 0; i < m->n; i++)
+            if (!strcmp(m->names[i], e->name)) return m->vals[i];
+        return e;
+    }
+    if (e->kind == E_RVAR) {
+        if (m->rdom && m->rdom == e->rdom && m->rvals[e->dim]) return m->rvals[e->dim];
+        return e;
+    }
+    if (!e->nargs) return e;
+    sc_expr *r = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        sc_expr *a = ir_subst(arena, e->args[i], m);
+        if (a != e->args[i] && !r) r = ir_copy_node(arena, e);
+        if (r) r->args[i] = a;
+    }
+    return r ? r : e;
+}

@@ -148,6 +148,25 @@ char *ir_expr_to_string(const sc_expr *e);
 /* Whether two expressions are structurally equal. */
 bool ir_expr_equal(const sc_expr *a, const sc_expr *b);
 
+/* A substitution of pure variables by name (names[i] -> vals[i]) and of
+ * the dimensions of one reduction domain (rvar d of rdom -> rvals[d]; NULL
+ * rdom or rvals[d]: left alone). */
+typedef struct {
+    int n;
+    const char *names[2 * SC_MAX_DIMS];
+    sc_expr *vals[2 * SC_MAX_DIMS];
+    const sc_rdom *rdom;
+    sc_expr *rvals[SC_MAX_DIMS];
+} ir_subst_map;
+
+/* e with the substitution applied; unchanged subtrees are shared, changed
+ * nodes are new nodes in arena (e itself is never written). */
+sc_expr *ir_subst(ir_arena *arena, sc_expr *e, const ir_subst_map *m);
+
+/* A shallow copy of e in arena with its own argument array, to change
+ * (copy-on-write rewriting). */
+sc_expr *ir_copy_node(ir_arena *arena, const sc_expr *e);
+
 /* The i-th Func in topological order (after finalize). */
 static inline sc_func *ir_order_at(const sc_pipeline *p, int i) {
     return (sc_func *)p->order.items[i];

@@ -141,44 +141,6 @@ static sc_expr *let(ctx *c, kstmt *seq, const char *name, sc_expr *value) {
 
 /* ---- substitution ----------------------------------------------------- */
 
-typedef struct {
-    int n;
-    const char *names[2 * SC_MAX_DIMS];
-    sc_expr *vals[2 * SC_MAX_DIMS];
-    const sc_rdom *rdom;              /* rvar dim d -> rvals[d] */
-    sc_expr *rvals[SC_MAX_DIMS];
-} subst_map;
-
-/* A copy of node e with its own argument array (for copy-on-write). */
-static sc_expr *copy_node(ctx *c, const sc_expr *e) {
-    sc_expr *r = node(c, e->kind, e->type, e->nargs);
-    sc_expr **args = r->args;
-    *r = *e;
-    r->args = args;
-    if (e->nargs) memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
-    return r;
-}
-
-static sc_expr *subst(ctx *c, sc_expr *e, const subst_map *m) {
-    if (e->kind == E_VAR) {
-        for (int i = 0; i < m->n; i++)
-            if (!strcmp(m->names[i], e->name)) return m->vals[i];
-        return e;
-    }
-    if (e->kind == E_RVAR) {
-        if (m->rdom == e->rdom && m->rvals[e->dim]) return m->rvals[e->dim];
-        return e;
-    }
-    if (!e->nargs) return e;
-    sc_expr *r = NULL;
-    for (int i = 0; i < e->nargs; i++) {
-        sc_expr *a = subst(c, e->args[i], m);
-        if (a != e->args[i] && !r) r = copy_node(c, e);
-        if (r) r->args[i] = a;
-    }
-    return r ? r : e;
-}
-
 /* Replaces calls of inline Funcs by their (already inlined) values. */
 static sc_expr *inline_expr(ctx *c, sc_expr *e) {
     sc_expr *r = e;
@@ -186,7 +148,7 @@ static sc_expr *inline_expr(ctx *c, sc_expr *e) {
         sc_expr *a = inline_expr(c, e->args[i]);
         if (a != e->args[i]) {
             if (r == e) {
-                r = copy_node(c, e);
+                r = ir_copy_node(c->arena, e);
             }
             r->args[i] = a;
         }
@@ -194,12 +156,12 @@ static sc_expr *inline_expr(ctx *c, sc_expr *e) {
     if (r->kind == E_CALL && r->func->kind == FUNC_DEFINED) {
         const sched_func *sf = c->s->f[r->func->id];
         if (sf && sf->loc == SCHED_INLINE) {
-            subst_map m = {0};
+            ir_subst_map m = {0};
             for (int d = 0; d < r->func->ndims; d++) {
                 m.names[m.n] = r->func->vars[d];
                 m.vals[m.n++] = r->args[d];
             }
-            return subst(c, c->val[r->func->id][0], &m);
+            return ir_subst(c->arena, c->val[r->func->id][0], &m);
         }
     }
     return r;
@@ -530,7 +492,7 @@ static sc_expr *retarget(ctx *c, sc_expr *e, int n, const sc_func *const *from, 
         sc_expr *a = retarget(c, e->args[i], n, from, to);
         if (a != e->args[i]) {
             if (r == e) {
-                r = copy_node(c, e);
+                r = ir_copy_node(c->arena, e);
             }
             r->args[i] = a;
         }
@@ -539,7 +501,7 @@ static sc_expr *retarget(ctx *c, sc_expr *e, int n, const sc_func *const *from, 
         for (int i = 0; i < n; i++)
             if (r->func == from[i]) {
                 if (r == e) {
-                    r = copy_node(c, e);
+                    r = ir_copy_node(c->arena, e);
                 }
                 r->func = to[i];
                 break;
@@ -644,7 +606,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
     if (c->failed) return;
     int dims[SC_MAX_DIMS], np = pure_loops(f, st, dims);
     const ir_stage *stg = &f->stages[st];
-    subst_map m = {0};
+    ir_subst_map m = {0};
     const char *loopvar[SC_MAX_DIMS];
     int64_t total = 1;
     for (int k = 0; k < np; k++) {
@@ -676,8 +638,8 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
     kstmt *store = stmt(c, KS_STORE);
     store->alloc = dst;
     for (int d = 0; d < f->ndims; d++)
-        store->coords[d] = retarget(c, subst(c, c->lhs[f->id][st][d], &m), nstaged, from, to);
-    store->value = retarget(c, subst(c, c->val[f->id][st], &m), nstaged, from, to);
+        store->coords[d] = retarget(c, ir_subst(c->arena, c->lhs[f->id][st][d], &m), nstaged, from, to);
+    store->value = retarget(c, ir_subst(c->arena, c->val[f->id][st], &m), nstaged, from, to);
     kstmt *body = store;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {

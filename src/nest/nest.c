@@ -225,38 +225,6 @@ static double inline_func_size(void *user, const sc_func *g) {
     return stages_of(u->x, u->s, g->id, false)->size;
 }
 
-typedef struct {
-    int n;
-    const char *names[SC_MAX_DIMS];
-    sc_expr *vals[SC_MAX_DIMS];
-} subst_map;
-
-static sc_expr *copy_node(ir_arena *a, const sc_expr *e) {
-    sc_expr *r = ir_alloc(a, sizeof *r);
-    *r = *e;
-    if (e->nargs) {
-        r->args = ir_alloc(a, sizeof(sc_expr *) * (size_t)e->nargs);
-        memcpy(r->args, e->args, sizeof(sc_expr *) * (size_t)e->nargs);
-    }
-    return r;
-}
-
-static sc_expr *subst(ir_arena *a, sc_expr *e, const subst_map *m) {
-    if (e->kind == E_VAR) {
-        for (int i = 0; i < m->n; i++)
-            if (!strcmp(m->names[i], e->name)) return m->vals[i];
-        return e;
-    }
-    if (!e->nargs) return e;
-    sc_expr *r = NULL;
-    for (int i = 0; i < e->nargs; i++) {
-        sc_expr *v = subst(a, e->args[i], m);
-        if (v != e->args[i] && !r) r = copy_node(a, e);
-        if (r) r->args[i] = v;
-    }
-    return r ? r : e;
-}
-
 /* Calls of inline Funcs replaced by their (inlined) values, as lowering's
  * inline_expr does. */
 static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
@@ -264,7 +232,7 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     for (int i = 0; i < e->nargs; i++) {
         sc_expr *v = inline_expr(x, s, e->args[i]);
         if (v != e->args[i]) {
-            if (r == e) r = copy_node(x->arena, e);
+            if (r == e) r = ir_copy_node(x->arena, e);
             r->args[i] = v;
         }
     }
@@ -273,12 +241,12 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
         sexpr *ge = (sexpr *)stages_of(x, s, g->id, false);
         assert(ge->fits);         /* no larger than the caller, which fits */
         if (!ge->val0) ge->val0 = inline_expr(x, s, g->stages[0].value);
-        subst_map m = { 0, {0}, {0} };
+        ir_subst_map m = { 0 };
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
             m.vals[m.n++] = r->args[d];
         }
-        return subst(x->arena, ge->val0, &m);
+        return ir_subst(x->arena, ge->val0, &m);
     }
     return r;
 }
@@ -421,12 +389,12 @@ static void walk_calls(nest_ctx *x, const sched_state *s, const sc_expr *e, call
     if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
         const sc_func *g = e->func;
         sexpr *ge = (sexpr *)stages_of(x, s, g->id, true);
-        subst_map m = { 0, {0}, {0} };
+        ir_subst_map m = { 0 };
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
             m.vals[m.n++] = inline_expr(x, s, e->args[d]);
         }
-        for (int i = 0; i < ge->ncalls[0]; i++) add_call(cs, subst(x->arena, (sc_expr *)ge->calls[0][i], &m));
+        for (int i = 0; i < ge->ncalls[0]; i++) add_call(cs, ir_subst(x->arena, (sc_expr *)ge->calls[0][i], &m));
         for (int d = 0; d < g->ndims; d++)
             if (ge->uses[d]) walk_calls(x, s, e->args[d], cs);
         return;
