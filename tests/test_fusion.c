@@ -12,6 +12,7 @@
 #include <string.h>
 #include "apps.h"
 #include "check.h"
+#include "fixtures.h"
 #include "exec.h"
 #include "space.h"
 
@@ -20,22 +21,12 @@ static device devs[2];
 static int ndevs;
 static device cuda;
 
-static target a100(void) {
-    target t;
-    char err[512];
-    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
-    return t;
-}
-
 /* Checks, lowers and runs `text` on every device against ref. */
 static void run_schedule(const char *name, sc_pipeline *p, const bounds_result *b, sc_buffer **in, sc_buffer **ref,
                          const char *text) {
     ir_arena *a = ir_arena_new();
     char err[4096];
-    target t = a100();
+    target t = fixture_target("a100");
     sched_state *s = sched_parse(a, p, name, text, err, sizeof err);
     bool ok = s && sched_check(p, b, s, &t, true, err, sizeof err) == 0;
     lower_program *prog = ok ? lower_schedule(a, p, b, s, err, sizeof err) : NULL;
@@ -143,7 +134,7 @@ static const char *DIAMOND_SCHEDULES[] = {
 static void test_refused(void) {
     sc_pipeline *p = sc_parse_string("diamond.pipe", DIAMOND, strlen(DIAMOND), NULL);
     bounds_result *b = bounds_infer(p);
-    target t = a100();
+    target t = fixture_target("a100");
     ir_arena *a = ir_arena_new();
     char err[1024];
     static const char *cases[][2] = {
@@ -177,7 +168,7 @@ static void test_refused(void) {
 static void test_enumerator_offers_lca(void) {
     sc_pipeline *p = sc_parse_string("diamond.pipe", DIAMOND, strlen(DIAMOND), NULL);
     bounds_result *b = bounds_infer(p);
-    target t = a100();
+    target t = fixture_target("a100");
     space_opts o = { &t, false };
     ir_arena *a = ir_arena_new();
     char err[1024];

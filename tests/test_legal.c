@@ -12,36 +12,9 @@
 #include <time.h>
 #include "apps.h"
 #include "check.h"
+#include "fixtures.h"
 #include "lower.h"
 #include "space.h"
-
-static target a100(void) {
-    target t;
-    char err[512];
-    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
-            exit(1);
-    }
-    return t;
-}
-
-typedef struct {
-    sc_pipeline *p;
-    bounds_result *b;
-    ir_arena *a;
-} fixture;
-
-static fixture load(const char *text) {
-    fixture fx = { sc_parse_string("t.pipe", text, strlen(text), NULL), NULL, ir_arena_new() };
-    CHECK(sc_error_count(fx.p) == 0);
-    fx.b = bounds_infer(fx.p);
-    return fx;
-}
-
-static void unload(fixture *fx) {
-    bounds_free(fx->b);
-    ir_arena_free(fx->a);
-    sc_pipeline_free(fx->p);
-}
 
 static int count_children(fixture *fx, const sched_state *s, const space_opts *o, ir_vec *kids) {
     legal_ctx *x = space_legal(fx->p, fx->b, o);
@@ -84,8 +57,8 @@ static const char *COPY =
  *   = 25; sx=4: sy=1,2 -> 9 + 9 = 18; sx=8: sy=1 -> 9; total 99.  The
  *   idle-SM rule does not apply: 2048 points < 2 x 108 SMs x 32. */
 static void test_copy_counts(void) {
-    fixture fx = load(COPY);
-    target t = a100();
+    fixture fx = fixture_load(COPY);
+    target t = fixture_target("a100");
     space_opts o = { &t, false }, pr = { &t, true };
     sched_state *s = sched_state_new(fx.a, fx.p);
     ir_vec kids = {0};
@@ -111,7 +84,7 @@ static void test_copy_counts(void) {
     count_children(&fx, root, &o, &again);
     for (int i = 0; i < tiles.n && i < again.n; i++)
         CHECK(sched_hash(tiles.items[i], 3) == sched_hash(again.items[i], 3));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 static const char *BLUR =
@@ -135,14 +108,14 @@ static const char *BLUR =
  *   thread counts only, x (innermost) 1..64, y 1..16, product <= 32:
  *   x=1: 5, x=2: 5, x=4: 4, x=8: 3, x=16: 2, x=32: 1, x=64: 0 -> 20. */
 static void test_blur_counts(void) {
-    fixture fx = load(BLUR);
-    target t = a100();
+    fixture fx = fixture_load(BLUR);
+    target t = fixture_target("a100");
     space_opts o = { &t, false }, pr = { &t, true };
     char err[512];
     sched_state *s = sched_parse(fx.a, fx.p, "t.sched", "schedule t;\nout: root [x=32x1 y=1x1];\nblur_x: inline;\n",
                                  err, sizeof err);
     CHECK(s != NULL);
-    if (!s) { unload(&fx); return; }
+    if (!s) { fixture_unload(&fx); return; }
     int bx = sc_func_lookup(fx.p, "blur_x")->id, out = sc_func_lookup(fx.p, "out")->id;
     s->f[bx] = NULL;
     ir_vec locs = {0};
@@ -161,15 +134,15 @@ static void test_blur_counts(void) {
         CHECK(space_next(fx.p, locs.items[0], NULL) == -1);
         CHECK(space_next(fx.p, locs.items[3], NULL) == -1);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* Partial states: a tiling over the limits is refused by legal_tile, and
  * a fused level whose footprint overflows shared memory by legal_fits;
  * the default tiling is within every limit. */
 static void test_partial_states(void) {
-    fixture fx = load(BLUR);
-    target t = a100();
+    fixture fx = fixture_load(BLUR);
+    target t = fixture_target("a100");
     legal_ctx *x = legal_new(fx.p, fx.b, &t, true);
     int bx = sc_func_lookup(fx.p, "blur_x")->id, out = sc_func_lookup(fx.p, "out")->id;
     sched_state *s = sched_state_new(fx.a, fx.p);
@@ -199,7 +172,7 @@ static void test_partial_states(void) {
     double r = legal_redundancy(x, s, bx);
     CHECK(r > 1.0 && r < 1.1);
     legal_free(x);
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* Random walks over every app (test sizes): each state's children all
@@ -212,7 +185,7 @@ static void test_walks(void) {
     char **names, err[1024];
     int napps = apps_list("apps", &names, err, sizeof err);
     CHECK(napps >= 17);
-    target t = a100();
+    target t = fixture_target("a100");
     clock_t t0 = clock();
     for (int ai = 0; ai < napps; ai++) {
         app_case ac;
@@ -291,8 +264,8 @@ static void test_walks(void) {
 /* space_random takes one enumerated child per step: the same seed gives
  * the same schedule, a complete one, every time. */
 static void test_random_walk(void) {
-    fixture fx = load(BLUR);
-    target t = a100();
+    fixture fx = fixture_load(BLUR);
+    target t = fixture_target("a100");
     space_opts o = { &t, true };
     char err[512];
     for (uint64_t seed = 1; seed <= 20; seed++) {
@@ -302,7 +275,7 @@ static void test_random_walk(void) {
         CHECK(x && y && sched_hash(x, 5) == sched_hash(y, 5));
         CHECK(x && sched_check(fx.p, fx.b, x, &t, true, err, sizeof err) == 0);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 int main(void) {

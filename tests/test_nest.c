@@ -13,19 +13,10 @@
 #include <string.h>
 #include "apps.h"
 #include "check.h"
+#include "fixtures.h"
 #include "lower.h"
 #include "nest.h"
 #include "space.h"
-
-static target a100(void) {
-    target t;
-    char err[512];
-    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
-    return t;
-}
 
 /* The kernel IR's allocations of kernel k for Func id, or NULL. */
 static const lower_alloc *alloc_of(const lower_kernel *k, int id) {
@@ -87,7 +78,7 @@ static int nschedules(void) {
 /* Every app, random complete schedules: the model equals the kernel IR;
  * and every prefix of the walk builds, modelling only decided Funcs. */
 static void model_equals_kernel_ir(void) {
-    target t = a100();
+    target t = fixture_target("a100");
     int multi = 0;                 /* fused Funcs with several consumers */
     char **names, err[1024];
     int n = apps_list("apps", &names, err, sizeof err);
@@ -325,7 +316,7 @@ static void partial_state(void) {
     sc_pipeline *p = parse(STENCIL);
     bounds_result *b = bounds_infer(p);
     ir_arena *a = ir_arena_new();
-    target t = a100();
+    target t = fixture_target("a100");
     space_opts o = { &t, false };
     char err[512];
     sched_state *full = space_random(a, p, b, &o, 3, err, sizeof err);

@@ -14,6 +14,7 @@
 
 #include "bounds.h"
 #include "check.h"
+#include "fixtures.h"
 #include "sched.h"
 #include "stagecraft.h"
 
@@ -64,27 +65,6 @@ static const char *UPD =
     "out(x) = s(x) + h(x);\n"
     "output out(64);\n";
 
-typedef struct {
-    sc_pipeline *p;
-    bounds_result *b;
-    ir_arena *a;
-} fixture;
-
-static fixture load(const char *text) {
-    fixture fx = { sc_parse_string("test.pipe", text, strlen(text), NULL), NULL, ir_arena_new() };
-    for (int i = 0; i < sc_error_count(fx.p); i++) fprintf(stderr, "  %s\n", sc_error_message(fx.p, i));
-    CHECK(sc_error_count(fx.p) == 0);
-    fx.b = bounds_infer(fx.p);
-    CHECK(fx.b != NULL);
-    return fx;
-}
-
-static void unload(fixture *fx) {
-    bounds_free(fx->b);
-    ir_arena_free(fx->a);
-    sc_pipeline_free(fx->p);
-}
-
 static sched_state *parse(fixture *fx, const char *text) {
     char err[512];
     sched_state *s = sched_parse(fx->a, fx->p, "t.sched", text, err, sizeof err);
@@ -129,7 +109,7 @@ static const char *BLUR_OK =
 /* ---- text form ---- */
 
 static void test_round_trip(void) {
-    fixture fx = load(BLUR);
+    fixture fx = fixture_load(BLUR);
     sched_state *s = parse(&fx, BLUR_OK);
     CHECK(s != NULL);
     if (s) {
@@ -157,9 +137,9 @@ static void test_round_trip(void) {
         CHECK(!strcmp(t, BLUR_OK));
         free(t);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 
-    fx = load(UPD);
+    fx = fixture_load(UPD);
     const char *upd =
         "schedule upd;\n"
         "out: root [x=64x1];\n"
@@ -175,12 +155,12 @@ static void test_round_trip(void) {
         if (strcmp(t, upd)) fprintf(stderr, "  got:\n%s", t);
         free(t);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* A state built by hand prints the same text as the one parsed. */
 static void test_hand_built(void) {
-    fixture fx = load(BLUR);
+    fixture fx = fixture_load(BLUR);
     sched_state *s = sched_state_new(fx.a, fx.p);
     CHECK(!sched_complete(fx.p, s));
     sched_func *out = sched_func_new(fx.a, SCHED_ROOT, -1, 1);
@@ -205,11 +185,11 @@ static void test_hand_built(void) {
     CHECK(!strcmp(t, BLUR_OK));
     free(t);
     CHECK(check_ok(&fx, c, true));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 static void test_parse_errors(void) {
-    fixture fx = load(BLUR);
+    fixture fx = fixture_load(BLUR);
     CHECK(parse_fails(&fx, "scheduel blur;", "t.sched:1:1:", "expected 'schedule blur;'"));
     CHECK(parse_fails(&fx, "schedule other;", "t.sched:1:10:", "pipeline 'other', not 'blur'"));
     CHECK(parse_fails(&fx, "schedule blur\nout: inline;", "t.sched:2:1:", "expected ';'"));
@@ -250,20 +230,20 @@ static void test_parse_errors(void) {
     CHECK(parse_fails(&fx, "schedule blur;\nclamped: inline;;", "t.sched:2:17:", "got ';'"));
     CHECK(parse_fails(&fx, "schedule blur;\nclamped: inline;\nout: root [x=8x1 y=1x1];\n",
                       "t.sched:4:1:", "missing Func blur_x"));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* ---- hash ---- */
 
 static void test_hash(void) {
-    fixture fx = load(CHAIN);
+    fixture fx = fixture_load(CHAIN);
     const char *base =
         "schedule chain;\nout: root [x=32x1 y=8x1];\ntiny: root [x=32x1];\ne: root [x=32x1 y=8x1];\n"
         "d: root [x=32x1 y=1x1];\nc: block of e [x=32 y=8];\nb: block of c [x=32 y=8];\n"
         "a: thread of b;\n";
     sched_state *s0 = parse(&fx, base);
     CHECK(s0 != NULL);
-    if (!s0) { unload(&fx); return; }
+    if (!s0) { fixture_unload(&fx); return; }
     int a = sc_func_lookup(fx.p, "a")->id, b = sc_func_lookup(fx.p, "b")->id,
         c = sc_func_lookup(fx.p, "c")->id, e = sc_func_lookup(fx.p, "e")->id;
     for (int d = 0; d <= 4; d++) CHECK(sched_hash(s0, d) == sched_hash(sched_state_copy(fx.a, s0), d));
@@ -326,13 +306,13 @@ static void test_hash(void) {
     at->tile[0].threads[0] = 7;
     s8->f[a] = at;
     CHECK(sched_hash(s0, 5) == sched_hash(s8, 5));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* ---- check: rules ---- */
 
 static void test_check_valid(void) {
-    fixture fx = load(BLUR);
+    fixture fx = fixture_load(BLUR);
     sched_state *s = parse(&fx, BLUR_OK);
     CHECK(s && check_ok(&fx, s, true));
     s = parse(&fx, "schedule blur;\nout: root [x=32x2 y=4x2];\nblur_x: thread of out;\nclamped: inline;\n");
@@ -340,9 +320,9 @@ static void test_check_valid(void) {
     s = parse(&fx, "schedule blur;\nout: root [x=32x1 y=8x1];\nblur_x: root [x=64x1 y=2x1];\n"
                    "clamped: block of blur_x [x=64 y=2];\n");
     CHECK(s && check_ok(&fx, s, true));
-    unload(&fx);
+    fixture_unload(&fx);
 
-    fx = load(CHAIN);
+    fx = fixture_load(CHAIN);
     /* nested fusion: a in b's threads, b in c's block share, c in e's */
     s = parse(&fx, "schedule chain;\nout: root [x=32x1 y=8x1];\ntiny: root [x=20x1];\n"
                    "e: block of out [x=32 y=8];\nd: root [x=32x1 y=1x1];\nc: block of e [x=32 y=8];\n"
@@ -352,9 +332,9 @@ static void test_check_valid(void) {
     s = parse(&fx, "schedule chain;\nout: root [x=32x1 y=8x1];\ntiny: root [x=32x1];\ne: inline;\n"
                    "d: root [x=32x1 y=1x1];\nc: root [x=32x1 y=4x1];\nb: inline;\na: block of c [x=32 y=4];\n");
     CHECK(s && check_ok(&fx, s, true));
-    unload(&fx);
+    fixture_unload(&fx);
 
-    fx = load(UPD);
+    fx = fixture_load(UPD);
     /* a pure update can be fused; the reduction Func is root */
     s = parse(&fx, "schedule upd;\nout: root [x=64x1];\nh: root [x=32x1] [];\ns: root [x=32x1] [x=32x1];\n"
                    "g: block of s [x=32 y=1] [x=16 y=2];\nk: root [x=32x1 y=1x1];\nm: root [x=32x1];\n");
@@ -362,11 +342,11 @@ static void test_check_valid(void) {
     s = parse(&fx, "schedule upd;\nout: root [x=64x1];\nh: root [x=32x1] [];\ns: root [x=32x1] [x=32x1];\n"
                    "g: thread of s;\nk: root [x=32x1 y=1x1];\nm: root [x=32x1];\n");
     CHECK(s && check_ok(&fx, s, true));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 static void test_check_rules(void) {
-    fixture fx = load(CHAIN);
+    fixture fx = fixture_load(CHAIN);
     const char *rest = "tiny: root [x=32x1];\nd: root [x=32x1 y=1x1];\nc: root [x=32x1 y=1x1];\n"
                        "b: root [x=32x1 y=1x1];\na: root [x=32x1 y=1x1];\n";
     char text[1024];
@@ -429,9 +409,9 @@ static void test_check_rules(void) {
         CHECK(sched_check(fx.p, fx.b, p, &A100, true, err, sizeof err) == -1);
         CHECK(strstr(err, "serial size must be at least 1") != NULL);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 
-    fx = load(UPD);
+    fx = fixture_load(UPD);
     const char *tail = "out: root [x=64x1];\nh: root [x=32x1] [];\nk: root [x=32x1 y=1x1];\nm: root [x=32x1];\n";
     /* inline needs a single definition */
     snprintf(text, sizeof text, "schedule upd;\n%ss: root [x=32x1] [x=32x1];\ng: inline;\n", tail);
@@ -444,13 +424,13 @@ static void test_check_rules(void) {
     snprintf(text, sizeof text, "schedule upd;\nout: root [x=64x1];\nh: root [x=32x1] [];\nm: thread of s;\n"
              "k: root [x=32x1 y=1x1];\ns: root [x=32x1] [x=32x1];\ng: root [x=32x1 y=1x1] [x=32x1 y=1x1];\n");
     CHECK(check_fails(&fx, text, true, "m: computed at thread level of s", "several stages of s use it"));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* ---- check: limits ---- */
 
 static void test_check_limits(void) {
-    fixture fx = load(BLUR);
+    fixture fx = fixture_load(BLUR);
     /* threads per block */
     CHECK(check_fails(&fx, "schedule blur;\nout: root [x=64x1 y=32x1];\nblur_x: root [x=32x1 y=1x1];\n"
                            "clamped: inline;\n", true, "out: 2048 threads per block, over the target's 1024 (a100)",
@@ -482,10 +462,10 @@ static void test_check_limits(void) {
                       "128 serial points), over the target's 255"));
     s = parse(&fx, "schedule blur;\nout: root [x=32x8 y=1x8];\nblur_x: thread of out;\nclamped: inline;\n");
     CHECK(s && check_ok(&fx, s, true));
-    unload(&fx);
+    fixture_unload(&fx);
 
     /* a stage too small to fill a warp may use fewer threads */
-    fx = load(CHAIN);
+    fx = fixture_load(CHAIN);
     const char *rest = "e: root [x=32x1 y=1x1];\nd: root [x=32x1 y=1x1];\nc: root [x=32x1 y=1x1];\n"
                        "b: root [x=32x1 y=1x1];\na: root [x=32x1 y=1x1];\n";
     char text[1024];
@@ -498,13 +478,13 @@ static void test_check_limits(void) {
     /* one block covering a whole 128-wide row band is allowed too (40 x 1 would not be) */
     snprintf(text, sizeof text, "schedule chain;\nout: root [x=40x4 y=1x1];\ntiny: root [x=32x1];\n%s", rest);
     CHECK(check_fails(&fx, text, true, "out: 40 threads per block, not a multiple", NULL));
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 /* ---- Halide ---- */
 
 static void test_halide(void) {
-    fixture fx = load(BLUR);
+    fixture fx = fixture_load(BLUR);
     sched_state *s = parse(&fx, BLUR_OK);
     if (s) {
         char *h = sched_to_halide(fx.p, s);
@@ -524,9 +504,9 @@ static void test_halide(void) {
         CHECK(strstr(h, "blur_x.compute_at(out, x_t);\n") != NULL);
         free(h);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 
-    fx = load(UPD);
+    fx = fixture_load(UPD);
     s = parse(&fx, "schedule upd;\nout: root [x=64x1];\nh: root [x=32x1] [];\ns: root [x=32x2] [x=16x1];\n"
                    "g: block of s [x=16 y=2] [x=8 y=4];\nk: root [x=32x1 y=1x1];\nm: root [x=32x1];\n");
     if (s) {
@@ -538,13 +518,13 @@ static void test_halide(void) {
         CHECK(strstr(h, "g.update(0)\n    .split(x, x_s, x_t, 8") != NULL);
         free(h);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 
     /* more than 3 pure loops: the outer ones are fused */
     const char *four =
         "pipeline four;\ninput f32 in(8, 8, 8, 8);\n"
         "out(x, y, z, w) = in(x, y, z, w) * 2;\noutput out(8, 8, 8, 8);\n";
-    fx = load(four);
+    fx = fixture_load(four);
     s = parse(&fx, "schedule four;\nout: root [x=8x1 y=4x1 z=2x1 w=2x1];\n");
     CHECK(s && check_ok(&fx, s, true));
     if (s) {
@@ -555,7 +535,7 @@ static void test_halide(void) {
         CHECK(strstr(h, ".gpu_threads(x_t, y_t, z_w_t)") != NULL);
         free(h);
     }
-    unload(&fx);
+    fixture_unload(&fx);
 }
 
 int main(void) {

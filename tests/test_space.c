@@ -12,20 +12,11 @@
 #include <string.h>
 #include "apps.h"
 #include "check.h"
+#include "fixtures.h"
 #include "space.h"
 
-static target a100(void) {
-    target t;
-    char err[512];
-    if (target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
-    return t;
-}
-
 static void test_every_app_gets_random_schedules(void) {
-    target wide = a100(), narrow = a100();
+    target wide = fixture_target("a100"), narrow = fixture_target("a100");
     narrow.warp_size = 8;
     snprintf(narrow.name, sizeof narrow.name, "narrow");
     char **names, err[1024];
@@ -72,7 +63,7 @@ static const char *BLUR =
 static void test_walk_is_deterministic(void) {
     sc_pipeline *p = sc_parse_string("blur.pipe", BLUR, strlen(BLUR), NULL);
     bounds_result *b = bounds_infer(p);
-    target t = a100();
+    target t = fixture_target("a100");
     space_opts o = { &t, true };
     char err[512];
     ir_arena *a = ir_arena_new();
@@ -99,7 +90,7 @@ static void test_walk_is_deterministic(void) {
 static void test_fits_checks_partial_states(void) {
     sc_pipeline *p = sc_parse_string("blur.pipe", BLUR, strlen(BLUR), NULL);
     bounds_result *b = bounds_infer(p);
-    target t = a100();
+    target t = fixture_target("a100");
     space_opts o = { &t, false };
     char err[512];
     ir_arena *a = ir_arena_new();
