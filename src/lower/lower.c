@@ -891,29 +891,13 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     const sc_pipeline *p = c->p;
     const sched_func *sf = c->s->f[r->id];
     const sched_tile *t = &sf->tile[st];
-    const bounds_stage *bs = &c->b->funcs[r->id].stages[st];
     int dims[SC_MAX_DIMS], np = pure_loops(r, st, dims);
-    if (t->npure != np) {
-        fail(c, "the schedule of %s stage %d tiles %d loops; it has %d", r->name, st, t->npure, np);
-        return;
-    }
-    int64_t ext[SC_MAX_DIMS], mn[SC_MAX_DIMS], blk[SC_MAX_DIMS], nb[SC_MAX_DIMS];
-    int64_t nblocks = 1, nthreads = 1;
-    for (int k = 0, li = 0; k < np; k++, li++) {
-        while (bs->which[li] < 0) li++;
-        ext[k] = bs->extent[li];
-        mn[k] = bs->min[li];
-        if (ext[k] <= 0) return;   /* an unused Func: nothing to compute */
-        if (t->threads[k] < 1 || t->serial[k] < 1) {
-            fail(c, "%s: tile sizes must be positive", r->name);
-            return;
-        }
-        blk[k] = (int64_t)t->threads[k] * t->serial[k];
-        nb[k] = (ext[k] + blk[k] - 1) / blk[k];
-        nblocks *= nb[k];
-        nthreads *= t->threads[k];
-    }
-    if (nthreads > (1 << 20)) { fail(c, "%s: %lld threads per block", r->name, (long long)nthreads); return; }
+    nest_grid g;
+    int made = nest_grid_of(c->b, r, st, t, np, &g, c->failed ? NULL : c->err, c->errlen);
+    if (made < 0) { c->failed = true; return; }
+    if (made == 0) return;
+    const int64_t *ext = g.ext, *mn = g.min, *blk = g.blk, *nb = g.nb;
+    int64_t nblocks = g.nblocks, nthreads = g.nthreads;
     lower_kernel *k = ir_alloc(c->arena, sizeof *k);
     c->k = k;
     c->names.n = 0;

@@ -1029,6 +1029,29 @@ static void block_group(build *w, const sc_func *r, int st, const fp_box *box) {
     free(members);
 }
 
+int nest_grid_of(const bounds_result *b, const sc_func *r, int st, const sched_tile *t, int np,
+                 nest_grid *g, char *err, size_t errlen) {
+    if (t->npure != np)
+        return base_fail(err, errlen, "the schedule of %s stage %d tiles %d loops; it has %d", r->name, st,
+                         t->npure, np);
+    const bounds_stage *bs = &b->funcs[r->id].stages[st];
+    g->nblocks = g->nthreads = 1;
+    for (int k = 0, li = 0; k < np; k++, li++) {
+        while (bs->which[li] < 0) li++;
+        g->ext[k] = bs->extent[li];
+        g->min[k] = bs->min[li];
+        if (g->ext[k] <= 0) return 0;   /* an unused Func: nothing to compute */
+        if (t->threads[k] < 1 || t->serial[k] < 1) return base_fail(err, errlen, "%s: tile sizes must be positive", r->name);
+        g->blk[k] = (int64_t)t->threads[k] * t->serial[k];
+        g->nb[k] = (g->ext[k] + g->blk[k] - 1) / g->blk[k];
+        g->nblocks *= g->nb[k];
+        g->nthreads *= t->threads[k];
+    }
+    if (g->nthreads > (1 << 20))
+        return base_fail(err, errlen, "%s: %lld threads per block", r->name, (long long)g->nthreads);
+    return 1;
+}
+
 /* Kernel of stage st of root Func r (lowering's build_kernel).  Members:
  * the Funcs fused into it, by id. */
 static void build_kernel(build *w, const sc_func *r, int st) {
@@ -1036,26 +1059,13 @@ static void build_kernel(build *w, const sc_func *r, int st) {
     kentry *ke = w->ke;
     const sched_func *sf = w->s->f[r->id];
     const sched_tile *t = &sf->tile[st];
-    const bounds_stage *bs = &x->b->funcs[r->id].stages[st];
     int dims[SC_MAX_DIMS], np = pure_loops(x, r, st, dims, NULL);
-    if (t->npure != np) {
-        failf(w, "the schedule of %s stage %d tiles %d loops; it has %d", r->name, st, t->npure, np);
-        return;
-    }
-    int64_t ext[SC_MAX_DIMS], mn[SC_MAX_DIMS], blk[SC_MAX_DIMS], nb[SC_MAX_DIMS];
-    int64_t nblocks = 1, nthreads = 1;
-    for (int k = 0, li = 0; k < np; k++, li++) {
-        while (bs->which[li] < 0) li++;
-        ext[k] = bs->extent[li];
-        mn[k] = bs->min[li];
-        if (ext[k] <= 0) { ke->k.root = NULL; return; }
-        if (t->threads[k] < 1 || t->serial[k] < 1) { failf(w, "%s: tile sizes must be positive", r->name); return; }
-        blk[k] = (int64_t)t->threads[k] * t->serial[k];
-        nb[k] = (ext[k] + blk[k] - 1) / blk[k];
-        nblocks *= nb[k];
-        nthreads *= t->threads[k];
-    }
-    if (nthreads > (1 << 20)) { failf(w, "%s: %lld threads per block", r->name, (long long)nthreads); return; }
+    nest_grid g;
+    int made = nest_grid_of(x->b, r, st, t, np, &g, w->failed ? NULL : w->err, w->errlen);
+    if (made < 0) { w->failed = true; return; }
+    if (made == 0) { ke->k.root = NULL; return; }
+    const int64_t *ext = g.ext, *mn = g.min, *blk = g.blk, *nb = g.nb;
+    int64_t nblocks = g.nblocks, nthreads = g.nthreads;
     ke->k.root = r;
     ke->k.stage = st;
     ke->k.nblocks = nblocks;

@@ -159,6 +159,19 @@ typedef struct {
 
 typedef struct nest_ctx nest_ctx;
 
+/* The grid of the kernel of stage st of root Func r tiled by t, np being
+ * the stage's pure loop count: per pure loop k its extent, minimum, block
+ * size (threads x serial) and block count, and the kernel's blocks and
+ * threads per block.  1 when made, 0 when the stage computes nothing (a
+ * loop of extent 0), -1 with a message in err for a tiling that does not
+ * fit the stage.  Lowering and the model both lay kernels out by it. */
+typedef struct {
+    int64_t ext[SC_MAX_DIMS], min[SC_MAX_DIMS], blk[SC_MAX_DIMS], nb[SC_MAX_DIMS];
+    int64_t nblocks, nthreads;
+} nest_grid;
+int nest_grid_of(const bounds_result *b, const sc_func *r, int st, const sched_tile *t, int np,
+                 nest_grid *g, char *err, size_t errlen);
+
 /* b must outlive the ctx. */
 nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b);
 void nest_ctx_free(nest_ctx *x);
