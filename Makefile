@@ -5,7 +5,7 @@ SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 # -ffp-contract=off: the reference evaluator must not fuse a * b + c (clang
 # would by default), or generated code could not match it bit for bit.
 override CFLAGS += -fopenmp -std=c11 -D_GNU_SOURCE -ffp-contract=off -Wall -Wextra -Wpedantic -Iinclude $(addprefix -iquote ,$(SRC_DIRS))
-LDLIBS  = -lpng -lm -ldl -lpthread
+LDLIBS  = -lsqlite3 -llzma -lpng -lm -ldl -lpthread
 BUILD  ?= build
 
 LIB_SRCS  = $(wildcard src/*/*.c)

@@ -23,6 +23,7 @@
 #include "bounds.h"
 #include "imageio.h"
 #include "ir.h"
+#include "tools.h"
 
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -70,10 +71,10 @@ static void print_usage(FILE *out) {
                  "  schedule  make a schedule (--strategy %s) for a target\n"
                  "  compile   generate CUDA, OpenCL or C for a schedule (--backend)\n"
                  "  bench     time a schedule on a device\n"
-                 "  features  print the features of every stage of a (partial) schedule\n"
-                 "\n"
-                 "Run 'stagecraft COMMAND --help' for the options of a command.\n",
+                 "  features  print the features of every stage of a (partial) schedule\n",
             space_strategy_names(names, sizeof names, "|", "|"));
+    for (int i = 0; i < tool_count(); i++) fprintf(out, "  %-9s %s\n", tool_at(i)->name, tool_at(i)->summary);
+    fprintf(out, "\nRun 'stagecraft COMMAND --help' for the options of a command.\n");
 }
 
 static const char *commands[] = { "check", "run", "dump", "schedule", "compile", "bench", "features", NULL };
@@ -231,9 +232,13 @@ static int parse_options(int argc, char **argv, options *o) {
     }
     bool known = false;
     for (int i = 0; commands[i]; i++) known |= !strcmp(o->cmd, commands[i]);
-    if (!known)
-        return usage_error("unknown command '%s' (expected check, run, dump, schedule, compile, bench or features)",
-                           o->cmd);
+    if (!known) {
+        char more[256] = "";
+        for (int i = 0; i < tool_count(); i++)
+            snprintf(more + strlen(more), sizeof more - strlen(more), ", %s", tool_at(i)->name);
+        return usage_error("unknown command '%s' (expected check, run, dump, schedule, compile, bench, features%s)",
+                           o->cmd, more);
+    }
     for (int i = 2; i < argc; i++) {
         char flag[64];
         const char *a = argv[i];
@@ -732,6 +737,8 @@ static void free_options(options *o) {
 }
 
 int main(int argc, char **argv) {
+    const tool *tl = argc >= 2 ? tool_by_name(argv[1]) : NULL;
+    if (tl) return tl->main(argc - 1, argv + 1);
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc != EXIT_OK) {

@@ -1,0 +1,161 @@
+/*
+ * store.h - the sample store: one SQLite database of measured schedules,
+ * the data the learned cost model is trained on (issue 9, DESIGN.md
+ * "Autotuning data").
+ *
+ * Tables (schema version STORE_SCHEMA_VERSION, in the meta table):
+ *   pipelines     the canonical .pipe text (sizes resolved: the IR text
+ *                 form, which parses back to the same IR), its hash, its
+ *                 name and where it came from ("app:harris",
+ *                 "random:seed=12")
+ *   schedules     per pipeline: the schedule text and its structural
+ *                 hashes at depths 0..3
+ *   devices       a key built from the back end, the driver and the
+ *                 hardware ("opencl:pocl-3.1:AMD EPYC 7B13"), the --math
+ *                 mode, a description, and the target the schedules were
+ *                 made and featurized for, in target file form
+ *   measurements  pipeline, schedule, device, each timed sample's ms, the
+ *                 summary (the minimum over samples of the mean of runs),
+ *                 kernels, the check's outcome, the date, the version
+ *   failures      schedules that did not compile, ran past their limit or
+ *                 did not match the reference: recorded so that they are
+ *                 not tried again, never used as timings
+ * Features are not stored: they are recomputed from the pipeline and
+ * schedule text, so the data outlives changes to the featurizer.
+ *
+ * Durability: WAL mode, and one transaction per sample (its schedule and
+ * its measurement or failure together), so a process killed at any instant
+ * loses at most the sample it was measuring.  A schedule has at most one
+ * result per device: store_has_result says whether it was measured (or
+ * failed) already, which is how an interrupted collection resumes.
+ *
+ * Errors: every function that can fail returns -1 (or NULL) with a
+ * message naming the database file and what went wrong; nothing already
+ * stored is changed by a call that fails.  Explicit open/close; one handle
+ * per thread.
+ */
+#ifndef SC_STORE_H
+#define SC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define STORE_SCHEMA_VERSION 1
+
+typedef struct store store;
+
+typedef enum {
+    STORE_READ,                   /* an existing database, read only */
+    STORE_WRITE,                  /* created (with its schema) if missing */
+} store_mode;
+
+/* Opens path; NULL with err (a missing file in STORE_READ mode, a file
+ * that is not a stagecraft database, a schema of another version, a
+ * database locked past the busy timeout). */
+store *store_open(const char *path, store_mode mode, char *err, size_t errlen);
+void store_close(store *st);
+const char *store_path(const store *st);
+
+/* A device row; the id of the existing row with the same key and math,
+ * else a new one.  -1 with err. */
+typedef struct {
+    const char *key;              /* "opencl:pocl-3.1:<cpu model>" */
+    const char *math;             /* "fast" | "exact" */
+    const char *description;      /* the runtime's description */
+    const char *target_text;      /* target_print form */
+} store_device;
+int64_t store_put_device(store *st, const store_device *d, char *err, size_t errlen);
+
+/* A pipeline row (by the hash of text); the existing row's id when the
+ * text is already there.  -1 with err. */
+int64_t store_put_pipeline(store *st, const char *name, const char *text, const char *source,
+                           char *err, size_t errlen);
+
+/* The outcome of one schedule on one device. */
+typedef enum { STORE_OK, STORE_FAILED, STORE_WRONG, STORE_TIMEOUT } store_outcome;
+const char *store_outcome_name(store_outcome o);
+
+typedef struct {
+    int64_t pipeline, device;     /* ids from the put functions */
+    const char *schedule_text;
+    uint64_t hash[4];             /* sched_hash at depths 0..3 */
+    store_outcome outcome;
+    /* STORE_OK: */
+    double ms;                    /* the summary */
+    int nsamples;
+    const double *samples_ms;     /* each sample's mean run time */
+    int runs;                     /* runs per sample */
+    int kernels;
+    const char *check;            /* how the result was checked ("0 of N points differ ...") */
+    /* otherwise: */
+    const char *message;
+    const char *sizes;            /* "out(1536x2560x3)" */
+    const char *version;          /* stagecraft's version (git describe) */
+} store_result;
+
+/* Stores the schedule and its result in one transaction.  1 when stored,
+ * 0 when this schedule already has a result on this device (nothing is
+ * changed), -1 with err. */
+int store_put_result(store *st, const store_result *r, char *err, size_t errlen);
+
+/* Whether the schedule text of that pipeline has a result (measurement or
+ * failure) on the device: 1, 0, or -1 with err. */
+int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text,
+                     char *err, size_t errlen);
+
+/* One successful measurement, as the training code reads them.  Strings
+ * are valid during the callback only. */
+typedef struct {
+    int64_t id;                   /* the measurement */
+    int64_t pipeline;             /* the pipeline's id (samples of one pipeline share it) */
+    const char *pipeline_name;
+    const char *pipeline_hash;
+    const char *pipeline_source;  /* "app:harris", "random:seed=12" */
+    const char *pipeline_text;
+    const char *schedule_text;
+    const char *device_key;
+    const char *math;
+    const char *target_text;      /* the device's target, target_print form */
+    double ms;
+} store_sample;
+
+/* Calls fn on every successful measurement (of devices whose key is
+ * device_key, or all when NULL), ordered by pipeline id then measurement
+ * id; fn returning nonzero stops the walk (and is returned).  -1 with err
+ * on a database error. */
+typedef int (*store_sample_fn)(const store_sample *s, void *ud);
+int store_each_sample(store *st, const char *device_key, store_sample_fn fn, void *ud, char *err,
+                      size_t errlen);
+
+/* Counts, for stats and tests. */
+typedef struct {
+    int64_t pipelines, schedules, devices, samples, failures;
+    int64_t failed, wrong, timeout;
+} store_counts;
+int store_count(store *st, store_counts *c, char *err, size_t errlen);
+
+/* `samples stats`: the counts (one line "N samples"), per device and per
+ * pipeline source. */
+int store_print_stats(store *st, FILE *out, char *err, size_t errlen);
+
+/* The exchange file: text, one record per line, sorted so that two
+ * exports of the same data are the same bytes (diffable), xz-compressed
+ * when the path ends in .xz.  Lines:
+ *     stagecraft-samples 1
+ *     device KEY-ESC MATH DESCRIPTION-ESC TARGET-ESC
+ *     pipeline HASH NAME SOURCE-ESC TEXT-ESC
+ *     sample PIPELINE-HASH DEVICE-KEY-ESC MATH MS KERNELS SAMPLES-CSV RUNS CHECK-ESC SIZES-ESC DATE VERSION SCHEDULE-ESC
+ *     failure PIPELINE-HASH DEVICE-KEY-ESC MATH OUTCOME SIZES-ESC DATE VERSION MESSAGE-ESC SCHEDULE-ESC
+ * (ESC: C-style escapes of backslash, space, tab and newline, so a field
+ * never holds a blank).  Export writes a temporary file and renames it.
+ * Import adds what is not there yet (in one transaction: all or
+ * nothing); *added counts the samples and failures added. */
+int store_export(store *st, const char *path, int64_t *written, char *err, size_t errlen);
+int store_import(store *st, const char *path, int64_t *added, char *err, size_t errlen);
+
+/* The hex text of a 64-bit FNV-1a hash of text (17 bytes with the NUL). */
+void store_text_hash(const char *text, char out[17]);
+
+#endif

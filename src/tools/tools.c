@@ -1,0 +1,49 @@
+/*
+ * tools.c - the table of tools (tools.h) and what their parsers share.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tools.h"
+
+/* Each tool's main, in its own file (cmd_NAME.c). */
+
+/* In the order `stagecraft --help` lists them; ends with a NULL name. */
+static const tool tools[] = {
+    { NULL, NULL, NULL },
+};
+
+const tool *tool_by_name(const char *name) {
+    for (int i = 0; tools[i].name; i++)
+        if (!strcmp(tools[i].name, name)) return &tools[i];
+    return NULL;
+}
+
+int tool_count(void) {
+    int n = 0;
+    while (tools[n].name) n++;
+    return n;
+}
+const tool *tool_at(int i) { return &tools[i]; }
+
+int tool_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "stagecraft %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(run 'stagecraft %s --help' for usage)\n", cmd);
+    va_end(ap);
+    return TOOL_USAGE;
+}
+
+bool tool_parse_int(const char *val, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(val, &end, 10);
+    if (!*val || *end || errno || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
