@@ -149,6 +149,12 @@ static void test_print_round_trip(void) {
     CHECK(!strcmp(u.name, "rt"));        /* the printed name wins over the file name */
     CHECK(u.mem_bandwidth_gbs == t.mem_bandwidth_gbs && u.peak_gflops == t.peak_gflops);
     CHECK(!memcmp(&u.sm_count, &t.sm_count, offsetof(target, cuda_arch) - offsetof(target, sm_count)));
+    /* from text (how the sample store keeps a device's target) */
+    target v;
+    CHECK(target_parse("stored", buf, &v, err, sizeof err) == 0);
+    CHECK(!memcmp(&u, &v, sizeof u));
+    CHECK(target_parse("stored", "name = x\nsm_count = 0\n", &v, err, sizeof err) == -1);
+    CHECK(!strncmp(err, "stored:", 7));
     /* a short buffer is cut, not overrun */
     char small[20];
     memset(small, 'z', sizeof small);

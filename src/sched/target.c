@@ -137,12 +137,8 @@ static void base_name(const char *path, char *out, size_t len) {
     out[n] = 0;
 }
 
-int target_load(const char *path, target *t, char *err, size_t errlen) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+/* Reads target lines from f (closed here); path names it in messages. */
+static int read_target(FILE *f, const char *path, target *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     int set_on[NKEYS] = {0};   /* line where each key was set, 0 = not yet */
     char line[1024];
@@ -209,6 +205,24 @@ int target_load(const char *path, target *t, char *err, size_t errlen) {
         return -1;
     }
     return 0;
+}
+
+int target_load(const char *path, target *t, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    return read_target(f, path, t, err, errlen);
+}
+
+int target_parse(const char *what, const char *text, target *t, char *err, size_t errlen) {
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read the target text: %s", what, strerror(errno));
+        return -1;
+    }
+    return read_target(f, what, t, err, errlen);
 }
 
 /* ---- host-opencl ---------------------------------------------------------- */

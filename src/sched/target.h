@@ -35,6 +35,9 @@ typedef struct {
 
 /* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */
 int target_load(const char *path, target *t, char *err, size_t errlen);
+/* The same from text in file form (target_print's); what names it in
+ * messages ("FILE:LINE: message" with what as FILE). */
+int target_parse(const char *what, const char *text, target *t, char *err, size_t errlen);
 /* By name: targets/NAME.target under dir (NULL: $STAGECRAFT_TARGETS,
  * else ./targets, else the targets/ folder beside the program's folder), or
  * "host-opencl" from the OpenCL device.  0, or -1 with err. */
