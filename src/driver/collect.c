@@ -109,16 +109,25 @@ static store_outcome outcome_of(measure_kind k) {
                                                                                                 : STORE_FAILED;
 }
 
-/* The schedules to measure: distinct random walks (seeds 1, 2, ...) not
- * yet in the store.  Returns the count; texts and states in the arrays. */
+/* The schedules to measure: the `baseline` and `root` strategies (the
+ * points of reference of every benchmark), then random walks (seeds 1, 2,
+ * ...), distinct, not yet in the store.  Returns the count; texts and
+ * states in the arrays. */
 static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b, int64_t pid,
                 sched_state **states, char **texts, int want, char *err, size_t errlen) {
     space_opts so = { &c->t, c->o.prune };
     int n = 0, distinct = 0;
-    for (int seed = 1; seed <= 4 * want + 16 && distinct < want; seed++) {
+    for (int k = 0; k < 4 * want + 18 && distinct < want; k++) {
         char msg[512];
-        sched_state *s = space_random(a, p, b, &so, (uint64_t)seed, msg, sizeof msg);
-        if (!s) break;      /* the space cannot schedule this pipeline at all */
+        /* k = 0: baseline, 1: root, then the random walk of seed k - 1 */
+        sched_state *s = k == 0 ? space_baseline(a, p, b, &c->t) : k == 1 ? space_root(a, p, b, &c->t)
+                       : space_random(a, p, b, &so, (uint64_t)(k - 1), msg, sizeof msg);
+        if (k < 2) {
+            /* a fixed strategy may not fit the target's limits */
+            if (!s || sched_check(p, b, s, &c->t, c->o.prune, msg, sizeof msg) != 0) continue;
+        } else if (!s) {
+            break;      /* the space cannot schedule this pipeline at all */
+        }
         char *text = sched_to_text(p, s);
         bool dup = false;
         for (int i = 0; i < n && !dup; i++) dup = !strcmp(texts[i], text);
