@@ -116,8 +116,11 @@ static store_outcome outcome_of(measure_kind k) {
 static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b, int64_t pid,
                 sched_state **states, char **texts, int want, char *err, size_t errlen) {
     space_opts so = { &c->t, c->o.prune };
-    int n = 0, distinct = 0;
-    for (int k = 0; k < 4 * want + 18 && distinct < want; k++) {
+    int n = 0, distinct = 0, tries = 4 * want + 18, bad = 0;
+    /* every distinct text drawn, measured or stored before */
+    char **seen = calloc((size_t)tries, sizeof *seen);
+    if (!seen) abort();
+    for (int k = 0; k < tries && distinct < want && !bad; k++) {
         char msg[512];
         /* k = 0: baseline, 1: root, then the random walk of seed k - 1 */
         sched_state *s = k == 0 ? space_baseline(a, p, b, &c->t) : k == 1 ? space_root(a, p, b, &c->t)
@@ -130,26 +133,28 @@ static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result
         }
         char *text = sched_to_text(p, s);
         bool dup = false;
-        for (int i = 0; i < n && !dup; i++) dup = !strcmp(texts[i], text);
-        int has = dup ? 0 : store_has_result(c->st, pid, c->device_id, text, err, errlen);
-        if (has < 0) {
-            free(text);
-            for (int i = 0; i < n; i++) free(texts[i]);
-            return -1;
-        }
+        for (int i = 0; i < distinct && !dup; i++) dup = !strcmp(seen[i], text);
         if (dup) {
             c->tot.duplicates++;
             free(text);
             continue;
         }
-        distinct++;
-        if (has) {
+        int has = store_has_result(c->st, pid, c->device_id, text, err, errlen);
+        seen[distinct++] = text;
+        if (has < 0) {
+            bad = 1;
+        } else if (has) {
             c->tot.skipped++;
-            free(text);
-            continue;
+        } else {
+            states[n] = s;
+            if (!(texts[n++] = strdup(text))) abort();
         }
-        states[n] = s;
-        texts[n++] = text;
+    }
+    for (int i = 0; i < distinct; i++) free(seen[i]);
+    free(seen);
+    if (bad) {
+        for (int i = 0; i < n; i++) free(texts[i]);
+        return -1;
     }
     return n;
 }
