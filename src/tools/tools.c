@@ -10,9 +10,11 @@
 #include "tools.h"
 
 /* Each tool's main, in its own file (cmd_NAME.c). */
+int tool_random_pipeline(int argc, char **argv);
 
 /* In the order `stagecraft --help` lists them; ends with a NULL name. */
 static const tool tools[] = {
+    { "random-pipeline", "write a random valid pipeline (training data for the cost model)", tool_random_pipeline },
     { NULL, NULL, NULL },
 };
 
