@@ -343,7 +343,8 @@ static int op_activation(rp_gen *g, const rp_func *a) {
     default: buf_printf(&e, "clamp(%s, -1.0, 1.0)", x.s); break;
     }
     free(x.s);
-    rp_func *f = add_func(g, v == 0 ? "relu" : "act", T_F32, a, v == 3 ? 12 : 3);
+    static const int cost[] = { 3, 4, 16, 20, 3 };     /* tanh and exp cost more */
+    rp_func *f = add_func(g, v == 0 ? "relu" : "act", T_F32, a, cost[v]);
     define(g, f, "=", &e);
     describe(g, "activation(%s)", names[v]);
     return 1;
@@ -654,7 +655,7 @@ static int op_unary(rp_gen *g, const rp_func *a) {
     default: buf_printf(&e, "tanh(%s)", x.s); break;
     }
     free(x.s);
-    rp_func *f = add_func(g, names[v], T_F32, a, 12);
+    rp_func *f = add_func(g, names[v], T_F32, a, v == 2 ? 6 : 16);
     define(g, f, "=", &e);
     describe(g, "unary(%s)", names[v]);
     return 1;
@@ -700,7 +701,7 @@ static int op_binary(rp_gen *g, const rp_func *a) {
     }
     free(x.s);
     free(y.s);
-    rp_func *f = add_func(g, names[v], keep ? a->type : T_F32, a, v == 4 ? 12 : 3);
+    rp_func *f = add_func(g, names[v], keep ? a->type : T_F32, a, v == 4 ? 16 : 3);
     define(g, f, "=", &e);
     describe(g, "binary(%s with %s)", names[v], b->name);
     return 1;
@@ -835,7 +836,7 @@ const char *randpipe_kind_name(int kind) {
 
 /* Estimated work targets (operations at paper size), log-spaced; the
  * calibration in docs/random_pipelines.md maps them to times. */
-enum { RP_WORK_LO = 4000000, RP_WORK_STEPS = 28 };     /* x 2^(i/4): 4e6 .. ~540e6 */
+enum { RP_WORK_LO = 10000000, RP_WORK_STEPS = 18 };    /* x 2^(i/4): 1e7 .. ~1.9e8 */
 
 static int64_t work_target(rp_rng *r) {
     static const int quarter[4] = { 16, 19, 23, 27 };  /* 16 * 2^(j/4) */
