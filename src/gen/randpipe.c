@@ -150,17 +150,23 @@ typedef struct {
 
 static int64_t small_ext(const rp_gen *g, rp_ext e) { return ext_val(e, g->sw, g->sh); }
 
-/* Registers a new Func (a copy of *shape under a fresh name). */
+/* A fresh Func name (PREFIX and the Func's number), counting the Func and
+ * its pure definition. */
+static void new_func_name(rp_gen *g, const char *prefix, char *out, size_t n) {
+    snprintf(out, n, "%s%d", prefix, g->funcs);
+    g->funcs++;
+    g->defs++;
+}
+
+/* Registers a new Func in the pool: a copy of *shape under a fresh name. */
 static rp_func *add_func(rp_gen *g, const char *prefix, int type, const rp_func *shape, int64_t cost) {
     if (g->npool == RP_MAX_FUNCS) abort();
     rp_func *f = &g->pool[g->npool++];
     *f = *shape;
-    snprintf(f->name, sizeof f->name, "%s%d", prefix, g->funcs);
+    new_func_name(g, prefix, f->name, sizeof f->name);
     f->type = type;
     f->strict = false;
     f->cost = cost;
-    g->funcs++;
-    g->defs++;
     return f;
 }
 
@@ -576,23 +582,22 @@ static int op_histogram(rp_gen *g, const rp_func *a) {
     ext_text(a->ext[0], ex, sizeof ex);
     int id = g->nnames++;
     buf_printf(&g->body, "rdom r%d(0, %s, 0, %d);\n", id, ex, T);
-    rp_func hshape = *a;                    /* not in the pool: its shape is (B, tiles[, C]) */
-    rp_func *h = add_func(g, "hist", T_I32, &hshape, 3);
-    g->npool--;
-    rp_func hist = *h;
+    /* the histogram is not in the pool (its shape is (B, tiles[, C])) */
+    char hist[24];
+    new_func_name(g, "hist", hist, sizeof hist);
     g->defs++;
-    buf_printf(&g->body, "%s(b, t%s) = 0;\n", hist.name, a->ndims == 3 ? ", c" : "");
+    buf_printf(&g->body, "%s(b, t%s) = 0;\n", hist, a->ndims == 3 ? ", c" : "");
     char rx[16], ry[48];
     snprintf(rx, sizeof rx, "r%d.x", id);
     snprintf(ry, sizeof ry, "t * %d + r%d.y", T, id);
     const char *cs[3] = { rx, ry, "c" };
-    buf_printf(&g->body, "%s(", hist.name);
+    buf_printf(&g->body, "%s(", hist);
     put_bin(&g->body, a, cs, B);
     buf_printf(&g->body, ", t%s) += 1;\n", a->ndims == 3 ? ", c" : "");
     rp_func *f = add_func(g, "lookup", T_F32, a, 8);   /* with the scatter's share */
     rp_buf e = {0};
     const char *cp[3] = { "x", "y", "c" };
-    buf_printf(&e, "f32(%s(", hist.name);
+    buf_printf(&e, "f32(%s(", hist);
     put_bin(&e, a, cp, B);
     buf_printf(&e, ", y / %d%s)) / f32(%d * %s)", T, a->ndims == 3 ? ", c" : "", T, ex);
     define(g, f, "=", &e);
