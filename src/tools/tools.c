@@ -12,11 +12,13 @@
 /* Each tool's main, in its own file (cmd_NAME.c). */
 int tool_samples(int argc, char **argv);
 int tool_collect(int argc, char **argv);
+int tool_random_pipeline(int argc, char **argv);
 
 /* In the order `stagecraft --help` lists them; ends with a NULL name. */
 static const tool tools[] = {
-    { "samples", "the sample store: stats, export and import of measured schedules", tool_samples },
+    { "random-pipeline", "write a random valid pipeline (training data for the cost model)", tool_random_pipeline },
     { "collect", "measure schedules of pipelines into the sample store", tool_collect },
+    { "samples", "the sample store: stats, export and import of measured schedules", tool_samples },
     { NULL, NULL, NULL },
 };
 
