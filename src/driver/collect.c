@@ -15,6 +15,12 @@ struct collect_ctx {
     target t;
     char desc[1024], key[512];
     int64_t device_id;
+    /* Fast math can move a float across an integer boundary (a histogram's
+     * bin), which changes the result beyond any tolerance though the
+     * schedule is right; such a pipeline is measured with exact code,
+     * stored under the device's exact-math row (0 until needed). */
+    measure_device exact;
+    int64_t exact_id;
     collect_totals tot;
     double t0;
 };
@@ -47,10 +53,13 @@ collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t er
     char ttext[4096];
     target_print(&c->t, ttext, sizeof ttext);
     store_device d = { c->key, cg_math_name(o->math), c->desc, ttext };
-    if ((c->device_id = store_put_device(st, &d, err, errlen)) < 0) {
+    if ((c->device_id = store_put_device(st, &d, err, errlen)) < 0 ||
+        (c->exact_id = o->math == CG_MATH_FAST ? store_find_device(st, c->key, "exact", err, errlen) : 0) < 0) {
         free(c);
         return NULL;
     }
+    c->exact = c->dev;
+    c->exact.math = CG_MATH_EXACT;
     return c;
 }
 
@@ -140,6 +149,7 @@ static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result
             continue;
         }
         int has = store_has_result(c->st, pid, c->device_id, text, err, errlen);
+        if (has == 0 && c->exact_id > 0) has = store_has_result(c->st, pid, c->exact_id, text, err, errlen);
         seen[distinct++] = text;
         if (has < 0) {
             bad = 1;
@@ -211,20 +221,39 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
     measure_limits lim = { c->o.timeout_ms > 10000 ? c->o.timeout_ms : 10000, c->o.timeout_ms };
     /* compiled a chunk at a time, so that results keep coming */
     int chunk = 4 * c->o.jobs;
+    bool exact = false, tried_exact = false;
     for (int i = 0; rc == 0 && i < n && !collect_stopped(c); i++) {
         if (i % chunk == 0) {
             char what[160];
             int k = n - i < chunk ? n - i : chunk;
             snprintf(what, sizeof what, "%s: compiling schedules %d-%d of %d", p->name, i + 1, i + k, n);
             progress(c, what);
-            measure_precompile(&c->dev, p, b, (const sched_state *const *)states + i, k, c->o.jobs);
+            measure_precompile(exact ? &c->exact : &c->dev, p, b, (const sched_state *const *)states + i, k, c->o.jobs);
         }
         measure_outcome m;
-        measure_schedule(&c->dev, p, b, states[i], in, ref, lim, &m);
+        measure_schedule(exact ? &c->exact : &c->dev, p, b, states[i], in, ref, lim, &m);
         if (stop_requested) break;      /* the child may have died of the same signal */
+        if (m.kind == MEASURE_WRONG && !exact && !tried_exact && c->o.math == CG_MATH_FAST) {
+            /* the first wrong result: is it the schedule, or fast math? */
+            measure_outcome e;
+            tried_exact = true;
+            measure_schedule(&c->exact, p, b, states[i], in, ref, lim, &e);
+            if (stop_requested) break;
+            if (e.kind == MEASURE_OK) {
+                char ttext[4096];
+                target_print(&c->t, ttext, sizeof ttext);
+                store_device d = { c->key, "exact", c->desc, ttext };
+                if (!c->exact_id && (c->exact_id = store_put_device(c->st, &d, err, errlen)) < 0) { rc = -1; break; }
+                fprintf(c->o.log, "%scollect: %s: fast math changes the result beyond its tolerance (%s) where exact "
+                        "code matches: its schedules are measured with exact code\n",
+                        c->o.progress_bar ? "\n" : "", p->name, m.msg);
+                exact = true;
+                m = e;
+            }
+        }
         store_result r = {0};
         r.pipeline = pid;
-        r.device = c->device_id;
+        r.device = exact ? c->exact_id : c->device_id;
         r.schedule_text = texts[i];
         for (int d = 0; d < 4; d++) r.hash[d] = sched_hash(states[i], d);
         r.outcome = outcome_of(m.kind);

@@ -205,18 +205,22 @@ static int64_t insert(store *st, sqlite3_stmt *q, char *err, size_t errlen) {
     return sqlite3_last_insert_rowid(st->db);
 }
 
+int64_t store_find_device(store *st, const char *key, const char *math, char *err, size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st, "SELECT id FROM devices WHERE key = ? AND math = ?", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, math, -1, SQLITE_STATIC);
+    return select_id(st, q, err, errlen);
+}
+
 int64_t store_put_device(store *st, const store_device *d, char *err, size_t errlen) {
     if (!d->key || !*d->key || !d->math || !d->target_text) {
         snprintf(err, errlen, "%s: a device needs a key, a math mode and a target", st->path);
         return -1;
     }
-    sqlite3_stmt *q = store_prepare(st, "SELECT id FROM devices WHERE key = ? AND math = ?", err, errlen);
-    if (!q) return -1;
-    sqlite3_bind_text(q, 1, d->key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, d->math, -1, SQLITE_STATIC);
-    int64_t id = select_id(st, q, err, errlen);
+    int64_t id = store_find_device(st, d->key, d->math, err, errlen);
     if (id != 0) return id;
-    q = store_prepare(st, "INSERT INTO devices(key, math, description, target) VALUES(?, ?, ?, ?)", err, errlen);
+    sqlite3_stmt *q = store_prepare(st, "INSERT INTO devices(key, math, description, target) VALUES(?, ?, ?, ?)", err, errlen);
     if (!q) return -1;
     sqlite3_bind_text(q, 1, d->key, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, d->math, -1, SQLITE_STATIC);

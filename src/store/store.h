@@ -71,6 +71,9 @@ typedef struct {
     const char *target_text;      /* target_print form */
 } store_device;
 int64_t store_put_device(store *st, const store_device *d, char *err, size_t errlen);
+/* The id of the device row of key and math, 0 if there is none, -1 with
+ * err. */
+int64_t store_find_device(store *st, const char *key, const char *math, char *err, size_t errlen);
 
 /* A pipeline row (by the hash of text); the existing row's id when the
  * text is already there.  -1 with err. */
