@@ -13,7 +13,7 @@ LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test asan fuzz fuzz-schedules clean
+.PHONY: all deps demo test asan fuzz fuzz-schedules train clean
 all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest
 
 deps:
@@ -57,6 +57,15 @@ demo: deps all
 SEEDS ?= 30
 fuzz-schedules: all
 	SEEDS=$(SEEDS) CUDA_SEEDS=1000 bash tests/fuzz_schedules.sh $(BUILD)
+
+# The learned cost model's weights (docs/costmodel.md) from the committed
+# dataset; TRAIN_DEVICE=KEY keeps one device's samples, TRAIN_EPOCHS=N.
+TRAIN_EPOCHS ?= 50
+TRAIN_DEVICE ?=
+train: $(BUILD)/stagecraft
+	@mkdir -p weights
+	./$(BUILD)/stagecraft train --data data/samples.txt.xz -o weights/pocl.weights --epochs $(TRAIN_EPOCHS) \
+		--seed 1 $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)')
 
 test: deps all
 	@bash tests/run.sh $(BUILD)
