@@ -4,6 +4,7 @@
  *
  *   build/bench_costmodel [--weights W] [--apps a,b] [--states N] [--min-s S]
  *   build/bench_costmodel --db F | --data F.txt.xz [--epochs N] [--seed N] [--apps a,b]
+ *                         [--loss throughput|rank]
  *
  * Speed (always): N random complete schedules (default 64) of each app
  * (default: camera_pipe, harris, local_laplacian, unsharp, bilateral_grid
@@ -215,7 +216,8 @@ static figures rank_app(const train_data *d, const double *pred) {
     return f;
 }
 
-static int bench_holdout(const char *db, const char *data, const char *apps, int epochs, uint64_t seed) {
+static int bench_holdout(const char *db, const char *data, const char *apps, int epochs, uint64_t seed,
+                         train_loss loss) {
     char err[2048];
     train_data d;
     train_data_init(&d);
@@ -226,8 +228,9 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
     }
     printf("%d samples of %d pipelines (rejected: %lld features, %lld times, %lld unreadable)\n", d.nsamples,
            d.npipes, (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input);
-    printf("hold-one-app-out, %d epochs, seed %llu: pairwise accuracy / Spearman rho / "
-           "time of the top-ranked sample over the fastest\n", epochs, (unsigned long long)seed);
+    printf("hold-one-app-out, %d epochs, seed %llu, %s loss: pairwise accuracy / Spearman rho / "
+           "time of the top-ranked sample over the fastest\n", epochs, (unsigned long long)seed,
+           loss == TRAIN_LOSS_RANK ? "rank" : "throughput");
     printf("%-26s %5s | %-21s | %-21s | %-21s\n", "app", "n", "network", "bytes moved", "least squares");
     char **names;
     int n = apps_list("apps", &names, err, sizeof err);
@@ -247,6 +250,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
         train_opts_default(&o);
         o.epochs = epochs;
         o.seed = seed;
+        o.loss = loss;
         figures f[3];
         if (train_run(&d, m, &o, NULL, NULL, err, sizeof err) != 0) {
             printf("%-26s | %s\n", names[a], err);
@@ -292,6 +296,7 @@ int main(int argc, char **argv) {
     int nstates = 64, epochs = 30;
     double min_s = 0.5;
     uint64_t seed = 1;
+    train_loss loss = TRAIN_LOSS_THROUGHPUT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--weights") && v) weights = v, i++;
@@ -302,9 +307,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--epochs") && v) epochs = atoi(v), i++;
         else if (!strcmp(a, "--seed") && v) seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--min-s") && v) min_s = atof(v), i++;
+        else if (!strcmp(a, "--loss") && v && (!strcmp(v, "rank") || !strcmp(v, "throughput")))
+            loss = strcmp(v, "rank") ? TRAIN_LOSS_THROUGHPUT : TRAIN_LOSS_RANK, i++;
         else {
             fprintf(stderr, "usage: bench_costmodel [--weights W] [--apps a,b] [--states N] [--min-s S] "
-                            "[--db F | --data F] [--epochs N] [--seed N]\n");
+                            "[--db F | --data F] [--epochs N] [--seed N] [--loss throughput|rank]\n");
             return 2;
         }
     }
@@ -319,7 +326,7 @@ int main(int argc, char **argv) {
         nn_init(w, 1);
     }
     int rc = bench_speed(w, db || data ? DEFAULT_APPS : apps ? apps : DEFAULT_APPS, nstates, min_s);
-    if (rc == 0 && (db || data)) rc = bench_holdout(db, data, apps, epochs, seed);
+    if (rc == 0 && (db || data)) rc = bench_holdout(db, data, apps, epochs, seed, loss);
     free(w);
     return rc;
 }

@@ -101,7 +101,7 @@ static void test_layout(void) {
 /* The hand-written backward pass against central differences of the
  * minibatch loss, on every parameter (regularizer included: some
  * coefficients are pushed below zero first). */
-static void test_gradient(void) {
+static void gradient_check(train_loss kind) {
     train_data d;
     synthetic(&d, 3, NULL);
     nn_model *m = calloc(1, sizeof *m);
@@ -112,17 +112,17 @@ static void test_gradient(void) {
     int idx[] = { 0, 1, 2, 3, 4, 5 };               /* p0's 3 and p1's 3 samples: two pipelines */
     double reg = 1e-2;
     double *g = calloc(NN_NPARAMS, sizeof(double));
-    double l0 = train_batch_loss(&d, m, idx, 3, reg, g);
-    train_batch_loss(&d, m, idx + 3, 3, reg, g);
+    double l0 = train_batch_loss(&d, m, idx, 3, reg, kind, g);
+    train_batch_loss(&d, m, idx + 3, 3, reg, kind, g);
     CHECK(isfinite(l0) && l0 > 0);
     int bad = 0, nonzero = 0;
     double worst = 0;
     for (int i = 0; i < NN_NPARAMS; i++) {
         double w = m->w[i], h = 1e-6 * fmax(1.0, fabs(w));
         m->w[i] = w + h;
-        double up = train_batch_loss(&d, m, idx, 3, reg, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, NULL);
+        double up = train_batch_loss(&d, m, idx, 3, reg, kind, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, NULL);
         m->w[i] = w - h;
-        double dn = train_batch_loss(&d, m, idx, 3, reg, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, NULL);
+        double dn = train_batch_loss(&d, m, idx, 3, reg, kind, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, NULL);
         m->w[i] = w;
         double num = (up - dn) / (2 * h), e = fabs(num - g[i]) / fmax(1e-4, fabs(num) + fabs(g[i]));
         nonzero += g[i] != 0;
@@ -132,7 +132,8 @@ static void test_gradient(void) {
             bad++;
         }
     }
-    printf("  gradient: %d parameters, %d nonzero, worst relative error %.2g\n", NN_NPARAMS, nonzero, worst);
+    printf("  gradient (%s loss): %d parameters, %d nonzero, worst relative error %.2g\n",
+           kind == TRAIN_LOSS_RANK ? "rank" : "throughput", NN_NPARAMS, nonzero, worst);
     CHECK(bad == 0);
     /* every slice takes part */
     int slices[] = { NN_OFF_W1, NN_OFF_B1, NN_OFF_W2, NN_OFF_B2, NN_OFF_W3, NN_OFF_B3, NN_OFF_SCALE, NN_NPARAMS };
@@ -145,6 +146,9 @@ static void test_gradient(void) {
     free(m);
     train_data_free(&d);
 }
+
+static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT); }
+static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK); }
 
 /* Training on the synthetic times: the loss falls well below where it
  * starts and the ranking is nearly right. */
@@ -357,6 +361,7 @@ int main(void) {
     A100 = fixture_target("a100");
     RUN(test_layout);
     RUN(test_gradient);
+    RUN(test_gradient_rank);
     RUN(test_learns);
     RUN(test_deterministic);
     RUN(test_weights_file);

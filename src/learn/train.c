@@ -179,8 +179,12 @@ static void train_scratch_free(train_scratch *s) {
 
 /* Adams et al. 2019: with the batch's fastest time as reference, the
  * squared difference of predicted and measured relative throughput,
- * (ms_ref / pred - ms_ref / ms)^2, averaged over the batch. */
-double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg, double *grad) {
+ * (ms_ref / pred - ms_ref / ms)^2, averaged over the batch.  With
+ * TRAIN_LOSS_RANK, also the pairwise logistic loss on log predictions,
+ * log(1 + exp(log pred_i - log pred_j)) over the pairs whose measured
+ * times differ by more than 1% (i the faster), averaged over the pairs. */
+double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg,
+                        train_loss kind, double *grad) {
     if (n <= 0) return 0;
     train_scratch s;
     train_gather(d, idx, n, &s);
@@ -188,18 +192,38 @@ double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, 
     double ref = INFINITY;
     for (int i = 0; i < n; i++) ref = fmin(ref, d->samples[idx[i]].ms);
     double scale = exp(m->w[NN_OFF_SCALE]), loss = 0, dscale = 0;
+    double *pred = base_calloc((size_t)n, sizeof(double)), *dpred = base_calloc((size_t)n, sizeof(double));
     int at = 0;
     for (int i = 0; i < n; i++) {
         const train_sample *sm = &d->samples[idx[i]];
         double sum = 0;
         for (int k = 0; k < sm->nrows; k++) sum += s.cost[at + k];
-        double pred = scale * sum, p = pred / ref, r = sm->ms / ref;
-        double pc = p > 1e-10 ? p : 1e-10;
-        double diff = 1.0 / pc - 1.0 / r;
+        at += sm->nrows;
+        pred[i] = scale * sum;
+        double p = pred[i] / ref, r = sm->ms / ref;
+        double diff = 1.0 / (p > 1e-10 ? p : 1e-10) - 1.0 / r;
         loss += diff * diff / n;
-        double dpred = p > 1e-10 ? 2.0 * diff * (-1.0 / (p * p)) / ref / n : 0;
-        for (int k = 0; k < sm->nrows; k++) s.dcost[at + k] = dpred * scale;
-        dscale += dpred * pred;
+        dpred[i] = p > 1e-10 ? 2.0 * diff * (-1.0 / (p * p)) / ref / n : 0;
+    }
+    if (kind == TRAIN_LOSS_RANK) {
+        int pairs = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) pairs += d->samples[idx[i]].ms * 1.01 < d->samples[idx[j]].ms;
+        for (int i = 0; pairs && i < n; i++)
+            for (int j = 0; j < n; j++) {
+                if (!(d->samples[idx[i]].ms * 1.01 < d->samples[idx[j]].ms)) continue;
+                double pi = fmax(pred[i], 1e-30), pj = fmax(pred[j], 1e-30), x = log(pi) - log(pj);
+                loss += (x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))) / pairs;
+                double sg = 1.0 / (1.0 + exp(-x)) / pairs;
+                if (pred[i] > 1e-30) dpred[i] += sg / pi;
+                if (pred[j] > 1e-30) dpred[j] -= sg / pj;
+            }
+    }
+    at = 0;
+    for (int i = 0; i < n; i++) {
+        const train_sample *sm = &d->samples[idx[i]];
+        for (int k = 0; k < sm->nrows; k++) s.dcost[at + k] = dpred[i] * scale;
+        dscale += dpred[i] * pred[i];
         at += sm->nrows;
     }
     loss += reg / n * nn_reg_value(&s.tape, s.r.n);
@@ -207,6 +231,8 @@ double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, 
         nn_backward(m, &s.r, &s.tape, s.dcost, reg / n, grad);
         grad[NN_OFF_SCALE] += dscale;
     }
+    free(pred);
+    free(dpred);
     train_scratch_free(&s);
     return loss;
 }
@@ -325,7 +351,7 @@ train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role 
         out.samples += n;
         for (int b = 0; b < n; b += TRAIN_BATCH) {
             int k = n - b < TRAIN_BATCH ? n - b : TRAIN_BATCH;
-            loss += k * train_batch_loss(d, m, idx + b, k, 0, NULL);
+            loss += k * train_batch_loss(d, m, idx + b, k, 0, TRAIN_LOSS_THROUGHPUT, NULL);
         }
         double *pp = base_calloc((size_t)n, sizeof(double)), *mm = base_calloc((size_t)n, sizeof(double));
         for (int i = 0; i < n; i++) {
@@ -481,7 +507,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         double loss = 0;
         for (int b = 0; b < nb; b++) {
             memset(grad, 0, sizeof(double) * NN_NPARAMS);
-            loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, grad);
+            loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, o->loss, grad);
             nn_adam_step(m, adam, grad, o->lr);
             if (bar && (b % 8 == 0 || b == nb - 1)) train_bar(e, o->epochs, b + 1, nb);
         }

@@ -30,6 +30,10 @@
 
 typedef enum { TRAIN_ROLE_TRAIN, TRAIN_ROLE_VALID, TRAIN_ROLE_SKIP } train_role;
 
+/* The training loss: Adams et al.'s relative throughput alone, or with a
+ * pairwise ranking term added (train_batch_loss). */
+typedef enum { TRAIN_LOSS_THROUGHPUT, TRAIN_LOSS_RANK } train_loss;
+
 typedef struct {
     char *name, *source, *hash;       /* source: "app:harris", "random:seed=3" */
     train_role role;
@@ -78,6 +82,7 @@ typedef struct {
     double lr;                        /* Adam's step, 1e-3 by default */
     double reg;                       /* weight of the dead-coefficient regularizer (1e-5) */
     int batch;                        /* schedules per minibatch, at most TRAIN_BATCH */
+    train_loss loss;
     bool fine_tune;                   /* m holds weights to start from (term scales kept) */
     bool progress;                    /* a progress bar on stderr (when it is a terminal) */
     FILE *log;                        /* one line per epoch, or NULL */
@@ -106,10 +111,12 @@ void train_predict_all(const train_data *d, const nn_model *m, double *pred);
 train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role r);
 
 /* The loss of one minibatch (samples idx[0..n) of one pipeline): the mean
- * relative-throughput loss plus reg times the regularizer; with grad
+ * relative-throughput loss (with kind TRAIN_LOSS_RANK plus the mean
+ * pairwise ranking loss) plus reg times the regularizer; with grad
  * (NN_NPARAMS, zeroed by the caller) adds its gradient.  Exposed for the
- * gradient check. */
-double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg, double *grad);
+ * gradient check.  The validation loss is always TRAIN_LOSS_THROUGHPUT's. */
+double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg,
+                        train_loss kind, double *grad);
 
 /* Sets m's term scales and log-scale from the training rows (1 / the mean
  * of each term, and the median ratio of time to unscaled prediction). */

@@ -46,7 +46,9 @@ static void train_usage(FILE *out) {
             "  --seed N          initial weights and minibatch order (default 1)\n"
             "  --lr X            Adam's learning rate (default 0.001)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
-            "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n");
+            "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
+            "  --loss L          throughput (Adams et al. 2019, the default) or rank (the same plus a\n"
+            "                    pairwise ranking term; docs/costmodel.md)\n");
 }
 
 static bool parse_double(const char *s, double lo, double hi, double *out) {
@@ -63,6 +65,7 @@ int tool_train(int argc, char **argv) {
     int nhold = 0;
     long long epochs = 50, seed = 1, valid = 10;
     double lr = 1e-3;
+    train_loss loss = TRAIN_LOSS_THROUGHPUT;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
         const char *a = argv[i], *v;
@@ -90,6 +93,10 @@ int tool_train(int argc, char **argv) {
             valid = n;
         } else if ((v = opt_value(argc, argv, &i, "--lr", &missing))) {
             if (!parse_double(v, 1e-9, 1, &lr)) rc = tool_usage_error(cmd, "--lr: expected a rate in (0, 1], got '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
+            if (!strcmp(v, "throughput")) loss = TRAIN_LOSS_THROUGHPUT;
+            else if (!strcmp(v, "rank")) loss = TRAIN_LOSS_RANK;
+            else rc = tool_usage_error(cmd, "--loss: '%s' is not one of throughput, rank", v);
         } else if (missing) rc = tool_usage_error(cmd, "option %s needs a value", a);
         else rc = tool_usage_error(cmd, a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
     }
@@ -142,6 +149,7 @@ int tool_train(int argc, char **argv) {
     o.epochs = (int)epochs;
     o.seed = (uint64_t)seed;
     o.lr = lr;
+    o.loss = loss;
     o.fine_tune = init != NULL;
     o.progress = true;
     o.log = stdout;
