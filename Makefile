@@ -13,8 +13,9 @@ LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test asan fuzz fuzz-schedules train clean
-all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest
+.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train clean
+all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest \
+     $(BUILD)/bench_costmodel
 
 deps:
 	@bash scripts/install-deps.sh
@@ -22,6 +23,17 @@ deps:
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h) include/stagecraft.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The version stored with every sample: git describe, rewritten only when
+# it changes, so that store.o is rebuilt then and only then.
+SC_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define SC_VERSION "$(SC_VERSION)"' > $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+$(BUILD)/obj/store/store.o: $(BUILD)/version.h
+$(BUILD)/obj/store/store.o: override CFLAGS += -include $(BUILD)/version.h
+FORCE:
 
 $(BUILD)/libstagecraft.a: $(LIB_OBJS)
 	ar rcs $@ $^
@@ -37,6 +49,9 @@ $(BUILD)/bench_schedules: bench/bench_schedules.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/bench_nest: bench/bench_nest.c $(BUILD)/libstagecraft.a
+	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
+
+$(BUILD)/bench_costmodel: bench/bench_costmodel.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/example_blur: examples/blur.c $(BUILD)/libstagecraft.a

@@ -92,8 +92,13 @@ typedef struct {
     /* otherwise: */
     const char *message;
     const char *sizes;            /* "out(1536x2560x3)" */
-    const char *version;          /* stagecraft's version (git describe) */
+    const char *date;             /* UTC, ISO 8601; NULL: now */
+    const char *version;          /* stagecraft's version; NULL: this build's (store_version) */
 } store_result;
+
+/* This build's version (git describe at build time, "unknown" outside a
+ * git checkout). */
+const char *store_version(void);
 
 /* Stores the schedule and its result in one transaction.  1 when stored,
  * 0 when this schedule already has a result on this device (nothing is
@@ -144,12 +149,15 @@ int store_print_stats(store *st, FILE *out, char *err, size_t errlen);
  * exports of the same data are the same bytes (diffable), xz-compressed
  * when the path ends in .xz.  Lines:
  *     stagecraft-samples 1
- *     device KEY-ESC MATH DESCRIPTION-ESC TARGET-ESC
- *     pipeline HASH NAME SOURCE-ESC TEXT-ESC
- *     sample PIPELINE-HASH DEVICE-KEY-ESC MATH MS KERNELS SAMPLES-CSV RUNS CHECK-ESC SIZES-ESC DATE VERSION SCHEDULE-ESC
- *     failure PIPELINE-HASH DEVICE-KEY-ESC MATH OUTCOME SIZES-ESC DATE VERSION MESSAGE-ESC SCHEDULE-ESC
- * (ESC: C-style escapes of backslash, space, tab and newline, so a field
- * never holds a blank).  Export writes a temporary file and renames it.
+ *     device KEY MATH DESCRIPTION TARGET
+ *     pipeline HASH NAME SOURCE TEXT
+ *     sample PIPELINE-HASH DEVICE-KEY MATH MS KERNELS SAMPLES-CSV RUNS CHECK SIZES DATE VERSION HASHES SCHEDULE
+ *     failure PIPELINE-HASH DEVICE-KEY MATH OUTCOME SIZES DATE VERSION HASHES MESSAGE SCHEDULE
+ * Every field is escaped (\\ \s \t \n \r for backslash, space, tab,
+ * newline and carriage return; \e for the empty string), so fields are
+ * separated by single spaces; HASHES is the four structural hashes in hex,
+ * comma-separated.  A pipeline record whose text does not hash to its
+ * HASH is refused as corrupt.  Export writes a temporary file and renames it.
  * Import adds what is not there yet (in one transaction: all or
  * nothing); *added counts the samples and failures added. */
 int store_export(store *st, const char *path, int64_t *written, char *err, size_t errlen);

@@ -10,9 +10,11 @@
 #include "tools.h"
 
 /* Each tool's main, in its own file (cmd_NAME.c). */
+int tool_samples(int argc, char **argv);
 
 /* In the order `stagecraft --help` lists them; ends with a NULL name. */
 static const tool tools[] = {
+    { "samples", "the sample store: stats, export and import of measured schedules", tool_samples },
     { NULL, NULL, NULL },
 };
 

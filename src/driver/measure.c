@@ -1,0 +1,283 @@
+/*
+ * measure.c - one schedule measured on a device, in a child process where
+ * the device allows it (measure.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "measure.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
+    d->ops = rt_ops_by_name(name);
+    d->fork_each = d->ops && strcmp(name, "c") != 0;
+    d->math = math;
+    return d->ops != NULL;
+}
+
+/* Times a checked session: one run estimates the time; then 3 samples of
+ * the mean of 10 runs (3 past 20 ms, 1 past 200 ms); past a second the
+ * estimate is the only sample. */
+static void time_session(exec_session *x, measure_limits lim, measure_outcome *o) {
+    double est = exec_time(x, 0, 1, 1, lim.run_ms, o->msg, sizeof o->msg);
+    if (est < 0) return;
+    o->runs = 1;
+    o->nsamples = 1;
+    o->samples_ms[0] = est;
+    o->ms = est;
+    if (est <= 1000) {
+        int runs = est > 200 ? 1 : est > 20 ? 3 : 10;
+        o->runs = runs;
+        o->nsamples = 0;
+        o->ms = -1;
+        for (int i = 0; i < 3; i++) {
+            double ms = exec_time(x, 0, runs, 1, lim.run_ms, o->msg, sizeof o->msg);
+            if (ms < 0) { o->ms = -1; return; }
+            o->samples_ms[o->nsamples++] = ms;
+            if (o->ms < 0 || ms < o->ms) o->ms = ms;
+        }
+    }
+    o->kind = MEASURE_OK;
+}
+
+/* Opens the device, lowers, checks and times one schedule, here. */
+static void measure_here(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                         sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim, measure_outcome *o) {
+    memset(o, 0, sizeof *o);
+    o->kind = MEASURE_FAILED;
+    double t0 = now_s();
+    ir_arena *a = ir_arena_new();
+    rt_device *dev = d->ops->open(o->msg, sizeof o->msg);
+    lower_program *prog = dev ? lower_schedule(a, p, b, s, o->msg, sizeof o->msg) : NULL;
+    exec_session *x = NULL;
+    if (prog) {
+        o->kernels = prog->nkernels;
+        exec_diff diff;
+        x = exec_open_checked(d->ops, dev, prog, d->math, NULL, in, ref, lim.first_ms, &diff, o->msg,
+                              sizeof o->msg);
+        o->compile_s = now_s() - t0;
+        if (x && diff.mismatches) {
+            o->kind = MEASURE_WRONG;
+            snprintf(o->msg, sizeof o->msg,
+                     "%lld of %lld points beyond the tolerance of %s math (max difference %g, %lld ulp)",
+                     (long long)diff.mismatches, (long long)diff.points, cg_math_name(d->math), diff.max_abs,
+                     (long long)diff.max_ulp);
+        } else if (x) {
+            snprintf(o->check, sizeof o->check, "%lld of %lld points differ (%s math), max difference %g",
+                     (long long)diff.differ, (long long)diff.points, cg_math_name(d->math), diff.max_abs);
+            time_session(x, lim, o);
+        }
+    }
+    if (o->kind == MEASURE_FAILED && strstr(o->msg, "time limit")) o->kind = MEASURE_TIMEOUT;
+    /* A device whose kernel ran past its limit may hang on release. */
+    if (o->kind != MEASURE_TIMEOUT) {
+        exec_close(x);
+        if (dev) d->ops->close(dev);
+    }
+    ir_arena_free(a);
+}
+
+/* Reads a struct of n bytes from fd until the deadline; bytes read. */
+static size_t read_until(int fd, void *dst, size_t n, double deadline) {
+    size_t got = 0;
+    while (got < n) {
+        int left = (int)((deadline - now_s()) * 1000);
+        if (left <= 0) break;
+        struct pollfd pf = { fd, POLLIN, 0 };
+        int r = poll(&pf, 1, left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        ssize_t k = read(fd, (char *)dst + got, n - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                      sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim, measure_outcome *o) {
+    if (!d->fork_each) {
+        measure_here(d, p, b, s, in, ref, lim, o);
+        return;
+    }
+    memset(o, 0, sizeof *o);
+    o->kind = MEASURE_FAILED;
+    int fd[2];
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fd) != 0) { snprintf(o->msg, sizeof o->msg, "pipe: %s", strerror(errno)); return; }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(o->msg, sizeof o->msg, "fork: %s", strerror(errno));
+        close(fd[0]);
+        close(fd[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        /* the driver's compiler chatter; the parent reports what failed */
+        if (!freopen("/dev/null", "w", stderr)) _exit(1);
+        measure_outcome mine;
+        measure_here(d, p, b, s, in, ref, lim, &mine);
+        ssize_t w = write(fd[1], &mine, sizeof mine);
+        _exit(w == (ssize_t)sizeof mine ? 0 : 1);
+    }
+    close(fd[1]);
+    double allow = 300.0 + (lim.first_ms + 32.0 * lim.run_ms) / 1000.0;
+    double deadline = now_s() + allow;
+    measure_outcome theirs;
+    size_t got = read_until(fd[0], &theirs, sizeof theirs, deadline);
+    close(fd[0]);
+    int status = 0;
+    if (got < sizeof theirs) kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    if (got == sizeof theirs) *o = theirs;
+    else if (now_s() >= deadline) {
+        o->kind = MEASURE_TIMEOUT;
+        snprintf(o->msg, sizeof o->msg, "killed after %.0f s", allow);
+    } else if (WIFSIGNALED(status))
+        snprintf(o->msg, sizeof o->msg, "the measuring process died of signal %d", WTERMSIG(status));
+    else
+        snprintf(o->msg, sizeof o->msg, "the measuring process exited (%d) without a result", WEXITSTATUS(status));
+}
+
+/* In a child: lower, generate and compile one schedule; exit 0 if it
+ * compiled. */
+static void precompile_one(const measure_device *d, sc_pipeline *p, const bounds_result *b,
+                           const sched_state *s) {
+    char err[4096];
+    if (!freopen("/dev/null", "w", stderr)) _exit(1);
+    ir_arena *a = ir_arena_new();
+    rt_device *dev = d->ops->open(err, sizeof err);
+    lower_program *prog = dev ? lower_schedule(a, p, b, s, err, sizeof err) : NULL;
+    exec_session *x = prog ? exec_open_math(d->ops, dev, prog, d->math, NULL, err, sizeof err) : NULL;
+    _exit(x ? 0 : 1);
+}
+
+int measure_precompile(const measure_device *d, sc_pipeline *p, const bounds_result *b,
+                       const sched_state *const *s, int n, int jobs) {
+    if (!d->fork_each || n <= 0) return 0;
+    if (jobs < 1) jobs = 1;
+    int next = 0, running = 0, ok = 0;
+    fflush(stdout);
+    fflush(stderr);
+    while (next < n || running > 0) {
+        while (running < jobs && next < n) {
+            pid_t pid = fork();
+            if (pid == 0) precompile_one(d, p, b, s[next]);
+            next++;
+            if (pid > 0) running++;
+        }
+        int status;
+        pid_t w = wait(&status);
+        if (w < 0) break;
+        running--;
+        ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    return ok;
+}
+
+/* Copies the first run of characters of s that ends before any of stop
+ * (or the end), spaces trimmed. */
+static void copy_until(char *dst, size_t len, const char *s, const char *stop) {
+    while (*s == ' ') s++;
+    size_t n = strcspn(s, stop);
+    while (n > 0 && s[n - 1] == ' ') n--;
+    snprintf(dst, len, "%.*s", (int)n, s);
+}
+
+/* The CPU's model name, from /proc/cpuinfo ("unknown" elsewhere). */
+static void cpu_model(char *buf, size_t len) {
+    snprintf(buf, len, "unknown cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        const char *c = strchr(line, ':');
+        if (c) copy_until(buf, len, c + 1, "\n");
+        break;
+    }
+    if (f) fclose(f);
+}
+
+/* The device key of a device's description (measure.h). */
+static void device_key(const char *devname, const char *desc, char *key, size_t keylen) {
+    char driver[128] = "", hw[256] = "";
+    if (!strcmp(devname, "opencl")) {
+        /* "PLATFORM (OpenCL 3.0 PoCL 3.1+debian ...) / DEVICE (...)" */
+        const char *pocl = strstr(desc, "PoCL ");
+        if (pocl) {
+            char ver[64];
+            copy_until(ver, sizeof ver, pocl + 5, " +)");
+            snprintf(driver, sizeof driver, "pocl-%s", ver);
+        } else {
+            copy_until(driver, sizeof driver, desc, "(/");
+        }
+        const char *slash = strstr(desc, " / ");
+        copy_until(hw, sizeof hw, slash ? slash + 3 : desc, "(");
+    } else if (!strcmp(devname, "c")) {
+        char cpu[200];
+        cpu_model(cpu, sizeof cpu);
+        snprintf(driver, sizeof driver, "cc");
+        snprintf(hw, sizeof hw, "%s x%ld", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    } else {
+        snprintf(driver, sizeof driver, "%s", devname);
+        copy_until(hw, sizeof hw, desc, "(");
+    }
+    for (char *c = driver; *c; c++) *c = (char)tolower((unsigned char)*c);
+    snprintf(key, keylen, "%s:%s:%s", devname, driver, hw);
+}
+
+int measure_find_target(const char *devname, target *t, char *desc, size_t desclen, char *key, size_t keylen,
+                        char *err, size_t errlen) {
+    if (strcmp(devname, "opencl")) {
+        const rt_ops *ops = rt_ops_by_name(devname);
+        if (!ops) { snprintf(err, errlen, "unknown device '%s' (expected opencl, c or cuda)", devname); return -1; }
+        rt_device *dev = ops->open(err, errlen);
+        if (!dev) return -1;
+        snprintf(desc, desclen, "%s", ops->describe(dev));
+        ops->close(dev);
+        device_key(devname, desc, key, keylen);
+        return target_by_name("a100", NULL, t, err, errlen);
+    }
+    struct { int rc; target t; char desc[1024], err[1024]; } r;
+    int fd[2];
+    if (pipe(fd) != 0) { snprintf(err, errlen, "pipe: %s", strerror(errno)); return -1; }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        memset(&r, 0, sizeof r);
+        r.rc = target_by_name("host-opencl", NULL, &r.t, r.err, sizeof r.err);
+        rt_device *dev = r.rc ? NULL : rt_opencl_ops.open(r.err, sizeof r.err);
+        if (dev) snprintf(r.desc, sizeof r.desc, "%s", rt_opencl_ops.describe(dev));
+        else r.rc = -1;
+        ssize_t w = write(fd[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = read_until(fd[0], &r, sizeof r, now_s() + 120);
+    close(fd[0]);
+    if (pid > 0) {
+        if (got != sizeof r) kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    if (got != sizeof r) { snprintf(err, errlen, "opencl: the device query process failed"); return -1; }
+    if (r.rc) { snprintf(err, errlen, "%s", r.err); return -1; }
+    *t = r.t;
+    snprintf(desc, desclen, "%s", r.desc);
+    device_key(devname, desc, key, keylen);
+    return 0;
+}

@@ -1,0 +1,76 @@
+/*
+ * measure.h - measuring one schedule on a device the way the benchmarks
+ * and the sample collection do: lower, generate code, compile, run once
+ * and check against the reference outputs (a wrong result is never
+ * timed), then time it (Sioutas et al. 2020 §5: the mean of back-to-back
+ * runs, several samples, the minimum is the summary).
+ *
+ * A kernel past its time limit cannot be stopped inside an OpenCL driver,
+ * so on devices that allow it each schedule is measured in a child process
+ * (fork) that is killed when late, and the parent never opens the device.
+ * The parent computes reference outputs with the evaluator, which uses
+ * OpenMP, and libgomp's threads do not survive fork: the C device runs
+ * generated OpenMP code, so it is measured in-process instead, with a
+ * fresh device per schedule (its runtime enforces the time limit).
+ */
+#ifndef SC_MEASURE_H
+#define SC_MEASURE_H
+
+#include "exec.h"
+#include "sched.h"
+
+typedef enum { MEASURE_OK, MEASURE_FAILED, MEASURE_WRONG, MEASURE_TIMEOUT } measure_kind;
+
+#define MEASURE_MAX_SAMPLES 8
+
+/* What one measurement gives (a plain struct: it is sent from a child
+ * through a pipe). */
+typedef struct {
+    measure_kind kind;
+    double ms;                          /* the summary: the least sample */
+    int nsamples;
+    double samples_ms[MEASURE_MAX_SAMPLES];  /* each the mean of `runs` runs */
+    int runs;
+    int kernels;
+    double compile_s;                   /* lowering, code generation and compiling */
+    char check[256];                    /* how the result compared */
+    char msg[1024];                     /* what failed */
+} measure_outcome;
+
+typedef struct {
+    const rt_ops *ops;
+    bool fork_each;                     /* measure in a child process */
+    cg_math math;
+} measure_device;
+
+/* The device of that name ("opencl", "c", "cuda") with the math mode:
+ * forked except for c.  false if the name is unknown. */
+bool measure_device_by_name(const char *name, cg_math math, measure_device *d);
+
+/* Time limits: the checked first run (which also warms up: some drivers
+ * finish compiling at the first launch) and each timed run. */
+typedef struct { int first_ms, run_ms; } measure_limits;
+
+/* Lowers, compiles, checks and times s (in a child when d->fork_each; the
+ * child is killed after a deadline that leaves room for compiling and
+ * every run it makes).  *o is always filled. */
+void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                      sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim, measure_outcome *o);
+
+/* Compiles the code of n schedules in up to `jobs` child processes at
+ * once, for drivers that cache what they compiled (PoCL keeps a kernel
+ * cache keyed by the source, so the measurement's own compile is then a
+ * lookup); nothing is run.  A no-op for devices that are not forked.
+ * Returns how many compiled. */
+int measure_precompile(const measure_device *d, sc_pipeline *p, const bounds_result *b,
+                       const sched_state *const *s, int n, int jobs);
+
+/* The target schedules are made for on a device (the OpenCL device's own
+ * limits, queried in a child so that the parent never opens the device;
+ * a100 for the others), its description, and the key samples are stored
+ * under: "BACKEND:DRIVER:HARDWARE" (e.g. "opencl:pocl-3.1:pthread-skylake-
+ * avx512-Intel(R) Xeon(R) Processor").  0, or -1 with err. */
+int measure_find_target(const char *devname, target *t, char *desc, size_t desclen, char *key, size_t keylen,
+                        char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,452 @@
+/*
+ * store.c - the sample store on SQLite (store.h): opening and checking a
+ * database, its schema, and putting and reading rows.  The exchange file
+ * (export / import) is in store_file.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "store_impl.h"
+
+#ifndef SC_VERSION
+#define SC_VERSION "unknown"
+#endif
+
+const char *store_version(void) { return SC_VERSION; }
+
+/* How long a call waits for another process's write to finish. */
+#define STORE_BUSY_MS 10000
+
+static const char *schema =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE pipelines(id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
+    "  source TEXT NOT NULL, text TEXT NOT NULL);"
+    "CREATE TABLE devices(id INTEGER PRIMARY KEY, key TEXT NOT NULL, math TEXT NOT NULL,"
+    "  description TEXT NOT NULL, target TEXT NOT NULL, UNIQUE(key, math));"
+    "CREATE TABLE schedules(id INTEGER PRIMARY KEY, pipeline INTEGER NOT NULL REFERENCES pipelines(id),"
+    "  text TEXT NOT NULL, hash0 TEXT NOT NULL, hash1 TEXT NOT NULL, hash2 TEXT NOT NULL,"
+    "  hash3 TEXT NOT NULL, UNIQUE(pipeline, text));"
+    "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
+    "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, samples TEXT NOT NULL,"
+    "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
+    "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
+    "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
+    "  device INTEGER NOT NULL REFERENCES devices(id), outcome TEXT NOT NULL, message TEXT NOT NULL,"
+    "  sizes TEXT NOT NULL, date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));";
+
+int store_fail(store *st, char *err, size_t errlen, const char *what) {
+    const char *msg = st->db ? sqlite3_errmsg(st->db) : "out of memory";
+    int code = st->db ? sqlite3_errcode(st->db) : SQLITE_NOMEM;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+        snprintf(err, errlen, "%s: %s: the database is locked by another process (waited %d s)", st->path,
+                 what, STORE_BUSY_MS / 1000);
+    else
+        snprintf(err, errlen, "%s: %s: %s", st->path, what, msg);
+    return -1;
+}
+
+int store_exec(store *st, const char *sql, char *err, size_t errlen) {
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK) return store_fail(st, err, errlen, sql);
+    return 0;
+}
+
+sqlite3_stmt *store_prepare(store *st, const char *sql, char *err, size_t errlen) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK) {
+        store_fail(st, err, errlen, "preparing a query");
+        return NULL;
+    }
+    return q;
+}
+
+void store_text_hash(const char *text, char out[17]) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        h ^= *c;
+        h *= 0x100000001b3ull;
+    }
+    snprintf(out, 17, "%016" PRIx64, h);
+}
+
+const char *store_outcome_name(store_outcome o) {
+    static const char *names[] = { "ok", "failed", "wrong", "timeout" };
+    return (unsigned)o < 4 ? names[o] : "?";
+}
+
+int store_outcome_parse(const char *name, store_outcome *o) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, store_outcome_name((store_outcome)i))) { *o = (store_outcome)i; return 0; }
+    return -1;
+}
+
+/* The value of a meta key, or NULL (malloc'd). */
+static char *meta_get(store *st, const char *key) {
+    sqlite3_stmt *q = NULL;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key = ?", -1, &q, NULL) != SQLITE_OK) return NULL;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW) v = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* A new database gets the schema; an existing one must be ours, of this
+ * schema version. */
+static int check_schema(store *st, bool writable, char *err, size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st, "SELECT count(*) FROM sqlite_master", err, errlen);
+    if (!q) return -1;
+    int rc = sqlite3_step(q);
+    int64_t ntables = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+    sqlite3_finalize(q);
+    if (ntables < 0) {
+        if (sqlite3_errcode(st->db) == SQLITE_NOTADB)
+            snprintf(err, errlen, "%s: not a stagecraft sample database (not an SQLite file)", st->path);
+        else
+            store_fail(st, err, errlen, "reading the schema");
+        return -1;
+    }
+    if (ntables == 0) {
+        if (!writable) {
+            snprintf(err, errlen, "%s: an empty database, not a stagecraft sample database", st->path);
+            return -1;
+        }
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO meta VALUES('format', 'stagecraft-samples'), ('schema_version', '%d');",
+                 STORE_SCHEMA_VERSION);
+        if (store_exec(st, "BEGIN IMMEDIATE", err, errlen)) return -1;
+        if (store_exec(st, schema, err, errlen) || store_exec(st, sql, err, errlen)) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        return store_exec(st, "COMMIT", err, errlen);
+    }
+    char *format = meta_get(st, "format"), *version = meta_get(st, "schema_version");
+    int r = 0;
+    if (!format || strcmp(format, "stagecraft-samples")) {
+        snprintf(err, errlen, "%s: not a stagecraft sample database (no 'format = stagecraft-samples' in a meta table)",
+                 st->path);
+        r = -1;
+    } else if (!version || atoi(version) != STORE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: schema version %s, this stagecraft reads version %d", st->path,
+                 version ? version : "(none)", STORE_SCHEMA_VERSION);
+        r = -1;
+    }
+    free(format);
+    free(version);
+    return r;
+}
+
+store *store_open(const char *path, store_mode mode, char *err, size_t errlen) {
+    bool memory = !strcmp(path, ":memory:");
+    if (mode == STORE_READ && !memory && access(path, F_OK) != 0) {
+        snprintf(err, errlen, "%s: no such database (%s)", path, strerror(errno));
+        return NULL;
+    }
+    store *st = calloc(1, sizeof *st);
+    if (!st) abort();
+    st->path = strdup(path);
+    if (!st->path) abort();
+    int flags = mode == STORE_READ ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
+        store_fail(st, err, errlen, "cannot open");
+        store_close(st);
+        return NULL;
+    }
+    sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
+    sqlite3_extended_result_codes(st->db, 0);
+    /* WAL: readers never block the writer, and a commit is one append; a
+     * killed process loses only its open transaction. */
+    if ((mode == STORE_WRITE && !memory &&
+         (store_exec(st, "PRAGMA journal_mode=WAL", err, errlen) ||
+          store_exec(st, "PRAGMA synchronous=NORMAL", err, errlen))) ||
+        check_schema(st, mode == STORE_WRITE, err, errlen) ||
+        store_exec(st, "PRAGMA foreign_keys=ON", err, errlen)) {
+        if (strstr(err, "file is not a database"))
+            snprintf(err, errlen, "%s: not a stagecraft sample database (not an SQLite file)", path);
+        store_close(st);
+        return NULL;
+    }
+    return st;
+}
+
+void store_close(store *st) {
+    if (!st) return;
+    sqlite3_close(st->db);
+    free(st->path);
+    free(st);
+}
+
+const char *store_path(const store *st) { return st->path; }
+
+/* The id of the row the query selects (its parameters bound by the
+ * caller), 0 when none, -1 with err. */
+static int64_t select_id(store *st, sqlite3_stmt *q, char *err, size_t errlen) {
+    int rc = sqlite3_step(q);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : rc == SQLITE_DONE ? 0 : -1;
+    if (id < 0) store_fail(st, err, errlen, "reading");
+    sqlite3_finalize(q);
+    return id;
+}
+
+/* Runs an insert whose parameters are bound; the new row's id, or -1. */
+static int64_t insert(store *st, sqlite3_stmt *q, char *err, size_t errlen) {
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return store_fail(st, err, errlen, "writing");
+    return sqlite3_last_insert_rowid(st->db);
+}
+
+int64_t store_put_device(store *st, const store_device *d, char *err, size_t errlen) {
+    if (!d->key || !*d->key || !d->math || !d->target_text) {
+        snprintf(err, errlen, "%s: a device needs a key, a math mode and a target", st->path);
+        return -1;
+    }
+    sqlite3_stmt *q = store_prepare(st, "SELECT id FROM devices WHERE key = ? AND math = ?", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_text(q, 1, d->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, d->math, -1, SQLITE_STATIC);
+    int64_t id = select_id(st, q, err, errlen);
+    if (id != 0) return id;
+    q = store_prepare(st, "INSERT INTO devices(key, math, description, target) VALUES(?, ?, ?, ?)", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_text(q, 1, d->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, d->math, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, d->description ? d->description : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 4, d->target_text, -1, SQLITE_STATIC);
+    return insert(st, q, err, errlen);
+}
+
+int64_t store_put_pipeline(store *st, const char *name, const char *text, const char *source, char *err,
+                           size_t errlen) {
+    char hash[17];
+    store_text_hash(text, hash);
+    sqlite3_stmt *q = store_prepare(st, "SELECT id, text FROM pipelines WHERE hash = ?", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_text(q, 1, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(q, 0);
+        bool same = !strcmp((const char *)sqlite3_column_text(q, 1), text);
+        sqlite3_finalize(q);
+        if (!same) {
+            snprintf(err, errlen, "%s: pipeline %s: another pipeline's text has the same hash %s", st->path, name, hash);
+            return -1;
+        }
+        return id;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return store_fail(st, err, errlen, "reading pipelines");
+    q = store_prepare(st, "INSERT INTO pipelines(hash, name, source, text) VALUES(?, ?, ?, ?)", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_text(q, 1, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, source ? source : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 4, text, -1, SQLITE_STATIC);
+    return insert(st, q, err, errlen);
+}
+
+/* The schedule's id (0: not stored), -1 with err. */
+static int64_t schedule_id(store *st, int64_t pipeline, const char *text, char *err, size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st, "SELECT id FROM schedules WHERE pipeline = ? AND text = ?", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_int64(q, 1, pipeline);
+    sqlite3_bind_text(q, 2, text, -1, SQLITE_STATIC);
+    return select_id(st, q, err, errlen);
+}
+
+int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, char *err,
+                     size_t errlen) {
+    int64_t sid = schedule_id(st, pipeline, schedule_text, err, errlen);
+    if (sid <= 0) return (int)sid;
+    sqlite3_stmt *q = store_prepare(st,
+        "SELECT 1 FROM measurements WHERE schedule = ?1 AND device = ?2"
+        " UNION ALL SELECT 1 FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_int64(q, 1, sid);
+    sqlite3_bind_int64(q, 2, device);
+    int64_t r = select_id(st, q, err, errlen);
+    return r < 0 ? -1 : r > 0;
+}
+
+static void now_iso(char *buf, size_t len) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The schedule and its result, inside the caller's savepoint. */
+static int put_result_in(store *st, const store_result *r, char *err, size_t errlen) {
+    int64_t sid = schedule_id(st, r->pipeline, r->schedule_text, err, errlen);
+    if (sid < 0) return -1;
+    if (sid == 0) {
+        sqlite3_stmt *q = store_prepare(st,
+            "INSERT INTO schedules(pipeline, text, hash0, hash1, hash2, hash3) VALUES(?, ?, ?, ?, ?, ?)", err, errlen);
+        if (!q) return -1;
+        char h[4][17];
+        sqlite3_bind_int64(q, 1, r->pipeline);
+        sqlite3_bind_text(q, 2, r->schedule_text, -1, SQLITE_STATIC);
+        for (int i = 0; i < 4; i++) {
+            snprintf(h[i], sizeof h[i], "%016" PRIx64, r->hash[i]);
+            sqlite3_bind_text(q, 3 + i, h[i], -1, SQLITE_STATIC);
+        }
+        sid = insert(st, q, err, errlen);
+        if (sid < 0) return -1;
+    } else {
+        int has = store_has_result(st, r->pipeline, r->device, r->schedule_text, err, errlen);
+        if (has != 0) return has < 0 ? -1 : 0;
+    }
+    char date[32], *samples = NULL;
+    if (!r->date) now_iso(date, sizeof date);
+    const char *version = r->version ? r->version : store_version();
+    sqlite3_stmt *q;
+    if (r->outcome == STORE_OK) {
+        size_t cap = 32 + (size_t)r->nsamples * 26, n = 0;
+        samples = malloc(cap);
+        if (!samples) abort();
+        samples[0] = 0;
+        for (int i = 0; i < r->nsamples; i++)
+            n += (size_t)snprintf(samples + n, cap - n, "%s%.17g", i ? "," : "", r->samples_ms[i]);
+        q = store_prepare(st,
+            "INSERT INTO measurements(schedule, device, ms, samples, runs, kernels, check_result, sizes, date, version)"
+            " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err, errlen);
+        if (q) {
+            sqlite3_bind_double(q, 3, r->ms);
+            sqlite3_bind_text(q, 4, samples, -1, SQLITE_STATIC);
+            sqlite3_bind_int(q, 5, r->runs);
+            sqlite3_bind_int(q, 6, r->kernels);
+            sqlite3_bind_text(q, 7, r->check ? r->check : "", -1, SQLITE_STATIC);
+        }
+    } else {
+        q = store_prepare(st,
+            "INSERT INTO failures(schedule, device, outcome, message, sizes, date, version)"
+            " VALUES(?, ?, ?, ?, ?, ?, ?)", err, errlen);
+        if (q) {
+            sqlite3_bind_text(q, 3, store_outcome_name(r->outcome), -1, SQLITE_STATIC);
+            sqlite3_bind_text(q, 4, r->message ? r->message : "", -1, SQLITE_STATIC);
+        }
+    }
+    if (!q) { free(samples); return -1; }
+    int last = r->outcome == STORE_OK ? 8 : 5;
+    sqlite3_bind_int64(q, 1, sid);
+    sqlite3_bind_int64(q, 2, r->device);
+    sqlite3_bind_text(q, last, r->sizes ? r->sizes : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, last + 1, r->date ? r->date : date, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, last + 2, version, -1, SQLITE_STATIC);
+    int64_t id = insert(st, q, err, errlen);
+    free(samples);
+    return id < 0 ? -1 : 1;
+}
+
+int store_put_result(store *st, const store_result *r, char *err, size_t errlen) {
+    if (r->outcome == STORE_OK && !(r->ms >= 0 && r->ms < 1e12)) {
+        snprintf(err, errlen, "%s: a measurement of %g ms is not a run time", st->path, r->ms);
+        return -1;
+    }
+    if (!r->schedule_text || (unsigned)r->outcome > STORE_TIMEOUT) {
+        snprintf(err, errlen, "%s: a result needs a schedule text and an outcome", st->path);
+        return -1;
+    }
+    /* a savepoint nests inside an import's transaction, and is one
+     * transaction of its own otherwise */
+    if (store_exec(st, "SAVEPOINT put_result", err, errlen)) return -1;
+    int rc = put_result_in(st, r, err, errlen);
+    if (rc < 0) {
+        sqlite3_exec(st->db, "ROLLBACK TO put_result; RELEASE put_result", NULL, NULL, NULL);
+        return -1;
+    }
+    if (store_exec(st, "RELEASE put_result", err, errlen)) {
+        sqlite3_exec(st->db, "ROLLBACK TO put_result; RELEASE put_result", NULL, NULL, NULL);
+        return -1;
+    }
+    return rc;
+}
+
+int store_each_sample(store *st, const char *device_key, store_sample_fn fn, void *ud, char *err,
+                      size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st,
+        "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms"
+        " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
+        " JOIN devices d ON m.device = d.id WHERE ?1 IS NULL OR d.key = ?1 ORDER BY p.id, m.id", err, errlen);
+    if (!q) return -1;
+    if (device_key) sqlite3_bind_text(q, 1, device_key, -1, SQLITE_STATIC);
+    int rc, r = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        store_sample s = {
+            sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+            (const char *)sqlite3_column_text(q, 2), (const char *)sqlite3_column_text(q, 3),
+            (const char *)sqlite3_column_text(q, 4), (const char *)sqlite3_column_text(q, 5),
+            (const char *)sqlite3_column_text(q, 6), (const char *)sqlite3_column_text(q, 7),
+            (const char *)sqlite3_column_text(q, 8), (const char *)sqlite3_column_text(q, 9),
+            sqlite3_column_double(q, 10),
+        };
+        if ((r = fn(&s, ud)) != 0) break;
+    }
+    if (r == 0 && rc != SQLITE_DONE) r = store_fail(st, err, errlen, "reading samples");
+    sqlite3_finalize(q);
+    return r;
+}
+
+/* One count(*) query. */
+static int64_t count_of(store *st, const char *sql, char *err, size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st, sql, err, errlen);
+    return q ? select_id(st, q, err, errlen) : -1;
+}
+
+int store_count(store *st, store_counts *c, char *err, size_t errlen) {
+    int64_t *dst[] = { &c->pipelines, &c->schedules, &c->devices, &c->samples, &c->failures,
+                       &c->failed, &c->wrong, &c->timeout };
+    static const char *sql[] = {
+        "SELECT count(*) FROM pipelines", "SELECT count(*) FROM schedules", "SELECT count(*) FROM devices",
+        "SELECT count(*) FROM measurements", "SELECT count(*) FROM failures",
+        "SELECT count(*) FROM failures WHERE outcome = 'failed'",
+        "SELECT count(*) FROM failures WHERE outcome = 'wrong'",
+        "SELECT count(*) FROM failures WHERE outcome = 'timeout'",
+    };
+    for (int i = 0; i < 8; i++)
+        if ((*dst[i] = count_of(st, sql[i], err, errlen)) < 0) return -1;
+    return 0;
+}
+
+int store_print_stats(store *st, FILE *out, char *err, size_t errlen) {
+    store_counts c;
+    if (store_count(st, &c, err, errlen)) return -1;
+    fprintf(out, "database %s (schema %d)\n", st->path, STORE_SCHEMA_VERSION);
+    fprintf(out, "%" PRId64 " samples\n", c.samples);
+    fprintf(out, "%" PRId64 " failures (%" PRId64 " failed to compile or run, %" PRId64 " wrong, %" PRId64
+                 " timed out)\n", c.failures, c.failed, c.wrong, c.timeout);
+    fprintf(out, "%" PRId64 " pipelines, %" PRId64 " schedules, %" PRId64 " devices\n", c.pipelines, c.schedules,
+            c.devices);
+    sqlite3_stmt *q = store_prepare(st,
+        "SELECT d.key, d.math, (SELECT count(*) FROM measurements m WHERE m.device = d.id),"
+        " (SELECT count(*) FROM failures f WHERE f.device = d.id) FROM devices d ORDER BY d.key, d.math", err, errlen);
+    if (!q) return -1;
+    fprintf(out, "per device (samples, failures):\n");
+    while (sqlite3_step(q) == SQLITE_ROW)
+        fprintf(out, "  %s [%s math]: %lld, %lld\n", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1),
+                (long long)sqlite3_column_int64(q, 2), (long long)sqlite3_column_int64(q, 3));
+    sqlite3_finalize(q);
+    /* sources: "app:NAME" one line each; "random:..." together */
+    q = store_prepare(st,
+        "SELECT CASE WHEN p.source LIKE 'random:%' THEN 'random pipelines' ELSE p.source END AS src,"
+        " count(DISTINCT p.id), count(m.id), min(m.ms), max(m.ms)"
+        " FROM pipelines p LEFT JOIN schedules s ON s.pipeline = p.id LEFT JOIN measurements m ON m.schedule = s.id"
+        " GROUP BY src ORDER BY src", err, errlen);
+    if (!q) return -1;
+    fprintf(out, "per source: pipelines, samples, fastest and slowest ms\n");
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        fprintf(out, "  %-28s %6lld %7lld", sqlite3_column_text(q, 0), (long long)sqlite3_column_int64(q, 1),
+                (long long)sqlite3_column_int64(q, 2));
+        if (sqlite3_column_type(q, 3) != SQLITE_NULL)
+            fprintf(out, "  %.3g .. %.3g", sqlite3_column_double(q, 3), sqlite3_column_double(q, 4));
+        fprintf(out, "\n");
+    }
+    sqlite3_finalize(q);
+    return 0;
+}
