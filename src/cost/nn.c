@@ -100,7 +100,7 @@ void nn_sched_inputs(const double *v, double *s) {
 }
 
 /* e1 = b1 + sigmoid(W1) a.  Most of the histogram is zero: skipped. */
-static void nn_embed_algo(const nn_model *m, const double *sw1, const double *a, double *e1) {
+static void nn_embed_algo(const nn_model *m, const double *restrict sw1, const double *a, double *restrict e1) {
     for (int j = 0; j < NN_H1; j++) e1[j] = m->w[NN_OFF_B1 + j];
     for (int i = 0; i < NN_ALGO_IN; i++) {
         double x = a[i];
@@ -111,7 +111,7 @@ static void nn_embed_algo(const nn_model *m, const double *sw1, const double *a,
 }
 
 /* z += W3[rows from..from+n] in. */
-static void nn_mix(const nn_model *m, int from, int n, const double *in, double *z) {
+static void nn_mix(const nn_model *restrict m, int from, int n, const double *in, double *restrict z) {
     for (int i = 0; i < n; i++) {
         double x = in[i];
         if (x == 0) continue;
@@ -128,7 +128,7 @@ void nn_algo_part(const nn_model *m, const double *sw1, const double *algo, doub
 }
 
 /* e2 = relu(b2 + W2 s). */
-static void nn_embed_sched(const nn_model *m, const double *s, double *e2) {
+static void nn_embed_sched(const nn_model *restrict m, const double *s, double *restrict e2) {
     for (int j = 0; j < NN_H2; j++) e2[j] = m->w[NN_OFF_B2 + j];
     for (int i = 0; i < NN_SCHED_IN; i++) {
         double x = s[i];
