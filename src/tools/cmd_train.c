@@ -263,7 +263,9 @@ int tool_predict(int argc, char **argv) {
             printf("predicted: %.6g ms\n", ms);
             printf("weights: %s (device %s; %s)\n", weights, m->device[0] ? m->device : "unknown", m->summary);
             printf("target: %s, %d stages featurized\n", d.t.name, r.n);
-            if (d.t.cuda_arch[0])
+            /* until samples from a real GPU exist, a CUDA target borrows
+             * weights trained elsewhere: said, not hidden */
+            if (d.t.cuda_arch[0] && strncmp(m->device, "cuda:", 5))
                 printf("note: %s is a CUDA GPU and these weights were trained on another device (%s); the "
                        "prediction uses %s's own figures in the features (SM count, limits, occupancy)\n",
                        d.t.name, m->device[0] ? m->device : "unknown", d.t.name);
