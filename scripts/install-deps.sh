@@ -6,7 +6,7 @@ need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 # OpenCL: headers to build, the ICD loader and PoCL (a CPU device) to run.
 # SQLite holds the cost model's samples; liblzma compresses their export.
-for pkg in build-essential libpng-dev libsqlite3-dev liblzma-dev xz-utils pkg-config clang opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd; do
+for pkg in build-essential libpng-dev libsqlite3-dev sqlite3 liblzma-dev xz-utils pkg-config clang opencl-headers ocl-icd-libopencl1 ocl-icd-opencl-dev pocl-opencl-icd; do
     have_pkg "$pkg" || need+=("$pkg")
 done
 # libFuzzer's runtime comes with clang's compiler-rt.

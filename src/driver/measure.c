@@ -226,15 +226,17 @@ static void device_key(const char *devname, const char *desc, char *key, size_t 
             copy_until(driver, sizeof driver, desc, "(/");
         }
         const char *slash = strstr(desc, " / ");
-        copy_until(hw, sizeof hw, slash ? slash + 3 : desc, "(");
+        const char *name = slash ? slash + 3 : desc, *paren = strstr(name, " (");
+        snprintf(hw, sizeof hw, "%.*s", paren ? (int)(paren - name) : (int)strlen(name), name);
     } else if (!strcmp(devname, "c")) {
         char cpu[200];
         cpu_model(cpu, sizeof cpu);
         snprintf(driver, sizeof driver, "cc");
         snprintf(hw, sizeof hw, "%s x%ld", cpu, sysconf(_SC_NPROCESSORS_ONLN));
     } else {
+        const char *paren = strstr(desc, " (");
         snprintf(driver, sizeof driver, "%s", devname);
-        copy_until(hw, sizeof hw, desc, "(");
+        snprintf(hw, sizeof hw, "%.*s", paren ? (int)(paren - desc) : (int)strlen(desc), desc);
     }
     for (char *c = driver; *c; c++) *c = (char)tolower((unsigned char)*c);
     snprintf(key, keylen, "%s:%s:%s", devname, driver, hw);
@@ -248,7 +250,12 @@ int measure_find_target(const char *devname, target *t, char *desc, size_t descl
         rt_device *dev = ops->open(err, errlen);
         if (!dev) return -1;
         snprintf(desc, desclen, "%s", ops->describe(dev));
+        bool runs = ops->can_run(dev);
         ops->close(dev);
+        if (!runs) {
+            snprintf(err, errlen, "%s: this device compiles but cannot run kernels here (%s)", devname, desc);
+            return -1;
+        }
         device_key(devname, desc, key, keylen);
         return target_by_name("a100", NULL, t, err, errlen);
     }

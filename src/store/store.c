@@ -19,8 +19,6 @@
 
 const char *store_version(void) { return SC_VERSION; }
 
-/* How long a call waits for another process's write to finish. */
-#define STORE_BUSY_MS 10000
 
 static const char *schema =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -43,8 +41,8 @@ int store_fail(store *st, char *err, size_t errlen, const char *what) {
     const char *msg = st->db ? sqlite3_errmsg(st->db) : "out of memory";
     int code = st->db ? sqlite3_errcode(st->db) : SQLITE_NOMEM;
     if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-        snprintf(err, errlen, "%s: %s: the database is locked by another process (waited %d s)", st->path,
-                 what, STORE_BUSY_MS / 1000);
+        snprintf(err, errlen, "%s: %s: the database is locked by another process (waited %.1f s)", st->path,
+                 what, st->busy_ms / 1000.0);
     else
         snprintf(err, errlen, "%s: %s: %s", st->path, what, msg);
     return -1;
@@ -158,7 +156,7 @@ store *store_open(const char *path, store_mode mode, char *err, size_t errlen) {
         store_close(st);
         return NULL;
     }
-    sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
+    store_set_busy_ms(st, STORE_BUSY_MS);
     sqlite3_extended_result_codes(st->db, 0);
     /* WAL: readers never block the writer, and a commit is one append; a
      * killed process loses only its open transaction. */
@@ -183,6 +181,11 @@ void store_close(store *st) {
 }
 
 const char *store_path(const store *st) { return st->path; }
+
+void store_set_busy_ms(store *st, int ms) {
+    st->busy_ms = ms;
+    sqlite3_busy_timeout(st->db, ms);
+}
 
 /* The id of the row the query selects (its parameters bound by the
  * caller), 0 when none, -1 with err. */

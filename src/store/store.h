@@ -57,6 +57,10 @@ typedef enum {
 store *store_open(const char *path, store_mode mode, char *err, size_t errlen);
 void store_close(store *st);
 const char *store_path(const store *st);
+/* How long a call waits for another process's write before it fails
+ * with "locked" (default STORE_BUSY_MS). */
+#define STORE_BUSY_MS 10000
+void store_set_busy_ms(store *st, int ms);
 
 /* A device row; the id of the existing row with the same key and math,
  * else a new one.  -1 with err. */

@@ -11,6 +11,7 @@
 struct store {
     sqlite3 *db;
     char *path;
+    int busy_ms;
 };
 
 /* err <- "PATH: what: SQLite's message" (or that the database is

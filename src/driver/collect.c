@@ -1,0 +1,267 @@
+/*
+ * collect.c - measuring schedules into the sample store (collect.h).
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "collect.h"
+#include "space.h"
+
+struct collect_ctx {
+    store *st;
+    collect_opts o;
+    measure_device dev;
+    target t;
+    char desc[1024], key[512];
+    int64_t device_id;
+    collect_totals tot;
+    double t0;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+void collect_request_stop(void) { stop_requested = 1; }
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t errlen) {
+    collect_ctx *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->st = st;
+    c->o = *o;
+    c->t0 = now_s();
+    if (!measure_device_by_name(o->device, o->math, &c->dev)) {
+        snprintf(err, errlen, "unknown device '%s' (expected opencl, c or cuda)", o->device);
+        free(c);
+        return NULL;
+    }
+    if (measure_find_target(o->device, &c->t, c->desc, sizeof c->desc, c->key, sizeof c->key, err, errlen)) {
+        free(c);
+        return NULL;
+    }
+    char ttext[4096];
+    target_print(&c->t, ttext, sizeof ttext);
+    store_device d = { c->key, cg_math_name(o->math), c->desc, ttext };
+    if ((c->device_id = store_put_device(st, &d, err, errlen)) < 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void collect_close(collect_ctx *c) { free(c); }
+const target *collect_target(const collect_ctx *c) { return &c->t; }
+const char *collect_device_key(const collect_ctx *c) { return c->key; }
+collect_totals collect_get_totals(const collect_ctx *c) { return c->tot; }
+void collect_plan(collect_ctx *c, int64_t n) { c->tot.planned += n; }
+
+bool collect_stopped(const collect_ctx *c) {
+    return stop_requested || (c->o.budget_s > 0 && now_s() - c->t0 >= c->o.budget_s);
+}
+
+static void fmt_duration(char *buf, size_t len, double s) {
+    if (s < 0 || s > 1e7) snprintf(buf, len, "?");
+    else if (s >= 3600) snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    else snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)s % 60);
+}
+
+/* One line of progress: done / planned, results per minute, time left. */
+static void progress(collect_ctx *c, const char *what) {
+    collect_totals *t = &c->tot;
+    int64_t done = t->measured + t->failed + t->wrong + t->timeout;
+    double el = now_s() - c->t0, rate = el > 0 ? done / (el / 60) : 0;
+    int64_t left = t->planned > done ? t->planned - done : 0;
+    double eta = rate > 0 ? left / rate * 60 : -1;
+    if (c->o.budget_s > 0 && (eta < 0 || eta > c->o.budget_s - el)) eta = c->o.budget_s - el;
+    char eta_s[32];
+    fmt_duration(eta_s, sizeof eta_s, eta);
+    if (c->o.progress_bar) {
+        int width = 24, fill = t->planned ? (int)(width * done / (t->planned > 0 ? t->planned : 1)) : 0;
+        if (fill > width) fill = width;
+        fprintf(c->o.log, "\r[%.*s%*s] %lld/%lld  %.1f/min  %s left  %-40.40s", fill, "########################",
+                width - fill, "", (long long)done, (long long)t->planned, rate, eta_s, what);
+    } else {
+        fprintf(c->o.log, "collect: %s (%lld/%lld, %.1f/min, %s left)\n", what, (long long)done,
+                (long long)t->planned, rate, eta_s);
+    }
+    fflush(c->o.log);
+}
+
+static void sizes_of(const sc_pipeline *p, char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < p->outputs.n && n < len; i++) {
+        const sc_func *f = p->outputs.items[i];
+        n += (size_t)snprintf(buf + n, len - n, "%s%s(", i ? " " : "", f->name);
+        for (int k = 0; k < f->ndims && n < len; k++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%d", k ? "x" : "", f->out_extent[k]);
+        if (n < len) n += (size_t)snprintf(buf + n, len - n, ")");
+    }
+}
+
+static store_outcome outcome_of(measure_kind k) {
+    return k == MEASURE_OK ? STORE_OK : k == MEASURE_WRONG ? STORE_WRONG : k == MEASURE_TIMEOUT ? STORE_TIMEOUT
+                                                                                                : STORE_FAILED;
+}
+
+/* The schedules to measure: the `baseline` and `root` strategies (the
+ * points of reference of every benchmark), then random walks (seeds 1, 2,
+ * ...), distinct, not yet in the store.  Returns the count; texts and
+ * states in the arrays. */
+static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b, int64_t pid,
+                sched_state **states, char **texts, int want, char *err, size_t errlen) {
+    space_opts so = { &c->t, c->o.prune };
+    int n = 0, distinct = 0, tries = 4 * want + 18, bad = 0;
+    /* every distinct text drawn, measured or stored before */
+    char **seen = calloc((size_t)tries, sizeof *seen);
+    if (!seen) abort();
+    for (int k = 0; k < tries && distinct < want && !bad; k++) {
+        char msg[512];
+        /* k = 0: baseline, 1: root, then the random walk of seed k - 1 */
+        sched_state *s = k == 0 ? space_baseline(a, p, b, &c->t) : k == 1 ? space_root(a, p, b, &c->t)
+                       : space_random(a, p, b, &so, (uint64_t)(k - 1), msg, sizeof msg);
+        if (k < 2) {
+            /* a fixed strategy may not fit the target's limits */
+            if (!s || sched_check(p, b, s, &c->t, c->o.prune, msg, sizeof msg) != 0) continue;
+        } else if (!s) {
+            break;      /* the space cannot schedule this pipeline at all */
+        }
+        char *text = sched_to_text(p, s);
+        bool dup = false;
+        for (int i = 0; i < distinct && !dup; i++) dup = !strcmp(seen[i], text);
+        if (dup) {
+            c->tot.duplicates++;
+            free(text);
+            continue;
+        }
+        int has = store_has_result(c->st, pid, c->device_id, text, err, errlen);
+        seen[distinct++] = text;
+        if (has < 0) {
+            bad = 1;
+        } else if (has) {
+            c->tot.skipped++;
+        } else {
+            states[n] = s;
+            if (!(texts[n++] = strdup(text))) abort();
+        }
+    }
+    for (int i = 0; i < distinct; i++) free(seen[i]);
+    free(seen);
+    if (bad) {
+        for (int i = 0; i < n; i++) free(texts[i]);
+        return -1;
+    }
+    return n;
+}
+
+int collect_pipeline(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
+                     char *err, size_t errlen) {
+    if (collect_stopped(c)) return 0;
+    sc_parse_options po = { small, 0, NULL, NULL };
+    sc_pipeline *p0 = sc_parse_string(name, text, strlen(text), &po);
+    if (sc_error_count(p0)) {
+        snprintf(err, errlen, "%s", sc_error_message(p0, 0));
+        sc_pipeline_free(p0);
+        return -2;
+    }
+    /* the canonical text, parsed back: what is measured is what is stored */
+    char *canon = sc_pipeline_to_text(p0);
+    sc_pipeline_free(p0);
+    sc_pipeline *p = sc_parse_string(name, canon, strlen(canon), NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    if (!b) {
+        snprintf(err, errlen, "%s: %s", name, sc_error_count(p) ? sc_error_message(p, 0) : "bounds failed");
+        free(canon);
+        sc_pipeline_free(p);
+        return -2;
+    }
+    int rc = 0;
+    int64_t pid = store_put_pipeline(c->st, p->name, canon, source, err, errlen);
+    free(canon);
+    int want = c->o.schedules, n = 0;
+    ir_arena *a = ir_arena_new();
+    sched_state **states = calloc((size_t)want + 1, sizeof *states);
+    char **texts = calloc((size_t)want + 1, sizeof *texts);
+    if (!states || !texts) abort();
+    if (pid < 0) rc = -1;
+    else if ((n = draw(c, a, p, b, pid, states, texts, want, err, errlen)) < 0) rc = -1;
+    c->tot.pipelines++;
+    /* what this pipeline will not measure leaves the plan */
+    c->tot.planned -= want - n;
+    sc_buffer **in = NULL, **ref = NULL;
+    int nin = p->inputs.n, nout = p->outputs.n;
+    if (rc == 0 && n > 0) {
+        in = calloc((size_t)nin + 1, sizeof *in);
+        ref = calloc((size_t)nout + 1, sizeof *ref);
+        if (!in || !ref) abort();
+        for (int i = 0; i < nin; i++) in[i] = sc_input_random(p, i, 1);
+        if (sc_evaluate(p, in, 1, ref) != 0) {
+            snprintf(err, errlen, "%s: the reference evaluator failed: %s", name,
+                     sc_error_count(p) ? sc_error_message(p, 0) : "?");
+            rc = -2;
+        }
+    }
+    char sizes[256];
+    sizes_of(p, sizes, sizeof sizes);
+    measure_limits lim = { c->o.timeout_ms > 10000 ? c->o.timeout_ms : 10000, c->o.timeout_ms };
+    /* compiled a chunk at a time, so that results keep coming */
+    int chunk = 4 * c->o.jobs;
+    for (int i = 0; rc == 0 && i < n && !collect_stopped(c); i++) {
+        if (i % chunk == 0) {
+            char what[160];
+            int k = n - i < chunk ? n - i : chunk;
+            snprintf(what, sizeof what, "%s: compiling schedules %d-%d of %d", p->name, i + 1, i + k, n);
+            progress(c, what);
+            measure_precompile(&c->dev, p, b, (const sched_state *const *)states + i, k, c->o.jobs);
+        }
+        measure_outcome m;
+        measure_schedule(&c->dev, p, b, states[i], in, ref, lim, &m);
+        if (stop_requested) break;      /* the child may have died of the same signal */
+        store_result r = {0};
+        r.pipeline = pid;
+        r.device = c->device_id;
+        r.schedule_text = texts[i];
+        for (int d = 0; d < 4; d++) r.hash[d] = sched_hash(states[i], d);
+        r.outcome = outcome_of(m.kind);
+        r.ms = m.ms;
+        r.nsamples = m.nsamples;
+        r.samples_ms = m.samples_ms;
+        r.runs = m.runs;
+        r.kernels = m.kernels;
+        r.check = m.check;
+        r.message = m.msg;
+        r.sizes = sizes;
+        int put = store_put_result(c->st, &r, err, errlen);
+        if (put < 0) { rc = -1; break; }
+        char what[200];
+        if (m.kind == MEASURE_OK) {
+            c->tot.measured++;
+            snprintf(what, sizeof what, "%s #%d: %.4g ms", p->name, i + 1, m.ms);
+        } else {
+            if (m.kind == MEASURE_WRONG) c->tot.wrong++;
+            else if (m.kind == MEASURE_TIMEOUT) c->tot.timeout++;
+            else c->tot.failed++;
+            snprintf(what, sizeof what, "%s #%d: %s", p->name, i + 1, store_outcome_name(r.outcome));
+            /* a wrong result is a bug of the compiler: always on a line of its own */
+            fprintf(c->o.log, "%scollect: %s schedule #%d: %s: %s\n", c->o.progress_bar ? "\n" : "", p->name, i + 1,
+                    store_outcome_name(r.outcome), m.msg);
+        }
+        progress(c, what);
+    }
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    free(states);
+    for (int i = 0; in && i < nin; i++) sc_buffer_free(in[i]);
+    for (int i = 0; ref && i < nout; i++) sc_buffer_free(ref[i]);
+    free(in);
+    free(ref);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return rc;
+}

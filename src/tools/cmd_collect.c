@@ -1,0 +1,176 @@
+/*
+ * cmd_collect.c - `stagecraft collect`: measure schedules of pipelines
+ * into the sample store (collect.h), resumably.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "collect.h"
+#include "tools.h"
+
+#define MAX_PIPES 256
+
+static void collect_help(void) {
+    printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
+           "       [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
+           "       [--math fast|exact] [--small] [--no-prune]\n\n"
+           "Measures K schedules (random walks of the schedule space, seeds 1, 2, ...;\n"
+           "duplicates skipped) of each pipeline on the device and stores every result\n"
+           "in the SQLite database F (created if missing) as soon as it is known:\n"
+           "each schedule is compiled (J at a time), checked against the reference\n"
+           "evaluator, then timed alone in a process of its own with a time limit.\n"
+           "Failures (compile errors, wrong results, time-outs) are stored as such.\n"
+           "Schedules that already have a result on this device are skipped, so an\n"
+           "interrupted run (Ctrl-C, kill, a crash) is resumed by running it again:\n"
+           "nothing measured is lost or measured twice.\n"
+           "  --schedules K    schedules per pipeline (default 80)\n"
+           "  --jobs J         parallel compiles (default: the core count)\n"
+           "  --budget M       stop after M minutes (default: no limit)\n"
+           "  --timeout-ms MS  limit of one run of a pipeline (default 10000)\n"
+           "  --math M         fast (default: the code a user who wants speed runs) or exact\n"
+           "  --small          the pipelines' small sizes\n"
+           "  --no-prune       draw from the whole space, without Anderson's s6.6 pruning\n"
+           "Pipelines come from apps (their source is recorded as app:NAME).\n");
+}
+
+static void on_signal(int sig) {
+    (void)sig;
+    collect_request_stop();
+}
+
+static char *read_text(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, k;
+    char *s = malloc(cap);
+    if (!s) abort();
+    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            s = realloc(s, cap *= 2);
+            if (!s) abort();
+        }
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "%s: read error", path);
+        free(s);
+        return NULL;
+    }
+    s[n] = 0;
+    return s;
+}
+
+/* "app:NAME" of apps/NAME.pipe (any folder). */
+static void source_of(const char *path, char *buf, size_t len) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
+    snprintf(buf, len, "app:%.*s", (int)n, base);
+}
+
+int tool_collect(int argc, char **argv) {
+    const char *db = NULL, *pipes[MAX_PIPES];
+    int npipes = 0;
+    long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
+    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false };
+    bool small = false;
+    if (jobs < 1) jobs = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { collect_help(); return TOOL_OK; }
+        if (!strcmp(a, "--small")) { small = true; continue; }
+        if (!strcmp(a, "--no-prune")) { o.prune = false; continue; }
+        if (a[0] != '-') {
+            if (npipes == MAX_PIPES) return tool_usage_error("collect", "more than %d pipeline files", MAX_PIPES);
+            pipes[npipes++] = a;
+            continue;
+        }
+        if (i + 1 >= argc) return tool_usage_error("collect", "option %s needs a value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--db")) db = v;
+        else if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--math")) {
+            if (cg_math_parse(v, &o.math) != 0) return tool_usage_error("collect", "--math: '%s' is not one of fast, exact", v);
+        } else if (!strcmp(a, "--schedules")) {
+            if (!tool_parse_int(v, 1, 100000, &schedules))
+                return tool_usage_error("collect", "--schedules: expected 1 to 100000, got '%s'", v);
+        } else if (!strcmp(a, "--jobs")) {
+            if (!tool_parse_int(v, 1, 256, &jobs)) return tool_usage_error("collect", "--jobs: expected 1 to 256, got '%s'", v);
+        } else if (!strcmp(a, "--budget")) {
+            if (!tool_parse_int(v, 1, 10000000, &budget))
+                return tool_usage_error("collect", "--budget: expected a number of minutes >= 1, got '%s'", v);
+        } else if (!strcmp(a, "--timeout-ms")) {
+            if (!tool_parse_int(v, 1, 3600000, &timeout_ms))
+                return tool_usage_error("collect", "--timeout-ms: expected 1 to 3600000, got '%s'", v);
+        } else {
+            return tool_usage_error("collect", "unknown option '%s'", a);
+        }
+    }
+    if (!db || !*db) return tool_usage_error("collect", "--db F is required");
+    if (!o.device) return tool_usage_error("collect", "--device opencl|c|cuda is required");
+    if (!rt_ops_by_name(o.device))
+        return tool_usage_error("collect", "--device: '%s' is not one of opencl, c, cuda", o.device);
+    if (npipes == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe...)");
+    o.schedules = (int)schedules;
+    o.jobs = (int)jobs;
+    o.timeout_ms = (int)timeout_ms;
+    o.budget_s = (double)budget * 60;
+    o.progress_bar = isatty(fileno(stderr));
+    char err[4096];
+    /* every file is read before anything is measured: a typo in the last
+     * name should not wait for hours of measurements */
+    char *texts[MAX_PIPES];
+    for (int i = 0; i < npipes; i++) {
+        if (!(texts[i] = read_text(pipes[i], err, sizeof err))) {
+            fprintf(stderr, "stagecraft collect: %s\n", err);
+            for (int k = 0; k < i; k++) free(texts[k]);
+            return TOOL_INPUT;
+        }
+    }
+    store *st = store_open(db, STORE_WRITE, err, sizeof err);
+    collect_ctx *c = st ? collect_open(st, &o, err, sizeof err) : NULL;
+    int rc = TOOL_OK;
+    if (!c) {
+        fprintf(stderr, "stagecraft collect: %s\n", err);
+        rc = TOOL_INPUT;
+    } else {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        fprintf(stderr, "collect: device %s (%s math), target %s, %d schedules per pipeline, %d pipelines\n",
+                collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules, npipes);
+        collect_plan(c, (int64_t)npipes * o.schedules);
+        for (int i = 0; i < npipes && !collect_stopped(c); i++) {
+            char source[256];
+            source_of(pipes[i], source, sizeof source);
+            int r = collect_pipeline(c, pipes[i], texts[i], source, small, err, sizeof err);
+            if (r == -2) fprintf(stderr, "%scollect: skipping %s\n", o.progress_bar ? "\n" : "", err);
+            if (r == -1) {
+                fprintf(stderr, "%sstagecraft collect: %s\n", o.progress_bar ? "\n" : "", err);
+                rc = TOOL_INPUT;
+                break;
+            }
+        }
+        collect_totals t = collect_get_totals(c);
+        fprintf(stderr, "%scollect: %" PRId64 " measured, %" PRId64 " failed, %" PRId64 " wrong, %" PRId64
+                        " timed out; %" PRId64 " already stored, %" PRId64 " duplicate walks%s\n",
+                o.progress_bar ? "\n" : "", t.measured, t.failed, t.wrong, t.timeout, t.skipped, t.duplicates,
+                collect_stopped(c) ? " (stopped: run again to resume)" : "");
+        collect_close(c);
+    }
+    store_close(st);
+    for (int i = 0; i < npipes; i++) free(texts[i]);
+    return rc;
+}

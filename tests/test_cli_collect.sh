@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# `stagecraft collect` and `stagecraft samples`: a collection into a fresh
+# database, killed in the middle (SIGKILL) and rerun: nothing measured is
+# lost or measured twice; Ctrl-C (SIGINT) stops it cleanly; export and
+# import; and clear errors for bad usage (2) and bad input (1).
+source "$(dirname "$0")/cli_lib.sh" test_cli_collect
+CASE_TIMEOUT=300
+db=$tmp/s.db
+pipe=$tmp/p.pipe
+cat >"$pipe" <<'PIPE'
+pipeline tiny;
+size W = 256 small 64;
+input f32 in(W, W);
+b(x, y) = in(x, y) + 1;
+c(x, y) = b(x, y) * 2 + b(clamp(x + 1, 0, W - 1), y);
+out(x, y) = c(x, y) - c(x, clamp(y - 1, 0, W - 1));
+output out(W, W);
+PIPE
+
+case_ collect_help 0 -o 'usage: stagecraft collect --db F' -- "$sc" collect --help
+case_ collect_in_usage 0 -o 'collect +measure schedules' -- "$sc" --help
+case_ collect_no_db 2 -e '--db F is required' -- "$sc" collect --device c "$pipe"
+case_ collect_no_device 2 -e '--device opencl\|c\|cuda is required' -- "$sc" collect --db "$db" "$pipe"
+case_ collect_bad_device 2 -e "--device: 'gpu' is not one of" -- "$sc" collect --db "$db" --device gpu "$pipe"
+case_ collect_bad_count 2 -e '--schedules: expected' -- "$sc" collect --db "$db" --device c --schedules 0 "$pipe"
+case_ collect_no_pipes 2 -e 'no pipelines given' -- "$sc" collect --db "$db" --device c
+case_ collect_missing_pipe 1 -e 'nope.pipe: cannot open' -- "$sc" collect --db "$db" --device c "$pipe" "$tmp/nope.pipe"
+ok collect_missing_pipe_no_db "$([ ! -e "$db" ]; echo $?)"
+echo "not a database, and long enough to hold an SQLite header's worth of bytes" >"$tmp/junk.db"
+case_ collect_junk_db 1 -e 'not a stagecraft sample database' -- "$sc" collect --db "$tmp/junk.db" --device c "$pipe"
+ok collect_junk_db_untouched "$(grep -q '^not a database' "$tmp/junk.db"; echo $?)"
+
+# a collection on the C device, run to the end: 6 results
+case_ collect_c 0 -e 'collect: 6 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"
+case_ samples_stats 0 -o '^6 samples$' -- "$sc" samples --db "$db" stats
+case_ samples_device_key 0 -o '^  c:cc:.* \[fast math\]: 6, 0$' -- "$sc" samples --db "$db" stats
+case_ collect_resumes_nothing_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"
+
+# export, import elsewhere, export again: the same bytes
+case_ samples_export 0 -o 'wrote .*: 6 samples and failures' -- "$sc" samples --db "$db" export "$tmp/s.txt.xz"
+case_ samples_import 0 -o '6 samples and failures added' -- "$sc" samples --db "$tmp/t.db" import "$tmp/s.txt.xz"
+"$sc" samples --db "$tmp/t.db" export "$tmp/t.txt.xz" >/dev/null
+ok samples_round_trip "$(cmp -s <(xz -dc "$tmp/s.txt.xz") <(xz -dc "$tmp/t.txt.xz"); echo $?)"
+case_ samples_import_again 0 -o '0 samples and failures added' -- "$sc" samples --db "$tmp/t.db" import "$tmp/s.txt.xz"
+head -c 200 "$tmp/s.txt.xz" >"$tmp/cut.txt.xz"
+case_ samples_import_truncated 1 -e 'not a valid xz file.*nothing was imported' -- \
+    "$sc" samples --db "$tmp/t.db" import "$tmp/cut.txt.xz"
+case_ samples_missing_db 1 -e 'no such database' -- "$sc" samples --db "$tmp/none.db" stats
+case_ samples_bad_verb 2 -e "'frob' is not one of stats, export, import" -- "$sc" samples --db "$db" frob
+case_ samples_export_no_file 2 -e 'export needs a FILE' -- "$sc" samples --db "$db" export
+
+# killed at any instant: SIGKILL after the first results on OpenCL (each
+# schedule measured in a child process), then a rerun completes the set
+# with no duplicate; the database holds only whole samples throughout
+kdb=$tmp/k.db
+"$sc" collect --db "$kdb" --device opencl --small --schedules 12 --jobs 2 "$pipe" >"$tmp/k.log" 2>&1 &
+pid=$!
+for i in $(seq 1 600); do
+    n=$(sqlite3 "$kdb" 'SELECT count(*) FROM measurements' 2>/dev/null || echo 0)
+    [ "${n:-0}" -ge 3 ] && break
+    sleep 0.1
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+n1=$(sqlite3 "$kdb" 'SELECT count(*) FROM measurements')
+f1=$(sqlite3 "$kdb" 'SELECT count(*) FROM failures')
+ok collect_killed_kept_samples "$([ "$n1" -ge 3 ] && [ "$n1" -lt 12 ]; echo $?)"
+ok collect_killed_no_half_rows "$(sqlite3 "$kdb" 'SELECT count(*) FROM schedules s WHERE NOT EXISTS (SELECT 1 FROM measurements m WHERE m.schedule = s.id) AND NOT EXISTS (SELECT 1 FROM failures f WHERE f.schedule = s.id)' | grep -qx 0; echo $?)"
+case_ collect_after_kill 0 -e "already stored" -- \
+    "$sc" collect --db "$kdb" --device opencl --small --schedules 12 --jobs 2 "$pipe"
+ok collect_after_kill_counts "$(grep -q "collect: $((12 - n1 - f1)) measured.* $((n1 + f1)) already stored" "$err"; echo $?)"
+ok collect_after_kill_total "$(sqlite3 "$kdb" 'SELECT count(*) FROM schedules' | grep -qx 12; echo $?)"
+ok collect_after_kill_unique "$(sqlite3 "$kdb" 'SELECT count(DISTINCT text) FROM schedules' | grep -qx 12; echo $?)"
+
+# SIGINT: stops after the schedule being measured, stores no failure for it
+idb=$tmp/i.db
+"$sc" collect --db "$idb" --device opencl --small --schedules 12 --jobs 2 "$pipe" >"$tmp/i.log" 2>&1 &
+pid=$!
+for i in $(seq 1 600); do
+    n=$(sqlite3 "$idb" 'SELECT count(*) FROM measurements' 2>/dev/null || echo 0)
+    [ "${n:-0}" -ge 2 ] && break
+    sleep 0.1
+done
+kill -INT $pid
+wait $pid
+rc=$?
+ok collect_sigint_exit "$rc"
+ok collect_sigint_says_stopped "$(grep -q 'stopped: run again to resume' "$tmp/i.log"; echo $?)"
+ok collect_sigint_no_failures "$(sqlite3 "$idb" 'SELECT count(*) FROM failures' | grep -qx 0; echo $?)"
+exit $failed

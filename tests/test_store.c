@@ -1,0 +1,282 @@
+/*
+ * test_store.c - the sample store: rows in and out, one result per
+ * schedule and device, persistence, the exchange file (round trip, same
+ * bytes twice, corrupt files refused with nothing imported), and the
+ * errors of files that are not sample databases.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sqlite3.h>
+#include "check.h"
+#include "store.h"
+
+static char dir[256];
+
+static const char *path_in(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)len + 1);
+    *n = fread(s, 1, (size_t)len, f);
+    s[*n] = 0;
+    fclose(f);
+    return s;
+}
+
+static const char *PIPE_A = "pipeline a;\ninput f32 in(8);\nout(x) = in(x) * 2;\noutput out(8);\n";
+static const char *PIPE_B = "pipeline b;\ninput u8 in(4, 4);\nout(x, y) = in(y, x);\noutput out(4, 4);\n";
+
+/* Fills a database with two pipelines on one device: 3 samples, 2
+ * failures (texts with spaces, tabs, newlines and backslashes). */
+static void fill(store *st) {
+    char err[512];
+    store_device d = { "opencl:pocl-3.1:Test CPU (R)", "fast", "a test device\twith a tab", "name = t\nsm_count = 1\n" };
+    int64_t dev = store_put_device(st, &d, err, sizeof err);
+    CHECK(dev > 0);
+    CHECK(store_put_device(st, &d, err, sizeof err) == dev);   /* the same row */
+    int64_t pa = store_put_pipeline(st, "a", PIPE_A, "app:a", err, sizeof err);
+    int64_t pb = store_put_pipeline(st, "b", PIPE_B, "random:seed=3", err, sizeof err);
+    CHECK(pa > 0 && pb > 0 && pa != pb);
+    CHECK(store_put_pipeline(st, "a", PIPE_A, "app:a", err, sizeof err) == pa);
+    double s1[3] = { 1.5, 1.25, 1.375 };
+    store_result r = { pa, dev, "schedule a;\nout: root [x=8x1];\n", { 1, 2, 3, 4 }, STORE_OK, 1.25, 3, s1, 10, 1,
+                       "0 of 8 points differ", NULL, "out(8)", "2026-01-02T03:04:05Z", "v1" };
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    CHECK(store_put_result(st, &r, err, sizeof err) == 0);     /* one result per schedule and device */
+    r.schedule_text = "schedule a;\nout: root [x=4x2];\n";
+    r.ms = 0.75;
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    r.pipeline = pb;
+    r.schedule_text = "schedule b;\nout: root [x=4x1 y=4x1];\n";
+    r.ms = 3;
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    store_result f = { pb, dev, "schedule b;\nout: root [x=2x2 y=4x1];\n", { 5, 6, 7, 8 }, STORE_WRONG, 0, 0, NULL, 0,
+                       0, NULL, "3 points differ \\ badly", "out(4x4)", NULL, NULL };
+    CHECK(store_put_result(st, &f, err, sizeof err) == 1);
+    f.schedule_text = "schedule b;\nout: root [x=1x4 y=4x1];\n";
+    f.outcome = STORE_TIMEOUT;
+    f.message = "killed after 300 s";
+    CHECK(store_put_result(st, &f, err, sizeof err) == 1);
+    CHECK(store_has_result(st, pb, dev, f.schedule_text, err, sizeof err) == 1);
+    CHECK(store_has_result(st, pb, dev, "schedule b;\nnot stored\n", err, sizeof err) == 0);
+    /* absurd times are refused, and change nothing */
+    r.schedule_text = "schedule b;\nout: root [x=4x4];\n";
+    r.ms = -1;
+    CHECK(store_put_result(st, &r, err, sizeof err) == -1);
+    CHECK(store_has_result(st, pb, dev, r.schedule_text, err, sizeof err) == 0);
+}
+
+typedef struct { int n; double ms[8]; int64_t pipeline[8]; char source[8][32]; } seen;
+
+static int collect_fn(const store_sample *s, void *ud) {
+    seen *v = ud;
+    if (v->n < 8) {
+        v->ms[v->n] = s->ms;
+        v->pipeline[v->n] = s->pipeline;
+        snprintf(v->source[v->n], sizeof v->source[v->n], "%s", s->pipeline_source);
+    }
+    v->n++;
+    return 0;
+}
+
+static void test_rows(void) {
+    char err[512];
+    store *st = store_open(path_in("rows.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    fill(st);
+    store_counts c;
+    CHECK(store_count(st, &c, err, sizeof err) == 0);
+    CHECK(c.pipelines == 2 && c.devices == 1 && c.samples == 3 && c.failures == 2 && c.wrong == 1 && c.timeout == 1);
+    CHECK(c.schedules == 5);
+    seen v = {0};
+    CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
+    CHECK(v.n == 3 && v.ms[0] == 1.25 && v.ms[1] == 0.75 && v.ms[2] == 3);
+    CHECK(v.pipeline[0] == v.pipeline[1] && v.pipeline[1] != v.pipeline[2]);
+    CHECK(!strcmp(v.source[2], "random:seed=3"));
+    seen none = {0};
+    CHECK(store_each_sample(st, "cuda:other", collect_fn, &none, err, sizeof err) == 0 && none.n == 0);
+    store_close(st);
+    /* it persists, and reads back read-only */
+    st = store_open(path_in("rows.db"), STORE_READ, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    CHECK(store_count(st, &c, err, sizeof err) == 0 && c.samples == 3);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&out, &len);
+    CHECK(store_print_stats(st, mem, err, sizeof err) == 0);
+    fclose(mem);
+    CHECK(strstr(out, "\n3 samples\n") != NULL);
+    free(out);
+    store_close(st);
+}
+
+static void test_exchange(void) {
+    char err[512];
+    store *st = store_open(path_in("x.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    fill(st);
+    int64_t n = 0;
+    CHECK(store_export(st, path_in("x.txt"), &n, err, sizeof err) == 0 && n == 5);
+    CHECK(store_export(st, path_in("x.txt.xz"), &n, err, sizeof err) == 0);
+    store_close(st);
+    /* import into a fresh database, export again: the same bytes */
+    for (int xz = 0; xz < 2; xz++) {
+        const char *name = xz ? "y2.db" : "y1.db";
+        store *y = store_open(path_in(name), STORE_WRITE, err, sizeof err);
+        CHECK(y != NULL);
+        if (!y) return;
+        int64_t added = 0;
+        CHECK(store_import(y, path_in(xz ? "x.txt.xz" : "x.txt"), &added, err, sizeof err) == 0);
+        CHECK(added == 5);
+        CHECK(store_import(y, path_in("x.txt"), &added, err, sizeof err) == 0 && added == 0);
+        CHECK(store_export(y, path_in("y.txt"), &n, err, sizeof err) == 0);
+        size_t la, lb;
+        char *a = read_all(path_in("x.txt"), &la), *b = read_all(path_in("y.txt"), &lb);
+        CHECK(a && b && la == lb && !memcmp(a, b, la));
+        free(a);
+        free(b);
+        store_close(y);
+    }
+}
+
+/* A corrupt file is refused with its line, and nothing of it is kept. */
+static void expect_refused(const char *text, const char *needle) {
+    char err[1024];
+    store *st = store_open(path_in("bad.db"), STORE_WRITE, err, sizeof err);
+    if (!st) { CHECK(st != NULL); return; }
+    store_counts before, after;
+    CHECK(store_count(st, &before, err, sizeof err) == 0);
+    write_text(path_in("bad.txt"), text);
+    int rc = store_import(st, path_in("bad.txt"), NULL, err, sizeof err);
+    CHECK(rc == -1);
+    if (rc == -1 && !strstr(err, needle)) fprintf(stderr, "expected '%s' in: %s\n", needle, err);
+    CHECK(strstr(err, needle) != NULL);
+    CHECK(store_count(st, &after, err, sizeof err) == 0);
+    CHECK(!memcmp(&before, &after, sizeof before));
+    store_close(st);
+}
+
+static void test_corrupt_files(void) {
+    size_t n;
+    char *good = read_all(path_in("x.txt"), &n);
+    CHECK(good != NULL);
+    if (!good) return;
+    expect_refused("hello\n", "bad.txt:1: not a stagecraft samples file");
+    /* a pipeline text changed after the export */
+    char *bad = strdup(good), *p = strstr(bad, "in(x)\\s*\\s2");
+    CHECK(p != NULL);
+    if (p) p[3] = 'y';
+    expect_refused(bad, "its text hashes to");
+    free(bad);
+    /* a sample that lost a field; the records before it are not kept */
+    bad = strdup(good);
+    char *s = strstr(bad, "\nsample ");
+    CHECK(s != NULL);
+    if (s) { char *sp = strchr(s + 8, ' '); memmove(sp, strchr(sp + 1, ' '), strlen(strchr(sp + 1, ' ')) + 1); }
+    expect_refused(bad, "a sample record has 14 fields");
+    free(bad);
+    expect_refused("stagecraft-samples 1\nsample 0123456789abcdef k fast 1 1 1 1 c s d v 1,2,3,4 x\n",
+                   "bad.txt:2: pipeline 0123456789abcdef is not defined");
+    expect_refused("stagecraft-samples 1\nfrob x\n", "unknown record 'frob'");
+    expect_refused("stagecraft-samples 1\ndevice a\\q b c d\n", "bad.txt:2: a bad escape");
+    /* a truncated xz file */
+    size_t zn;
+    char *z = read_all(path_in("x.txt.xz"), &zn);
+    FILE *f = fopen(path_in("bad.txt"), "wb");
+    if (f && z) { fwrite(z, 1, zn / 2, f); fclose(f); }
+    char err[512];
+    store *st = store_open(path_in("bad.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st && store_import(st, path_in("bad.txt"), NULL, err, sizeof err) == -1);
+    CHECK(strstr(err, "not a valid xz file") != NULL);
+    store_close(st);
+    free(z);
+    free(good);
+}
+
+static void test_bad_databases(void) {
+    char err[512];
+    CHECK(store_open(path_in("missing.db"), STORE_READ, err, sizeof err) == NULL);
+    CHECK(strstr(err, "no such database") != NULL);
+    write_text(path_in("text.db"), "this is not SQLite at all, just some text that is long enough to read a header\n");
+    CHECK(store_open(path_in("text.db"), STORE_WRITE, err, sizeof err) == NULL);
+    CHECK(strstr(err, "not a stagecraft sample database") != NULL);
+    size_t n;
+    char *s = read_all(path_in("text.db"), &n);
+    CHECK(s && !strncmp(s, "this is not SQLite", 18));   /* left as it was */
+    free(s);
+    /* an SQLite database of something else */
+    sqlite3 *db;
+    CHECK(sqlite3_open(path_in("other.db"), &db) == SQLITE_OK);
+    sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL);
+    sqlite3_close(db);
+    CHECK(store_open(path_in("other.db"), STORE_WRITE, err, sizeof err) == NULL);
+    CHECK(strstr(err, "not a stagecraft sample database") != NULL);
+    /* another schema version */
+    store *st = store_open(path_in("v.db"), STORE_WRITE, err, sizeof err);
+    store_close(st);
+    CHECK(sqlite3_open(path_in("v.db"), &db) == SQLITE_OK);
+    sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL, NULL, NULL);
+    sqlite3_close(db);
+    CHECK(store_open(path_in("v.db"), STORE_READ, err, sizeof err) == NULL);
+    CHECK(strstr(err, "schema version 99") != NULL);
+}
+
+/* A writer holding the database: a write waits, then fails with a message
+ * that says the database is locked; what was stored stays. */
+static void test_locked(void) {
+    char err[512];
+    store *st = store_open(path_in("lock.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    fill(st);
+    sqlite3 *other;
+    CHECK(sqlite3_open(path_in("lock.db"), &other) == SQLITE_OK);
+    CHECK(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    store_set_busy_ms(st, 200);
+    store_device d = { "c:cc:another", "fast", "", "name = t\n" };
+    CHECK(store_put_device(st, &d, err, sizeof err) == -1);
+    CHECK(strstr(err, "locked") != NULL);
+    sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(other);
+    store_counts c;
+    CHECK(store_count(st, &c, err, sizeof err) == 0 && c.samples == 3 && c.devices == 1);
+    CHECK(store_put_device(st, &d, err, sizeof err) > 0);
+    store_close(st);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/sc_test_store_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    RUN(test_rows);
+    RUN(test_exchange);
+    RUN(test_corrupt_files);
+    RUN(test_bad_databases);
+    RUN(test_locked);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    CHECK_EXIT();
+}
