@@ -75,7 +75,7 @@ fuzz-schedules: all
 
 # The learned cost model's weights (docs/costmodel.md) from the committed
 # dataset; TRAIN_DEVICE=KEY keeps one device's samples, TRAIN_EPOCHS=N.
-TRAIN_EPOCHS ?= 50
+TRAIN_EPOCHS ?= 500
 TRAIN_DEVICE ?=
 train: $(BUILD)/stagecraft
 	@mkdir -p weights

@@ -293,7 +293,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
 
 int main(int argc, char **argv) {
     const char *weights = NULL, *apps = NULL, *db = NULL, *data = NULL;
-    int nstates = 64, epochs = 30;
+    int nstates = 64, epochs = 200;
     double min_s = 0.5;
     uint64_t seed = 1;
     train_loss loss = TRAIN_LOSS_THROUGHPUT;
