@@ -61,6 +61,10 @@ case_ train_other_seed 0 -- "$sc" train --data "$data" -o "$tmp/c3.weights" --de
 ok train_seed_matters "$(! cmp -s "$tmp/c.weights" "$tmp/c3.weights"; echo $?)"
 case_ train_hold_out 0 -o 'held out: [1-9]' -- \
     "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur
+case_ train_hold_out_list 0 -o 'held out: [1-9]' -- \
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris,blur
+case_ train_hold_out_none 0 -o 'note: --hold-out left nothing out' -- \
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris
 case_ train_rank_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/r.weights" --epochs 2 --loss rank
 case_ train_fine_tune 0 -o 'fine-tuned from' -- \
     "$sc" train --data "$data" -o "$tmp/f.weights" --device "$ckey" --epochs 2 --init "$tmp/c.weights"

@@ -41,7 +41,7 @@ static void train_usage(FILE *out) {
             "  --data FILE       an exchange file of samples (.txt or .txt.xz)\n"
             "  -o FILE           the weights file to write\n"
             "  --device KEY      only the samples of this device (default: all)\n"
-            "  --hold-out APP    leave out the pipelines of app APP (repeatable)\n"
+            "  --hold-out APP    leave out the pipelines of app APP (repeatable, or a,b,c)\n"
             "  --epochs N        passes over the training samples (default 50)\n"
             "  --seed N          initial weights and minibatch order (default 1)\n"
             "  --lr X            Adam's learning rate (default 0.001)\n"
@@ -61,8 +61,10 @@ static bool parse_double(const char *s, double lo, double hi, double *out) {
 
 int tool_train(int argc, char **argv) {
     const char *cmd = "train", *db = NULL, *data = NULL, *out = NULL, *device = NULL, *init = NULL;
-    const char **hold = calloc((size_t)argc + 1, sizeof *hold);
-    int nhold = 0;
+    /* --hold-out names: split at commas, in one copy of each value */
+    const char **hold = calloc((size_t)argc * 2 + 1, sizeof *hold);
+    char **copies = calloc((size_t)argc + 1, sizeof *copies);
+    int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10;
     double lr = 1e-3;
     train_loss loss = TRAIN_LOSS_THROUGHPUT;
@@ -73,6 +75,8 @@ int tool_train(int argc, char **argv) {
         long long n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             train_usage(stdout);
+            for (int k = 0; k < ncopies; k++) free(copies[k]);
+            free(copies);
             free(hold);
             return TOOL_OK;
         }
@@ -81,7 +85,13 @@ int tool_train(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "-o", &missing))) out = v;
         else if ((v = opt_value(argc, argv, &i, "--device", &missing))) device = v;
         else if ((v = opt_value(argc, argv, &i, "--init", &missing))) init = v;
-        else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing))) hold[nhold++] = v;
+        else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing))) {
+            char *c = copies[ncopies++] = strdup(v), *save = NULL;
+            for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (nhold == cap) hold = realloc(hold, sizeof *hold * (size_t)(cap *= 2));
+                hold[nhold++] = t;
+            }
+        }
         else if ((v = opt_value(argc, argv, &i, "--epochs", &missing))) {
             if (!tool_parse_int(v, 0, 1000000, &n)) rc = tool_usage_error(cmd, "--epochs: expected a number of epochs >= 0, got '%s'", v);
             epochs = n;
@@ -106,6 +116,8 @@ int tool_train(int argc, char **argv) {
         else if (!out) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
     }
     if (rc != TOOL_OK) {
+        for (int k = 0; k < ncopies; k++) free(copies[k]);
+        free(copies);
         free(hold);
         return rc;
     }
@@ -143,6 +155,7 @@ int tool_train(int argc, char **argv) {
         rc = TOOL_INPUT;
         goto done;
     }
+    if (nhold && d.held_out == 0) printf("note: --hold-out left nothing out (no samples of those apps)\n");
     train_split_by_hash(&d, (int)valid);
     train_opts o;
     train_opts_default(&o);
@@ -174,6 +187,8 @@ int tool_train(int argc, char **argv) {
 done:
     train_data_free(&d);
     free(m);
+    for (int k = 0; k < ncopies; k++) free(copies[k]);
+    free(copies);
     free(hold);
     return rc;
 }
