@@ -410,6 +410,23 @@ void train_calibrate(const train_data *d, nn_model *m) {
             }
     }
     for (int k = 0; k < NN_COEF; k++) m->term_scale[k] = cnt[k] && sum[k] > 0 ? (double)cnt[k] / sum[k] : 1.0;
+    /* The schedule inputs are all >= 0 and far from centred, so with
+     * random weights a unit's pre-activation is shifted by W2 mean(s):
+     * about half the units would start dead on every row.  Their biases
+     * start where the mean training row puts them at 0.1. */
+    double mean[NN_SCHED_IN] = { 0 };
+    int64_t rows = 0;
+    for (int i = 0; i < d->nsamples; i++) {
+        const train_sample *sm = &d->samples[i];
+        if (d->pipes[sm->pipe].role != TRAIN_ROLE_TRAIN) continue;
+        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++, rows++)
+            for (int q = 0; q < NN_SCHED_IN; q++) mean[q] += d->sched[(size_t)r * NN_SCHED_IN + q];
+    }
+    for (int j = 0; rows && j < NN_H2; j++) {
+        double b = 0.1;
+        for (int q = 0; q < NN_SCHED_IN; q++) b -= m->w[NN_OFF_W2 + q * NN_H2 + j] * mean[q] / (double)rows;
+        m->w[NN_OFF_B2 + j] = b;
+    }
     m->w[NN_OFF_SCALE] = 0;
     double *pred = base_calloc((size_t)d->nsamples + 1, sizeof(double));
     double *ratio = base_calloc((size_t)d->nsamples + 1, sizeof(double));
