@@ -191,6 +191,45 @@ static void unbounded_gather(void) {
     sc_pipeline_free(P);
 }
 
+/* clamp (min and max) of a 32-bit value that cannot be bounded is still
+ * within the clamp: min and max pick an operand, they never wrap.  Here the
+ * value is a recurrence (unbounded f32) cast to i32, and an i32 input; a
+ * min alone leaves an interval too wide to be a coordinate. */
+static void clamped_unbounded_i32(void) {
+    P = sc_pipeline_new("clamp32");
+    int n = 64;
+    sc_func *in = sc_input(P, "in", SC_I32, 1, &n);
+    sc_func *f = def1("f", sc_cast(P, SC_F32, call1(in, sc_clamp(P, V("x"), I(0), I(63)))));
+    int rmin = 1, rext = 63;
+    sc_rdom *r = sc_rdom_new(P, "r", 1, &rmin, &rext);
+    sc_expr *rx = sc_rvar(P, r, 0);
+    sc_expr *lhs[1] = { rx };
+    CHECK(sc_update(P, f, 1, lhs, add(mul(call1(f, sub(rx, I(1))), sc_float(P, 0.5)), call1(f, rx))) == 0);
+    sc_func *lut = def1("lut", mul(V("x"), I(2)));
+    sc_func *lut2 = def1("lut2", V("x"));
+    sc_expr *i1 = sc_clamp(P, sc_cast(P, SC_I32, mul(call1(f, V("x")), sc_float(P, 16.0))), I(0), I(15));
+    sc_expr *i2 = sc_clamp(P, call1(in, sc_clamp(P, V("x"), I(0), I(63))), I(-3), I(40));
+    sc_func *g = def1("g", add(call1(lut, i1), call1(lut2, i2)));
+    CHECK(sc_output(P, g, 1, &n) == 0);
+    bounds_result *b = infer();
+    CHECK(b != NULL);
+    if (b) {
+        CHECK(region_is(b, lut, 0, 0, 15));
+        CHECK(region_is(b, lut2, 0, -3, 40));
+        bounds_free(b);
+    }
+    sc_pipeline_free(P);
+
+    P = sc_pipeline_new("min32");
+    sc_func *in2 = sc_input(P, "in", SC_I32, 1, &n);
+    sc_func *lut3 = def1("lut", V("x"));
+    sc_func *h = def1("h", call1(lut3, sc_binary(P, SC_MIN, call1(in2, sc_clamp(P, V("x"), I(0), I(63))), I(15))));
+    CHECK(sc_output(P, h, 1, &n) == 0);
+    CHECK(infer_fails());
+    CHECK(has_error("more than 2^28 points"));
+    sc_pipeline_free(P);
+}
+
 /* Reading an input outside its declared size is an error at the access. */
 static void input_out_of_bounds(void) {
     P = sc_pipeline_new("oob");
@@ -603,6 +642,7 @@ int main(void) {
     RUN(resampling);
     RUN(clamped_gather);
     RUN(unbounded_gather);
+    RUN(clamped_unbounded_i32);
     RUN(input_out_of_bounds);
     RUN(histogram);
     RUN(recurrences);

@@ -38,6 +38,12 @@ case_ samples_device_key 0 -o '^  c:cc:.* \[fast math\]: 6, 0$' -- "$sc" samples
 case_ collect_resumes_nothing_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
     "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"
 
+# random pipelines (random-pipeline's generator), recorded by seed
+case_ collect_random 0 -e 'collect: 4 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/r.db" --device c --small --random 2 --first-seed 5 --schedules 2
+ok collect_random_sources "$(sqlite3 "$tmp/r.db" 'SELECT source FROM pipelines ORDER BY source' | tr '\n' ' ' | grep -qx 'random:seed=5 random:seed=6 '; echo $?)"
+case_ collect_bad_random 2 -e '--random: expected' -- "$sc" collect --db "$db" --device c --random x
+
 # export, import elsewhere, export again: the same bytes
 case_ samples_export 0 -o 'wrote .*: 6 samples and failures' -- "$sc" samples --db "$db" export "$tmp/s.txt.xz"
 case_ samples_import 0 -o '6 samples and failures added' -- "$sc" samples --db "$tmp/t.db" import "$tmp/s.txt.xz"

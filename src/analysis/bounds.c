@@ -348,8 +348,18 @@ static ival eval_binary(bctx *c, const sc_expr *e) {
             r = iv_all();
         }
         break;
-    case SC_MIN: r = iv(fmin(a.lo, b.lo), fmin(a.hi, b.hi)); break;
-    case SC_MAX: r = iv(fmax(a.lo, b.lo), fmax(a.hi, b.hi)); break;
+    case SC_MIN: case SC_MAX:
+        r = e->op == SC_MIN ? iv(fmin(a.lo, b.lo), fmin(a.hi, b.hi)) : iv(fmax(a.lo, b.lo), fmax(a.hi, b.hi));
+        /* min and max return one of their operands, so they never wrap:
+         * an unbounded 32-bit operand (its type range) still holds only
+         * values of the type, and clamp(i32(v), 0, 255) is [0, 255]
+         * whatever v is.  Without this, fit() would take the open end for
+         * a wrap and give the whole range back. */
+        if (t != SC_F32) {
+            ival lim = type_limits(t);
+            r = iv(fmax(r.lo, lim.lo), fmin(r.hi, lim.hi));
+        }
+        break;
     case SC_EQ: return cmp_eq(a, b);
     case SC_NE: { ival q = cmp_eq(a, b); return iv(1 - q.hi, 1 - q.lo); }
     case SC_LT: return cmp_lt(a, b);

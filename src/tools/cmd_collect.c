@@ -10,13 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 #include "collect.h"
+#include "randpipe.h"
 #include "tools.h"
 
 #define MAX_PIPES 256
 
 static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
-           "       [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
+           "       [--random N [--first-seed S]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
            "       [--math fast|exact] [--small] [--no-prune]\n\n"
            "Measures K schedules (random walks of the schedule space, seeds 1, 2, ...;\n"
            "duplicates skipped) of each pipeline on the device and stores every result\n"
@@ -27,6 +28,9 @@ static void collect_help(void) {
            "Schedules that already have a result on this device are skipped, so an\n"
            "interrupted run (Ctrl-C, kill, a crash) is resumed by running it again:\n"
            "nothing measured is lost or measured twice.\n"
+           "  --random N       also N random pipelines (random-pipeline, seeds S .. S+N-1;\n"
+           "                   docs/random_pipelines.md), source random:seed=N\n"
+           "  --first-seed S   the first random pipeline's seed (default 1)\n"
            "  --schedules K    schedules per pipeline (default 80)\n"
            "  --jobs J         parallel compiles (default: the core count)\n"
            "  --budget M       stop after M minutes (default: no limit)\n"
@@ -34,7 +38,7 @@ static void collect_help(void) {
            "  --math M         fast (default: the code a user who wants speed runs) or exact\n"
            "  --small          the pipelines' small sizes\n"
            "  --no-prune       draw from the whole space, without Anderson's s6.6 pruning\n"
-           "Pipelines come from apps (their source is recorded as app:NAME).\n");
+           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n");
 }
 
 static void on_signal(int sig) {
@@ -81,6 +85,7 @@ static void source_of(const char *path, char *buf, size_t len) {
 int tool_collect(int argc, char **argv) {
     const char *db = NULL, *pipes[MAX_PIPES];
     int npipes = 0;
+    long long nrandom = 0, first_seed = 1;
     long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
     collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false };
     bool small = false;
@@ -104,6 +109,12 @@ int tool_collect(int argc, char **argv) {
         } else if (!strcmp(a, "--schedules")) {
             if (!tool_parse_int(v, 1, 100000, &schedules))
                 return tool_usage_error("collect", "--schedules: expected 1 to 100000, got '%s'", v);
+        } else if (!strcmp(a, "--random")) {
+            if (!tool_parse_int(v, 1, 100000000, &nrandom))
+                return tool_usage_error("collect", "--random: expected a number of pipelines >= 1, got '%s'", v);
+        } else if (!strcmp(a, "--first-seed")) {
+            if (!tool_parse_int(v, 0, (long long)1 << 62, &first_seed))
+                return tool_usage_error("collect", "--first-seed: expected a seed >= 0, got '%s'", v);
         } else if (!strcmp(a, "--jobs")) {
             if (!tool_parse_int(v, 1, 256, &jobs)) return tool_usage_error("collect", "--jobs: expected 1 to 256, got '%s'", v);
         } else if (!strcmp(a, "--budget")) {
@@ -120,7 +131,7 @@ int tool_collect(int argc, char **argv) {
     if (!o.device) return tool_usage_error("collect", "--device opencl|c|cuda is required");
     if (!rt_ops_by_name(o.device))
         return tool_usage_error("collect", "--device: '%s' is not one of opencl, c, cuda", o.device);
-    if (npipes == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe...)");
+    if (npipes == 0 && nrandom == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe... or --random N)");
     o.schedules = (int)schedules;
     o.jobs = (int)jobs;
     o.timeout_ms = (int)timeout_ms;
@@ -150,8 +161,9 @@ int tool_collect(int argc, char **argv) {
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         fprintf(stderr, "collect: device %s (%s math), target %s, %d schedules per pipeline, %d pipelines\n",
-                collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules, npipes);
-        collect_plan(c, (int64_t)npipes * o.schedules);
+                collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules,
+                npipes + (int)nrandom);
+        collect_plan(c, ((int64_t)npipes + nrandom) * o.schedules);
         for (int i = 0; i < npipes && !collect_stopped(c); i++) {
             char source[256];
             source_of(pipes[i], source, sizeof source);
@@ -161,6 +173,19 @@ int tool_collect(int argc, char **argv) {
                 fprintf(stderr, "%sstagecraft collect: %s\n", o.progress_bar ? "\n" : "", err);
                 rc = TOOL_INPUT;
                 break;
+            }
+        }
+        for (long long k = 0; k < nrandom && rc == TOOL_OK && !collect_stopped(c); k++) {
+            uint64_t seed = (uint64_t)(first_seed + k);
+            char *text = randpipe_generate(seed, 0, NULL), name[64], source[64];
+            snprintf(name, sizeof name, "random_%llu.pipe", (unsigned long long)seed);
+            snprintf(source, sizeof source, "random:seed=%llu", (unsigned long long)seed);
+            int r = collect_pipeline(c, name, text, source, small, err, sizeof err);
+            free(text);
+            if (r == -2) fprintf(stderr, "%scollect: skipping %s\n", o.progress_bar ? "\n" : "", err);
+            if (r == -1) {
+                fprintf(stderr, "%sstagecraft collect: %s\n", o.progress_bar ? "\n" : "", err);
+                rc = TOOL_INPUT;
             }
         }
         collect_totals t = collect_get_totals(c);

@@ -1,0 +1,73 @@
+/*
+ * randpipe.h - random training pipelines for the learned cost model
+ * (Anderson et al. 2021 §7 trains on random pipelines): .pipe text made of
+ * the operations imaging and ML pipelines are made of, chained the way real
+ * pipelines chain them.  docs/random_pipelines.md describes the operations,
+ * the table of weights that chains them, the sizes and their calibration.
+ *
+ * Deterministic: one seed and one stage count give the same bytes on every
+ * machine (a splitmix64 generator of its own, integer arithmetic only).
+ * Reentrant: every call owns its state; no static buffers.
+ */
+#ifndef SC_RANDPIPE_H
+#define SC_RANDPIPE_H
+
+#include <stdint.h>
+
+/* The operations, in the order docs/random_pipelines.md lists them. */
+#define RANDPIPE_KINDS(X) \
+    X(CONV_TAPS, "conv_taps")       /* 1-D or 2-D convolution, unrolled taps */ \
+    X(CONV_RDOM, "conv_rdom")       /* 1-D or 2-D convolution over an rdom, weights an input */ \
+    X(POOL, "pool")                 /* max or average pooling, stride 1 or 2 */ \
+    X(ACTIVATION, "activation")     /* relu, leaky relu, tanh, sigmoid, hard tanh */ \
+    X(PAD, "pad")                   /* repeat_edge, constant_exterior, mirror */ \
+    X(DOWNSAMPLE, "downsample")     /* by 2: filtered or decimated */ \
+    X(UPSAMPLE, "upsample")         /* by 2: nearest or linear */ \
+    X(ALL_TO_ALL, "all_to_all")     /* a matrix multiply over channels */ \
+    X(SCAN, "scan")                 /* a first-order recurrence, one or two directions */ \
+    X(HISTOGRAM, "histogram")       /* tiled histogram (scatter), then a lookup in it */ \
+    X(SLICE, "slice")               /* one channel, or a crop */ \
+    X(TRANSPOSE, "transpose")       /* swaps x and y */ \
+    X(UNARY, "unary")               /* exp, log, sqrt, tanh, kept finite */ \
+    X(BINARY, "binary")             /* two earlier stages of one shape (a diamond) */ \
+    X(CAST, "cast")                 /* between integer and float types */
+
+typedef enum {
+#define RANDPIPE_ENUM_(id, name) RANDPIPE_##id,
+    RANDPIPE_KINDS(RANDPIPE_ENUM_)
+#undef RANDPIPE_ENUM_
+    RANDPIPE_NKINDS
+} randpipe_kind;
+
+enum {
+    RANDPIPE_MIN_STAGES = 2,
+    RANDPIPE_MAX_STAGES = 20,
+};
+
+/* What one call drew.  "Stages" counts Funcs: every Func the pipeline
+ * defines, inputs excluded and helper Funcs of inline reductions (sum)
+ * included, i.e. the "N Funcs" that `stagecraft check` prints.  A Func's
+ * update definitions do not count (defs does). */
+typedef struct {
+    uint64_t seed;
+    int funcs;                          /* == the stage count */
+    int defs;                           /* definitions, updates included */
+    int nops;                           /* operations drawn */
+    randpipe_kind ops[RANDPIPE_MAX_STAGES];
+    int kind_count[RANDPIPE_NKINDS];    /* operations of each kind */
+    int inputs, outputs;
+    int width, height;                  /* paper sizes W, H */
+    int small_width, small_height;      /* the `small` sizes */
+    double work;                        /* estimated operations at paper size */
+} randpipe_info;
+
+/* The .pipe text of the random pipeline of seed with `stages` Funcs (0:
+ * drawn in RANDPIPE_MIN_STAGES..RANDPIPE_MAX_STAGES).  Returns malloc'd
+ * text (caller frees), or NULL when stages is out of range.  info (may be
+ * NULL) receives what was drawn. */
+char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info);
+
+/* "conv_taps", ... for a kind; "?" out of range. */
+const char *randpipe_kind_name(int kind);
+
+#endif

@@ -1,0 +1,245 @@
+/*
+ * test_randpipe.c - the random training pipelines (src/gen/randpipe.h).
+ *
+ *  - 1,000 seeds, a third with the stage count drawn and the rest with one
+ *    asked (2..20 in turn), each parse and bound at their small and paper
+ *    sizes with no error; the Funcs the parser counts (inputs excluded)
+ *    equal what the generator says and what was asked, inputs and outputs
+ *    too;
+ *  - the same seed gives the same text (and, for three seeds, the text
+ *    whose hash is recorded here), different seeds different texts, and a
+ *    stage count out of range gives nothing;
+ *  - over the 1,000, every operation kind is drawn (counted from the
+ *    generator's info, not from the text);
+ *  - RUNS (default 50) pipelines at their small sizes, each through a
+ *    random schedule (and every fifth through a second one) on the C and
+ *    OpenCL back ends, bit-identical to the reference evaluator.
+ *    BACKENDS=c,opencl picks the back ends, SEED0 (default 5000) the
+ *    first seed, for longer hunts.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "bounds.h"
+#include "exec.h"
+#include "fixtures.h"
+#include "randpipe.h"
+#include "space.h"
+
+enum { NSEEDS = 1000 };
+
+/* The stage count asked of seed i: 0 (drawn) for a third, else 2..20. */
+static int stages_for(int i) { return i % 3 == 0 ? 0 : 2 + i % 19; }
+
+static int count_funcs(const sc_pipeline *p) {
+    int n = 0;
+    for (int i = 0; i < p->funcs.n; i++) n += ((const sc_func *)p->funcs.items[i])->kind != FUNC_INPUT;
+    return n;
+}
+
+/* Parses text at its small or paper sizes; NULL (errors printed) when it
+ * does not parse or bound.  *b receives the bounds. */
+static sc_pipeline *load(const char *text, int small, bounds_result **b) {
+    sc_parse_options po = { small, 0, NULL, NULL };
+    sc_pipeline *p = sc_parse_string("random.pipe", text, strlen(text), &po);
+    *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    if (!*b) {
+        for (int i = 0; i < sc_error_count(p) && i < 3; i++) fprintf(stderr, "  %s\n", sc_error_message(p, i));
+        sc_pipeline_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int kind_total[RANDPIPE_NKINDS];
+
+static void thousand_valid(void) {
+    int bad = 0, bad_count = 0, defs_total = 0, two_outputs = 0;
+    for (int i = 0; i < NSEEDS; i++) {
+        randpipe_info info;
+        uint64_t seed = 1000 + (uint64_t)i * 7919;
+        char *text = randpipe_generate(seed, stages_for(i), &info);
+        CHECK(text != NULL);
+        if (!text) continue;
+        for (int k = 0; k < RANDPIPE_NKINDS; k++) kind_total[k] += info.kind_count[k];
+        int ok_all = 1;
+        for (int small = 1; small >= 0; small--) {
+            bounds_result *b;
+            sc_pipeline *p = load(text, small, &b);
+            if (!p) {
+                if (bad++ < 3) fprintf(stderr, "seed %llu (small %d) does not parse or bound:\n%s\n",
+                                       (unsigned long long)seed, small, text);
+                ok_all = 0;
+                continue;
+            }
+            int nf = count_funcs(p);
+            bool counts = nf == info.funcs && nf >= RANDPIPE_MIN_STAGES && nf <= RANDPIPE_MAX_STAGES &&
+                          (stages_for(i) == 0 || nf == stages_for(i)) &&
+                          p->inputs.n == info.inputs && p->outputs.n == info.outputs;
+            int defs = 0;
+            for (int f = 0; f < p->funcs.n; f++) {
+                const sc_func *fn = p->funcs.items[f];
+                if (fn->kind != FUNC_INPUT) defs += fn->nstages;
+            }
+            counts = counts && defs == info.defs;
+            if (!counts && bad_count++ < 3)
+                fprintf(stderr, "seed %llu: %d Funcs (info %d, asked %d), %d definitions (info %d), "
+                        "%d inputs (info %d), %d outputs (info %d)\n", (unsigned long long)seed, nf,
+                        info.funcs, stages_for(i), defs, info.defs, p->inputs.n, info.inputs,
+                        p->outputs.n, info.outputs);
+            bounds_free(b);
+            sc_pipeline_free(p);
+        }
+        if (ok_all) { defs_total += info.defs; two_outputs += info.outputs == 2; }
+        CHECK(info.nops >= 1 && info.nops <= info.funcs);
+        CHECK(info.width >= info.small_width && info.height >= info.small_height);
+        free(text);
+    }
+    CHECK(bad == 0);
+    CHECK(bad_count == 0);
+    CHECK(two_outputs > 0 && two_outputs < NSEEDS / 4);
+    printf("  %d pipelines, %d definitions, %d with two outputs\n", NSEEDS, defs_total, two_outputs);
+}
+
+static void deterministic(void) {
+    int same = 0, differ = 0;
+    char *prev = NULL;
+    for (int i = 0; i < 100; i++) {
+        char *a = randpipe_generate((uint64_t)i, stages_for(i), NULL);
+        char *b = randpipe_generate((uint64_t)i, stages_for(i), NULL);
+        same += a && b && !strcmp(a, b);
+        differ += prev && a && strcmp(prev, a) != 0;
+        free(prev);
+        free(b);
+        prev = a;
+    }
+    free(prev);
+    CHECK(same == 100);
+    CHECK(differ == 99);
+    /* the stage count changes the pipeline; the seed names it */
+    char *a = randpipe_generate(42, 5, NULL), *b = randpipe_generate(42, 6, NULL);
+    CHECK(a && b && strcmp(a, b) != 0);
+    CHECK(a && strstr(a, "pipeline random_42;"));
+    free(a);
+    free(b);
+    /* the same bytes on every machine: FNV-1a hashes of three texts as
+     * generated when the generator was written (a change to the generator
+     * changes the training data, and must update them knowingly) */
+    static const struct { uint64_t seed; int stages; uint64_t fnv; } golden[] = {
+        { 7, 6, 0x1fadd730781a9cf0ull },
+        { 1, 0, 0x523473b5824163dbull },
+        { 123456789, 20, 0xd195d5e62501b01cull },
+    };
+    for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
+        char *t = randpipe_generate(golden[i].seed, golden[i].stages, NULL);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (const char *c = t; c && *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        if (h != golden[i].fnv) fprintf(stderr, "  seed %llu: text hash 0x%016llx\n", (unsigned long long)golden[i].seed,
+                                        (unsigned long long)h);
+        CHECK(h == golden[i].fnv);
+        free(t);
+    }
+    /* out of range */
+    CHECK(randpipe_generate(1, 1, NULL) == NULL);
+    CHECK(randpipe_generate(1, 21, NULL) == NULL);
+    CHECK(randpipe_generate(1, -3, NULL) == NULL);
+}
+
+static void coverage(void) {
+    for (int k = 0; k < RANDPIPE_NKINDS; k++) {
+        printf("  %-11s %d\n", randpipe_kind_name(k), kind_total[k]);
+        CHECK(kind_total[k] >= 10);
+    }
+    CHECK(!strcmp(randpipe_kind_name(RANDPIPE_HISTOGRAM), "histogram"));
+    CHECK(!strcmp(randpipe_kind_name(RANDPIPE_NKINDS), "?"));
+}
+
+typedef struct { const rt_ops *ops; rt_device *dev; } device;
+
+/* Pipelines at small sizes through random schedules, checked bit for bit
+ * against the reference evaluator on each back end. */
+static void schedules(void) {
+    int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 50;
+    uint64_t seed0 = getenv("SEED0") ? strtoull(getenv("SEED0"), NULL, 10) : 5000;
+    const char *backends = getenv("BACKENDS") ? getenv("BACKENDS") : "c,opencl";
+    char err[8192];
+    device devs[2];
+    int ndev = 0;
+    const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
+    for (int i = 0; i < 2; i++) {
+        if (!strstr(backends, all[i]->name)) continue;
+        rt_device *dv = all[i]->open(err, sizeof err);
+        if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
+        devs[ndev].ops = all[i];
+        devs[ndev++].dev = dv;
+    }
+    /* a schedule must fit the OpenCL device and a CUDA GPU */
+    target t = fixture_target("host-opencl"), gpu = fixture_target("a100");
+    if (gpu.max_threads_per_block < t.max_threads_per_block) t.max_threads_per_block = gpu.max_threads_per_block;
+    if (gpu.shared_mem_per_block < t.shared_mem_per_block) t.shared_mem_per_block = gpu.shared_mem_per_block;
+    if (gpu.registers_per_thread < t.registers_per_thread) t.registers_per_thread = gpu.registers_per_thread;
+    space_opts so = { &t, false };
+    for (int i = 0; i < runs; i++) {
+        uint64_t seed = seed0 + (uint64_t)i;
+        randpipe_info info;
+        char *text = randpipe_generate(seed, 0, &info);
+        bounds_result *b = NULL;
+        sc_pipeline *p = text ? load(text, 1, &b) : NULL;
+        if (!p) {
+            check_report(false, "random_%llu: does not load", (unsigned long long)seed);
+            free(text);
+            continue;
+        }
+        int nin = p->inputs.n, nout = p->outputs.n;
+        sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **ref = calloc((size_t)nout + 1, sizeof *ref);
+        if (!in || !ref) abort();
+        for (int k = 0; k < nin; k++) in[k] = sc_input_random(p, k, seed);
+        if (sc_evaluate(p, in, seed, ref) != 0) {
+            check_report(false, "random_%llu: the reference evaluator failed: %s", (unsigned long long)seed,
+                         sc_error_count(p) ? sc_error_message(p, 0) : "?");
+        } else {
+            for (int s = 0; s < (i % 5 == 0 ? 2 : 1); s++) {
+                uint64_t sseed = seed * 31 + (uint64_t)s;
+                ir_arena *arena = ir_arena_new();
+                sched_state *st = space_random(arena, p, b, &so, sseed, err, sizeof err);
+                lower_program *prog = st ? lower_schedule(arena, p, b, st, err, sizeof err) : NULL;
+                if (!prog) {
+                    check_report(false, "random_%llu/sched%llu: %s", (unsigned long long)seed,
+                                 (unsigned long long)sseed, err);
+                    ir_arena_free(arena);
+                    continue;
+                }
+                for (int d = 0; d < ndev; d++) {
+                    exec_diff df;
+                    memset(&df, 0, sizeof df);
+                    exec_session *es = exec_open_checked(devs[d].ops, devs[d].dev, prog, CG_MATH_EXACT, NULL,
+                                                         in, ref, 120000, &df, err, sizeof err);
+                    bool ok = es && df.mismatches == 0;
+                    if (es && !ok) snprintf(err, sizeof err, "%lld of %lld points differ (max %lld ulp)",
+                                            (long long)df.mismatches, (long long)df.points, (long long)df.max_ulp);
+                    check_report(ok, "random_%llu/sched%llu/%s (%d Funcs, %d kernels)%s%s",
+                                 (unsigned long long)seed, (unsigned long long)sseed, devs[d].ops->name,
+                                 info.funcs, prog->nkernels, ok ? "" : ": ", ok ? "" : err);
+                    exec_close(es);
+                }
+                ir_arena_free(arena);
+            }
+        }
+        for (int k = 0; k < nin; k++) sc_buffer_free(in[k]);
+        for (int k = 0; k < nout; k++) sc_buffer_free(ref[k]);
+        free(in);
+        free(ref);
+        bounds_free(b);
+        sc_pipeline_free(p);
+        free(text);
+    }
+    for (int d = 0; d < ndev; d++) devs[d].ops->close(devs[d].dev);
+}
+
+int main(void) {
+    RUN(thousand_valid);
+    RUN(deterministic);
+    RUN(coverage);
+    schedules();
+    CHECK_EXIT();
+}
