@@ -13,8 +13,9 @@ LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules clean
-all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest
+.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train clean
+all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest \
+     $(BUILD)/bench_costmodel
 
 deps:
 	@bash scripts/install-deps.sh
@@ -50,6 +51,9 @@ $(BUILD)/bench_schedules: bench/bench_schedules.c $(BUILD)/libstagecraft.a
 $(BUILD)/bench_nest: bench/bench_nest.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
+$(BUILD)/bench_costmodel: bench/bench_costmodel.c $(BUILD)/libstagecraft.a
+	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
+
 $(BUILD)/example_blur: examples/blur.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
@@ -68,6 +72,15 @@ demo: deps all
 SEEDS ?= 30
 fuzz-schedules: all
 	SEEDS=$(SEEDS) CUDA_SEEDS=1000 bash tests/fuzz_schedules.sh $(BUILD)
+
+# The learned cost model's weights (docs/costmodel.md) from the committed
+# dataset; TRAIN_DEVICE=KEY keeps one device's samples, TRAIN_EPOCHS=N.
+TRAIN_EPOCHS ?= 500
+TRAIN_DEVICE ?=
+train: $(BUILD)/stagecraft
+	@mkdir -p weights
+	./$(BUILD)/stagecraft train --data data/samples.txt.xz -o weights/pocl.weights --epochs $(TRAIN_EPOCHS) \
+		--seed 1 $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)')
 
 test: deps all
 	@bash tests/run.sh $(BUILD)

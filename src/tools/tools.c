@@ -13,12 +13,16 @@
 int tool_samples(int argc, char **argv);
 int tool_collect(int argc, char **argv);
 int tool_random_pipeline(int argc, char **argv);
+int tool_train(int argc, char **argv);
+int tool_predict(int argc, char **argv);
 
 /* In the order `stagecraft --help` lists them; ends with a NULL name. */
 static const tool tools[] = {
     { "random-pipeline", "write a random valid pipeline (training data for the cost model)", tool_random_pipeline },
     { "collect", "measure schedules of pipelines into the sample store", tool_collect },
     { "samples", "the sample store: stats, export and import of measured schedules", tool_samples },
+    { "train", "train the learned cost model on measured samples (docs/costmodel.md)", tool_train },
+    { "predict", "the run time the learned cost model predicts for a schedule", tool_predict },
     { NULL, NULL, NULL },
 };
 

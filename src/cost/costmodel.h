@@ -1,0 +1,59 @@
+/*
+ * costmodel.h - cost models as plug-ins: a small ops struct that predicts
+ * the run time of many (partial) states at once from their feature rows,
+ * for the searches (DESIGN.md: "cost models and searches as small ops
+ * structs").  The learned model of Anderson et al. 2021 is the first:
+ * the cost terms of Appendix B computed from each stage's features and
+ * the target, weighted by the coefficients the network (nn.h) predicts
+ * from the same features, summed over a state's stages
+ * (docs/costmodel.md).
+ */
+#ifndef SC_COSTMODEL_H
+#define SC_COSTMODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "features.h"
+#include "nn.h"
+#include "target.h"
+
+/* The cost terms of one stage (Appendix B; the coefficient indices are
+ * Halide's, so term k is weighted by coefficient k): NN_COEF values, 0
+ * for the indices no term uses.  v is a feature vector (FEAT_COUNT), t
+ * the target it was featurized for (its SM count and block limit enter
+ * the idle-core term). */
+void cost_terms(const double *v, const target *t, double *terms);
+/* The name of term k ("compute: num_scalars (not inlined)"), or NULL for
+ * an index no term uses. */
+const char *cost_term_name(int k);
+
+typedef struct cost_model cost_model;
+typedef struct {
+    const char *name;
+    /* ms[i] = the predicted run time of state i from its features
+     * (feats[i]: the rows of every decided, non-inline stage of one state;
+     * the states may be of one pipeline or several).  0, or -1 with err. */
+    int (*predict)(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err,
+                   size_t errlen);
+    void (*free)(cost_model *m);
+} cost_ops;
+struct cost_model {
+    const cost_ops *ops;
+};
+
+static inline int cost_predict(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err,
+                               size_t errlen) {
+    return m->ops->predict(m, n, feats, ms, err, errlen);
+}
+static inline void cost_free(cost_model *m) {
+    if (m) m->ops->free(m);
+}
+
+/* The learned model with a copy of weights w, for states featurized for
+ * target t.  It keeps, per stage (Func and stage index), the part of the
+ * network that depends only on the algorithm features (checked against
+ * the row's features on every use), and its scratch: a call allocates
+ * only when it meets a stage it has not seen. */
+cost_model *cost_learned_new(const nn_model *w, const target *t);
+
+#endif

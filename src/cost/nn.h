@@ -1,0 +1,131 @@
+/*
+ * nn.h - the small network of the learned cost model (Anderson et al. 2021
+ * §7.2, Appendix B; sizes after Halide's anderson2021 cost model): per
+ * stage, it turns the stage's features into NN_COEF non-negative
+ * coefficients that weight hand-derived cost terms (costmodel.h computes
+ * the terms); the stage costs sum to a state's predicted time.
+ * docs/costmodel.md has the sizes, the formula and the weights format.
+ *
+ *   algorithm features a (op histogram + access classes, raw counts)
+ *       e1 = b1 + sigmoid(W1) a                 NN_H1 wide, positive weights
+ *   schedule features s (every FEAT_SCHED entry), log(1 + s)
+ *       e2 = relu(b2 + W2 log(1 + s))           NN_H2 wide
+ *   z = b3 + W3 [e1; e2],  coef = relu(z)       NN_COEF wide
+ *   stage cost = sum_k coef_k * term_k * term_scale_k
+ *   state time (ms) = exp(log_scale) * sum over its stages of stage cost
+ *
+ * term_scale is fixed when training starts (1 / the mean of each term over
+ * the training rows) so that every coefficient starts near 1 whatever its
+ * term's unit; log_scale is trained.  All arithmetic is in double: one
+ * path for inference, training and the gradient check.
+ *
+ * Parameters are one flat array of NN_NPARAMS doubles with named slices
+ * (NN_OFF_*); matrices are stored input-major (W[i][o] at i * outputs + o)
+ * so that the inner loops run over outputs and vectorize.
+ */
+#ifndef SC_NN_H
+#define SC_NN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "features.h"
+
+/* The algorithm features are the op histogram and the FEAT_ALGO entries
+ * at the head of FEAT_LIST; every entry from num_realizations on is a
+ * schedule feature (tests/test_nn.c checks the kinds). */
+#define NN_ALGO_IN FEAT_AT(FEAT_num_realizations)
+#define NN_SCHED_IN (FEAT_COUNT - NN_ALGO_IN)
+#define NN_H1 8
+#define NN_H2 24
+#define NN_COEF 32
+/* Bumped whenever the cost terms (costmodel.c) change meaning: it enters
+ * the layout hash, so older weights files are refused. */
+#define NN_TERMS_VERSION 1
+
+#define NN_OFF_W1 0                                      /* [NN_ALGO_IN][NN_H1], squashed by a sigmoid */
+#define NN_OFF_B1 (NN_OFF_W1 + NN_ALGO_IN * NN_H1)
+#define NN_OFF_W2 (NN_OFF_B1 + NN_H1)                   /* [NN_SCHED_IN][NN_H2] */
+#define NN_OFF_B2 (NN_OFF_W2 + NN_SCHED_IN * NN_H2)
+#define NN_OFF_W3 (NN_OFF_B2 + NN_H2)                   /* [NN_H1 + NN_H2][NN_COEF] */
+#define NN_OFF_B3 (NN_OFF_W3 + (NN_H1 + NN_H2) * NN_COEF)
+#define NN_OFF_SCALE (NN_OFF_B3 + NN_COEF)              /* log_scale */
+#define NN_NPARAMS (NN_OFF_SCALE + 1)
+
+/* A model: trained parameters, the fixed term scales and what the
+ * weights file says about where they come from. */
+#define NN_DEVICE_MAX 256
+#define NN_SUMMARY_MAX 1024
+typedef struct {
+    double w[NN_NPARAMS];
+    double term_scale[NN_COEF];
+    char device[NN_DEVICE_MAX];       /* the device key trained for ("" unknown) */
+    char summary[NN_SUMMARY_MAX];     /* the training set, one line */
+} nn_model;
+
+/* Random initial weights (deterministic in seed), term scales 1. */
+void nn_init(nn_model *m, uint64_t seed);
+
+/* The hash of the input layout: every feature's name and kind, the
+ * network's sizes and NN_TERMS_VERSION. */
+uint64_t nn_layout_hash(void);
+
+/* Rows to evaluate: per row its raw algorithm features (NN_ALGO_IN),
+ * log(1 + x) of its schedule features (NN_SCHED_IN) and its cost terms
+ * (NN_COEF, unscaled). */
+typedef struct {
+    int n;
+    const double *const *algo;        /* n pointers */
+    const double *sched;              /* n x NN_SCHED_IN */
+    const double *terms;              /* n x NN_COEF */
+} nn_rows;
+
+/* What the forward pass keeps for the backward pass, for up to cap rows. */
+typedef struct {
+    int cap;
+    double sw1[NN_ALGO_IN * NN_H1];   /* sigmoid(W1) */
+    double *e1, *e2, *z;              /* per row: NN_H1, NN_H2, NN_COEF */
+} nn_tape;
+void nn_tape_init(nn_tape *t);
+void nn_tape_reserve(nn_tape *t, int rows);
+void nn_tape_free(nn_tape *t);
+
+/* cost[r] = the cost of row r in the model's units (before exp(log_scale)).
+ * With a tape (reserved for r.n rows) keeps what nn_backward needs. */
+void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost);
+/* Adds to grad (NN_NPARAMS) the gradient of sum_r dcost[r] * cost[r] +
+ * reg * sum_r sum_k max(-z_rk, 0) for the rows of the last nn_forward with
+ * tape t.  The regularizer (Halide's) pulls dead coefficients back. */
+void nn_backward(const nn_model *m, const nn_rows *r, const nn_tape *t, const double *dcost, double reg,
+                 double *grad);
+/* sum over the rows of sum_k max(-z_rk, 0), after nn_forward with t. */
+double nn_reg_value(const nn_tape *t, int n);
+
+/* Inference in two parts, for callers that see one stage's algorithm
+ * features many times (costmodel.c caches the first part per stage):
+ * part = b3 + W3[:NN_H1] e1 from the algorithm features (sw1 =
+ * nn_squash's), then the row's cost from part, its log(1 + schedule
+ * features) and its terms. */
+void nn_squash(const nn_model *m, double *sw1);
+/* The network's schedule input of a feature vector (FEAT_COUNT):
+ * log(1 + x) of each schedule feature (0 for x <= 0). */
+void nn_sched_inputs(const double *v, double *sched_log);
+void nn_algo_part(const nn_model *m, const double *sw1, const double *algo, double *part);
+double nn_row_cost(const nn_model *m, const double *part, const double *sched_log, const double *terms);
+
+/* Adam (Kingma & Ba), beta1 0.9, beta2 0.999, epsilon 1e-8. */
+typedef struct {
+    double m[NN_NPARAMS], v[NN_NPARAMS];
+    int64_t t;
+} nn_adam;
+void nn_adam_init(nn_adam *a);
+void nn_adam_step(nn_model *m, nn_adam *a, const double *grad, double lr);
+
+/* The weights file (docs/costmodel.md): a header (magic, format version,
+ * layout hash, device key, training summary), the parameters and the term
+ * scales, and a checksum.  0, or -1 with a message naming the file. */
+#define NN_FORMAT_VERSION 1
+int nn_save(const nn_model *m, const char *path, char *err, size_t errlen);
+int nn_load(nn_model *m, const char *path, char *err, size_t errlen);
+
+#endif

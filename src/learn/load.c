@@ -1,0 +1,209 @@
+/*
+ * load.c - a training set from the sample store (train_load.h): each
+ * pipeline's text parsed once, each schedule parsed and featurized with
+ * the pipeline's loop-nest and feature contexts, for the target its
+ * device was measured with.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "base.h"
+#include "stagecraft.h"
+#include "train_load.h"
+
+typedef struct {
+    train_data *d;
+    const train_load_opts *o;
+    int64_t pipe_id;              /* the store's id of the pipeline being read */
+    int pipe;                     /* its index in d, or -1 (unreadable) or -2 (held out) */
+    sc_pipeline *p;
+    bounds_result *b;
+    nest_ctx *nx;
+    feat_ctx *fx;
+    ir_arena *a;
+    int since_flush;
+    char key[NN_DEVICE_MAX];      /* the device whose target t is */
+    bool t_ok;
+    target t;
+    bool first_device, mixed;
+} loader;
+
+static void loader_drop(loader *L) {
+    if (L->fx) feat_ctx_free(L->fx);
+    if (L->nx) nest_ctx_free(L->nx);
+    if (L->a) ir_arena_free(L->a);
+    if (L->b) bounds_free(L->b);
+    if (L->p) sc_pipeline_free(L->p);
+    L->fx = NULL;
+    L->nx = NULL;
+    L->a = NULL;
+    L->b = NULL;
+    L->p = NULL;
+}
+
+static bool loader_held(const loader *L, const char *source) {
+    if (strncmp(source, "app:", 4)) return false;
+    for (int i = 0; i < L->o->nhold; i++)
+        if (!strcmp(source + 4, L->o->hold[i])) return true;
+    return false;
+}
+
+/* A new pipeline: parsed, bounded, with fresh contexts. */
+static void loader_pipeline(loader *L, const store_sample *s) {
+    loader_drop(L);
+    L->pipe_id = s->pipeline;
+    if (loader_held(L, s->pipeline_source)) {
+        L->pipe = -2;
+        return;
+    }
+    char file[300];
+    snprintf(file, sizeof file, "%s.pipe", s->pipeline_name);
+    L->p = sc_parse_string(file, s->pipeline_text, strlen(s->pipeline_text), NULL);
+    L->b = sc_error_count(L->p) ? NULL : bounds_infer(L->p);
+    if (!L->b) {
+        if (L->o->log)
+            fprintf(L->o->log, "skipping pipeline %s: %s\n", s->pipeline_name,
+                    sc_error_count(L->p) ? sc_error_message(L->p, 0) : "no bounds");
+        loader_drop(L);
+        L->pipe = -1;
+        return;
+    }
+    L->nx = nest_ctx_new(L->p, L->b);
+    L->fx = feat_ctx_new(L->p, L->b);
+    L->a = ir_arena_new();
+    L->since_flush = 0;
+    L->pipe = train_data_pipeline(L->d, s->pipeline_name, s->pipeline_source, s->pipeline_hash);
+}
+
+static int loader_sample(const store_sample *s, void *ud) {
+    loader *L = ud;
+    train_data *d = L->d;
+    if (s->pipeline != L->pipe_id) loader_pipeline(L, s);
+    if (L->pipe == -2) {
+        d->held_out++;
+        return 0;
+    }
+    if (L->pipe < 0) {
+        d->rejected_input++;
+        return 0;
+    }
+    if (strcmp(L->key, s->device_key)) {
+        snprintf(L->key, sizeof L->key, "%s", s->device_key);
+        char err[512], what[NN_DEVICE_MAX + 32];
+        snprintf(what, sizeof what, "target of device %s", s->device_key);
+        L->t_ok = target_parse(what, s->target_text, &L->t, err, sizeof err) == 0;
+        if (!L->t_ok && L->o->log) fprintf(L->o->log, "skipping samples of device %s: %s\n", s->device_key, err);
+        if (L->first_device) {
+            snprintf(d->device, sizeof d->device, "%s", s->device_key);
+            L->first_device = false;
+        } else if (strcmp(d->device, s->device_key)) {
+            L->mixed = true;
+        }
+    }
+    if (!L->t_ok) {
+        d->rejected_input++;
+        return 0;
+    }
+    char err[1024];
+    sched_state *st = sched_parse(L->a, L->p, "schedule", s->schedule_text, err, sizeof err);
+    if (!st || !sched_complete(L->p, st)) {
+        d->rejected_input++;
+        return 0;
+    }
+    /* the kernel cache grows with every new kernel: dropped now and then */
+    if (++L->since_flush >= 256) {
+        nest_ctx_flush(L->nx);
+        L->since_flush = 0;
+    }
+    nest *model = nest_build(L->nx, st, err, sizeof err);
+    feat_result r = { 0 };
+    if (!model || feat_compute_ctx(L->fx, st, model, &L->t, &r, err, sizeof err) != 0) {
+        if (model) nest_free(model);
+        d->rejected_input++;
+        return 0;
+    }
+    nest_free(model);
+    train_data_add(d, L->pipe, &r, &L->t, s->ms);
+    feat_free(&r);
+    return 0;
+}
+
+int train_load_store(train_data *d, store *st, const train_load_opts *o, char *err, size_t errlen) {
+    loader L = { .d = d, .o = o, .pipe_id = -1, .pipe = -1, .first_device = true };
+    int rc = store_each_sample(st, o->device_key, loader_sample, &L, err, errlen);
+    loader_drop(&L);
+    if (L.mixed) d->device[0] = 0;
+    return rc < 0 ? -1 : 0;
+}
+
+/* A store with the exchange file's samples: in memory when SQLite allows
+ * it, else in a temporary file removed at once. */
+static store *train_open_data(const char *data, char *err, size_t errlen) {
+    char e2[512];
+    store *st = store_open(":memory:", STORE_WRITE, e2, sizeof e2);
+    char tmp[] = "/tmp/stagecraft-train-XXXXXX";
+    bool temp = false;
+    if (!st) {
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            base_fail(err, errlen, "cannot make a temporary database for %s", data);
+            return NULL;
+        }
+        close(fd);
+        remove(tmp);
+        st = store_open(tmp, STORE_WRITE, err, errlen);
+        if (!st) return NULL;
+        temp = true;
+    }
+    int64_t added = 0;
+    int rc = store_import(st, data, &added, err, errlen);
+    if (temp) {
+        char side[sizeof tmp + 8];
+        remove(tmp);
+        snprintf(side, sizeof side, "%s-wal", tmp);
+        remove(side);
+        snprintf(side, sizeof side, "%s-shm", tmp);
+        remove(side);
+    }
+    if (rc != 0) {
+        store_close(st);
+        return NULL;
+    }
+    return st;
+}
+
+int train_load(train_data *d, const char *db, const char *data, const train_load_opts *o, char *err,
+               size_t errlen) {
+    store *st = db ? store_open(db, STORE_READ, err, errlen) : train_open_data(data, err, errlen);
+    if (!st) return -1;
+    int rc = train_load_store(d, st, o, err, errlen);
+    store_close(st);
+    return rc;
+}
+
+/* The distinct device keys of the store's samples, for a message. */
+typedef struct {
+    char *buf;
+    size_t len;
+    int n;
+} key_list;
+
+static int collect_key(const store_sample *s, void *ud) {
+    key_list *k = ud;
+    char quoted[NN_DEVICE_MAX + 4];
+    snprintf(quoted, sizeof quoted, "'%s'", s->device_key);
+    if (strstr(k->buf, quoted)) return 0;
+    size_t at = strlen(k->buf);
+    snprintf(k->buf + at, k->len - at, "%s%s", k->n++ ? ", " : "", quoted);
+    return 0;
+}
+
+int train_device_keys(const char *db, const char *data, char *buf, size_t len, char *err, size_t errlen) {
+    store *st = db ? store_open(db, STORE_READ, err, errlen) : train_open_data(data, err, errlen);
+    if (!st) return -1;
+    buf[0] = 0;
+    key_list k = { buf, len, 0 };
+    int rc = store_each_sample(st, NULL, collect_key, &k, err, errlen);
+    store_close(st);
+    return rc < 0 ? -1 : k.n;
+}

@@ -1,0 +1,143 @@
+/*
+ * train.h - training the learned cost model (nn.h) on measured schedules:
+ * a dataset of featurized samples grouped by pipeline, the loss of Adams
+ * et al. 2019 (squared error of relative throughput, each minibatch's
+ * times taken relative to its fastest sample), Adam over minibatches of up
+ * to 64 schedules of one pipeline, and the ranking metrics (pairwise
+ * accuracy, Spearman's rho) per pipeline.  docs/costmodel.md.
+ *
+ * A dataset holds, per stage row, the network's inputs: the schedule
+ * features as log(1 + x), the cost terms (costmodel.h) for the target the
+ * sample was featurized for, and an index into a table of distinct
+ * algorithm feature vectors (a pipeline's stages share theirs across its
+ * schedules).  Samples whose features or time are absurd (NaN, infinite,
+ * negative, above TRAIN_ABSURD) are rejected with a count.
+ *
+ * Training is deterministic in its seed (one thread, fixed order).
+ */
+#ifndef SC_TRAIN_H
+#define SC_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "costmodel.h"
+#include "nn.h"
+
+#define TRAIN_ABSURD 1e14
+#define TRAIN_MAX_MS 1e7              /* 10^4 s: no measured sample runs that long */
+#define TRAIN_BATCH 64
+
+typedef enum { TRAIN_ROLE_TRAIN, TRAIN_ROLE_VALID, TRAIN_ROLE_SKIP } train_role;
+
+/* The training loss: Adams et al.'s relative throughput alone, or with a
+ * pairwise ranking term added (train_batch_loss). */
+typedef enum { TRAIN_LOSS_THROUGHPUT, TRAIN_LOSS_RANK } train_loss;
+
+typedef struct {
+    char *name, *source, *hash;       /* source: "app:harris", "random:seed=3" */
+    train_role role;
+} train_pipe;
+
+typedef struct {
+    int pipe;
+    double ms;
+    int row0, nrows;
+} train_sample;
+
+typedef struct {
+    int npipes, nsamples, nrows, nalgo;
+    train_pipe *pipes;
+    train_sample *samples;
+    int *row_algo;                    /* per row: its algorithm vector */
+    double *sched;                    /* nrows x NN_SCHED_IN */
+    double *terms;                    /* nrows x NN_COEF */
+    double *algo;                     /* nalgo x NN_ALGO_IN */
+    int *algo_pipe;                   /* the pipeline of each algorithm vector */
+    int capp, caps, capr, capa;
+    /* what was left out, and why */
+    int64_t rejected_features, rejected_time, rejected_input, held_out;
+    char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
+} train_data;
+
+void train_data_init(train_data *d);
+void train_data_free(train_data *d);
+/* A new pipeline; its index. */
+int train_data_pipeline(train_data *d, const char *name, const char *source, const char *hash);
+/* A sample of pipeline `pipe`: its features (every stage of a complete
+ * state) for target t and its time.  1 when added, 0 when rejected (and
+ * counted in rejected_features or rejected_time). */
+int train_data_add(train_data *d, int pipe, const feat_result *r, const target *t, double ms);
+
+/* Validation pipelines chosen by hash: a pipeline whose hash (FNV-1a of
+ * its hash text, else its name) falls in the first `percent` of 100 is
+ * TRAIN_ROLE_VALID, every other one TRAIN_ROLE_TRAIN. */
+void train_split_by_hash(train_data *d, int percent);
+/* Pipelines whose source is "app:NAME" for a NAME in names: role r. */
+int train_set_role_of_apps(train_data *d, int n, const char *const *names, train_role r);
+
+typedef struct {
+    int epochs;
+    uint64_t seed;
+    double lr;                        /* Adam's step, 1e-3 by default */
+    double reg;                       /* weight of the dead-coefficient regularizer (1e-5) */
+    int batch;                        /* schedules per minibatch, at most TRAIN_BATCH */
+    train_loss loss;
+    bool fine_tune;                   /* m holds weights to start from (term scales kept) */
+    bool progress;                    /* a progress bar on stderr (when it is a terminal) */
+    FILE *log;                        /* one line per epoch, or NULL */
+} train_opts;
+void train_opts_default(train_opts *o);
+
+/* Ranking figures of one pipeline's (or a set's) predictions. */
+typedef struct {
+    int64_t pairs, correct;           /* pairs of samples with different times; ordered right */
+    double rho;                       /* Spearman's rho (NAN for fewer than 2 samples) */
+    double best_ms;                   /* measured time of the sample predicted fastest */
+    double min_ms;                    /* the fastest measured sample */
+} train_rank;
+void train_rank_of(int n, const double *pred, const double *ms, train_rank *out);
+
+typedef struct {
+    int samples, pipelines;
+    double loss;                      /* mean per sample (without the regularizer) */
+    double pairwise;                  /* correct / pairs over the pipelines */
+    double rho;                       /* mean over pipelines of >= 3 samples, weighted by samples */
+} train_metrics;
+
+/* The predicted ms of every sample (pred: d->nsamples). */
+void train_predict_all(const train_data *d, const nn_model *m, double *pred);
+/* The metrics over the pipelines of role r. */
+train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role r);
+
+/* The loss of one minibatch (samples idx[0..n) of one pipeline): the mean
+ * relative-throughput loss (with kind TRAIN_LOSS_RANK plus the mean
+ * pairwise ranking loss) plus reg times the regularizer; with grad
+ * (NN_NPARAMS, zeroed by the caller) adds its gradient.  Exposed for the
+ * gradient check.  The validation loss is always TRAIN_LOSS_THROUGHPUT's. */
+double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg,
+                        train_loss kind, double *grad);
+
+/* Sets m's term scales and log-scale from the training rows (1 / the mean
+ * of each term, and the median ratio of time to unscaled prediction). */
+void train_calibrate(const train_data *d, nn_model *m);
+
+/* Trains m on the TRAIN_ROLE_TRAIN pipelines (from nn_init(seed), or from
+ * m itself when fine-tuning), printing per epoch the training and
+ * validation loss, pairwise accuracy and rho.  The final metrics in *train
+ * and *valid (may be NULL).  0, or -1 with err (no training samples). */
+int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metrics *train, train_metrics *valid,
+              char *err, size_t errlen);
+
+/* A one-line summary of the dataset for the weights file and the log. */
+void train_summary(const train_data *d, const train_opts *o, const train_metrics *valid, char *buf, size_t len);
+
+/* The least-squares baseline of bench_costmodel: fixed coefficients for
+ * the Appendix B terms, fitted on the training pipelines minimizing the
+ * squared relative error of each sample's time (ridge-regularized normal
+ * equations).  coef: NN_COEF (0 for unused terms); pred as
+ * train_predict_all.  0, or -1 when there is nothing to fit. */
+int train_lsq_fit(const train_data *d, double *coef);
+void train_lsq_predict(const train_data *d, const double *coef, double *pred);
+
+#endif

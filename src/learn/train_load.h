@@ -1,0 +1,32 @@
+/*
+ * train_load.h - a training set (train.h) from the sample store (store.h):
+ * every successful measurement, its pipeline text parsed once per
+ * pipeline, its schedule text parsed and featurized for the target stored
+ * with its device.  Samples that cannot be read back (a pipeline or
+ * schedule this build no longer parses, a bad target) count as
+ * rejected_input; those of held-out apps as held_out.
+ */
+#ifndef SC_TRAIN_LOAD_H
+#define SC_TRAIN_LOAD_H
+
+#include "store.h"
+#include "train.h"
+
+typedef struct {
+    const char *device_key;           /* only this device's samples (NULL: all) */
+    int nhold;
+    const char *const *hold;          /* apps left out: pipelines whose source is "app:NAME" */
+    FILE *log;                        /* why pipelines or devices are skipped (NULL: quiet) */
+} train_load_opts;
+
+/* Appends the store's samples to d.  0, or -1 with err. */
+int train_load_store(train_data *d, store *st, const train_load_opts *o, char *err, size_t errlen);
+/* The same from a database file (db) or an exchange file (data, .txt or
+ * .txt.xz, imported into a store in memory). */
+int train_load(train_data *d, const char *db, const char *data, const train_load_opts *o, char *err,
+               size_t errlen);
+/* The distinct device keys of the samples, quoted and comma-separated in
+ * buf; their count, or -1 with err. */
+int train_device_keys(const char *db, const char *data, char *buf, size_t len, char *err, size_t errlen);
+
+#endif

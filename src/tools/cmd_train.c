@@ -1,0 +1,294 @@
+/*
+ * cmd_train.c - `stagecraft train` (the learned cost model from the sample
+ * store) and `stagecraft predict` (a schedule's predicted run time).
+ * docs/costmodel.md.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "costmodel.h"
+#include "driver.h"
+#include "tools.h"
+#include "train_load.h"
+
+/* "--name value" or "--name=value": the value (and *i moved past it), or
+ * NULL when arg is not that option.  *missing is set when the value is
+ * absent. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n)) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n]) return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static void train_usage(FILE *out) {
+    fprintf(out,
+            "usage: stagecraft train (--db FILE.db | --data FILE.txt[.xz]) -o FILE.weights [options]\n"
+            "\n"
+            "Trains the learned cost model (Anderson et al. 2021) on the measured samples and\n"
+            "writes its weights.  Prints per epoch the training and validation loss and the\n"
+            "validation pipelines' pairwise ranking accuracy and Spearman's rho.\n"
+            "\n"
+            "options:\n"
+            "  --db FILE         a sample database (stagecraft samples ...)\n"
+            "  --data FILE       an exchange file of samples (.txt or .txt.xz)\n"
+            "  -o FILE           the weights file to write\n"
+            "  --device KEY      only the samples of this device (default: all)\n"
+            "  --hold-out APP    leave out the pipelines of app APP (repeatable, or a,b,c)\n"
+            "  --epochs N        passes over the training samples (default 50)\n"
+            "  --seed N          initial weights and minibatch order (default 1)\n"
+            "  --lr X            Adam's learning rate (default 0.001)\n"
+            "  --init FILE       fine-tune these weights instead of starting afresh\n"
+            "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
+            "  --loss L          throughput (Adams et al. 2019, the default) or rank (the same plus a\n"
+            "                    pairwise ranking term; docs/costmodel.md)\n");
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !isfinite(v) || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+int tool_train(int argc, char **argv) {
+    const char *cmd = "train", *db = NULL, *data = NULL, *out = NULL, *device = NULL, *init = NULL;
+    /* --hold-out names: split at commas, in one copy of each value */
+    const char **hold = calloc((size_t)argc * 2 + 1, sizeof *hold);
+    char **copies = calloc((size_t)argc + 1, sizeof *copies);
+    int nhold = 0, ncopies = 0, cap = argc * 2;
+    long long epochs = 50, seed = 1, valid = 10;
+    double lr = 1e-3;
+    train_loss loss = TRAIN_LOSS_THROUGHPUT;
+    int rc = TOOL_OK;
+    for (int i = 1; i < argc && rc == TOOL_OK; i++) {
+        const char *a = argv[i], *v;
+        bool missing = false;
+        long long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            train_usage(stdout);
+            for (int k = 0; k < ncopies; k++) free(copies[k]);
+            free(copies);
+            free(hold);
+            return TOOL_OK;
+        }
+        if ((v = opt_value(argc, argv, &i, "--db", &missing))) db = v;
+        else if ((v = opt_value(argc, argv, &i, "--data", &missing))) data = v;
+        else if ((v = opt_value(argc, argv, &i, "-o", &missing))) out = v;
+        else if ((v = opt_value(argc, argv, &i, "--device", &missing))) device = v;
+        else if ((v = opt_value(argc, argv, &i, "--init", &missing))) init = v;
+        else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing))) {
+            char *c = copies[ncopies++] = strdup(v), *save = NULL;
+            for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (nhold == cap) hold = realloc(hold, sizeof *hold * (size_t)(cap *= 2));
+                hold[nhold++] = t;
+            }
+        }
+        else if ((v = opt_value(argc, argv, &i, "--epochs", &missing))) {
+            if (!tool_parse_int(v, 0, 1000000, &n)) rc = tool_usage_error(cmd, "--epochs: expected a number of epochs >= 0, got '%s'", v);
+            epochs = n;
+        } else if ((v = opt_value(argc, argv, &i, "--seed", &missing))) {
+            if (!tool_parse_int(v, 0, (long long)1 << 62, &n)) rc = tool_usage_error(cmd, "--seed: expected a number >= 0, got '%s'", v);
+            seed = n;
+        } else if ((v = opt_value(argc, argv, &i, "--validation", &missing))) {
+            if (!tool_parse_int(v, 0, 90, &n)) rc = tool_usage_error(cmd, "--validation: expected a percent from 0 to 90, got '%s'", v);
+            valid = n;
+        } else if ((v = opt_value(argc, argv, &i, "--lr", &missing))) {
+            if (!parse_double(v, 1e-9, 1, &lr)) rc = tool_usage_error(cmd, "--lr: expected a rate in (0, 1], got '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
+            if (!strcmp(v, "throughput")) loss = TRAIN_LOSS_THROUGHPUT;
+            else if (!strcmp(v, "rank")) loss = TRAIN_LOSS_RANK;
+            else rc = tool_usage_error(cmd, "--loss: '%s' is not one of throughput, rank", v);
+        } else if (missing) rc = tool_usage_error(cmd, "option %s needs a value", a);
+        else rc = tool_usage_error(cmd, a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+    }
+    if (rc == TOOL_OK) {
+        if (!db && !data) rc = tool_usage_error(cmd, "no samples given (--db FILE or --data FILE)");
+        else if (db && data) rc = tool_usage_error(cmd, "--db and --data are exclusive");
+        else if (!out) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
+    }
+    if (rc != TOOL_OK) {
+        for (int k = 0; k < ncopies; k++) free(copies[k]);
+        free(copies);
+        free(hold);
+        return rc;
+    }
+
+    char err[2048];
+    nn_model *m = calloc(1, sizeof *m);
+    train_data d;
+    train_data_init(&d);
+    if (init && nn_load(m, init, err, sizeof err) != 0) {
+        fprintf(stderr, "stagecraft train: %s\n", err);
+        rc = TOOL_INPUT;
+        goto done;
+    }
+    train_load_opts lo = { device, nhold, hold, stderr };
+    if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
+        fprintf(stderr, "stagecraft train: %s\n", err);
+        rc = TOOL_INPUT;
+        goto done;
+    }
+    const char *from = db ? db : data;
+    printf("loaded %d samples of %d pipelines from %s (device %s)\n", d.nsamples, d.npipes, from,
+           device ? device : d.device[0] ? d.device : "mixed");
+    printf("rejected: %lld with absurd features, %lld with absurd times, %lld unreadable; held out: %lld\n",
+           (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input,
+           (long long)d.held_out);
+    if (d.nsamples == 0) {
+        if (device) {
+            char keys[1024];
+            int nk = train_device_keys(db, data, keys, sizeof keys, err, sizeof err);
+            fprintf(stderr, "stagecraft train: no samples of device '%s' in %s (its devices: %s)\n", device, from,
+                    nk > 0 ? keys : "none");
+        } else {
+            fprintf(stderr, "stagecraft train: no usable samples in %s\n", from);
+        }
+        rc = TOOL_INPUT;
+        goto done;
+    }
+    if (nhold && d.held_out == 0) printf("note: --hold-out left nothing out (no samples of those apps)\n");
+    train_split_by_hash(&d, (int)valid);
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = (int)epochs;
+    o.seed = (uint64_t)seed;
+    o.lr = lr;
+    o.loss = loss;
+    o.fine_tune = init != NULL;
+    o.progress = true;
+    o.log = stdout;
+    train_metrics tm, vm;
+    if (train_run(&d, m, &o, &tm, &vm, err, sizeof err) != 0) {
+        fprintf(stderr, "stagecraft train: %s\n", err);
+        rc = TOOL_INPUT;
+        goto done;
+    }
+    snprintf(m->device, sizeof m->device, "%s", device ? device : d.device);
+    train_summary(&d, &o, &vm, m->summary, sizeof m->summary);
+    if (init) {
+        size_t at = strlen(m->summary);
+        snprintf(m->summary + at, sizeof m->summary - at, "; fine-tuned from %s", init);
+    }
+    if (nn_save(m, out, err, sizeof err) != 0) {
+        fprintf(stderr, "stagecraft train: %s\n", err);
+        rc = TOOL_INPUT;
+        goto done;
+    }
+    printf("wrote %s: %s\n", out, m->summary);
+done:
+    train_data_free(&d);
+    free(m);
+    for (int k = 0; k < ncopies; k++) free(copies[k]);
+    free(copies);
+    free(hold);
+    return rc;
+}
+
+static void predict_usage(FILE *out) {
+    fprintf(out,
+            "usage: stagecraft predict FILE.pipe [--schedule F.sched | --strategy S [--seed N]] --weights W\n"
+            "\n"
+            "Prints the run time the learned cost model predicts for a schedule:\n"
+            "  predicted: X ms\n"
+            "\n"
+            "options:\n"
+            "  --weights FILE    the model's weights (stagecraft train)\n"
+            "  --schedule FILE   the schedule (default: --strategy baseline)\n"
+            "  --strategy S      make one instead (root, baseline, random)\n"
+            "  --seed N          the random strategy's seed (default 1)\n"
+            "  --target T        the GPU it is predicted for (default: host-opencl, else a100)\n"
+            "  --small           the pipeline's small test sizes\n");
+}
+
+int tool_predict(int argc, char **argv) {
+    const char *cmd = "predict", *pipe = NULL, *weights = NULL, *sched = NULL, *strategy = NULL, *tname = NULL;
+    long long seed = 1;
+    bool small = false;
+    int rc = TOOL_OK;
+    for (int i = 1; i < argc && rc == TOOL_OK; i++) {
+        const char *a = argv[i], *v;
+        bool missing = false;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            predict_usage(stdout);
+            return TOOL_OK;
+        }
+        if (!strcmp(a, "--small")) small = true;
+        else if ((v = opt_value(argc, argv, &i, "--weights", &missing))) weights = v;
+        else if ((v = opt_value(argc, argv, &i, "--schedule", &missing))) sched = v;
+        else if ((v = opt_value(argc, argv, &i, "--strategy", &missing))) strategy = v;
+        else if ((v = opt_value(argc, argv, &i, "--target", &missing))) tname = v;
+        else if ((v = opt_value(argc, argv, &i, "--seed", &missing))) {
+            if (!tool_parse_int(v, 0, (long long)1 << 62, &seed))
+                rc = tool_usage_error(cmd, "--seed: expected a number >= 0, got '%s'", v);
+        } else if (missing) rc = tool_usage_error(cmd, "option %s needs a value", a);
+        else if (a[0] == '-') rc = tool_usage_error(cmd, "unknown option '%s'", a);
+        else if (pipe) rc = tool_usage_error(cmd, "one pipeline at a time ('%s' and '%s')", pipe, a);
+        else pipe = a;
+    }
+    if (rc == TOOL_OK) {
+        if (!pipe) rc = tool_usage_error(cmd, "no pipeline file given");
+        else if (!weights) rc = tool_usage_error(cmd, "no weights given (--weights FILE)");
+        else if (sched && strategy) rc = tool_usage_error(cmd, "--schedule and --strategy are exclusive");
+        else if (strategy && !space_strategy_by_name(strategy)) {
+            char names[256];
+            rc = tool_usage_error(cmd, "--strategy: '%s' is not one of %s", strategy,
+                                  space_strategy_names(names, sizeof names, ", ", ", "));
+        }
+    }
+    if (rc != TOOL_OK) return rc;
+
+    char err[2048];
+    nn_model *m = calloc(1, sizeof *m);
+    if (nn_load(m, weights, err, sizeof err) != 0) {
+        fprintf(stderr, "stagecraft predict: %s\n", err);
+        free(m);
+        return TOOL_INPUT;
+    }
+    driver_state d;
+    sc_parse_options po = { small, 0, NULL, NULL };
+    if (driver_load(&d, pipe, &po, stderr) != 0) {
+        driver_free(&d);
+        free(m);
+        return TOOL_INPUT;
+    }
+    driver_sched_opts so = { sched, strategy, (uint64_t)seed, tname, NULL, false };
+    feat_result r = { 0 };
+    if (driver_schedule(&d, &so, stderr) != 0) rc = TOOL_INPUT;
+    else if (feat_compute(d.p, d.b, d.s, &d.t, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "stagecraft predict: %s\n", err);
+        rc = TOOL_INPUT;
+    }
+    if (rc == TOOL_OK) {
+        cost_model *cm = cost_learned_new(m, &d.t);
+        const feat_result *fr = &r;
+        double ms = NAN;
+        if (cost_predict(cm, 1, &fr, &ms, err, sizeof err) != 0) {
+            fprintf(stderr, "stagecraft predict: %s\n", err);
+            rc = TOOL_INPUT;
+        } else {
+            printf("predicted: %.6g ms\n", ms);
+            printf("weights: %s (device %s; %s)\n", weights, m->device[0] ? m->device : "unknown", m->summary);
+            printf("target: %s, %d stages featurized\n", d.t.name, r.n);
+            /* until samples from a real GPU exist, a CUDA target borrows
+             * weights trained elsewhere: said, not hidden */
+            if (d.t.cuda_arch[0] && strncmp(m->device, "cuda:", 5))
+                printf("note: %s is a CUDA GPU and these weights were trained on another device (%s); the "
+                       "prediction uses %s's own figures in the features (SM count, limits, occupancy)\n",
+                       d.t.name, m->device[0] ? m->device : "unknown", d.t.name);
+        }
+        cost_free(cm);
+    }
+    feat_free(&r);
+    driver_free(&d);
+    free(m);
+    return rc;
+}

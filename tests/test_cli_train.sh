@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `stagecraft train` and `stagecraft predict`: usage, bad usage (exit
+# status 2) and bad input (1): missing or corrupt databases and weights,
+# an unknown device key.  One PASS/FAIL line per case.
+source "$(dirname "$0")/cli_lib.sh" test_cli_train
+CASE_TIMEOUT=120
+app=apps/unsharp.pipe
+
+case_ train_help 0 -o 'usage: stagecraft train' -- "$sc" train --help
+case_ predict_help 0 -o 'usage: stagecraft predict FILE.pipe' -- "$sc" predict --help
+case_ train_in_usage 0 -o 'train ' -- "$sc" --help
+grep -q '^  predict ' "$out"; ok predict_in_usage $?
+
+# bad usage
+case_ train_no_samples 2 -e 'train: no samples given' -- "$sc" train -o "$tmp/w.weights"
+case_ train_db_and_data 2 -e '--db and --data are exclusive' -- "$sc" train --db a.db --data b.txt -o "$tmp/w"
+case_ train_no_output 2 -e 'no weights file to write' -- "$sc" train --db a.db
+case_ train_bad_epochs 2 -e "--epochs: expected a number of epochs >= 0, got 'two'" -- \
+    "$sc" train --db a.db -o "$tmp/w" --epochs two
+case_ train_bad_seed 2 -e "--seed: expected a number >= 0, got '-3'" -- "$sc" train --db a.db -o "$tmp/w" --seed -3
+case_ train_bad_loss 2 -e "--loss: 'l1' is not one of throughput, rank" -- "$sc" train --db a.db -o "$tmp/w" --loss l1
+case_ train_missing_value 2 -e 'option --device needs a value' -- "$sc" train --db a.db -o "$tmp/w" --device
+case_ train_unknown_option 2 -e "unknown option '--fast'" -- "$sc" train --db a.db -o "$tmp/w" --fast
+case_ predict_no_weights 2 -e 'no weights given' -- "$sc" predict "$app" --small
+case_ predict_no_pipe 2 -e 'no pipeline file given' -- "$sc" predict --weights w
+case_ predict_both 2 -e '--schedule and --strategy are exclusive' -- \
+    "$sc" predict "$app" --weights w --schedule s --strategy root
+case_ predict_bad_strategy 2 -e "--strategy: 'best' is not one of" -- "$sc" predict "$app" --weights w --strategy best
+
+# bad input: databases
+case_ train_missing_db 1 -e "$tmp/none.db" -- "$sc" train --db "$tmp/none.db" -o "$tmp/w.weights"
+printf 'not a database at all\n' >"$tmp/junk.db"
+case_ train_corrupt_db 1 -e "$tmp/junk.db" -- "$sc" train --db "$tmp/junk.db" -o "$tmp/w.weights"
+case_ train_missing_data 1 -e "$tmp/none.txt.xz" -- "$sc" train --data "$tmp/none.txt.xz" -o "$tmp/w.weights"
+printf 'garbage\n' >"$tmp/junk.txt"
+case_ train_corrupt_data 1 -e "$tmp/junk.txt" -- "$sc" train --data "$tmp/junk.txt" -o "$tmp/w.weights"
+ok train_wrote_nothing "$([ ! -e "$tmp/w.weights" ]; echo $?)"
+
+# bad input: weights
+case_ predict_missing_weights 1 -e "$tmp/none.weights: cannot open weights" -- \
+    "$sc" predict "$app" --small --weights "$tmp/none.weights"
+printf 'SCWEIGHT' >"$tmp/short.weights"
+case_ predict_truncated_weights 1 -e 'truncated weights file' -- "$sc" predict "$app" --small --weights "$tmp/short.weights"
+head -c 4096 /dev/zero >"$tmp/zero.weights"
+case_ predict_not_weights 1 -e 'not a stagecraft weights file' -- "$sc" predict "$app" --small --weights "$tmp/zero.weights"
+
+# training on a tiny dataset (tests/data/train_tiny.txt: three small
+# pipelines on an a100 target, times made up from a formula of the
+# features, a C device and an OpenCL one)
+data=tests/data/train_tiny.txt
+ckey=c:cc-test:test-cpu
+case_ train_data 0 -o 'epoch 3/3  train loss' -- "$sc" train --data "$data" -o "$tmp/all.weights" --epochs 3
+grep -q 'loaded [0-9]* samples of 3 pipelines' "$out"; ok train_data_loaded $?
+case_ train_device 0 -o "loaded 28 samples of 3 pipelines from $data \(device $ckey\)" -- \
+    "$sc" train --data "$data" -o "$tmp/c.weights" --device "$ckey" --epochs 5 --seed 4
+grep -q 'rejected: 0 with absurd features, 2 with absurd times, 0 unreadable; held out: 0' "$out"; ok train_rejects_counted $?
+grep -q "wrote $tmp/c.weights: " "$out"; ok train_wrote $?
+case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4
+ok train_deterministic "$(cmp -s "$tmp/c.weights" "$tmp/c2.weights"; echo $?)"
+case_ train_other_seed 0 -- "$sc" train --data "$data" -o "$tmp/c3.weights" --device "$ckey" --epochs 5 --seed 5
+ok train_seed_matters "$(! cmp -s "$tmp/c.weights" "$tmp/c3.weights"; echo $?)"
+case_ train_hold_out 0 -o 'held out: [1-9]' -- \
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur
+case_ train_hold_out_list 0 -o 'held out: [1-9]' -- \
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris,blur
+case_ train_hold_out_none 0 -o 'note: --hold-out left nothing out' -- \
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris
+case_ train_rank_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/r.weights" --epochs 2 --loss rank
+case_ train_fine_tune 0 -o 'fine-tuned from' -- \
+    "$sc" train --data "$data" -o "$tmp/f.weights" --device "$ckey" --epochs 2 --init "$tmp/c.weights"
+case_ train_unknown_device 1 -e "no samples of device 'cuda:none' in $data \(its devices: .*'$ckey'" -- \
+    "$sc" train --data "$data" -o "$tmp/u.weights" --device cuda:none
+ok train_unknown_device_wrote_nothing "$([ ! -e "$tmp/u.weights" ]; echo $?)"
+case_ train_bad_init 1 -e "$tmp/zero.weights: not a stagecraft weights file" -- \
+    "$sc" train --data "$data" -o "$tmp/u.weights" --init "$tmp/zero.weights"
+"$sc" samples --db "$tmp/s.db" import "$data" >/dev/null 2>&1
+case_ train_db 0 -o "loaded 28 samples of 3 pipelines from $tmp/s.db" -- \
+    "$sc" train --db "$tmp/s.db" -o "$tmp/d.weights" --device "$ckey" --epochs 2
+
+# predicting with the weights
+case_ predict_strategy 0 -o '^predicted: [0-9.e+-]+ ms$' -- \
+    "$sc" predict "$app" --small --strategy random --seed 3 --weights "$tmp/c.weights" --target a100
+grep -qF "weights: $tmp/c.weights (device $ckey; " "$out"; ok predict_names_device $?
+grep -q '^note: a100 is a CUDA GPU and these weights were trained on another device' "$out"; ok predict_cuda_note $?
+"$sc" schedule "$app" --small --target a100 --strategy random --seed 3 -o "$tmp/r.sched" >/dev/null 2>&1
+grep '^predicted' "$out" >"$tmp/p1"
+case_ predict_schedule 0 -o '^predicted: ' -- "$sc" predict "$app" --small --schedule "$tmp/r.sched" --weights "$tmp/c.weights" --target a100
+grep '^predicted' "$out" >"$tmp/p2"
+ok predict_same_schedule_same_time "$(cmp -s "$tmp/p1" "$tmp/p2"; echo $?)"
+case_ predict_missing_pipe 1 -e "$tmp/none.pipe" -- "$sc" predict "$tmp/none.pipe" --weights "$tmp/c.weights"
+case_ predict_missing_schedule 1 -e "$tmp/none.sched" -- \
+    "$sc" predict "$app" --small --schedule "$tmp/none.sched" --weights "$tmp/c.weights"
+cp "$tmp/c.weights" "$tmp/bad.weights"
+size=$(stat -c %s "$tmp/bad.weights")
+printf '\x55' | dd of="$tmp/bad.weights" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+case_ predict_corrupt_weights 1 -e 'checksum mismatch: the weights file is corrupt' -- \
+    "$sc" predict "$app" --small --weights "$tmp/bad.weights"
+exit $failed

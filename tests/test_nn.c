@@ -1,0 +1,371 @@
+/*
+ * test_nn.c - the learned cost model: the network's gradient against
+ * finite differences on every parameter, learning a synthetic target,
+ * determinism in the seed, the weights file (round trip and every kind of
+ * bad file), and the cost-model plug-in agreeing with the training code.
+ * Data: random schedules of small pipelines, featurized for a100, with
+ * times made up from a known formula of their cost terms.  Seconds.
+ *
+ * Run from the repository root (targets/).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fixtures.h"
+#include "costmodel.h"
+#include "space.h"
+#include "train.h"
+
+static target A100;
+
+static const char *PIPES[] = {
+    "pipeline stencil;\n"
+    "input f32 in(130, 66);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(x, y) + f(x + 1, y) + f(x + 2, y) + f(x, y + 1) + f(x + 2, y + 2);\n"
+    "output out(128, 64);\n",
+    "pipeline chain;\n"
+    "input f32 in(256, 64);\n"
+    "a(x, y) = in(x, y) * 3.0 + 1.0;\n"
+    "b(x, y) = a(x, y) * a(x, y);\n"
+    "out(x, y) = b(x, y) - a(x, y);\n"
+    "output out(256, 64);\n",
+    "pipeline blur;\n"
+    "input f32 in(68, 132);\n"
+    "h(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y) + in(x + 3, y) + in(x + 4, y);\n"
+    "out(x, y) = h(x, y) + h(x, y + 1) + h(x, y + 2) + h(x, y + 3) + h(x, y + 4);\n"
+    "output out(64, 128);\n",
+};
+#define NPIPES ((int)(sizeof PIPES / sizeof PIPES[0]))
+
+/* The made-up truth: a few terms with fixed weights (ms). */
+static double synthetic_ms(const feat_result *r) {
+    double ms = 0, T[NN_COEF];
+    for (int i = 0; i < r->n; i++) {
+        cost_terms(r->rows[i].v, &A100, T);
+        ms += 2e-6 * T[1] + 5e-6 * T[28] + 4e-3 * T[24] + 1e-6 * T[13] + 2e-3 * T[25];
+    }
+    return ms + 1e-3;
+}
+
+/* nsched random schedules of every pipeline (seeds 1..nsched).  With
+ * keep, the feature results of the first pipeline are kept (keep[i]). */
+static void synthetic(train_data *d, int nsched, feat_result *keep) {
+    train_data_init(d);
+    char err[1024];
+    for (int p = 0; p < NPIPES; p++) {
+        fixture fx = fixture_load(PIPES[p]);
+        char name[32];
+        snprintf(name, sizeof name, "p%d", p);
+        int pi = train_data_pipeline(d, name, p == 2 ? "app:blur" : "random:test", name);
+        space_opts so = { &A100, true };
+        for (int s = 1; s <= nsched; s++) {
+            sched_state *st = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)s, err, sizeof err);
+            feat_result r = { 0 };
+            bool ok = st && feat_compute(fx.p, fx.b, st, &A100, &r, err, sizeof err) == 0;
+            if (!ok) fprintf(stderr, "  %s\n", err);
+            CHECK(ok);
+            if (!ok) continue;
+            CHECK(train_data_add(d, pi, &r, &A100, synthetic_ms(&r)) == 1);
+            if (keep && p == 0) keep[s - 1] = r;
+            else feat_free(&r);
+        }
+        fixture_unload(&fx);
+    }
+}
+
+/* Features before NN_ALGO_IN are the algorithm's, the rest the schedule's. */
+static void test_layout(void) {
+    for (int i = 0; i < FEAT_COUNT; i++) CHECK(feat_kind_of(i) == (i < NN_ALGO_IN ? FEAT_ALGO : FEAT_SCHED));
+    CHECK(NN_NPARAMS > 4000 && NN_NPARAMS < 6000);
+    CHECK(nn_layout_hash() == nn_layout_hash());
+    /* the terms read the features they name */
+    train_data d;
+    feat_result keep[2];
+    synthetic(&d, 2, keep);
+    double T[NN_COEF];
+    const double *v = keep[0].rows[0].v;
+    cost_terms(v, &A100, T);
+    CHECK(T[24] == v[FEAT_AT(FEAT_num_realizations)]);
+    CHECK(T[9] == v[FEAT_AT(FEAT_working_set_at_thread)]);
+    CHECK(T[10] == 0 && T[12] == 0 && T[14] == 0 && T[15] == 0 && T[23] == 0 && T[30] == 0 && T[31] == 0);
+    CHECK(cost_term_name(1) && !cost_term_name(10));
+    for (int i = 0; i < 2; i++) feat_free(&keep[i]);
+    train_data_free(&d);
+}
+
+/* The hand-written backward pass against central differences of the
+ * minibatch loss, on every parameter (regularizer included: some
+ * coefficients are pushed below zero first). */
+static void gradient_check(train_loss kind) {
+    train_data d;
+    synthetic(&d, 3, NULL);
+    nn_model *m = calloc(1, sizeof *m);
+    nn_init(m, 7);
+    train_calibrate(&d, m);
+    for (int k = 0; k < NN_COEF; k += 5) m->w[NN_OFF_B3 + k] = -0.4;
+    m->w[NN_OFF_SCALE] += 0.3;                      /* off the fitted scale: a larger gradient */
+    int idx[] = { 0, 1, 2, 3, 4, 5 };               /* p0's 3 and p1's 3 samples: two pipelines */
+    double reg = 1e-2;
+    double *g = calloc(NN_NPARAMS, sizeof(double));
+    double l0 = train_batch_loss(&d, m, idx, 3, reg, kind, g);
+    train_batch_loss(&d, m, idx + 3, 3, reg, kind, g);
+    CHECK(isfinite(l0) && l0 > 0);
+    int bad = 0, nonzero = 0;
+    double worst = 0;
+    for (int i = 0; i < NN_NPARAMS; i++) {
+        double w = m->w[i], h = 1e-6 * fmax(1.0, fabs(w));
+        m->w[i] = w + h;
+        double up = train_batch_loss(&d, m, idx, 3, reg, kind, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, NULL);
+        m->w[i] = w - h;
+        double dn = train_batch_loss(&d, m, idx, 3, reg, kind, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, NULL);
+        m->w[i] = w;
+        double num = (up - dn) / (2 * h), e = fabs(num - g[i]) / fmax(1e-4, fabs(num) + fabs(g[i]));
+        nonzero += g[i] != 0;
+        if (e > worst) worst = e;
+        if (e > 1e-4) {
+            if (bad < 5) fprintf(stderr, "  parameter %d: analytic %.9g, numeric %.9g\n", i, g[i], num);
+            bad++;
+        }
+    }
+    printf("  gradient (%s loss): %d parameters, %d nonzero, worst relative error %.2g\n",
+           kind == TRAIN_LOSS_RANK ? "rank" : "throughput", NN_NPARAMS, nonzero, worst);
+    CHECK(bad == 0);
+    /* every slice takes part */
+    int slices[] = { NN_OFF_W1, NN_OFF_B1, NN_OFF_W2, NN_OFF_B2, NN_OFF_W3, NN_OFF_B3, NN_OFF_SCALE, NN_NPARAMS };
+    for (int s = 0; s + 1 < (int)(sizeof slices / sizeof slices[0]); s++) {
+        double n = 0;
+        for (int i = slices[s]; i < slices[s + 1]; i++) n += fabs(g[i]);
+        CHECK(n > 0);
+    }
+    free(g);
+    free(m);
+    train_data_free(&d);
+}
+
+static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT); }
+static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK); }
+
+/* Training on the synthetic times: the loss falls well below where it
+ * starts and the ranking is nearly right. */
+static void test_learns(void) {
+    train_data d;
+    synthetic(&d, 40, NULL);
+    CHECK(d.nsamples == 3 * 40);
+    nn_model *m = calloc(1, sizeof *m);
+    nn_init(m, 3);
+    train_calibrate(&d, m);
+    train_metrics before = train_evaluate(&d, m, TRAIN_ROLE_TRAIN);
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 60;
+    o.lr = 3e-3;
+    o.seed = 3;
+    train_metrics after, valid;
+    char err[256];
+    CHECK(train_run(&d, m, &o, &after, &valid, err, sizeof err) == 0);
+    printf("  synthetic: loss %.4g -> %.4g, pairwise %.3f -> %.3f, rho %.3f -> %.3f\n", before.loss, after.loss,
+           before.pairwise, after.pairwise, before.rho, after.rho);
+    CHECK(after.loss < 0.25 * before.loss);
+    CHECK(after.loss < 0.05);
+    CHECK(after.pairwise > 0.9);
+    CHECK(after.pairwise > before.pairwise);
+    CHECK(after.rho > 0.8);           /* chain's times tie often: rho is lower */
+    free(m);
+    train_data_free(&d);
+}
+
+static void save_or_fail(const nn_model *m, const char *path) {
+    char err[512];
+    if (nn_save(m, path, err, sizeof err) != 0) fprintf(stderr, "  %s\n", err);
+}
+
+static long file_bytes(const char *path, unsigned char **out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc((size_t)n + 1);
+    if (fread(*out, 1, (size_t)n, f) != (size_t)n) n = -1;
+    fclose(f);
+    return n;
+}
+
+static void put_bytes(const char *path, const unsigned char *p, long n) {
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, (size_t)n, f);
+    fclose(f);
+}
+
+/* Same seed, same data: the same weights file, byte for byte; another
+ * seed, other weights.  With validation pipelines split off by hash. */
+static void test_deterministic(void) {
+    train_data d;
+    synthetic(&d, 12, NULL);
+    const char *held[] = { "blur" };
+    CHECK(train_set_role_of_apps(&d, 1, held, TRAIN_ROLE_VALID) == 1);
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 4;
+    char err[256], path[3][64];
+    nn_model *m = calloc(1, sizeof *m);
+    for (int r = 0; r < 3; r++) {
+        o.seed = r < 2 ? 11 : 12;
+        CHECK(train_run(&d, m, &o, NULL, NULL, err, sizeof err) == 0);
+        snprintf(path[r], sizeof path[r], "/tmp/test_nn_%d_%d.weights", (int)getpid(), r);
+        save_or_fail(m, path[r]);
+    }
+    unsigned char *a, *b, *c;
+    long na = file_bytes(path[0], &a), nb = file_bytes(path[1], &b), nc = file_bytes(path[2], &c);
+    CHECK(na > 0 && na == nb && na == nc);
+    CHECK(na > 0 && !memcmp(a, b, (size_t)na));
+    CHECK(na > 0 && memcmp(a, c, (size_t)na) != 0);
+    free(a);
+    free(b);
+    free(c);
+    for (int r = 0; r < 3; r++) remove(path[r]);
+    free(m);
+    train_data_free(&d);
+}
+
+/* A file written and read back predicts the same; a truncated file, a
+ * wrong magic, another format version, another feature layout and a
+ * corrupted payload each give their own message. */
+static void test_weights_file(void) {
+    nn_model *m = calloc(1, sizeof *m), *r = calloc(1, sizeof *r);
+    nn_init(m, 5);
+    for (int k = 0; k < NN_COEF; k++) m->term_scale[k] = 1.0 / (k + 1);
+    snprintf(m->device, sizeof m->device, "c:test-device");
+    snprintf(m->summary, sizeof m->summary, "12 samples of 3 pipelines");
+    char path[64], bad[64], err[512];
+    snprintf(path, sizeof path, "/tmp/test_nn_%d.weights", (int)getpid());
+    snprintf(bad, sizeof bad, "/tmp/test_nn_%d_bad.weights", (int)getpid());
+    CHECK(nn_save(m, path, err, sizeof err) == 0);
+    CHECK(nn_load(r, path, err, sizeof err) == 0);
+    CHECK(!memcmp(m->w, r->w, sizeof m->w) && !memcmp(m->term_scale, r->term_scale, sizeof m->term_scale));
+    CHECK(!strcmp(r->device, "c:test-device") && !strcmp(r->summary, "12 samples of 3 pipelines"));
+
+    unsigned char *p;
+    long n = file_bytes(path, &p);
+    CHECK(n > 1000);
+    put_bytes(bad, p, n / 2);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "truncated"));
+    put_bytes(bad, p, n - 1);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "truncated"));
+    p[0] ^= 1;
+    put_bytes(bad, p, n);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "not a stagecraft weights file"));
+    p[0] ^= 1;
+    p[8] ^= 3;                                      /* the version */
+    put_bytes(bad, p, n);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "format version"));
+    p[8] ^= 3;
+    p[24] ^= 0x40;                                  /* the layout hash */
+    put_bytes(bad, p, n);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "another feature layout"));
+    p[24] ^= 0x40;
+    p[n / 2] ^= 0x10;                               /* a parameter */
+    put_bytes(bad, p, n);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "checksum mismatch"));
+    p[n / 2] ^= 0x10;
+    put_bytes(bad, p, n);
+    CHECK(nn_load(r, bad, err, sizeof err) == 0);
+    CHECK(nn_load(r, "/nonexistent/x.weights", err, sizeof err) != 0 && strstr(err, "cannot open"));
+    free(p);
+    remove(path);
+    remove(bad);
+    free(m);
+    free(r);
+}
+
+/* The plug-in (cached algorithm part, one state per call or many) gives
+ * the training code's predictions; fine-tuning starts from given weights. */
+static void test_costmodel(void) {
+    enum { N = 10 };
+    train_data d;
+    feat_result keep[N];
+    synthetic(&d, N, keep);
+    nn_model *m = calloc(1, sizeof *m);
+    nn_init(m, 9);
+    train_calibrate(&d, m);
+    double *pred = calloc((size_t)d.nsamples, sizeof(double));
+    train_predict_all(&d, m, pred);
+    cost_model *cm = cost_learned_new(m, &A100);
+    const feat_result *fr[N];
+    for (int i = 0; i < N; i++) fr[i] = &keep[i];
+    double ms[N], one;
+    char err[256];
+    CHECK(cost_predict(cm, N, fr, ms, err, sizeof err) == 0);
+    for (int i = 0; i < N; i++) {
+        CHECK(fabs(ms[i] - pred[i]) <= 1e-9 * fabs(pred[i]));
+        CHECK(cost_predict(cm, 1, &fr[i], &one, err, sizeof err) == 0 && one == ms[i]);
+    }
+    cost_free(cm);
+    /* fine-tuning moves the given weights, keeps their term scales */
+    nn_model *f = calloc(1, sizeof *f);
+    *f = *m;
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 2;
+    o.fine_tune = true;
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0);
+    CHECK(!memcmp(f->term_scale, m->term_scale, sizeof f->term_scale));
+    CHECK(memcmp(f->w, m->w, sizeof f->w) != 0);
+    for (int i = 0; i < N; i++) feat_free(&keep[i]);
+    free(pred);
+    free(m);
+    free(f);
+    train_data_free(&d);
+}
+
+/* Absurd samples are rejected and counted; hash splits are stable. */
+static void test_rejects(void) {
+    train_data d;
+    feat_result keep[2];
+    synthetic(&d, 2, keep);
+    int n = d.nsamples;
+    CHECK(train_data_add(&d, 0, &keep[0], &A100, NAN) == 0);
+    CHECK(train_data_add(&d, 0, &keep[0], &A100, -1) == 0);
+    CHECK(train_data_add(&d, 0, &keep[0], &A100, 0) == 0);
+    CHECK(d.rejected_time == 3);
+    keep[0].rows[0].v[FEAT_AT(FEAT_num_scalars)] = 1e15;
+    CHECK(train_data_add(&d, 0, &keep[0], &A100, 1.0) == 0);
+    keep[0].rows[0].v[FEAT_AT(FEAT_num_scalars)] = -2;
+    CHECK(train_data_add(&d, 0, &keep[0], &A100, 1.0) == 0);
+    keep[0].rows[0].v[0] = NAN;
+    CHECK(train_data_add(&d, 0, &keep[0], &A100, 1.0) == 0);
+    CHECK(d.rejected_features == 3 && d.nsamples == n);
+    CHECK(train_data_add(&d, 0, &keep[1], &A100, 1.0) == 1);
+    train_split_by_hash(&d, 50);
+    train_role r[NPIPES];
+    for (int i = 0; i < NPIPES; i++) r[i] = d.pipes[i].role;
+    train_split_by_hash(&d, 50);
+    for (int i = 0; i < NPIPES; i++) CHECK(d.pipes[i].role == r[i]);
+    train_split_by_hash(&d, 0);
+    for (int i = 0; i < NPIPES; i++) CHECK(d.pipes[i].role == TRAIN_ROLE_TRAIN);
+    /* ranking figures by hand: 3 samples, one pair out of order */
+    double pred[] = { 1, 3, 2 }, ms[] = { 1, 2, 3 };
+    train_rank rk;
+    train_rank_of(3, pred, ms, &rk);
+    CHECK(rk.pairs == 3 && rk.correct == 2 && fabs(rk.rho - 0.5) < 1e-12 && rk.best_ms == 1 && rk.min_ms == 1);
+    for (int i = 0; i < 2; i++) feat_free(&keep[i]);
+    train_data_free(&d);
+}
+
+int main(void) {
+    A100 = fixture_target("a100");
+    RUN(test_layout);
+    RUN(test_gradient);
+    RUN(test_gradient_rank);
+    RUN(test_learns);
+    RUN(test_deterministic);
+    RUN(test_weights_file);
+    RUN(test_costmodel);
+    RUN(test_rejects);
+    CHECK_EXIT();
+}

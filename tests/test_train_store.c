@@ -1,0 +1,208 @@
+/*
+ * test_train_store.c - training from the sample store: a temporary
+ * database with two devices (a C device and an OpenCL one), three small
+ * pipelines (one of them an app) and random schedules with times made up
+ * from a known formula of their features; the loader reads the right
+ * samples per device, leaves failures and held-out apps out and counts
+ * what it rejects, the exchange file gives the same set, and the model
+ * trained on it ranks the samples.  Seconds.
+ *
+ * Run from the repository root (targets/).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fixtures.h"
+#include "costmodel.h"
+#include "space.h"
+#include "store.h"
+#include "train_load.h"
+
+static target A100;
+
+static const char *PIPES[] = {
+    "pipeline stencil;\n"
+    "input f32 in(130, 66);\n"
+    "f(x, y) = in(x, y) * 2.0;\n"
+    "out(x, y) = f(x, y) + f(x + 1, y) + f(x + 2, y) + f(x, y + 1) + f(x + 2, y + 2);\n"
+    "output out(128, 64);\n",
+    "pipeline chain;\n"
+    "input f32 in(256, 64);\n"
+    "a(x, y) = in(x, y) * 3.0 + 1.0;\n"
+    "b(x, y) = a(x, y) * a(x, y);\n"
+    "out(x, y) = b(x, y) - a(x, y);\n"
+    "output out(256, 64);\n",
+    "pipeline blur;\n"
+    "input f32 in(68, 132);\n"
+    "h(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y) + in(x + 3, y) + in(x + 4, y);\n"
+    "out(x, y) = h(x, y) + h(x, y + 1) + h(x, y + 2) + h(x, y + 3) + h(x, y + 4);\n"
+    "output out(64, 128);\n",
+};
+#define NPIPES 3
+#define NSCHED 24
+static const char *C_KEY = "c:cc-test:test-cpu";
+static const char *CL_KEY = "opencl:pocl-test:test-cpu";
+
+static double made_up_ms(const feat_result *r) {
+    double ms = 1e-3, T[NN_COEF];
+    for (int i = 0; i < r->n; i++) {
+        cost_terms(r->rows[i].v, &A100, T);
+        ms += 2e-6 * T[1] + 5e-6 * T[28] + 4e-3 * T[24] + 1e-6 * T[13];
+    }
+    return ms;
+}
+
+/* The database: every pipeline's distinct random schedules on the C
+ * device, the first few also on the OpenCL device; the first schedule of
+ * each pipeline a failure and the second an absurd time on the C device
+ * (absurd[] counts those stored).  Returns the C device's good samples. */
+static int absurd[NPIPES];
+
+static int fill(store *st, int *per_pipe) {
+    char err[1024], tt[4096];
+    target_print(&A100, tt, sizeof tt);
+    store_device dc = { C_KEY, "exact", "the C back end", tt }, dl = { CL_KEY, "fast", "PoCL", tt };
+    int64_t devc = store_put_device(st, &dc, err, sizeof err), devl = store_put_device(st, &dl, err, sizeof err);
+    CHECK(devc >= 0 && devl >= 0);
+    int good = 0;
+    for (int p = 0; p < NPIPES; p++) {
+        fixture fx = fixture_load(PIPES[p]);
+        char *text = sc_pipeline_to_text(fx.p);
+        int64_t pid = store_put_pipeline(st, sc_pipeline_name(fx.p), text, p == 2 ? "app:blur" : "random:seed=1",
+                                         err, sizeof err);
+        CHECK(pid >= 0);
+        free(text);
+        space_opts so = { &A100, true };
+        per_pipe[p] = 0;
+        for (int s = 1; s <= NSCHED + 2; s++) {
+            sched_state *sc = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)s, err, sizeof err);
+            feat_result r = { 0 };
+            CHECK(sc && feat_compute(fx.p, fx.b, sc, &A100, &r, err, sizeof err) == 0);
+            char *stext = sched_to_text(fx.p, sc);
+            store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
+                                 .ms = made_up_ms(&r), .nsamples = 0, .runs = 1, .kernels = 1, .check = "exact",
+                                 .sizes = "", .version = "test" };
+            for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
+            bool bad = s <= 2;                         /* the first two: always new */
+            if (s == 1) {
+                res.outcome = STORE_FAILED;
+                res.message = "did not compile";
+            } else if (s == 2) {
+                res.ms = 1e9;                          /* absurd: rejected by the loader */
+            }
+            int put = store_put_result(st, &res, err, sizeof err);
+            CHECK(put >= 0);
+            if (put == 1 && s == 2) absurd[p]++;
+            if (put == 1 && !bad) {
+                good++;
+                per_pipe[p]++;
+            }
+            if (s <= 7 && !bad) {
+                res.device = devl;
+                CHECK(store_put_result(st, &res, err, sizeof err) >= 0);
+            }
+            free(stext);
+            feat_free(&r);
+        }
+        fixture_unload(&fx);
+    }
+    return good;
+}
+
+static void test_from_store(void) {
+    char db[128], xz[128], err[2048];
+    snprintf(db, sizeof db, "/tmp/test_train_store_%d.db", (int)getpid());
+    snprintf(xz, sizeof xz, "/tmp/test_train_store_%d.txt.xz", (int)getpid());
+    remove(db);
+    store *st = store_open(db, STORE_WRITE, err, sizeof err);
+    if (!st) fprintf(stderr, "  %s\n", err);
+    CHECK(st != NULL);
+    if (!st) return;
+    int per_pipe[NPIPES];
+    int good = fill(st, per_pipe);
+    printf("  %d good samples on the C device (%d, %d, %d per pipeline), %d absurd\n", good, per_pipe[0], per_pipe[1],
+           per_pipe[2], absurd[0] + absurd[1] + absurd[2]);
+    CHECK(absurd[0] + absurd[1] + absurd[2] >= 1);
+    CHECK(good >= 20 && per_pipe[0] > 2 && per_pipe[1] > 2 && per_pipe[2] > 2);
+    int64_t written = 0;
+    CHECK(store_export(st, xz, &written, err, sizeof err) == 0);
+    store_close(st);
+
+    /* the C device: its good samples, one absurd time per pipeline */
+    train_data d;
+    train_data_init(&d);
+    train_load_opts o = { C_KEY, 0, NULL, NULL };
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == good);
+    CHECK(d.npipes == NPIPES);
+    CHECK(d.rejected_time == absurd[0] + absurd[1] + absurd[2]);
+    CHECK(!strcmp(d.device, C_KEY));
+    train_data_free(&d);
+
+    /* both devices: a mixed set */
+    train_data_init(&d);
+    o.device_key = NULL;
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples > good && d.device[0] == 0);
+    train_data_free(&d);
+
+    /* an unknown device: nothing, and the keys it has */
+    train_data_init(&d);
+    o.device_key = "cuda:none";
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 0);
+    train_data_free(&d);
+    char keys[512];
+    CHECK(train_device_keys(db, NULL, keys, sizeof keys, err, sizeof err) == 2);
+    CHECK(strstr(keys, C_KEY) && strstr(keys, CL_KEY));
+
+    /* the exchange file: the same samples; the app held out */
+    train_data_init(&d);
+    const char *hold[] = { "blur" };
+    train_load_opts oh = { C_KEY, 1, hold, NULL };
+    CHECK(train_load(&d, NULL, xz, &oh, err, sizeof err) == 0);
+    CHECK(d.nsamples == good - per_pipe[2]);
+    CHECK(d.held_out == per_pipe[2] + absurd[2]);      /* its absurd sample too */
+    CHECK(d.npipes == NPIPES - 1);
+    train_data_free(&d);
+
+    /* trained on the store's samples, the model ranks them */
+    train_data_init(&d);
+    o.device_key = C_KEY;
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    nn_model *m = calloc(1, sizeof *m);
+    train_opts to;
+    train_opts_default(&to);
+    to.epochs = 60;
+    to.lr = 3e-3;
+    train_metrics tm;
+    CHECK(train_run(&d, m, &to, &tm, NULL, err, sizeof err) == 0);
+    printf("  from the store: %d samples, pairwise %.3f, rho %.3f, loss %.4g\n", tm.samples, tm.pairwise, tm.rho,
+           tm.loss);
+    CHECK(tm.pairwise > 0.85);
+    free(m);
+    train_data_free(&d);
+
+    /* missing and bad inputs */
+    train_data_init(&d);
+    CHECK(train_load(&d, "/nonexistent/samples.db", NULL, &o, err, sizeof err) != 0 && strstr(err, "/nonexistent/samples.db"));
+    CHECK(train_load(&d, NULL, "/nonexistent/samples.txt.xz", &o, err, sizeof err) != 0 &&
+          strstr(err, "/nonexistent/samples.txt.xz"));
+    train_data_free(&d);
+    remove(db);
+    remove(xz);
+    char side[160];
+    snprintf(side, sizeof side, "%s-wal", db);
+    remove(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    remove(side);
+}
+
+int main(void) {
+    A100 = fixture_target("a100");
+    RUN(test_from_store);
+    CHECK_EXIT();
+}
