@@ -73,7 +73,11 @@ static void print_usage(FILE *out) {
                  "  bench     time a schedule on a device\n"
                  "  features  print the features of every stage of a (partial) schedule\n",
             space_strategy_names(names, sizeof names, "|", "|"));
-    for (int i = 0; i < tool_count(); i++) fprintf(out, "  %-9s %s\n", tool_at(i)->name, tool_at(i)->summary);
+    for (int i = 0; i < tool_count(); i++) {
+        const char *name = tool_at(i)->name;
+        if (strlen(name) > 9) fprintf(out, "  %s\n  %-9s %s\n", name, "", tool_at(i)->summary);
+        else fprintf(out, "  %-9s %s\n", name, tool_at(i)->summary);
+    }
     fprintf(out, "\nRun 'stagecraft COMMAND --help' for the options of a command.\n");
 }
 
