@@ -57,17 +57,23 @@ case_ samples_missing_db 1 -e 'no such database' -- "$sc" samples --db "$tmp/non
 case_ samples_bad_verb 2 -e "'frob' is not one of stats, export, import" -- "$sc" samples --db "$db" frob
 case_ samples_export_no_file 2 -e 'export needs a FILE' -- "$sc" samples --db "$db" export
 
+# start_collect DB N: a collection of 12 schedules on OpenCL in the
+# background ($pid), returning once DB holds N measurements (or after 60 s)
+start_collect() {
+    "$sc" collect --db "$1" --device opencl --small --schedules 12 --jobs 2 "$pipe" >"$1.log" 2>&1 &
+    pid=$!
+    for i in $(seq 1 600); do
+        n=$(sqlite3 "$1" 'SELECT count(*) FROM measurements' 2>/dev/null || echo 0)
+        [ "${n:-0}" -ge "$2" ] && break
+        sleep 0.1
+    done
+}
+
 # killed at any instant: SIGKILL after the first results on OpenCL (each
 # schedule measured in a child process), then a rerun completes the set
 # with no duplicate; the database holds only whole samples throughout
 kdb=$tmp/k.db
-"$sc" collect --db "$kdb" --device opencl --small --schedules 12 --jobs 2 "$pipe" >"$tmp/k.log" 2>&1 &
-pid=$!
-for i in $(seq 1 600); do
-    n=$(sqlite3 "$kdb" 'SELECT count(*) FROM measurements' 2>/dev/null || echo 0)
-    [ "${n:-0}" -ge 3 ] && break
-    sleep 0.1
-done
+start_collect "$kdb" 3
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 n1=$(sqlite3 "$kdb" 'SELECT count(*) FROM measurements')
@@ -82,17 +88,11 @@ ok collect_after_kill_unique "$(sqlite3 "$kdb" 'SELECT count(DISTINCT text) FROM
 
 # SIGINT: stops after the schedule being measured, stores no failure for it
 idb=$tmp/i.db
-"$sc" collect --db "$idb" --device opencl --small --schedules 12 --jobs 2 "$pipe" >"$tmp/i.log" 2>&1 &
-pid=$!
-for i in $(seq 1 600); do
-    n=$(sqlite3 "$idb" 'SELECT count(*) FROM measurements' 2>/dev/null || echo 0)
-    [ "${n:-0}" -ge 2 ] && break
-    sleep 0.1
-done
+start_collect "$idb" 2
 kill -INT $pid
 wait $pid
 rc=$?
 ok collect_sigint_exit "$rc"
-ok collect_sigint_says_stopped "$(grep -q 'stopped: run again to resume' "$tmp/i.log"; echo $?)"
+ok collect_sigint_says_stopped "$(grep -q 'stopped: run again to resume' "$idb.log"; echo $?)"
 ok collect_sigint_no_failures "$(sqlite3 "$idb" 'SELECT count(*) FROM failures' | grep -qx 0; echo $?)"
 exit $failed
