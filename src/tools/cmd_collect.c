@@ -82,6 +82,17 @@ static void source_of(const char *path, char *buf, size_t len) {
     snprintf(buf, len, "app:%.*s", (int)n, base);
 }
 
+/* One pipeline: a pipeline that does not parse is skipped with a
+ * message; a database error ends the collection (TOOL_INPUT). */
+static int collect_one(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
+                       bool bar) {
+    char err[4096];
+    int r = collect_pipeline(c, name, text, source, small, err, sizeof err);
+    if (r == -2) fprintf(stderr, "%scollect: skipping %s\n", bar ? "\n" : "", err);
+    if (r == -1) fprintf(stderr, "%sstagecraft collect: %s\n", bar ? "\n" : "", err);
+    return r == -1 ? TOOL_INPUT : TOOL_OK;
+}
+
 int tool_collect(int argc, char **argv) {
     const char *db = NULL, *pipes[MAX_PIPES];
     int npipes = 0;
@@ -164,29 +175,18 @@ int tool_collect(int argc, char **argv) {
                 collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules,
                 npipes + (int)nrandom);
         collect_plan(c, ((int64_t)npipes + nrandom) * o.schedules);
-        for (int i = 0; i < npipes && !collect_stopped(c); i++) {
+        for (int i = 0; i < npipes && rc == TOOL_OK && !collect_stopped(c); i++) {
             char source[256];
             source_of(pipes[i], source, sizeof source);
-            int r = collect_pipeline(c, pipes[i], texts[i], source, small, err, sizeof err);
-            if (r == -2) fprintf(stderr, "%scollect: skipping %s\n", o.progress_bar ? "\n" : "", err);
-            if (r == -1) {
-                fprintf(stderr, "%sstagecraft collect: %s\n", o.progress_bar ? "\n" : "", err);
-                rc = TOOL_INPUT;
-                break;
-            }
+            rc = collect_one(c, pipes[i], texts[i], source, small, o.progress_bar);
         }
         for (long long k = 0; k < nrandom && rc == TOOL_OK && !collect_stopped(c); k++) {
             uint64_t seed = (uint64_t)(first_seed + k);
             char *text = randpipe_generate(seed, 0, NULL), name[64], source[64];
             snprintf(name, sizeof name, "random_%llu.pipe", (unsigned long long)seed);
             snprintf(source, sizeof source, "random:seed=%llu", (unsigned long long)seed);
-            int r = collect_pipeline(c, name, text, source, small, err, sizeof err);
+            rc = collect_one(c, name, text, source, small, o.progress_bar);
             free(text);
-            if (r == -2) fprintf(stderr, "%scollect: skipping %s\n", o.progress_bar ? "\n" : "", err);
-            if (r == -1) {
-                fprintf(stderr, "%sstagecraft collect: %s\n", o.progress_bar ? "\n" : "", err);
-                rc = TOOL_INPUT;
-            }
         }
         collect_totals t = collect_get_totals(c);
         fprintf(stderr, "%scollect: %" PRId64 " measured, %" PRId64 " failed, %" PRId64 " wrong, %" PRId64
