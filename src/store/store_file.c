@@ -112,6 +112,8 @@ static int xz_decompress(const char *path, const uint8_t *in, size_t n, text_buf
     }
     lzma_end(&z);
     if (r != LZMA_STREAM_END) {
+        free(out->p);
+        *out = (text_buf){0};
         snprintf(err, errlen, "%s: not a valid xz file (%s)", path,
                  r == LZMA_DATA_ERROR || r == LZMA_FORMAT_ERROR ? "corrupt data" :
                  r == LZMA_BUF_ERROR ? "truncated" : "liblzma error");
