@@ -201,8 +201,35 @@ static void test_from_store(void) {
     remove(side);
 }
 
+/* The drift check: each sample gets the median time of its pipeline's
+ * neighbours in order, never its own; other pipelines' samples between
+ * them are skipped. */
+static void test_neighbours(void) {
+    train_data d;
+    train_data_init(&d);
+    int a = train_data_pipeline(&d, "a", "app:a", "ha"), b = train_data_pipeline(&d, "b", "app:b", "hb");
+    static const double ms[] = { 1, 100, 2, 4, 8, 1000 };
+    const int pipe[] = { a, b, a, a, a, b };
+    d.nsamples = 6;
+    d.samples = calloc(6, sizeof *d.samples);
+    for (int i = 0; i < 6; i++) d.samples[i] = (train_sample){ pipe[i], ms[i], 0, 0 };
+    double pred[6];
+    train_neighbour_predict(&d, 1, pred);
+    CHECK(fabs(pred[0] - 2) < 1e-12);                  /* only the next of a: 2 */
+    CHECK(fabs(pred[1] - 1000) < 1e-9);                /* b's other sample, past a's */
+    CHECK(fabs(pred[2] - 2) < 1e-12);                  /* median of 1 and 4, in log: sqrt(1 x 4) */
+    CHECK(fabs(pred[3] - 4) < 1e-12);                  /* sqrt(2 x 8) */
+    CHECK(fabs(pred[4] - 4) < 1e-12);
+    CHECK(fabs(pred[5] - 100) < 1e-9);
+    train_neighbour_predict(&d, 3, pred);
+    CHECK(fabs(pred[0] - 4) < 1e-12);                  /* median of 2, 4, 8 */
+    CHECK(fabs(pred[2] - 4) < 1e-12);                  /* median of 1, 4, 8 */
+    train_data_free(&d);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
+    RUN(test_neighbours);
     CHECK_EXIT();
 }

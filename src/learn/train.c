@@ -394,6 +394,30 @@ static int train_cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+void train_neighbour_predict(const train_data *d, int w, double *pred) {
+    double *v = base_calloc((size_t)(2 * (w > 0 ? w : 0)) + 1, sizeof(double));
+    for (int i = 0; i < d->nsamples; i++) {
+        int pipe = d->samples[i].pipe, n = 0;
+        for (int j = i - 1, k = 0; j >= 0 && k < w; j--) {
+            if (d->samples[j].pipe != pipe) continue;
+            v[n++] = log(d->samples[j].ms);
+            k++;
+        }
+        for (int j = i + 1, k = 0; j < d->nsamples && k < w; j++) {
+            if (d->samples[j].pipe != pipe) continue;
+            v[n++] = log(d->samples[j].ms);
+            k++;
+        }
+        if (n == 0) {
+            pred[i] = 0;
+            continue;
+        }
+        qsort(v, (size_t)n, sizeof(double), train_cmp_double);
+        pred[i] = exp(n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+    }
+    free(v);
+}
+
 void train_calibrate(const train_data *d, nn_model *m) {
     double sum[NN_COEF] = { 0 };
     int64_t cnt[NN_COEF] = { 0 };

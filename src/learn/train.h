@@ -107,6 +107,16 @@ typedef struct {
 
 /* The predicted ms of every sample (pred: d->nsamples). */
 void train_predict_all(const train_data *d, const nn_model *m, double *pred);
+/* The measurement-drift check (bench_costmodel): each sample "predicted"
+ * by the median time of up to w samples of its pipeline before it and w
+ * after it in the dataset's order, itself left out (0 when it has no
+ * neighbour).  The order is the store's, measurement id within a pipeline,
+ * i.e. the order of measurement for a database that collect wrote (not for
+ * one imported from an exchange file, whose records are sorted by
+ * schedule text).  It knows nothing of the schedules, so where it ranks a
+ * pipeline's samples better than chance their times carry the machine's
+ * load at the moment they were measured.  docs/costmodel.md. */
+void train_neighbour_predict(const train_data *d, int w, double *pred);
 /* The metrics over the pipelines of role r. */
 train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role r);
 
