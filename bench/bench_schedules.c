@@ -48,7 +48,7 @@ static double copy_bandwidth(const measure_device *d, const target *t, int limit
     ir_arena *a = ir_arena_new();
     sc_buffer *in[1] = { sc_input_random(p, 0, 1) }, *ref[1] = {0};
     sc_evaluate(p, in, 1, ref);
-    measure_schedule(d, p, b, space_baseline(a, p, b, t), in, ref, (measure_limits){ limit_ms, limit_ms }, o);
+    measure_schedule(d, p, b, space_baseline(a, p, b, t), NULL, in, ref, (measure_limits){ limit_ms, limit_ms }, o);
     sc_buffer_free(in[0]);
     sc_buffer_free(ref[0]);
     ir_arena_free(a);
@@ -131,9 +131,9 @@ int main(int argc, char **argv) {
         ir_arena *a = ir_arena_new();
         measure_outcome root, base;
         measure_limits full = { timeout_ms, timeout_ms };
-        measure_schedule(&d, ac.p, ac.b, space_root(a, ac.p, ac.b, &t), ac.in, ac.ref, full, &root);
+        measure_schedule(&d, ac.p, ac.b, space_root(a, ac.p, ac.b, &t), NULL, ac.in, ac.ref, full, &root);
         if (root.kind != MEASURE_OK) fprintf(stderr, "%s root: %s\n", names[ai], root.msg);
-        measure_schedule(&d, ac.p, ac.b, space_baseline(a, ac.p, ac.b, &t), ac.in, ac.ref, full, &base);
+        measure_schedule(&d, ac.p, ac.b, space_baseline(a, ac.p, ac.b, &t), NULL, ac.in, ac.ref, full, &base);
         if (base.kind != MEASURE_OK) fprintf(stderr, "%s baseline: %s\n", names[ai], base.msg);
         measure_outcome best;
         memset(&best, 0, sizeof best);
@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
                 lim.first_ms = lim.run_ms > 10000 ? lim.run_ms : 10000;
                 if (lim.first_ms > timeout_ms) lim.first_ms = timeout_ms;
             }
-            if (s) measure_schedule(&d, ac.p, ac.b, s, ac.in, ac.ref, lim, &o);
+            if (s) measure_schedule(&d, ac.p, ac.b, s, NULL, ac.in, ac.ref, lim, &o);
             else o.kind = MEASURE_FAILED;
             if (o.kind == MEASURE_TIMEOUT && cutting) ncut++;
             else count[o.kind]++;

@@ -59,19 +59,23 @@ static void fill(store *st) {
     CHECK(pa > 0 && pb > 0 && pa != pb);
     CHECK(store_put_pipeline(st, "a", PIPE_A, "app:a", err, sizeof err) == pa);
     double s1[3] = { 1.5, 1.25, 1.375 };
-    store_result r = { pa, dev, "schedule a;\nout: root [x=8x1];\n", { 1, 2, 3, 4 }, STORE_OK, 1.25, 3, s1, 10, 1,
-                       "0 of 8 points differ", NULL, "out(8)", "2026-01-02T03:04:05Z", "v1" };
+    store_result r = { .pipeline = pa, .device = dev, .schedule_text = "schedule a;\nout: root [x=8x1];\n",
+                       .hash = { 1, 2, 3, 4 }, .outcome = STORE_OK, .ms = 1.25, .ref_ms = 2.5, .nsamples = 3,
+                       .samples_ms = s1, .runs = 10, .kernels = 1, .check = "0 of 8 points differ",
+                       .sizes = "out(8)", .date = "2026-01-02T03:04:05Z", .version = "v1" };
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
     CHECK(store_put_result(st, &r, err, sizeof err) == 0);     /* one result per schedule and device */
     r.schedule_text = "schedule a;\nout: root [x=4x2];\n";
     r.ms = 0.75;
+    r.ref_ms = 0;       /* measured without a reference */
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
     r.pipeline = pb;
     r.schedule_text = "schedule b;\nout: root [x=4x1 y=4x1];\n";
     r.ms = 3;
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
-    store_result f = { pb, dev, "schedule b;\nout: root [x=2x2 y=4x1];\n", { 5, 6, 7, 8 }, STORE_WRONG, 0, 0, NULL, 0,
-                       0, NULL, "3 points differ \\ badly", "out(4x4)", NULL, NULL };
+    store_result f = { .pipeline = pb, .device = dev, .schedule_text = "schedule b;\nout: root [x=2x2 y=4x1];\n",
+                       .hash = { 5, 6, 7, 8 }, .outcome = STORE_WRONG, .message = "3 points differ \\ badly",
+                       .sizes = "out(4x4)" };
     CHECK(store_put_result(st, &f, err, sizeof err) == 1);
     f.schedule_text = "schedule b;\nout: root [x=1x4 y=4x1];\n";
     f.outcome = STORE_TIMEOUT;
@@ -86,12 +90,13 @@ static void fill(store *st) {
     CHECK(store_has_result(st, pb, dev, r.schedule_text, err, sizeof err) == 0);
 }
 
-typedef struct { int n; double ms[8]; int64_t pipeline[8]; char source[8][32]; } seen;
+typedef struct { int n; double ms[8], ref[8]; int64_t pipeline[8]; char source[8][32]; } seen;
 
 static int collect_fn(const store_sample *s, void *ud) {
     seen *v = ud;
     if (v->n < 8) {
         v->ms[v->n] = s->ms;
+        v->ref[v->n] = s->ref_ms;
         v->pipeline[v->n] = s->pipeline;
         snprintf(v->source[v->n], sizeof v->source[v->n], "%s", s->pipeline_source);
     }
@@ -112,6 +117,7 @@ static void test_rows(void) {
     seen v = {0};
     CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
     CHECK(v.n == 3 && v.ms[0] == 1.25 && v.ms[1] == 0.75 && v.ms[2] == 3);
+    CHECK(v.ref[0] == 2.5 && v.ref[1] == 0 && v.ref[2] == 0);
     CHECK(v.pipeline[0] == v.pipeline[1] && v.pipeline[1] != v.pipeline[2]);
     CHECK(!strcmp(v.source[2], "random:seed=3"));
     seen none = {0};
@@ -196,7 +202,7 @@ static void test_corrupt_files(void) {
     char *s = strstr(bad, "\nsample ");
     CHECK(s != NULL);
     if (s) { char *sp = strchr(s + 8, ' '); memmove(sp, strchr(sp + 1, ' '), strlen(strchr(sp + 1, ' ')) + 1); }
-    expect_refused(bad, "a sample record has 14 fields");
+    expect_refused(bad, "a sample record has 15 fields");
     free(bad);
     expect_refused("stagecraft-samples 1\nsample 0123456789abcdef k fast 1 1 1 1 c s d v 1,2,3,4 x\n",
                    "bad.txt:2: pipeline 0123456789abcdef is not defined");
@@ -244,6 +250,60 @@ static void test_bad_databases(void) {
     CHECK(strstr(err, "schema version 99") != NULL);
 }
 
+/* A version 1 database (no reference times) is refused read-only with
+ * the way to upgrade it, and upgraded, rows kept, when opened to write;
+ * a version 1 exchange file is read. */
+static void test_version1(void) {
+    char err[512];
+    sqlite3 *db;
+    CHECK(sqlite3_open(path_in("v1.db"), &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES('format', 'stagecraft-samples'), ('schema_version', '1');"
+        "CREATE TABLE pipelines(id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
+        "  source TEXT NOT NULL, text TEXT NOT NULL);"
+        "CREATE TABLE devices(id INTEGER PRIMARY KEY, key TEXT NOT NULL, math TEXT NOT NULL,"
+        "  description TEXT NOT NULL, target TEXT NOT NULL, UNIQUE(key, math));"
+        "CREATE TABLE schedules(id INTEGER PRIMARY KEY, pipeline INTEGER NOT NULL REFERENCES pipelines(id),"
+        "  text TEXT NOT NULL, hash0 TEXT NOT NULL, hash1 TEXT NOT NULL, hash2 TEXT NOT NULL,"
+        "  hash3 TEXT NOT NULL, UNIQUE(pipeline, text));"
+        "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
+        "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, samples TEXT NOT NULL,"
+        "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
+        "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
+        "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
+        "  device INTEGER NOT NULL REFERENCES devices(id), outcome TEXT NOT NULL, message TEXT NOT NULL,"
+        "  sizes TEXT NOT NULL, date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
+        "INSERT INTO pipelines VALUES(1, 'h', 'a', 'app:a', 'pipeline a;');"
+        "INSERT INTO devices VALUES(1, 'k', 'fast', '', 'name = t');"
+        "INSERT INTO schedules VALUES(1, 1, 's', '0', '0', '0', '0');"
+        "INSERT INTO measurements VALUES(1, 1, 1, 4.5, '4.5', 1, 1, '', '', '', '');", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_open(path_in("v1.db"), STORE_READ, err, sizeof err) == NULL);
+    CHECK(strstr(err, "schema version 1") && strstr(err, "upgrades it"));
+    store *st = store_open(path_in("v1.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    seen v = {0};
+    CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
+    CHECK(v.n == 1 && v.ms[0] == 4.5 && v.ref[0] == 0);
+    store_close(st);
+    CHECK((st = store_open(path_in("v1.db"), STORE_READ, err, sizeof err)) != NULL);
+    store_close(st);
+    /* a version 1 file: samples without the reference field */
+    char hash[17];
+    store_text_hash("pipeline a;", hash);
+    char text[1024];
+    snprintf(text, sizeof text, "stagecraft-samples 1\ndevice k fast \\e name\\s=\\st\n"
+             "pipeline %s a app:a pipeline\\sa;\n"
+             "sample %s k fast 2.5 1 2.5 1 \\e \\e d v 0,0,0,0 s2\n", hash, hash);
+    write_text(path_in("v1.txt"), text);
+    CHECK((st = store_open(path_in("v1b.db"), STORE_WRITE, err, sizeof err)) != NULL);
+    int64_t added = 0;
+    CHECK(store_import(st, path_in("v1.txt"), &added, err, sizeof err) == 0 && added == 1);
+    store_close(st);
+}
+
 /* A writer holding the database: a write waits, then fails with a message
  * that says the database is locked; what was stored stays. */
 static void test_locked(void) {
@@ -275,6 +335,7 @@ int main(void) {
     RUN(test_corrupt_files);
     RUN(test_bad_databases);
     RUN(test_locked);
+    RUN(test_version1);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

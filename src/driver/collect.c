@@ -118,6 +118,17 @@ static store_outcome outcome_of(measure_kind k) {
                                                                                                 : STORE_FAILED;
 }
 
+/* The pipeline's reference schedule: baseline, else root, the first that
+ * fits the target; NULL if neither does. */
+static const sched_state *reference_of(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b) {
+    char msg[512];
+    for (int k = 0; k < 2; k++) {
+        sched_state *s = k == 0 ? space_baseline(a, p, b, &c->t) : space_root(a, p, b, &c->t);
+        if (s && sched_check(p, b, s, &c->t, c->o.prune, msg, sizeof msg) == 0) return s;
+    }
+    return NULL;
+}
+
 /* The schedules to measure: the `baseline` and `root` strategies (the
  * points of reference of every benchmark), then random walks (seeds 1, 2,
  * ...), distinct, not yet in the store.  Returns the count; texts and
@@ -219,6 +230,9 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
     char sizes[256];
     sizes_of(p, sizes, sizeof sizes);
     measure_limits lim = { c->o.timeout_ms > 10000 ? c->o.timeout_ms : 10000, c->o.timeout_ms };
+    /* every schedule is timed in turn with the reference: the baseline
+     * (else root) that fits the target (measure.h says why) */
+    const sched_state *rs = reference_of(c, a, p, b);
     /* compiled a chunk at a time, so that results keep coming */
     int chunk = 4 * c->o.jobs;
     bool exact = false, tried_exact = false;
@@ -231,13 +245,13 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
             measure_precompile(exact ? &c->exact : &c->dev, p, b, (const sched_state *const *)states + i, k, c->o.jobs);
         }
         measure_outcome m;
-        measure_schedule(exact ? &c->exact : &c->dev, p, b, states[i], in, ref, lim, &m);
+        measure_schedule(exact ? &c->exact : &c->dev, p, b, states[i], rs, in, ref, lim, &m);
         if (stop_requested) break;      /* the child may have died of the same signal */
         if (m.kind == MEASURE_WRONG && !exact && !tried_exact && c->o.math == CG_MATH_FAST) {
             /* the first wrong result: is it the schedule, or fast math? */
             measure_outcome e;
             tried_exact = true;
-            measure_schedule(&c->exact, p, b, states[i], in, ref, lim, &e);
+            measure_schedule(&c->exact, p, b, states[i], rs, in, ref, lim, &e);
             if (stop_requested) break;
             if (e.kind == MEASURE_OK) {
                 char ttext[4096];
@@ -258,6 +272,7 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
         for (int d = 0; d < 4; d++) r.hash[d] = sched_hash(states[i], d);
         r.outcome = outcome_of(m.kind);
         r.ms = m.ms;
+        r.ref_ms = m.ref_ms;
         r.nsamples = m.nsamples;
         r.samples_ms = m.samples_ms;
         r.runs = m.runs;

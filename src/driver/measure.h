@@ -28,6 +28,7 @@ typedef enum { MEASURE_OK, MEASURE_FAILED, MEASURE_WRONG, MEASURE_TIMEOUT } meas
 typedef struct {
     measure_kind kind;
     double ms;                          /* the summary: the least sample */
+    double ref_ms;                      /* the reference's, timed in turn with it (0: none) */
     int nsamples;
     double samples_ms[MEASURE_MAX_SAMPLES];  /* each the mean of `runs` runs */
     int runs;
@@ -53,9 +54,18 @@ typedef struct { int first_ms, run_ms; } measure_limits;
 
 /* Lowers, compiles, checks and times s (in a child when d->fork_each; the
  * child is killed after a deadline that leaves room for compiling and
- * every run it makes).  *o is always filled. */
+ * every run it makes).  *o is always filled.
+ *
+ * With a reference schedule (rs, may be NULL) the same process also
+ * compiles it and times it in turn with s, sample by sample (r, s, r, s,
+ * ...), and reports its least sample as ref_ms: on a shared machine the
+ * load drifts over minutes and moves every time with it, while the ratio
+ * ms / ref_ms of two codes timed within the same second does not (the
+ * reference is not checked here: it is checked when it is measured
+ * itself). */
 void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
-                      sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim, measure_outcome *o);
+                      const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
+                      measure_outcome *o);
 
 /* Compiles the code of n schedules in up to `jobs` child processes at
  * once, for drivers that cache what they compiled (PoCL keeps a kernel

@@ -22,6 +22,7 @@ typedef struct {
     feat_ctx *fx;
     ir_arena *a;
     int since_flush;
+    double ref0;                      /* the pipeline's first reference time (0: none yet) */
     char key[NN_DEVICE_MAX];      /* the device whose target t is */
     bool t_ok;
     target t;
@@ -73,6 +74,7 @@ static void loader_pipeline(loader *L, const store_sample *s) {
     L->a = ir_arena_new();
     L->since_flush = 0;
     L->pipe = train_data_pipeline(L->d, s->pipeline_name, s->pipeline_source, s->pipeline_hash);
+    L->ref0 = 0;
 }
 
 static int loader_sample(const store_sample *s, void *ud) {
@@ -123,7 +125,16 @@ static int loader_sample(const store_sample *s, void *ud) {
         return 0;
     }
     nest_free(model);
-    train_data_add(d, L->pipe, &r, &L->t, s->ms);
+    /* A sample timed in turn with its pipeline's reference schedule is
+     * taken as its ratio to it, in the units of the pipeline's first
+     * reference time: the load of the machine, which drifts over minutes,
+     * cancels (docs/samples.md). */
+    double ms = s->ms;
+    if (s->ref_ms > 0) {
+        if (L->ref0 <= 0) L->ref0 = s->ref_ms;
+        ms = s->ms / s->ref_ms * L->ref0;
+    }
+    train_data_add(d, L->pipe, &r, &L->t, ms);
     feat_free(&r);
     return 0;
 }

@@ -30,7 +30,7 @@ static const char *schema =
     "  text TEXT NOT NULL, hash0 TEXT NOT NULL, hash1 TEXT NOT NULL, hash2 TEXT NOT NULL,"
     "  hash3 TEXT NOT NULL, UNIQUE(pipeline, text));"
     "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
-    "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, samples TEXT NOT NULL,"
+    "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, ref_ms REAL, samples TEXT NOT NULL,"
     "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
     "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
     "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
@@ -130,9 +130,23 @@ static int check_schema(store *st, bool writable, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: not a stagecraft sample database (no 'format = stagecraft-samples' in a meta table)",
                  st->path);
         r = -1;
+    } else if (version && atoi(version) == 1 && writable) {
+        /* version 1 -> 2: the reference time, NULL in the rows there are */
+        char sql[200];
+        snprintf(sql, sizeof sql, "ALTER TABLE measurements ADD COLUMN ref_ms REAL;"
+                 "UPDATE meta SET value = '%d' WHERE key = 'schema_version';", STORE_SCHEMA_VERSION);
+        if (store_exec(st, "BEGIN IMMEDIATE", err, errlen)) r = -1;
+        else if (store_exec(st, sql, err, errlen)) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            r = -1;
+        } else {
+            r = store_exec(st, "COMMIT", err, errlen);
+        }
     } else if (!version || atoi(version) != STORE_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: schema version %s, this stagecraft reads version %d", st->path,
-                 version ? version : "(none)", STORE_SCHEMA_VERSION);
+        snprintf(err, errlen, "%s: schema version %s, this stagecraft reads version %d%s", st->path,
+                 version ? version : "(none)", STORE_SCHEMA_VERSION,
+                 version && atoi(version) < STORE_SCHEMA_VERSION
+                     ? " (a command that writes, such as collect or samples import, upgrades it)" : "");
         r = -1;
     }
     free(format);
@@ -321,14 +335,16 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
         for (int i = 0; i < r->nsamples; i++)
             n += (size_t)snprintf(samples + n, cap - n, "%s%.17g", i ? "," : "", r->samples_ms[i]);
         q = store_prepare(st,
-            "INSERT INTO measurements(schedule, device, ms, samples, runs, kernels, check_result, sizes, date, version)"
-            " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err, errlen);
+            "INSERT INTO measurements(schedule, device, ms, samples, runs, kernels, check_result, sizes, date, version,"
+            " ref_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err, errlen);
         if (q) {
             sqlite3_bind_double(q, 3, r->ms);
             sqlite3_bind_text(q, 4, samples, -1, SQLITE_STATIC);
             sqlite3_bind_int(q, 5, r->runs);
             sqlite3_bind_int(q, 6, r->kernels);
             sqlite3_bind_text(q, 7, r->check ? r->check : "", -1, SQLITE_STATIC);
+            if (r->ref_ms > 0) sqlite3_bind_double(q, 11, r->ref_ms);
+            else sqlite3_bind_null(q, 11);
         }
     } else {
         q = store_prepare(st,
@@ -352,7 +368,7 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
 }
 
 int store_put_result(store *st, const store_result *r, char *err, size_t errlen) {
-    if (r->outcome == STORE_OK && !(r->ms >= 0 && r->ms < 1e12)) {
+    if (r->outcome == STORE_OK && (!(r->ms >= 0 && r->ms < 1e12) || !(r->ref_ms >= 0 && r->ref_ms < 1e12))) {
         snprintf(err, errlen, "%s: a measurement of %g ms is not a run time", st->path, r->ms);
         return -1;
     }
@@ -378,7 +394,8 @@ int store_put_result(store *st, const store_result *r, char *err, size_t errlen)
 int store_each_sample(store *st, const char *device_key, store_sample_fn fn, void *ud, char *err,
                       size_t errlen) {
     sqlite3_stmt *q = store_prepare(st,
-        "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms"
+        "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms,"
+        " coalesce(m.ref_ms, 0)"
         " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
         " JOIN devices d ON m.device = d.id WHERE ?1 IS NULL OR d.key = ?1 ORDER BY p.id, m.id", err, errlen);
     if (!q) return -1;
@@ -391,7 +408,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
             (const char *)sqlite3_column_text(q, 4), (const char *)sqlite3_column_text(q, 5),
             (const char *)sqlite3_column_text(q, 6), (const char *)sqlite3_column_text(q, 7),
             (const char *)sqlite3_column_text(q, 8), (const char *)sqlite3_column_text(q, 9),
-            sqlite3_column_double(q, 10),
+            sqlite3_column_double(q, 10), sqlite3_column_double(q, 11),
         };
         if ((r = fn(&s, ud)) != 0) break;
     }

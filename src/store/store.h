@@ -16,7 +16,12 @@
  *                 made and featurized for, in target file form
  *   measurements  pipeline, schedule, device, each timed sample's ms, the
  *                 summary (the minimum over samples of the mean of runs),
- *                 kernels, the check's outcome, the date, the version
+ *                 the reference time (the pipeline's reference schedule
+ *                 timed in turn with it, in the same process: the ratio
+ *                 of the two is free of the machine's load, which drifts
+ *                 over minutes on a shared machine; NULL in samples
+ *                 measured without one), kernels, the check's outcome, the
+ *                 date, the version
  *   failures      schedules that did not compile, ran past their limit or
  *                 did not match the reference: recorded so that they are
  *                 not tried again, never used as timings
@@ -42,7 +47,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define STORE_SCHEMA_VERSION 1
+/* Version 2 added measurements.ref_ms; a version 1 database is upgraded
+ * when it is opened for writing (its rows are kept, without reference
+ * times). */
+#define STORE_SCHEMA_VERSION 2
 
 typedef struct store store;
 
@@ -91,6 +99,7 @@ typedef struct {
     store_outcome outcome;
     /* STORE_OK: */
     double ms;                    /* the summary */
+    double ref_ms;                /* the reference schedule's time measured with it (0: none) */
     int nsamples;
     const double *samples_ms;     /* each sample's mean run time */
     int runs;                     /* runs per sample */
@@ -131,6 +140,7 @@ typedef struct {
     const char *math;
     const char *target_text;      /* the device's target, target_print form */
     double ms;
+    double ref_ms;                /* 0: measured without a reference */
 } store_sample;
 
 /* Calls fn on every successful measurement (of devices whose key is
@@ -155,16 +165,17 @@ int store_print_stats(store *st, FILE *out, char *err, size_t errlen);
 /* The exchange file: text, one record per line, sorted so that two
  * exports of the same data are the same bytes (diffable), xz-compressed
  * when the path ends in .xz.  Lines:
- *     stagecraft-samples 1
+ *     stagecraft-samples 2
  *     device KEY MATH DESCRIPTION TARGET
  *     pipeline HASH NAME SOURCE TEXT
- *     sample PIPELINE-HASH DEVICE-KEY MATH MS KERNELS SAMPLES-CSV RUNS CHECK SIZES DATE VERSION HASHES SCHEDULE
+ *     sample PIPELINE-HASH DEVICE-KEY MATH MS REF-MS KERNELS SAMPLES-CSV RUNS CHECK SIZES DATE VERSION HASHES SCHEDULE
  *     failure PIPELINE-HASH DEVICE-KEY MATH OUTCOME SIZES DATE VERSION HASHES MESSAGE SCHEDULE
  * Every field is escaped (\\ \s \t \n \r for backslash, space, tab,
  * newline and carriage return; \e for the empty string), so fields are
  * separated by single spaces; HASHES is the four structural hashes in hex,
  * comma-separated.  A pipeline record whose text does not hash to its
- * HASH is refused as corrupt.  Export writes a temporary file and renames it.
+ * HASH is refused as corrupt.  REF-MS is \e without a reference time;
+ * version 1 files (no REF-MS field) are read too.  Export writes a temporary file and renames it.
  * Import adds what is not there yet (in one transaction: all or
  * nothing); *added counts the samples and failures added. */
 int store_export(store *st, const char *path, int64_t *written, char *err, size_t errlen);

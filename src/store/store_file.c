@@ -14,7 +14,7 @@
 #include "store_impl.h"
 
 #define FILE_MAGIC "stagecraft-samples"
-#define FILE_VERSION 1
+#define FILE_VERSION 2
 
 /* ---- a growable text buffer ------------------------------------------------ */
 
@@ -186,7 +186,7 @@ int store_export(store *st, const char *path, int64_t *written, char *err, size_
              dump(st, &b, "pipeline", "SELECT hash, name, source, text FROM pipelines ORDER BY hash", NULL, err,
                   errlen) ||
              dump(st, &b, "sample",
-                  "SELECT p.hash, d.key, d.math, m.ms, m.kernels, m.samples, m.runs, m.check_result, m.sizes, m.date,"
+                  "SELECT p.hash, d.key, d.math, m.ms, m.ref_ms, m.kernels, m.samples, m.runs, m.check_result, m.sizes, m.date,"
                   " m.version, s.hash0 || ',' || s.hash1 || ',' || s.hash2 || ',' || s.hash3, s.text"
                   " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
                   " JOIN devices d ON m.device = d.id ORDER BY p.hash, d.key, d.math, s.text", &n, err, errlen) ||
@@ -296,8 +296,21 @@ static int64_t lookup(store *st, const char *sql, const char *a, const char *b, 
 
 /* One record; 1 if it added a result, 0 if not, -1 with err (without
  * the place, which the caller adds). */
-static int import_record(store *st, char **f, int n, char *err, size_t errlen) {
+static int import_record(store *st, char **f, int n, int version, char *err, size_t errlen) {
     const char *kind = f[0];
+    double ref_ms = 0;
+    if (version >= 2 && !strcmp(kind, "sample") && n == 15) {
+        /* REF-MS: after MS; taken out so that the fields are version 1's */
+        if (*f[5] && (!parse_double(f[5], &ref_ms) || ref_ms <= 0)) {
+            snprintf(err, errlen, "expected a reference time in ms or \\e, got '%.40s'", f[5]);
+            return -1;
+        }
+        memmove(f + 5, f + 6, (size_t)(n - 6) * sizeof *f);
+        n--;
+    } else if (version >= 2 && !strcmp(kind, "sample")) {
+        snprintf(err, errlen, "a sample record has 15 fields, this one %d", n);
+        return -1;
+    }
     if (!strcmp(kind, "device")) {
         if (n != 5) { snprintf(err, errlen, "a device record has 5 fields, this one %d", n); return -1; }
         store_device d = { f[1], f[2], f[3], f[4] };
@@ -335,6 +348,7 @@ static int import_record(store *st, char **f, int n, char *err, size_t errlen) {
     double *samples = NULL;
     if (sample) {
         r.outcome = STORE_OK;
+        r.ref_ms = ref_ms;
         int cap = 1;
         for (const char *c = f[6]; *c; c++) cap += *c == ',';
         samples = calloc((size_t)cap, sizeof *samples);
@@ -382,9 +396,14 @@ static int import_record(store *st, char **f, int n, char *err, size_t errlen) {
 int store_import(store *st, const char *path, int64_t *added, char *err, size_t errlen) {
     text_buf b = {0};
     if (read_file(path, &b, err, errlen)) return -1;
+    /* this version's files, and version 1's (no reference times) */
     char head[64];
-    snprintf(head, sizeof head, "%s %d\n", FILE_MAGIC, FILE_VERSION);
-    if (strncmp(b.p, head, strlen(head))) {
+    int version = FILE_VERSION;
+    for (; version >= 1; version--) {
+        snprintf(head, sizeof head, "%s %d\n", FILE_MAGIC, version);
+        if (!strncmp(b.p, head, strlen(head))) break;
+    }
+    if (version < 1) {
         snprintf(err, errlen, "%s:1: not a stagecraft samples file (expected the line '%s %d')", path, FILE_MAGIC,
                  FILE_VERSION);
         free(b.p);
@@ -401,7 +420,7 @@ int store_import(store *st, const char *path, int64_t *added, char *err, size_t 
         int nf = *line ? split(line, f) : 0;
         int r = nf < 0 ? (snprintf(msg, sizeof msg, "a bad escape (expected \\\\, \\s, \\t, \\n, \\r or \\e)"), -1)
                 : nf == 0 ? (snprintf(msg, sizeof msg, "an empty line"), -1)
-                          : import_record(st, f, nf, msg, sizeof msg);
+                          : import_record(st, f, nf, version, msg, sizeof msg);
         if (r < 0) {
             snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
             rc = -1;
