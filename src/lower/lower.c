@@ -446,7 +446,7 @@ typedef struct {
     int n;
     const sc_func *func[LOWER_MAX_STAGED];
     int calls[LOWER_MAX_STAGED];
-    ir_vec seen;                  /* distinct calls */
+    ir_vec seen, hashes;          /* distinct calls, their ir_expr_hash */
     const sc_func *consumer;
     ctx *c;
 } stage_reads;
@@ -457,9 +457,11 @@ static void note_read(const sc_expr *e, void *user) {
     if (e->kind != E_CALL || e->func == r->consumer || !c->global[e->func->id]) return;
     const lower_alloc *here = c->k->storage[e->func->id];
     if (here && here != c->global[e->func->id]) return;      /* fused here: not global */
+    uint64_t h = ir_expr_hash(e);
     for (int i = 0; i < r->seen.n; i++)
-        if (ir_expr_equal(r->seen.items[i], e)) return;
+        if ((uint64_t)(uintptr_t)r->hashes.items[i] == h && ir_expr_equal(r->seen.items[i], e)) return;
     ir_vec_push(c->arena, &r->seen, (void *)e);
+    ir_vec_push(c->arena, &r->hashes, (void *)(uintptr_t)h);
     for (int i = 0; i < r->n; i++)
         if (r->func[i] == e->func) { r->calls[i]++; return; }
     if (r->n < LOWER_MAX_STAGED) {

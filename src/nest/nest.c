@@ -251,17 +251,6 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     return r;
 }
 
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static uint64_t hmix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdULL;
-}
-
 static uint64_t sig_hash(int fid, int n, const int *sig) {
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)fid;
     for (int i = 0; i < n; i++) h = (h ^ (uint64_t)sig[i]) * 1099511628211ULL;
@@ -334,32 +323,10 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     e->acc[st] = reps;
 }
 
-/* Structural hash of an expression tree (consistent with ir_expr_equal). */
-static uint64_t expr_hash(const sc_expr *e) {
-    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
-    switch (e->kind) {
-    case E_CONST: {
-        uint64_t v;
-        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
-        else v = (uint64_t)e->c.i;
-        h = hmix(h, v);
-        break;
-    }
-    case E_VAR: h = hmix(h, str_hash(e->name)); break;
-    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
-    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
-    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
-    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
-    default: break;
-    }
-    for (int i = 0; i < e->nargs; i++) h = hmix(h, expr_hash(e->args[i]));
-    return h;
-}
-
 typedef struct { ir_vec calls, hashes; ir_arena *a; } call_set;
 
 static void add_call(call_set *cs, sc_expr *c) {
-    uint64_t h = expr_hash(c);
+    uint64_t h = ir_expr_hash(c);
     for (int i = 0; i < cs->calls.n; i++)
         if ((uint64_t)(uintptr_t)cs->hashes.items[i] == h && ir_expr_equal(cs->calls.items[i], c)) return;
     ir_vec_push(cs->a, &cs->calls, c);
