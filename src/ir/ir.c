@@ -33,6 +33,17 @@ void ir_arena_free(ir_arena *a) {
     free(a);
 }
 
+void ir_arena_reset(ir_arena *a) {
+    ir_block *b = a->head;
+    while (b && b->next) {
+        ir_block *n = b->next;
+        free(b);
+        b = n;
+    }
+    a->head = b;
+    if (b) b->used = 0;
+}
+
 void *ir_alloc(ir_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     ir_block *b = a->head;

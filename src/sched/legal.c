@@ -34,6 +34,7 @@ struct legal_ctx {
     int inl_worst;
     bool inl_valid;
     nest_ctx *nest;             /* the loop-nest model, made when first needed */
+    ir_arena *scratch;          /* legal_fits' completed state, reset at every call */
 };
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -49,6 +50,7 @@ legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target 
     x->inl = base_calloc((size_t)x->n + 1, 1);
     x->memo_cap = 64;
     x->memo = base_calloc((size_t)x->memo_cap, sizeof(fp_entry));
+    x->scratch = ir_arena_new();
     return x;
 }
 
@@ -58,6 +60,7 @@ void legal_free(legal_ctx *x) {
     free(x->memo);
     free(x->inl);
     if (x->nest) nest_ctx_free(x->nest);
+    ir_arena_free(x->scratch);
     free(x);
 }
 
@@ -438,7 +441,9 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
         for (int st = 0; st < f->nstages && !rc; st++) {
             int kk = kbase[f->id] + st;
             char nm[200];
-            stage_name(f, st, nm, sizeof nm);
+            int64_t serial = serial_points(&sf->tile[st]);
+            int64_t w = words[kk] + LEGAL_STAGED_REGISTERS, regs = LEGAL_BASE_REGISTERS + w + serial;
+            if (smem[kk] > t->shared_mem_per_block || regs > t->registers_per_thread) stage_name(f, st, nm, sizeof nm);
             if (smem[kk] > t->shared_mem_per_block) {
                 char who[600] = "";
                 for (int j = 0; j < n; j++)
@@ -452,8 +457,6 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
                           nm, (long long)smem[kk], who, t->shared_mem_per_block, t->name);
                 break;
             }
-            int64_t serial = serial_points(&sf->tile[st]);
-            int64_t w = words[kk] + LEGAL_STAGED_REGISTERS, regs = LEGAL_BASE_REGISTERS + w + serial;
             if (regs > t->registers_per_thread)
                 rc = base_fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %lld for thread-level and "
                           "staged points + %lld serial points), over the target's %d (%s)", nm, (long long)regs,
@@ -475,8 +478,9 @@ int legal_fits(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
     if (p->order.n != p->funcs.n) return base_fail(err, errlen, "pipeline %s is not finalized", p->name);
     if (!x->b) return base_fail(err, errlen, "no bounds to check the schedule against");
     if (x->t && x->t->warp_size < 1) return base_fail(err, errlen, "the target has no warp size");
-    ir_arena *scratch = ir_arena_new();
-    sched_state *full = completed(x, scratch, s);
+    /* (the records completed() makes are never memo keys: see measure) */
+    ir_arena_reset(x->scratch);
+    sched_state *full = completed(x, x->scratch, s);
     int rc = check_rules(x, full, err, errlen);
     for (int i = p->order.n - 1; i >= 0 && !rc && x->t; i--) {
         const sc_func *f = ir_order_at(p, i);
@@ -486,7 +490,6 @@ int legal_fits(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
             rc = legal_tile(x, full, f->id, st, sf->loc, sf->at, &sf->tile[st], err, errlen);
     }
     if (!rc && x->t) rc = check_memory(x, s, full, err, errlen);
-    ir_arena_free(scratch);
     return rc;
 }
 
