@@ -30,8 +30,9 @@
 typedef struct ir_arena ir_arena;
 ir_arena *ir_arena_new(void);
 void ir_arena_free(ir_arena *a);
-/* Drops everything allocated in a, keeping its first block for reuse (a
- * scratch arena used again and again touches no new memory). */
+/* Drops everything allocated in a, keeping its memory for what is
+ * allocated next (a scratch arena used again and again touches no new
+ * memory). */
 void ir_arena_reset(ir_arena *a);
 void *ir_alloc(ir_arena *a, size_t n);          /* zeroed */
 char *ir_strdup(ir_arena *a, const char *s);
