@@ -323,14 +323,40 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     e->acc[st] = reps;
 }
 
-typedef struct { ir_vec calls, hashes; ir_arena *a; } call_set;
+/* Distinct calls, first seen first; slot: open addressing over them by
+ * hash (a stage may have hundreds), malloc'd. */
+typedef struct {
+    ir_vec calls;
+    uint64_t *hash;
+    int *slot, cap;
+    ir_arena *a;
+} call_set;
+
+/* The slot of call c (hash h), or the empty slot where it goes; c NULL:
+ * the first empty slot. */
+static int call_slot(const call_set *cs, uint64_t h, const sc_expr *c) {
+    int i = (int)(h & (uint64_t)(cs->cap - 1));
+    for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
+        if (c && cs->hash[k] == h && ir_expr_equal(cs->calls.items[k], c)) return i;
+    return i;
+}
 
 static void add_call(call_set *cs, sc_expr *c) {
     uint64_t h = ir_expr_hash(c);
-    for (int i = 0; i < cs->calls.n; i++)
-        if ((uint64_t)(uintptr_t)cs->hashes.items[i] == h && ir_expr_equal(cs->calls.items[i], c)) return;
+    if (2 * (cs->calls.n + 1) > cs->cap) {
+        cs->cap = cs->cap ? 2 * cs->cap : 64;
+        free(cs->slot);
+        cs->slot = base_calloc((size_t)cs->cap, sizeof(int));
+        cs->hash = realloc(cs->hash, sizeof(uint64_t) * (size_t)cs->cap);
+        if (!cs->hash) abort();
+        for (int i = 0; i < cs->cap; i++) cs->slot[i] = -1;
+        for (int k = 0; k < cs->calls.n; k++) cs->slot[call_slot(cs, cs->hash[k], NULL)] = k;
+    }
+    int i = call_slot(cs, h, c);
+    if (cs->slot[i] >= 0) return;
+    cs->slot[i] = cs->calls.n;
+    cs->hash[cs->calls.n] = h;
     ir_vec_push(cs->a, &cs->calls, c);
-    ir_vec_push(cs->a, &cs->hashes, (void *)(uintptr_t)h);
 }
 
 static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e);
@@ -378,11 +404,13 @@ static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e) {
     const sc_expr ***calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
     for (int st = 0; st < f->nstages; st++) {
         const ir_stage *sg = &f->stages[st];
-        call_set cs = { {0}, {0}, x->arena };
+        call_set cs = { {0}, NULL, NULL, 0, x->arena };
         walk_calls(x, s, sg->value, &cs);
         for (int d = 0; d < sg->nargs; d++) walk_calls(x, s, sg->args[d], &cs);
         ncalls[st] = cs.calls.n;
         calls[st] = (const sc_expr **)cs.calls.items;
+        free(cs.slot);
+        free(cs.hash);
     }
     e->uses = ir_alloc(x->arena, sizeof(bool) * (size_t)(f->ndims + 1));
     for (int d = 0; d < f->ndims; d++) e->uses[d] = uses_var(x, s, f->stages[0].value, f->vars[d]);
@@ -727,14 +755,26 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     if (total > 1 && unrolled) {
         const sc_func *cand[NEST_MAX_STAGED];
         int ncalls[NEST_MAX_STAGED], ncand = 0;
+        /* the producers in order of first call, each asked once whether
+         * it is read from global memory (a stage may make hundreds of
+         * calls of a few producers) */
+        const sc_func **prod = base_calloc((size_t)nc + 1, sizeof(sc_func *));
+        int *pcalls = base_calloc((size_t)nc + 1, sizeof(int)), nprod = 0;
         for (int i = 0; i < nc; i++) {
             const sc_func *g = calls[i]->func;
-            if (g == f || !has_global(w, g->id) || member(w, g->id)) continue;
-            int j = 0;
-            while (j < ncand && cand[j] != g) j++;
-            if (j < ncand) ncalls[j]++;
-            else if (ncand < NEST_MAX_STAGED) { cand[ncand] = g; ncalls[ncand++] = 1; }
+            int j = nprod - 1;
+            while (j >= 0 && prod[j] != g) j--;
+            if (j >= 0) pcalls[j]++;
+            else { prod[nprod] = g; pcalls[nprod++] = 1; }
         }
+        for (int j = 0; j < nprod && ncand < NEST_MAX_STAGED; j++) {
+            const sc_func *g = prod[j];
+            if (g == f || !has_global(w, g->id) || member(w, g->id)) continue;
+            cand[ncand] = g;
+            ncalls[ncand++] = pcalls[j];
+        }
+        free(prod);
+        free(pcalls);
         for (int j = 0; j < ncand && ke->k.nstaged < NEST_MAX_STAGED; j++) {
             const sc_expr **gc = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
             int *gi = base_calloc((size_t)nc + 1, sizeof(int));
