@@ -60,6 +60,8 @@ typedef struct {
     lower_alloc **global;      /* [fid] */
     lower_kernel *k;           /* kernel being built */
     ir_vec names;              /* variable names used in this kernel */
+    const char **ntab;         /* the same, open addressing by name (malloc'd) */
+    int ncap;
     /* The kernel's LETs as hull.h symbols (sym_name[i] is symbol i), so
      * that the hull of several consumers' boxes is evaluated as the
      * loop-nest model evaluates it: one code, hull_extent. */
@@ -102,6 +104,39 @@ static sc_expr *mk_var(ctx *c, const char *name) {
 /* Integer nodes with lowering's folding (footprint.h). */
 static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) { return fp_bin(c->arena, op, a, b); }
 
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The slot of name in the kernel's name table, or the empty one where it
+ * would go. */
+static int name_slot(const ctx *c, const char *name) {
+    int i = (int)(str_hash(name) & (uint64_t)(c->ncap - 1));
+    while (c->ntab[i] && strcmp(c->ntab[i], name)) i = (i + 1) & (c->ncap - 1);
+    return i;
+}
+
+static void name_add(ctx *c, const char *name) {
+    ir_vec_push(c->arena, &c->names, (void *)name);
+    if (2 * c->names.n > c->ncap) {
+        c->ncap = c->ncap ? 2 * c->ncap : 256;
+        free(c->ntab);
+        c->ntab = calloc((size_t)c->ncap, sizeof(char *));
+        if (!c->ntab) abort();
+        for (int i = 0; i < c->names.n; i++) c->ntab[name_slot(c, c->names.items[i])] = c->names.items[i];
+    } else {
+        c->ntab[name_slot(c, name)] = name;
+    }
+}
+
+/* A new kernel: no names taken. */
+static void names_clear(ctx *c) {
+    c->names.n = 0;
+    if (c->ntab) memset(c->ntab, 0, sizeof(char *) * (size_t)c->ncap);
+}
+
 /* A fresh variable name for this kernel, from a readable stem. */
 static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -113,13 +148,12 @@ static const char *fresh(ctx *c, const char *fmt, ...) {
     va_end(ap);
     snprintf(name, sizeof name, "%s", stem);
     for (int k = 2;; k++) {
-        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid");
-        for (int i = 0; i < c->names.n && !taken; i++) taken = !strcmp(c->names.items[i], name);
+        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid") || (c->ntab && c->ntab[name_slot(c, name)]);
         if (!taken) break;
         snprintf(name, sizeof name, "%s_%d", stem, k);
     }
     char *r = ir_strdup(c->arena, name);
-    ir_vec_push(c->arena, &c->names, r);
+    name_add(c, r);
     return r;
 }
 
@@ -131,12 +165,18 @@ static kstmt *stmt(ctx *c, kstmt_kind kind) {
     return s;
 }
 
+/* Appends item; the items array (only ever made here) has room for 4,
+ * then for the next power of two, so a long sequence is not copied at
+ * every statement. */
 static void seq_add(ctx *c, kstmt *seq, kstmt *item) {
     if (!item) return;
-    kstmt **items = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(seq->n + 1));
-    if (seq->n) memcpy(items, seq->items, sizeof(kstmt *) * (size_t)seq->n);
-    items[seq->n++] = item;
-    seq->items = items;
+    int n = seq->n;
+    if (n == 0 || (n >= 4 && !(n & (n - 1)))) {
+        kstmt **items = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(n ? 2 * n : 4));
+        if (n) memcpy(items, seq->items, sizeof(kstmt *) * (size_t)n);
+        seq->items = items;
+    }
+    seq->items[seq->n++] = item;
 }
 
 /* e over the kernel's hull symbols (hull.h): each variable a LET made
@@ -405,9 +445,7 @@ static int pure_loops(const sc_func *f, int st, int *dims) { return legal_pure_d
 /* A tile base is a constant or a variable of its own (a LET). */
 static uint64_t name_hash(const sc_expr *e) {
     assert(e->kind == E_VAR);
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *s = e->name; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return str_hash(e->name);
 }
 
 /* The box of f's stage st where its k-th pure loop covers base[k] + [0, n[k]). */
@@ -896,7 +934,7 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     int64_t nblocks = g.nblocks, nthreads = g.nthreads;
     lower_kernel *k = ir_alloc(c->arena, sizeof *k);
     c->k = k;
-    c->names.n = 0;
+    names_clear(c);
     char name[256];
     snprintf(name, sizeof name, "%s_s%d", r->name, st);
     k->name = ir_strdup(c->arena, name);
@@ -1024,6 +1062,7 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         }
     }
     hull_free(&c.hs);
+    free(c.ntab);
     legal_free(c.legal);
     return c.failed ? NULL : prog;
 }
