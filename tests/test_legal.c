@@ -235,9 +235,10 @@ static void walk_one(const char *name, app_case *ac, const target *t, int w, ir_
  * construction.  The walks run on the machine's cores (OpenMP; each has
  * its own arenas and legality ctx, the pipeline and bounds are only
  * read); the counts do not depend on how they are spread.  Measured on
- * the 2-core development machine: 149 s of CPU, 232 s of wall time while
- * other jobs kept the load at 5 (bgu, lens_blur, stencil_chain and
- * interpolate take most of it; WALKS=n and APPS=a,b narrow it). */
+ * the 2-core development machine, shared with other jobs: 144 s of CPU
+ * and 159 s of wall time at a load of 4; 149 s and 232 s at a load of 5
+ * (bgu, lens_blur, stencil_chain and interpolate take most of it, about
+ * half of it lowering; WALKS=n and APPS=a,b narrow it). */
 static void test_walks(void) {
     int walks = getenv("WALKS") ? atoi(getenv("WALKS")) : 100;
     char **names, err[1024];
