@@ -19,7 +19,7 @@
 /* ---- arena ------------------------------------------------------------ */
 
 typedef struct ir_block { struct ir_block *next; size_t used, cap; } ir_block;
-struct ir_arena { ir_block *head; };
+struct ir_arena { ir_block *head, *spare; };   /* spare: blocks kept by ir_arena_reset */
 
 ir_arena *ir_arena_new(void) {
     ir_arena *a = calloc(1, sizeof *a);
@@ -30,17 +30,33 @@ ir_arena *ir_arena_new(void) {
 void ir_arena_free(ir_arena *a) {
     if (!a) return;
     for (ir_block *b = a->head, *n; b; b = n) { n = b->next; free(b); }
+    for (ir_block *b = a->spare, *n; b; b = n) { n = b->next; free(b); }
     free(a);
+}
+
+void ir_arena_reset(ir_arena *a) {
+    for (ir_block *b = a->head, *n; b; b = n) {
+        n = b->next;
+        b->next = a->spare;
+        a->spare = b;
+    }
+    a->head = NULL;
 }
 
 void *ir_alloc(ir_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     ir_block *b = a->head;
     if (!b || b->used + n > b->cap) {
-        size_t cap = n > 65536 ? n : 65536;
-        b = malloc(sizeof(ir_block) + 16 + cap);
-        if (!b) abort();
-        b->cap = cap; b->used = 0; b->next = a->head; a->head = b;
+        if (a->spare && a->spare->cap >= n) {
+            b = a->spare;
+            a->spare = b->next;
+        } else {
+            size_t cap = n > 65536 ? n : 65536;
+            b = malloc(sizeof(ir_block) + 16 + cap);
+            if (!b) abort();
+            b->cap = cap;
+        }
+        b->used = 0; b->next = a->head; a->head = b;
     }
     char *base = (char *)(b + 1);
     base += (16 - ((uintptr_t)base & 15)) & 15;

@@ -30,6 +30,10 @@
 typedef struct ir_arena ir_arena;
 ir_arena *ir_arena_new(void);
 void ir_arena_free(ir_arena *a);
+/* Drops everything allocated in a, keeping its memory for what is
+ * allocated next (a scratch arena used again and again touches no new
+ * memory). */
+void ir_arena_reset(ir_arena *a);
 void *ir_alloc(ir_arena *a, size_t n);          /* zeroed */
 char *ir_strdup(ir_arena *a, const char *s);
 
@@ -147,6 +151,9 @@ char *ir_expr_to_string(const sc_expr *e);
 
 /* Whether two expressions are structurally equal. */
 bool ir_expr_equal(const sc_expr *a, const sc_expr *b);
+/* A structural hash: equal expressions hash alike (to compare hashes
+ * before calling ir_expr_equal). */
+uint64_t ir_expr_hash(const sc_expr *e);
 
 /* A substitution of pure variables by name (names[i] -> vals[i]) and of
  * the dimensions of one reduction domain (rvar d of rdom -> rvals[d]; NULL

@@ -150,6 +150,38 @@ char *ir_expr_to_string(const sc_expr *e) {
     return s.buf;
 }
 
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t hmix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t ir_expr_hash(const sc_expr *e) {
+    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
+    switch (e->kind) {
+    case E_CONST: {
+        uint64_t v;
+        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
+        else v = (uint64_t)e->c.i;
+        h = hmix(h, v);
+        break;
+    }
+    case E_VAR: h = hmix(h, str_hash(e->name)); break;
+    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
+    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
+    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
+    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
+    default: break;
+    }
+    for (int i = 0; i < e->nargs; i++) h = hmix(h, ir_expr_hash(e->args[i]));
+    return h;
+}
+
 bool ir_expr_equal(const sc_expr *a, const sc_expr *b) {
     if (a == b) return true;
     if (!a || !b || a->kind != b->kind || a->type != b->type || a->nargs != b->nargs)

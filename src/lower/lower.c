@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "footprint.h"
+#include "hull.h"
 #include "legal.h"
 #include "lower.h"
 
@@ -52,11 +53,20 @@ typedef struct {
     int *owner, *owner_stage;  /* [fid] fused: the stage whose block (BLOCK: the root
                                   stage of its kernel) or thread tile (THREAD: the first
                                   Func up its chain that is not THREAD) computes it */
+    int *hull_root, *hull_stage;  /* [fid] fused with several consumers: its kernel's root
+                                  Func and stage (its hull needs the symbols), else -1 */
     sc_expr ***fp_min;         /* [fid] fused: its footprint in the kernel being built */
     int64_t **fp_ext;
     lower_alloc **global;      /* [fid] */
     lower_kernel *k;           /* kernel being built */
     ir_vec names;              /* variable names used in this kernel */
+    const char **ntab;         /* the same, open addressing by name (malloc'd) */
+    int ncap;
+    /* The kernel's LETs as hull.h symbols (sym_name[i] is symbol i), so
+     * that the hull of several consumers' boxes is evaluated as the
+     * loop-nest model evaluates it: one code, hull_extent. */
+    hull_syms hs;
+    ir_vec sym_name, sym_var;
 } ctx;
 
 static void fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -94,6 +104,39 @@ static sc_expr *mk_var(ctx *c, const char *name) {
 /* Integer nodes with lowering's folding (footprint.h). */
 static sc_expr *mk_bin(ctx *c, sc_binop op, sc_expr *a, sc_expr *b) { return fp_bin(c->arena, op, a, b); }
 
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The slot of name in the kernel's name table, or the empty one where it
+ * would go. */
+static int name_slot(const ctx *c, const char *name) {
+    int i = (int)(str_hash(name) & (uint64_t)(c->ncap - 1));
+    while (c->ntab[i] && strcmp(c->ntab[i], name)) i = (i + 1) & (c->ncap - 1);
+    return i;
+}
+
+static void name_add(ctx *c, const char *name) {
+    ir_vec_push(c->arena, &c->names, (void *)name);
+    if (2 * c->names.n > c->ncap) {
+        c->ncap = c->ncap ? 2 * c->ncap : 256;
+        free(c->ntab);
+        c->ntab = calloc((size_t)c->ncap, sizeof(char *));
+        if (!c->ntab) abort();
+        for (int i = 0; i < c->names.n; i++) c->ntab[name_slot(c, c->names.items[i])] = c->names.items[i];
+    } else {
+        c->ntab[name_slot(c, name)] = name;
+    }
+}
+
+/* A new kernel: no names taken. */
+static void names_clear(ctx *c) {
+    c->names.n = 0;
+    if (c->ntab) memset(c->ntab, 0, sizeof(char *) * (size_t)c->ncap);
+}
+
 /* A fresh variable name for this kernel, from a readable stem. */
 static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -105,13 +148,12 @@ static const char *fresh(ctx *c, const char *fmt, ...) {
     va_end(ap);
     snprintf(name, sizeof name, "%s", stem);
     for (int k = 2;; k++) {
-        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid");
-        for (int i = 0; i < c->names.n && !taken; i++) taken = !strcmp(c->names.items[i], name);
+        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid") || (c->ntab && c->ntab[name_slot(c, name)]);
         if (!taken) break;
         snprintf(name, sizeof name, "%s_%d", stem, k);
     }
     char *r = ir_strdup(c->arena, name);
-    ir_vec_push(c->arena, &c->names, r);
+    name_add(c, r);
     return r;
 }
 
@@ -123,20 +165,54 @@ static kstmt *stmt(ctx *c, kstmt_kind kind) {
     return s;
 }
 
+/* Appends item; the items array (only ever made here) has room for 4,
+ * then for the next power of two, so a long sequence is not copied at
+ * every statement. */
 static void seq_add(ctx *c, kstmt *seq, kstmt *item) {
     if (!item) return;
-    kstmt **items = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(seq->n + 1));
-    if (seq->n) memcpy(items, seq->items, sizeof(kstmt *) * (size_t)seq->n);
-    items[seq->n++] = item;
-    seq->items = items;
+    int n = seq->n;
+    if (n == 0 || (n >= 4 && !(n & (n - 1)))) {
+        kstmt **items = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(n ? 2 * n : 4));
+        if (n) memcpy(items, seq->items, sizeof(kstmt *) * (size_t)n);
+        seq->items = items;
+    }
+    seq->items[seq->n++] = item;
 }
 
-static sc_expr *let(ctx *c, kstmt *seq, const char *name, sc_expr *value) {
+/* e over the kernel's hull symbols (hull.h): each variable a LET made
+ * replaced by its symbol; NULL when e reads another variable. */
+static sc_expr *hull_of(ctx *c, sc_expr *e) {
+    if (e->kind == E_VAR) {
+        for (int i = c->sym_name.n - 1; i >= 0; i--)      /* let() made the variable: the same name */
+            if (c->sym_name.items[i] == e->name) return c->sym_var.items[i];
+        for (int i = c->sym_name.n - 1; i >= 0; i--)
+            if (!strcmp(c->sym_name.items[i], e->name)) return c->sym_var.items[i];
+        return NULL;
+    }
+    if (!e->nargs) return e;
+    sc_expr *r = ir_copy_node(c->hs.xa, e);
+    for (int i = 0; i < e->nargs; i++)
+        if (!(r->args[i] = hull_of(c, e->args[i]))) return NULL;
+    return r;
+}
+
+/* A LET of name = value in seq, and its variable; def: the value over
+ * the hull symbols when it reads the block or thread index (their
+ * digits), else NULL (hull_of(value)). */
+static sc_expr *let_def(ctx *c, kstmt *seq, const char *name, sc_expr *value, sc_expr *def) {
     kstmt *s = stmt(c, KS_LET);
     s->var = name;
     s->value = value;
     seq_add(c, seq, s);
+    if (c->hs.xa) {
+        ir_vec_push(c->arena, &c->sym_name, (void *)name);
+        ir_vec_push(c->arena, &c->sym_var, hull_sym(&c->hs, def ? def : hull_of(c, value)));
+    }
     return mk_var(c, name);
+}
+
+static sc_expr *let(ctx *c, kstmt *seq, const char *name, sc_expr *value) {
+    return let_def(c, seq, name, value, NULL);
 }
 
 /* ---- substitution ----------------------------------------------------- */
@@ -176,6 +252,8 @@ static void prepare(ctx *c) {
     c->stage_at = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->owner = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->owner_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->hull_root = ir_alloc(c->arena, sizeof(int) * (size_t)n);
+    c->hull_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->fp_min = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
     c->fp_ext = ir_alloc(c->arena, sizeof(int64_t *) * (size_t)n);
     for (int i = 0; i < n; i++) {
@@ -244,6 +322,15 @@ static void check_fusion(ctx *c) {
         c->owner[i] = c->s->f[h]->at;
         c->owner_stage[i] = c->stage_at[h];
     }
+    legal_use *uses = ir_alloc(c->arena, sizeof(legal_use) * (size_t)legal_max_uses(c->legal));
+    for (int i = 0; i < p->funcs.n; i++) {
+        c->hull_root[i] = c->hull_stage[i] = -1;
+        if (c->owner[i] < 0 || legal_consumers(c->legal, c->s, i, uses) < 2) continue;
+        int h = i;
+        while (c->s->f[c->s->f[h]->at]->loc != SCHED_ROOT) h = c->s->f[h]->at;
+        c->hull_root[i] = c->s->f[h]->at;
+        c->hull_stage[i] = c->stage_at[h];
+    }
 }
 
 /* ---- footprints (footprint.h) -------------------------------------------- */
@@ -297,89 +384,14 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq
 
 /* ---- the union of several consumers' footprints ---------------------------- */
 
-/* A small evaluator of the integer expressions of tile bases and
- * footprint origins (LETs of the kernel), with the pipeline's semantics
- * (floor division and Euclidean modulo, x / 0 = 0). */
-typedef struct { int n; const char **names; int64_t *vals; } ienv;
-
-/* The most tile positions the hull of several consumers' boxes is found
- * over (hull_extent; the model's limit, nest.h): a union of thread-level
- * footprints at a large size (a thread per output point) takes the Func's
- * whole region instead, which the register limit then refuses. */
-#define LOWER_HULL_POSITIONS NEST_HULL_POSITIONS
-
-static bool env_var(void *user, const sc_expr *e, int64_t *out) {
-    const ienv *env = user;
-    for (int i = env->n - 1; i >= 0; i--)
-        if (env->names[i] == e->name) { *out = env->vals[i]; return true; }
-    for (int i = env->n - 1; i >= 0; i--)
-        if (!strcmp(env->names[i], e->name)) { *out = env->vals[i]; return true; }
-    return false;
-}
-
-static bool ieval(const sc_expr *e, const ienv *env, int64_t *out) {
-    return fp_ieval(e, env_var, (void *)env, out);
-}
-
-/* Runs the LETs of seq (top level) into env; false if one cannot be
- * evaluated. */
-static bool ilets(const kstmt *seq, ienv *env) {
-    for (int i = 0; seq && i < seq->n; i++) {
-        const kstmt *s = seq->items[i];
-        if (s->kind != KS_LET) continue;
-        int64_t v;
-        if (!ieval(s->value, env, &v)) return false;
-        env->names[env->n] = s->var;
-        env->vals[env->n++] = v;
-    }
-    return true;
-}
-
-/* The largest extent max_i(hi_i) - min_i(lo_i) + 1 over every block (and,
- * with thread_seq, every thread) of the kernel, or -1 when the expressions
- * cannot be evaluated or there are more than LOWER_HULL_POSITIONS blocks
- * (threads) to go through: the caller then takes the whole region. */
-static int64_t hull_extent(ctx *c, int n, sc_expr **lo, sc_expr **hi, const kstmt *thread_seq) {
-    lower_kernel *k = c->k;
-    int64_t nt = thread_seq ? k->nthreads : 1;
-    if ((double)k->nblocks * (double)nt > (double)LOWER_HULL_POSITIONS) return -1;
-    int cap = 4 + k->block_setup->n + (thread_seq ? thread_seq->n : 0);
-    ienv env = { 0, malloc(sizeof(char *) * (size_t)cap), malloc(sizeof(int64_t) * (size_t)cap) };
-    if (!env.names || !env.vals) abort();
-    int64_t best = 0;
-    for (int64_t bid = 0; bid < k->nblocks && best >= 0; bid++) {
-        env.n = 0;
-        env.names[env.n] = "bid";
-        env.vals[env.n++] = bid;
-        if (!ilets(k->block_setup, &env)) { best = -1; break; }
-        int base = env.n;
-        for (int64_t tid = 0; tid < nt && best >= 0; tid++) {
-            env.n = base;
-            env.names[env.n] = "tid";
-            env.vals[env.n++] = tid;
-            if (thread_seq && !ilets(thread_seq, &env)) { best = -1; break; }
-            int64_t mn = 0, mx = 0;
-            for (int i = 0; i < n; i++) {
-                int64_t a, b;
-                if (!ieval(lo[i], &env, &a) || !ieval(hi[i], &env, &b)) { best = -1; break; }
-                if (i == 0 || a < mn) mn = a;
-                if (i == 0 || b > mx) mx = b;
-            }
-            if (best >= 0 && mx - mn + 1 > best) best = mx - mn + 1;
-        }
-    }
-    free(env.names);
-    free(env.vals);
-    return best;
-}
-
 /* The footprint of prod for several consumer boxes (a Func fused into
  * several consumers): per dimension, when every box reads it at the same
  * symbol, the union of the spans; otherwise the hull of the boxes' spans,
  * whose origin is the least of their origins and whose extent is the
- * largest the hull has in any block (or thread), found by evaluating the
- * kernel's tile bases (each span clamped into prod's region first: no
- * consumer reads outside it); if that cannot be done, prod's whole region.
+ * largest the hull has in any block (or thread), found by hull_extent
+ * (hull.h, the loop-nest model's evaluation) over the kernel's LETs (each
+ * span clamped into prod's region first: no consumer reads outside it);
+ * if that cannot be done, prod's whole region.
  * Then clipped into prod's region, like a single footprint. */
 static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, int nb, kstmt *seq,
                             sc_expr **mins, int64_t *ext) {
@@ -403,11 +415,22 @@ static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, in
     bool thread = c->s->f[prod->id]->loc == SCHED_THREAD;
     sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
     sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
+    fp_span *hsp = ir_alloc(c->arena, sizeof(fp_span) * (size_t)nb);
     for (int d = 0; d < prod->ndims; d++) {
         fp_span u;
         sc_expr *least;
-        if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
-            u = fp_hull_span(c->b, prod, d, least, hull_extent(c, nb, lo, hi, thread ? seq : NULL));
+        if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least)) {
+            /* the spans over the hull symbols (the LETs they read) */
+            bool ok = true;
+            for (int i = 0; i < nb; i++) {
+                hsp[i] = sp[i * SC_MAX_DIMS + d];
+                if (hsp[i].sym) ok &= (hsp[i].sym = hull_of(c, hsp[i].sym)) != NULL;
+            }
+            int64_t e = ok ? hull_extent(&c->hs, c->k->nblocks, thread ? c->k->nthreads : 0, &c->b->funcs[prod->id],
+                                         d, nb, hsp, 1)
+                           : -1;
+            u = fp_hull_span(c->b, prod, d, least, e);
+        }
         ext[d] = fp_clip_extent(c->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? o : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), o);
@@ -422,9 +445,7 @@ static int pure_loops(const sc_func *f, int st, int *dims) { return legal_pure_d
 /* A tile base is a constant or a variable of its own (a LET). */
 static uint64_t name_hash(const sc_expr *e) {
     assert(e->kind == E_VAR);
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *s = e->name; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    return str_hash(e->name);
 }
 
 /* The box of f's stage st where its k-th pure loop covers base[k] + [0, n[k]). */
@@ -463,7 +484,7 @@ typedef struct {
     int n;
     const sc_func *func[LOWER_MAX_STAGED];
     int calls[LOWER_MAX_STAGED];
-    ir_vec seen;                  /* distinct calls */
+    ir_vec seen, hashes;          /* distinct calls, their ir_expr_hash */
     const sc_func *consumer;
     ctx *c;
 } stage_reads;
@@ -474,9 +495,11 @@ static void note_read(const sc_expr *e, void *user) {
     if (e->kind != E_CALL || e->func == r->consumer || !c->global[e->func->id]) return;
     const lower_alloc *here = c->k->storage[e->func->id];
     if (here && here != c->global[e->func->id]) return;      /* fused here: not global */
+    uint64_t h = ir_expr_hash(e);
     for (int i = 0; i < r->seen.n; i++)
-        if (ir_expr_equal(r->seen.items[i], e)) return;
+        if ((uint64_t)(uintptr_t)r->hashes.items[i] == h && ir_expr_equal(r->seen.items[i], e)) return;
     ir_vec_push(c->arena, &r->seen, (void *)e);
+    ir_vec_push(c->arena, &r->hashes, (void *)(uintptr_t)h);
     for (int i = 0; i < r->n; i++)
         if (r->func[i] == e->func) { r->calls[i]++; return; }
     if (r->n < LOWER_MAX_STAGED) {
@@ -698,14 +721,25 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
 static void thread_bases(ctx *c, const sc_func *f, int np, const int *dims, const int *threads,
                          sc_expr **base, const int64_t *per, sc_expr **out, kstmt *seq) {
     int64_t below = 1;
+    int split = c->hs.xa ? hull_split(&c->hs) : 0;
     for (int k = 0; k < np; k++) {
+        bool mod = k < np - 1 || below > 1;
         sc_expr *t = mk_var(c, "tid");
         if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
-        if (k < np - 1 || below > 1) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
+        if (mod) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
         if (threads[k] == 1) t = mk_int(c, 0);
-        below *= threads[k];
         sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, per[k])));
-        out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
+        if (v->kind == E_CONST || !c->hs.xa) {
+            out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
+        } else {
+            /* the same over the hull symbols, the thread index by its digit */
+            ir_arena *xa = c->hs.xa;
+            sc_expr *hb = hull_of(c, base[k]);
+            sc_expr *ht = threads[k] == 1 ? fp_int(xa, 0) : hull_digit(&c->hs, split, true, below, threads[k], mod);
+            sc_expr *def = hb ? fp_bin(xa, SC_ADD, hb, fp_bin(xa, SC_MUL, ht, fp_int(xa, per[k]))) : NULL;
+            out[k] = let_def(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v, def);
+        }
+        below *= threads[k];
     }
 }
 
@@ -900,7 +934,7 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     int64_t nblocks = g.nblocks, nthreads = g.nthreads;
     lower_kernel *k = ir_alloc(c->arena, sizeof *k);
     c->k = k;
-    c->names.n = 0;
+    names_clear(c);
     char name[256];
     snprintf(name, sizeof name, "%s_s%d", r->name, st);
     k->name = ir_strdup(c->arena, name);
@@ -922,14 +956,23 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     /* the block's tile base in each pure loop */
     sc_expr *base[SC_MAX_DIMS];
     int64_t below = 1;
+    int split = c->hs.xa ? hull_split(&c->hs) : 0;
     for (int q = 0; q < np; q++) {
         sc_expr *b = mk_var(c, "bid");
         if (below > 1) b = mk_bin(c, SC_DIV, b, mk_int(c, below));
         if (q < np - 1) b = mk_bin(c, SC_MOD, b, mk_int(c, nb[q]));
         if (nb[q] == 1) b = mk_int(c, 0);
-        below *= nb[q];
         sc_expr *v = mk_bin(c, SC_ADD, mk_int(c, mn[q]), mk_bin(c, SC_MUL, b, mk_int(c, blk[q])));
-        base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
+        if (v->kind == E_CONST || !c->hs.xa) {
+            base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
+        } else {
+            /* the same over the hull symbols, the block index by its digit */
+            ir_arena *xa = c->hs.xa;
+            sc_expr *hb = hull_digit(&c->hs, split, false, below, nb[q], q < np - 1);
+            sc_expr *def = fp_bin(xa, SC_ADD, fp_int(xa, mn[q]), fp_bin(xa, SC_MUL, hb, fp_int(xa, blk[q])));
+            base[q] = let_def(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v, def);
+        }
+        below *= nb[q];
     }
     fp_box box = make_box(c, r, st, base, blk);
     emit_block_group(c, r, st, &box);
@@ -1008,8 +1051,18 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
     for (int i = 0; i < p->order.n && !c.failed; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind == FUNC_INPUT || s->f[f->id]->loc != SCHED_ROOT || !c.global[f->id]) continue;
-        for (int st = 0; st < f->nstages && !c.failed; st++) build_kernel(&c, f, st);
+        for (int st = 0; st < f->nstages && !c.failed; st++) {
+            /* the symbols only where a hull is to be found (as the model) */
+            bool hull = false;
+            for (int g = 0; g < p->funcs.n && !hull; g++) hull = c.hull_root[g] == f->id && c.hull_stage[g] == st;
+            hull_begin(&c.hs, hull);
+            c.sym_name.n = c.sym_var.n = 0;
+            build_kernel(&c, f, st);
+            hull_end(&c.hs);
+        }
     }
+    hull_free(&c.hs);
+    free(c.ntab);
     legal_free(c.legal);
     return c.failed ? NULL : prog;
 }

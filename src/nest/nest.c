@@ -251,17 +251,6 @@ static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
     return r;
 }
 
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static uint64_t hmix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdULL;
-}
-
 static uint64_t sig_hash(int fid, int n, const int *sig) {
     uint64_t h = 1469598103934665603ULL ^ (uint64_t)fid;
     for (int i = 0; i < n; i++) h = (h ^ (uint64_t)sig[i]) * 1099511628211ULL;
@@ -334,36 +323,40 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
     e->acc[st] = reps;
 }
 
-/* Structural hash of an expression tree (consistent with ir_expr_equal). */
-static uint64_t expr_hash(const sc_expr *e) {
-    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
-    switch (e->kind) {
-    case E_CONST: {
-        uint64_t v;
-        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
-        else v = (uint64_t)e->c.i;
-        h = hmix(h, v);
-        break;
-    }
-    case E_VAR: h = hmix(h, str_hash(e->name)); break;
-    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
-    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
-    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
-    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
-    default: break;
-    }
-    for (int i = 0; i < e->nargs; i++) h = hmix(h, expr_hash(e->args[i]));
-    return h;
+/* Distinct calls, first seen first; slot: open addressing over them by
+ * hash (a stage may have hundreds), malloc'd. */
+typedef struct {
+    ir_vec calls;
+    uint64_t *hash;
+    int *slot, cap;
+    ir_arena *a;
+} call_set;
+
+/* The slot of call c (hash h), or the empty slot where it goes; c NULL:
+ * the first empty slot. */
+static int call_slot(const call_set *cs, uint64_t h, const sc_expr *c) {
+    int i = (int)(h & (uint64_t)(cs->cap - 1));
+    for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
+        if (c && cs->hash[k] == h && ir_expr_equal(cs->calls.items[k], c)) return i;
+    return i;
 }
 
-typedef struct { ir_vec calls, hashes; ir_arena *a; } call_set;
-
 static void add_call(call_set *cs, sc_expr *c) {
-    uint64_t h = expr_hash(c);
-    for (int i = 0; i < cs->calls.n; i++)
-        if ((uint64_t)(uintptr_t)cs->hashes.items[i] == h && ir_expr_equal(cs->calls.items[i], c)) return;
+    uint64_t h = ir_expr_hash(c);
+    if (2 * (cs->calls.n + 1) > cs->cap) {
+        cs->cap = cs->cap ? 2 * cs->cap : 64;
+        free(cs->slot);
+        cs->slot = base_calloc((size_t)cs->cap, sizeof(int));
+        cs->hash = realloc(cs->hash, sizeof(uint64_t) * (size_t)cs->cap);
+        if (!cs->hash) abort();
+        for (int i = 0; i < cs->cap; i++) cs->slot[i] = -1;
+        for (int k = 0; k < cs->calls.n; k++) cs->slot[call_slot(cs, cs->hash[k], NULL)] = k;
+    }
+    int i = call_slot(cs, h, c);
+    if (cs->slot[i] >= 0) return;
+    cs->slot[i] = cs->calls.n;
+    cs->hash[cs->calls.n] = h;
     ir_vec_push(cs->a, &cs->calls, c);
-    ir_vec_push(cs->a, &cs->hashes, (void *)(uintptr_t)h);
 }
 
 static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e);
@@ -411,11 +404,13 @@ static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e) {
     const sc_expr ***calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
     for (int st = 0; st < f->nstages; st++) {
         const ir_stage *sg = &f->stages[st];
-        call_set cs = { {0}, {0}, x->arena };
+        call_set cs = { {0}, NULL, NULL, 0, x->arena };
         walk_calls(x, s, sg->value, &cs);
         for (int d = 0; d < sg->nargs; d++) walk_calls(x, s, sg->args[d], &cs);
         ncalls[st] = cs.calls.n;
         calls[st] = (const sc_expr **)cs.calls.items;
+        free(cs.slot);
+        free(cs.hash);
     }
     e->uses = ir_alloc(x->arena, sizeof(bool) * (size_t)(f->ndims + 1));
     for (int d = 0; d < f->ndims; d++) e->uses[d] = uses_var(x, s, f->stages[0].value, f->vars[d]);
@@ -760,14 +755,26 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     if (total > 1 && unrolled) {
         const sc_func *cand[NEST_MAX_STAGED];
         int ncalls[NEST_MAX_STAGED], ncand = 0;
+        /* the producers in order of first call, each asked once whether
+         * it is read from global memory (a stage may make hundreds of
+         * calls of a few producers) */
+        const sc_func **prod = base_calloc((size_t)nc + 1, sizeof(sc_func *));
+        int *pcalls = base_calloc((size_t)nc + 1, sizeof(int)), nprod = 0;
         for (int i = 0; i < nc; i++) {
             const sc_func *g = calls[i]->func;
-            if (g == f || !has_global(w, g->id) || member(w, g->id)) continue;
-            int j = 0;
-            while (j < ncand && cand[j] != g) j++;
-            if (j < ncand) ncalls[j]++;
-            else if (ncand < NEST_MAX_STAGED) { cand[ncand] = g; ncalls[ncand++] = 1; }
+            int j = nprod - 1;
+            while (j >= 0 && prod[j] != g) j--;
+            if (j >= 0) pcalls[j]++;
+            else { prod[nprod] = g; pcalls[nprod++] = 1; }
         }
+        for (int j = 0; j < nprod && ncand < NEST_MAX_STAGED; j++) {
+            const sc_func *g = prod[j];
+            if (g == f || !has_global(w, g->id) || member(w, g->id)) continue;
+            cand[ncand] = g;
+            ncalls[ncand++] = pcalls[j];
+        }
+        free(prod);
+        free(pcalls);
         for (int j = 0; j < ncand && ke->k.nstaged < NEST_MAX_STAGED; j++) {
             const sc_expr **gc = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
             int *gi = base_calloc((size_t)nc + 1, sizeof(int));

@@ -20,6 +20,14 @@ typedef struct {
     int64_t ext[SC_MAX_DIMS];
 } fp_entry;
 
+/* A stage's pure loops: legal_pure_dims, and legal_pure_extents when the
+ * ctx has bounds. */
+typedef struct {
+    int np;
+    int dims[SC_MAX_DIMS];
+    int64_t ext[SC_MAX_DIMS];
+} stage_loops;
+
 struct legal_ctx {
     const sc_pipeline *p;
     const bounds_result *b;
@@ -34,6 +42,18 @@ struct legal_ctx {
     int inl_worst;
     bool inl_valid;
     nest_ctx *nest;             /* the loop-nest model, made when first needed */
+    ir_arena *scratch;          /* legal_fits' completed state, reset at every call */
+    stage_loops **loops;        /* [fid][stage] its pure loops (every check asks) */
+    /* What legal_fits asks of every state, kept: the record of an
+     * undecided Func (root, default tiles) per Func, in `keep`; the ROOT
+     * records whose tiles all passed legal_tile (the check depends on the
+     * record only); check_memory's buffers. */
+    ir_arena *keep;
+    sched_func **defaults;
+    const sched_func **tiled;   /* open addressing, power-of-two size */
+    int tiled_cap, tiled_n;
+    int *kbase, *root, *rstage;
+    int64_t *smem, *words;
 };
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -49,6 +69,27 @@ legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target 
     x->inl = base_calloc((size_t)x->n + 1, 1);
     x->memo_cap = 64;
     x->memo = base_calloc((size_t)x->memo_cap, sizeof(fp_entry));
+    x->scratch = ir_arena_new();
+    x->keep = ir_arena_new();
+    x->defaults = base_calloc((size_t)x->n + 1, sizeof(sched_func *));
+    x->tiled_cap = 64;
+    x->tiled = base_calloc((size_t)x->tiled_cap, sizeof(sched_func *));
+    x->kbase = base_calloc((size_t)x->n + 1, sizeof(int));
+    for (int i = 0; i < x->n; i++) x->kbase[i + 1] = x->kbase[i] + func_at(p, i)->nstages;
+    x->smem = base_calloc((size_t)x->kbase[x->n] + 1, sizeof(int64_t));
+    x->words = base_calloc((size_t)x->kbase[x->n] + 1, sizeof(int64_t));
+    x->root = base_calloc((size_t)x->n + 1, sizeof(int));
+    x->rstage = base_calloc((size_t)x->n + 1, sizeof(int));
+    x->loops = base_calloc((size_t)x->n + 1, sizeof(stage_loops *));
+    for (int i = 0; i < x->n; i++) {
+        const sc_func *f = func_at(p, i);
+        x->loops[i] = base_calloc((size_t)f->nstages + 1, sizeof(stage_loops));
+        for (int st = 0; st < f->nstages; st++) {
+            stage_loops *l = &x->loops[i][st];
+            l->np = fusion_pure_dims(f, st, l->dims);
+            if (b) fusion_pure_extents(b, f, st, l->ext);
+        }
+    }
     return x;
 }
 
@@ -58,7 +99,25 @@ void legal_free(legal_ctx *x) {
     free(x->memo);
     free(x->inl);
     if (x->nest) nest_ctx_free(x->nest);
+    ir_arena_free(x->scratch);
+    for (int i = 0; i < x->n; i++) free(x->loops[i]);
+    free(x->loops);
+    ir_arena_free(x->keep);
+    free(x->defaults);
+    free(x->tiled);
+    free(x->kbase);
+    free(x->smem);
+    free(x->words);
+    free(x->root);
+    free(x->rstage);
     free(x);
+}
+
+void legal_forget(legal_ctx *x) {
+    memset(x->memo, 0, sizeof(fp_entry) * (size_t)x->memo_cap);
+    x->memo_n = 0;
+    memset(x->tiled, 0, sizeof(sched_func *) * (size_t)x->tiled_cap);
+    x->tiled_n = 0;
 }
 
 /* ---- the consumer graph and the fusion rules (fusion.h) ------------------- */
@@ -123,8 +182,8 @@ static int first_large(int np, const int64_t *ext) {
 sched_tile legal_default_tile(const legal_ctx *x, const sc_func *f, int st) {
     sched_tile t;
     memset(&t, 0, sizeof t);
-    int64_t ext[SC_MAX_DIMS];
-    t.npure = legal_pure_extents(x->b, f, st, ext);
+    const int64_t *ext = x->loops[f->id][st].ext;
+    t.npure = x->loops[f->id][st].np;
     for (int k = 0; k < t.npure; k++) t.threads[k] = t.serial[k] = 1;
     if (t.npure) t.threads[first_large(t.npure, ext)] = x->t ? x->t->warp_size : 32;
     return t;
@@ -142,13 +201,15 @@ static const char *stage_name(const sc_func *f, int st, char *buf, size_t len) {
 static int64_t sat_mul(int64_t a, int64_t b) {
     const int64_t cap = (int64_t)1 << 40;
     if (a <= 0 || b <= 0) return 0;
+    if (a < ((int64_t)1 << 20) && b < ((int64_t)1 << 20)) return a * b;    /* below 2^40: no division */
     if (a > cap / b) return cap;
     return a * b;
 }
 
 /* Well formed: one entry per pure loop, positive sizes. */
-static int tile_shape(const sc_func *f, int st, sched_loc loc, const sched_tile *t, char *err, size_t errlen) {
-    int dims[SC_MAX_DIMS], np = legal_pure_dims(f, st, dims);
+static int tile_shape(const legal_ctx *x, const sc_func *f, int st, sched_loc loc, const sched_tile *t, char *err,
+                      size_t errlen) {
+    const int *dims = x->loops[f->id][st].dims, np = x->loops[f->id][st].np;
     char nm[200];
     if (t->npure != np)
         return base_fail(err, errlen, "%s: the tiling has %d pure loop%s, but the stage has %d",
@@ -193,15 +254,15 @@ static sched_tile tile_of(const legal_ctx *x, const sched_state *s, int g, int s
 
 static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t, char *err, size_t errlen) {
     const target *tg = x->t;
-    if (tile_shape(f, st, SCHED_ROOT, t, err, errlen)) return -1;
+    if (tile_shape(x, f, st, SCHED_ROOT, t, err, errlen)) return -1;
     if (!tg) return 0;
     char nm[200];
-    int64_t threads = 1, need = 1, ext[SC_MAX_DIMS];
-    legal_pure_extents(x->b, f, st, ext);
-    for (int k = 0; k < t->npure; k++) {
-        threads = sat_mul(threads, t->threads[k]);
-        need = sat_mul(need, (ext[k] + t->serial[k] - 1) / t->serial[k]);
-    }
+    int64_t threads = 1, need = 1;
+    const int64_t *ext = x->loops[f->id][st].ext;
+    for (int k = 0; k < t->npure; k++) threads = sat_mul(threads, t->threads[k]);
+    /* the points at serial sizes: only the warp-multiple rule asks */
+    if (x->warp_multiple && threads % tg->warp_size)
+        for (int k = 0; k < t->npure; k++) need = sat_mul(need, (ext[k] + t->serial[k] - 1) / t->serial[k]);
     if (err && errlen &&
         (threads > tg->max_threads_per_block || (x->warp_multiple && threads % tg->warp_size) ||
          LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial_points(t) > tg->registers_per_thread))
@@ -226,7 +287,7 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
 static int block_tile(legal_ctx *x, const sched_state *s, int fid, int st, int at, const sched_tile *t, char *err,
                       size_t errlen) {
     const sc_func *f = func_at(x->p, fid);
-    if (tile_shape(f, st, SCHED_BLOCK, t, err, errlen)) return -1;
+    if (tile_shape(x, f, st, SCHED_BLOCK, t, err, errlen)) return -1;
     /* the kernel: follow `at` to the root; fid's own link counts */
     int g = at, prev = -1, hops = 0, rstage = -1;
     while (g >= 0 && g < x->n && fused(s->f[g]) && hops++ <= x->n) { prev = g; g = s->f[g]->at; }
@@ -313,8 +374,11 @@ static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state
             for (int st = sf->nstages - sf->pending; st < sf->nstages; st++) c->tile[st] = tile_of(x, s, i, st);
             c->pending = 0;
         } else {
-            c = sched_func_new(scratch, SCHED_ROOT, -1, f->nstages);
-            for (int st = 0; st < f->nstages; st++) c->tile[st] = legal_default_tile(x, f, st);
+            if (!x->defaults[i]) {
+                x->defaults[i] = sched_func_new(x->keep, SCHED_ROOT, -1, f->nstages);
+                for (int st = 0; st < f->nstages; st++) x->defaults[i]->tile[st] = legal_default_tile(x, f, st);
+            }
+            c = x->defaults[i];
         }
         full->f[i] = c;
     }
@@ -342,6 +406,33 @@ static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, 
     }
     nest_free(model);
     return 0;
+}
+
+/* ---- records already checked ------------------------------------------------ */
+
+static size_t tiled_slot(const legal_ctx *x, const sched_func *sf) {
+    uint64_t h = ((uint64_t)(uintptr_t)sf >> 4) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 20) & (size_t)(x->tiled_cap - 1);
+    while (x->tiled[i] && x->tiled[i] != sf) i = (i + 1) & (size_t)(x->tiled_cap - 1);
+    return i;
+}
+
+/* Whether the ROOT record sf passed legal_tile in every stage before. */
+static bool tiled_ok(const legal_ctx *x, const sched_func *sf) { return x->tiled[tiled_slot(x, sf)] == sf; }
+
+static void tiled_put(legal_ctx *x, const sched_func *sf) {
+    if (2 * (x->tiled_n + 1) > x->tiled_cap) {
+        const sched_func **old = x->tiled;
+        int cap = x->tiled_cap;
+        x->tiled_cap *= 2;
+        x->tiled = base_calloc((size_t)x->tiled_cap, sizeof(sched_func *));
+        for (int i = 0; i < cap; i++)
+            if (old[i]) x->tiled[tiled_slot(x, old[i])] = old[i];
+        free(old);
+    }
+    size_t i = tiled_slot(x, sf);
+    if (!x->tiled[i]) x->tiled_n++;
+    x->tiled[i] = sf;
 }
 
 /* ---- the whole state --------------------------------------------------------- */
@@ -372,8 +463,8 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
                             "single pure definition can be)", f->name);
             continue;
         case SCHED_ROOT:
-            for (int st = 0; st < f->nstages; st++)
-                if (tile_shape(f, st, SCHED_ROOT, &sf->tile[st], err, errlen)) return -1;
+            for (int st = 0; st < f->nstages && !tiled_ok(x, sf); st++)
+                if (tile_shape(x, f, st, SCHED_ROOT, &sf->tile[st], err, errlen)) return -1;
             continue;
         case SCHED_BLOCK:
         case SCHED_THREAD:
@@ -387,7 +478,7 @@ static int check_rules(legal_ctx *x, const sched_state *s, char *err, size_t err
             return base_fail(err, errlen, "%s: computed inside a cycle of fused Funcs", f->name);
         if (sf->loc == SCHED_BLOCK)
             for (int st = 0; st < f->nstages; st++)
-                if (tile_shape(f, st, SCHED_BLOCK, &sf->tile[st], err, errlen)) return -1;
+                if (tile_shape(x, f, st, SCHED_BLOCK, &sf->tile[st], err, errlen)) return -1;
     }
     /* the size depends only on which Funcs are inline: the tilings of one
      * state's children all ask the same */
@@ -416,11 +507,11 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
     const sc_pipeline *p = x->p;
     const target *t = x->t;
     int n = x->n;
-    int *kbase = base_calloc((size_t)n + 1, sizeof(int));
-    for (int i = 0; i < n; i++) kbase[i + 1] = kbase[i] + func_at(p, i)->nstages;
-    int64_t *smem = base_calloc((size_t)kbase[n] + 1, sizeof(int64_t));
-    int64_t *words = base_calloc((size_t)kbase[n] + 1, sizeof(int64_t));
-    int *root = base_calloc((size_t)n + 1, sizeof(int)), *rstage = base_calloc((size_t)n + 1, sizeof(int));
+    const int *kbase = x->kbase;
+    int64_t *smem = x->smem, *words = x->words;
+    int *root = x->root, *rstage = x->rstage;
+    memset(smem, 0, sizeof(int64_t) * (size_t)kbase[n]);
+    memset(words, 0, sizeof(int64_t) * (size_t)kbase[n]);
     int rc = measure(x, s, full, err, errlen);
     for (int i = 0; i < n && !rc; i++) {
         root[i] = -1;
@@ -438,7 +529,9 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
         for (int st = 0; st < f->nstages && !rc; st++) {
             int kk = kbase[f->id] + st;
             char nm[200];
-            stage_name(f, st, nm, sizeof nm);
+            int64_t serial = serial_points(&sf->tile[st]);
+            int64_t w = words[kk] + LEGAL_STAGED_REGISTERS, regs = LEGAL_BASE_REGISTERS + w + serial;
+            if (smem[kk] > t->shared_mem_per_block || regs > t->registers_per_thread) stage_name(f, st, nm, sizeof nm);
             if (smem[kk] > t->shared_mem_per_block) {
                 char who[600] = "";
                 for (int j = 0; j < n; j++)
@@ -452,19 +545,12 @@ static int check_memory(legal_ctx *x, const sched_state *s, const sched_state *f
                           nm, (long long)smem[kk], who, t->shared_mem_per_block, t->name);
                 break;
             }
-            int64_t serial = serial_points(&sf->tile[st]);
-            int64_t w = words[kk] + LEGAL_STAGED_REGISTERS, regs = LEGAL_BASE_REGISTERS + w + serial;
             if (regs > t->registers_per_thread)
                 rc = base_fail(err, errlen, "%s: an estimated %lld registers per thread (%d + %lld for thread-level and "
                           "staged points + %lld serial points), over the target's %d (%s)", nm, (long long)regs,
                           LEGAL_BASE_REGISTERS, (long long)w, (long long)serial, t->registers_per_thread, t->name);
         }
     }
-    free(kbase);
-    free(smem);
-    free(words);
-    free(root);
-    free(rstage);
     return rc;
 }
 
@@ -475,18 +561,23 @@ int legal_fits(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
     if (p->order.n != p->funcs.n) return base_fail(err, errlen, "pipeline %s is not finalized", p->name);
     if (!x->b) return base_fail(err, errlen, "no bounds to check the schedule against");
     if (x->t && x->t->warp_size < 1) return base_fail(err, errlen, "the target has no warp size");
-    ir_arena *scratch = ir_arena_new();
-    sched_state *full = completed(x, scratch, s);
+    /* (the records completed() makes are never memo keys: see measure) */
+    ir_arena_reset(x->scratch);
+    sched_state *full = completed(x, x->scratch, s);
     int rc = check_rules(x, full, err, errlen);
     for (int i = p->order.n - 1; i >= 0 && !rc && x->t; i--) {
         const sc_func *f = ir_order_at(p, i);
         const sched_func *sf = f->kind == FUNC_DEFINED ? full->f[f->id] : NULL;
         if (!sf || (sf->loc != SCHED_ROOT && sf->loc != SCHED_BLOCK)) continue;
+        bool root = sf->loc == SCHED_ROOT;
+        if (root && tiled_ok(x, sf)) continue;
         for (int st = 0; st < f->nstages && !rc; st++)
             rc = legal_tile(x, full, f->id, st, sf->loc, sf->at, &sf->tile[st], err, errlen);
+        /* a ROOT tiling depends on its record alone: remembered for the
+         * records that outlive this call (s's own, the defaults) */
+        if (!rc && root && (sf == s->f[f->id] || sf == x->defaults[f->id])) tiled_put(x, sf);
     }
     if (!rc && x->t) rc = check_memory(x, s, full, err, errlen);
-    ir_arena_free(scratch);
     return rc;
 }
 

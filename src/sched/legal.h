@@ -23,10 +23,12 @@
  *    of a fused Func.
  *
  * Memory: a legal_ctx is malloc'd (legal_new / legal_free); it remembers
- * the footprint of every fused Func it has measured, keyed by the Func's
- * immutable sched_func record (a record is never changed once it is in a
- * state), so a ctx must not outlive the arena of the states it is asked
- * about.  Nothing here keeps static state: two ctxs may be used at once.
+ * the footprint of every fused Func it has measured and the root tilings
+ * it has checked, keyed by the Func's immutable sched_func record (a
+ * record is never changed once it is in a state), so a ctx must not
+ * outlive the arena of the states it is asked about, or must forget them
+ * (legal_forget) before that arena is freed or reused.  Nothing here keeps
+ * static state: two ctxs may be used at once.
  */
 #ifndef SC_LEGAL_H
 #define SC_LEGAL_H
@@ -69,6 +71,9 @@ typedef fusion_use legal_use;
  * limits) with warp multiples required when warp_multiple is set. */
 legal_ctx *legal_new(const sc_pipeline *p, const bounds_result *b, const target *t, bool warp_multiple);
 void legal_free(legal_ctx *x);
+/* Forgets every record x was asked about (before their arena is freed or
+ * reused, to go on with x); what depends on the pipeline only stays. */
+void legal_forget(legal_ctx *x);
 
 /* The pure loops of stage st of f (ir_stage_loops order): dims[k] is the
  * Func dimension of the k-th pure loop.  Returns their count. */
