@@ -41,7 +41,7 @@ $(BUILD)/libstagecraft.a: $(LIB_OBJS)
 $(BUILD)/stagecraft: src/main.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c tests/check.h tests/fixtures.h $(BUILD)/libstagecraft.a
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libstagecraft.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
