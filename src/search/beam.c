@@ -242,6 +242,7 @@ typedef struct {
     uint64_t key;                 /* depth-3 hash */
     feat_result fr;               /* when featurized now */
     bool secondary, fresh;
+    bool forced;                  /* its parent's only child: not costed */
     double cost;
 } rep;
 
@@ -291,6 +292,185 @@ static bool allowed(const search_ctx *c, const sched_state *child, int fid) {
     return true;
 }
 
+/* A parent's only child (a frozen decision, an output's location, a
+ * single legal tiling): there is nothing to choose between, so it is
+ * passed on with its parent's cost, uncosted, unless it is complete. */
+static bool pass_on(search_ctx *c, const node *parent, sched_state *child, reps *out) {
+    if (space_next(c->p, child, NULL) < 0) return false;
+    rep *r = reps_add(out);
+    r->s = child;
+    r->parent = parent;
+    r->forced = true;
+    r->cost = parent->raw;
+    c->st.forced++;
+    return true;
+}
+
+/* The drawn members of one bucket of m children of parent: each is
+ * featurized (or found in the memo) and classified; the secondary ones are
+ * kept only when none is primary.  0, or -1 with err. */
+static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *const *drawn, int k, int m,
+                       reps *out, char *err, size_t errlen) {
+    c->st.buckets++;
+    c->st.drawn += k;
+    int first = out->n, primary = 0;
+    for (int t = 0; t < k; t++) {
+        rep *r = reps_add(out);
+        r->s = drawn[t];
+        r->parent = parent;
+        r->key = sched_hash(r->s, 3);
+        slot *m0 = hmap_find(&c->memo, r->key);
+        if (m0) {
+            r->secondary = m0->secondary;
+            r->cost = m0->cost;
+        } else {
+            if (featurize(c, r->s, &r->fr, err, errlen) != 0) {
+                out->n--;
+                return -1;
+            }
+            c->st.featurized++;
+            r->fresh = true;
+            r->secondary = is_secondary(c, &r->fr, fid);
+            r->cost = NAN;
+            hmap_get(&c->memo, r->key)->secondary = r->secondary;
+        }
+        primary += !r->secondary;
+    }
+    /* secondary representatives only when no primary one survives */
+    if (primary) {
+        int w = first;
+        for (int t = first; t < out->n; t++) {
+            if (out->v[t].secondary) {
+                c->st.secondary_skipped++;
+                if (out->v[t].fresh) feat_free(&out->v[t].fr);
+            } else {
+                out->v[w++] = out->v[t];
+            }
+        }
+        out->n = w;
+    } else {
+        c->st.secondary_costed += k;
+    }
+    if (c->o.on_bucket) c->o.on_bucket(c->o.hook, m, k, primary, primary ? 0 : k);
+    return 0;
+}
+
+/* Random dropout over n candidates (keep[i]), never of them all. */
+static void dropout(search_ctx *c, space_rng *rng, int n, bool *keep) {
+    int left = 0;
+    for (int i = 0; i < n; i++) left += keep[i];
+    if (c->o.dropout <= 0 || left < 2) return;
+    int now = 0;
+    for (int i = 0; i < n; i++)
+        if (keep[i] && (double)(space_rand(rng) >> 11) * 0x1.0p-53 < c->o.dropout) keep[i] = false;
+    for (int i = 0; i < n; i++) now += keep[i];
+    if (now == 0) {
+        int pick = space_rand_below(rng, left);
+        for (int i = 0; i < n; i++)
+            if (!keep[i] && pick-- == 0) { keep[i] = true; break; }
+        now = 1;
+    }
+    c->st.dropped += left - now;
+}
+
+/* k of the n indices with keep[i] set, uniformly (a partial Fisher-Yates
+ * shuffle of them); their count. */
+static int draw(space_rng *rng, int n, const bool *keep, int *idx) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (keep[i]) idx[m++] = i;
+    int k = draws(m);
+    for (int t = 0; t < k; t++) {
+        int u = t + space_rand_below(rng, m - t);
+        int tmp = idx[t]; idx[t] = idx[u]; idx[u] = tmp;
+    }
+    return k;
+}
+
+/* The tiling children of parent (phase b of fid).  A tiling never
+ * changes the hash at depth <= 2 (sched_hash), so they are one bucket:
+ * the enumerator is only stepped through (space_enum_skip), their tiles
+ * noted, and only the drawn ones become states. */
+static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node *parent, space_rng *rng,
+                          reps *out, char *err, size_t errlen) {
+    int fid = e->fid, n = 0, cap = 64;
+    const sched_func *fz0 = c->frozen[fid], *pf0 = parent->s->f[fid];
+    if (fz0 && fz0->loc == pf0->loc && fz0->at == pf0->at) {
+        /* a frozen tiling that is still legal is the only child: no need
+         * to step through the others */
+        int st = pf0->nstages - pf0->pending;
+        if (legal_tile(e->x, parent->s, fid, st, pf0->loc, pf0->at, &fz0->tile[st], NULL, 0) == 0) {
+            sched_state *ch = sched_state_copy(a, parent->s);
+            sched_func *sf = sched_func_copy(a, pf0);
+            sf->tile[st] = fz0->tile[st];
+            sf->pending--;
+            legal_inherit(e->x, sf, pf0);
+            ch->f[fid] = sf;
+            c->st.enumerated++;
+            if (pass_on(c, parent, ch, out)) return 0;
+            return take_bucket(c, parent, fid, &ch, 1, 1, out, err, errlen);
+        }
+    }
+    sched_tile *tiles = malloc(sizeof *tiles * (size_t)cap);
+    if (!tiles) abort();
+    while (space_enum_skip(e)) {
+        if (n == cap) {
+            cap *= 2;
+            tiles = realloc(tiles, sizeof *tiles * (size_t)cap);
+            if (!tiles) abort();
+        }
+        tiles[n++] = e->cur;
+    }
+    c->st.enumerated += n;
+    assert(n > 0);
+    bool *keep = malloc((size_t)n);
+    int *idx = malloc(sizeof *idx * (size_t)n);
+    sched_state **drawn = malloc(sizeof *drawn * (size_t)n);
+    if (!keep || !idx || !drawn) abort();
+    const sched_func *fz = c->frozen[fid], *pf = parent->s->f[fid];
+    int st = pf->nstages - pf->pending, match = 0;
+    for (int i = 0; i < n; i++) {
+        keep[i] = !fz || fz->loc != pf->loc || !memcmp(&tiles[i], &fz->tile[st], sizeof tiles[i]);
+        match += keep[i];
+    }
+    if (!match)                                  /* the frozen tiling no longer fits: free it */
+        for (int i = 0; i < n; i++) keep[i] = true;
+    dropout(c, rng, n, keep);
+    int m = 0;
+    for (int i = 0; i < n; i++) m += keep[i];
+    int k = draw(rng, n, keep, idx);
+    if (m == 1) {
+        sched_state *ch = sched_state_copy(a, parent->s);
+        sched_func *sf = sched_func_copy(a, pf);
+        sf->tile[st] = tiles[idx[0]];
+        sf->pending--;
+        legal_inherit(e->x, sf, pf);
+        ch->f[fid] = sf;
+        if (pass_on(c, parent, ch, out)) {
+            free(tiles);
+            free(keep);
+            free(idx);
+            free(drawn);
+            return 0;
+        }
+    }
+    for (int t = 0; t < k; t++) {
+        sched_state *ch = sched_state_copy(a, parent->s);
+        sched_func *sf = sched_func_copy(a, pf);
+        sf->tile[st] = tiles[idx[t]];
+        sf->pending--;
+        legal_inherit(e->x, sf, pf);
+        ch->f[fid] = sf;
+        drawn[t] = ch;
+    }
+    int rc = take_bucket(c, parent, fid, drawn, k, m, out, err, errlen);
+    free(tiles);
+    free(keep);
+    free(idx);
+    free(drawn);
+    return rc;
+}
+
 /* The children of parent, filtered, dropped out and bucketed; the drawn
  * representatives are appended to out (featurized, or their memo entry
  * found).  0, or -1 with err. */
@@ -299,89 +479,39 @@ static int expand(search_ctx *c, ir_arena *a, legal_ctx *x, const node *parent, 
     space_enum e;
     int fid = space_enum_begin(&e, a, x, c->p, c->b, parent->s, &c->so);
     assert(fid >= 0);
-    ir_vec all = { 0 }, kept = { 0 };
-    sched_state *ch;
-    while ((ch = space_enum_next(&e, a))) {
-        ir_vec_push(a, &all, ch);
-        if (allowed(c, ch, fid)) ir_vec_push(a, &kept, ch);
-    }
-    c->st.enumerated += all.n;
-    assert(all.n > 0);
-    if (kept.n == 0) kept = all;           /* a frozen decision that no longer fits: free it */
-    /* random dropout, never of the last child */
-    if (c->o.dropout > 0 && kept.n > 1) {
-        ir_vec left = { 0 };
-        for (int i = 0; i < kept.n; i++)
-            if ((double)(space_rand(rng) >> 11) * 0x1.0p-53 >= c->o.dropout) ir_vec_push(a, &left, kept.items[i]);
-        if (left.n == 0) ir_vec_push(a, &left, kept.items[space_rand_below(rng, kept.n)]);
-        c->st.dropped += kept.n - left.n;
-        kept = left;
-    }
+    if (e.tiling) return expand_tilings(c, a, &e, parent, rng, out, err, errlen);
+    /* locations: a handful of children */
+    sched_state *all[8];
+    int n = 0;
+    for (sched_state *ch; n < 8 && (ch = space_enum_next(&e, a));) all[n++] = ch;
+    c->st.enumerated += n;
+    assert(n > 0);
+    bool keep[8], taken[8] = { false };
+    int match = 0;
+    for (int i = 0; i < n; i++) match += keep[i] = allowed(c, all[i], fid);
+    if (!match)                                  /* a frozen decision that no longer fits: free it */
+        for (int i = 0; i < n; i++) keep[i] = true;
+    dropout(c, rng, n, keep);
+    int left = 0, only = -1;
+    for (int i = 0; i < n; i++)
+        if (keep[i]) { left++; only = i; }
+    if (left == 1 && pass_on(c, parent, all[only], out)) return 0;
     /* buckets by structural hash, in order of first appearance */
-    int n = kept.n, d = bucket_depth(pass);
-    uint64_t *h = malloc(sizeof *h * (size_t)n);
-    int *order = malloc(sizeof *order * (size_t)n);
-    bool *taken = calloc((size_t)n, 1);
-    if (!h || !order || !taken) abort();
-    for (int i = 0; i < n; i++) h[i] = sched_hash(kept.items[i], d);
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        if (taken[i]) continue;
-        int m = 0;
+    uint64_t h[8];
+    int d = bucket_depth(pass);
+    for (int i = 0; i < n; i++) h[i] = sched_hash(all[i], d);
+    for (int i = 0; i < n; i++) {
+        if (!keep[i] || taken[i]) continue;
+        bool in[8] = { false };
+        int m = 0, idx[8];
         for (int j = i; j < n; j++)
-            if (!taken[j] && h[j] == h[i]) { order[m++] = j; taken[j] = true; }
-        int k = draws(m);
-        c->st.buckets++;
-        c->st.drawn += k;
-        if (c->o.on_bucket) c->o.on_bucket(c->o.hook, m, k);
-        /* k distinct members, uniformly (a partial Fisher-Yates shuffle) */
-        for (int t = 0; t < k; t++) {
-            int u = t + space_rand_below(rng, m - t);
-            int tmp = order[t]; order[t] = order[u]; order[u] = tmp;
-        }
-        int first = out->n;
-        bool primary = false;
-        for (int t = 0; t < k && rc == 0; t++) {
-            rep *r = reps_add(out);
-            r->s = kept.items[order[t]];
-            r->parent = parent;
-            r->key = sched_hash(r->s, 3);
-            slot *m0 = hmap_find(&c->memo, r->key);
-            if (m0) {
-                r->secondary = m0->secondary;
-                r->cost = m0->cost;
-            } else {
-                rc = featurize(c, r->s, &r->fr, err, errlen);
-                if (rc != 0) { out->n--; break; }
-                c->st.featurized++;
-                r->fresh = true;
-                r->secondary = is_secondary(c, &r->fr, fid);
-                r->cost = NAN;
-                slot *s0 = hmap_get(&c->memo, r->key);
-                s0->secondary = r->secondary;
-            }
-            primary |= !r->secondary;
-        }
-        /* secondary representatives only when no primary one survives */
-        if (primary) {
-            int w = first;
-            for (int t = first; t < out->n; t++) {
-                if (out->v[t].secondary) {
-                    c->st.secondary_skipped++;
-                    feat_free(&out->v[t].fr);
-                } else {
-                    out->v[w++] = out->v[t];
-                }
-            }
-            out->n = w;
-        } else {
-            c->st.secondary_costed += out->n - first;
-        }
+            if (keep[j] && !taken[j] && h[j] == h[i]) { in[j] = taken[j] = true; m++; }
+        int k = draw(rng, n, in, idx);
+        sched_state *drawn[8];
+        for (int t = 0; t < k; t++) drawn[t] = all[idx[t]];
+        if (take_bucket(c, parent, fid, drawn, k, m, out, err, errlen) != 0) return -1;
     }
-    free(h);
-    free(order);
-    free(taken);
-    return rc;
+    return 0;
 }
 
 /* Costs every representative not memoized, in one batched call. */
@@ -392,6 +522,7 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
     double *ms = malloc(sizeof *ms * (size_t)(r->n ? r->n : 1));
     if (!fs || !idx || !ms) abort();
     for (int i = 0; i < r->n; i++) {
+        if (r->v[i].forced) continue;
         if (!isnan(r->v[i].cost)) {
             c->st.memo_hits++;
             continue;
@@ -595,6 +726,7 @@ int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
     c->restricted = true;
     ir_arena *a = ir_arena_new();
     sched_state *s = search_run(c, a, c->o.beam, 1, c->o.seed, NULL, err, errlen);
+    c->st.samples--;                      /* the pre-pass is not a sample */
     c->restricted = false;
     double *cost = calloc((size_t)p->funcs.n + 1, sizeof *cost);
     bool *fr = calloc((size_t)p->funcs.n + 1, sizeof *fr);

@@ -24,6 +24,9 @@
  *    every Func; each Func's own cost is predicted from its own rows, and
  *    all but the ceil(log2(N)) most expensive keep their restricted
  *    decisions in the full search (when N >= freeze_min).
+ *  - A state with a single child (a frozen decision, an output's
+ *    location, a single legal tiling) passes it on with its own cost,
+ *    uncosted (there is nothing to choose), unless the child is complete.
  *  - Random dropout of children (never a parent's last), the §6.6
  *    pruning of the space (space_opts.prune), a deterministic seed.
  *
@@ -56,9 +59,10 @@ typedef struct {
     bool freeze;                  /* the §4 pre-pass (true) */
     int freeze_min;               /* freeze only pipelines of at least this many Funcs (16) */
     double lane_max, core_max;    /* secondary children: idle-lane (0.5) / idle-core (1.2) wastage */
-    /* Called for every bucket with its size and the representatives
-     * drawn (tests), or NULL. */
-    void (*on_bucket)(void *hook, int size, int drawn);
+    /* Called for every bucket once its representatives are chosen (tests),
+     * or NULL: its size, the representatives drawn, how many of them are
+     * primary, how many secondary ones are costed. */
+    void (*on_bucket)(void *hook, int size, int drawn, int primary, int secondary_costed);
     void *hook;
 } search_opts;
 
@@ -74,6 +78,7 @@ typedef struct {
     int64_t secondary_costed;     /* secondary representatives costed */
     int64_t secondary_skipped;    /* secondary representatives left out */
     int64_t predict_calls;        /* batched cost-model calls */
+    int64_t forced;               /* only children, passed on uncosted */
     int passes, samples;
     int frozen;                   /* Funcs whose decisions were frozen */
     double wall_s;
