@@ -596,7 +596,13 @@ static int run_pass(search_ctx *c, ir_arena *a, int beam, int pass, space_rng *r
             rc = expand(c, a, x, nd, pass, rng, &r, err, errlen);
             expanded++;
         }
-        if (*best || rc != 0) break;
+        if (*best || rc != 0) {
+            /* representatives featurized in this step before the pass
+             * ended are not costed */
+            for (int i = 0; i < r.n; i++)
+                if (r.v[i].fresh) feat_free(&r.v[i].fr);
+            break;
+        }
         if (expanded == 0) break;                /* cannot happen: every state has a child */
         rc = cost_reps(c, &r, err, errlen);
         q.n = 0;
