@@ -123,7 +123,8 @@ static void test_every_app(void) {
         ir_arena *a = ir_arena_new();
         sched_state *s = search_oneshot(a, ac.p, ac.b, &o, 6, &ms, &st, err, sizeof err);
         if (!s) fprintf(stderr, "  %s: %s\n", names[i], err);
-        bool ok = s && isfinite(ms) && ms > 0 && st.samples == 6 && st.costed > 0 && st.drawn <= st.enumerated;
+        bool ok = s && isfinite(ms) && ms > 0 && st.samples == 6 && st.costed > 0 && st.drawn <= st.enumerated &&
+                  st.unfeaturized == 0;
         ok = check_schedule(names[i], &ac, a, s, true) && ok;
         check_report(ok, "oneshot/%s (%.4g ms predicted; %lld enumerated, %lld costed, %.2f s)", names[i], ms,
                      (long long)st.enumerated, (long long)st.costed, st.wall_s);

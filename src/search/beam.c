@@ -325,8 +325,11 @@ static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *
             r->cost = m0->cost;
         } else {
             if (featurize(c, r->s, &r->fr, err, errlen) != 0) {
+                /* the model refuses a state the enumerator made (an internal
+                 * disagreement): left out, counted, the search goes on */
                 out->n--;
-                return -1;
+                c->st.unfeaturized++;
+                continue;
             }
             c->st.featurized++;
             r->fresh = true;
@@ -349,9 +352,9 @@ static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *
         }
         out->n = w;
     } else {
-        c->st.secondary_costed += k;
+        c->st.secondary_costed += out->n - first;
     }
-    if (c->o.on_bucket) c->o.on_bucket(c->o.hook, m, k, primary, primary ? 0 : k);
+    if (c->o.on_bucket) c->o.on_bucket(c->o.hook, m, k, primary, primary ? 0 : out->n - first);
     return 0;
 }
 

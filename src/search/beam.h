@@ -78,6 +78,7 @@ typedef struct {
     int64_t secondary_costed;     /* secondary representatives costed */
     int64_t secondary_skipped;    /* secondary representatives left out */
     int64_t predict_calls;        /* batched cost-model calls */
+    int64_t unfeaturized;         /* states the featurizer refused (left out; 0 unless a bug) */
     int64_t forced;               /* only children, passed on uncosted */
     int passes, samples;
     int frozen;                   /* Funcs whose decisions were frozen */
