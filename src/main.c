@@ -58,6 +58,9 @@ typedef struct {
     int warmup, runs, samples, timeout_ms;
     int json;
     int partial;                  /* --partial K; -1: not given */
+    /* the oneshot strategy's search */
+    const char *weights;
+    int beam, passes, samples_given, explain;
 } options;
 
 static void print_usage(FILE *out) {
@@ -99,7 +102,9 @@ static void print_help(const char *cmd) {
                "       [--schedule F.sched | --strategy S] [--device %s] [--check]\n"
                "       [--math exact|fast]", devices);
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
-    if (!strcmp(cmd, "schedule")) printf(" --strategy %s [--seed N] [-o F.sched] [--halide]", strategies);
+    if (!strcmp(cmd, "schedule"))
+        printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
+               "       [--weights W] [--beam 32] [--passes 5] [--samples 80] [--explain]", strategies);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
     if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]");
@@ -142,7 +147,15 @@ static void print_help(const char *cmd) {
                "  --target T     a100 (default when no OpenCL device), v100, h100,\n"
                "                 rtx2080ti, or host-opencl (the OpenCL device's limits)\n"
                "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
-               "  --halide       also print the equivalent Halide schedule\n");
+               "  --halide       also print the equivalent Halide schedule\n"
+               "With --strategy oneshot (docs/search.md; the prediction and the search's\n"
+               "statistics are printed as '#' lines):\n"
+               "  --weights W    the learned model's weights (default weights/pocl.weights,\n"
+               "                 here or beside the program)\n"
+               "  --beam N       states of the beam search (default 32)\n"
+               "  --passes N     its passes (default 5)\n"
+               "  --samples N    one beam search and N - 1 greedy ones (default 80)\n"
+               "  --explain      the predicted cost of every stage and its largest terms\n");
     }
     if (!strcmp(cmd, "compile"))
         printf("Generates code for a schedule into DIR (PIPELINE.cu, .cl or .c, and the\n"
@@ -217,6 +230,7 @@ static const char **string_option(options *o, const char *a) {
     if (!strcmp(a, "--dump")) return &o->dump;
     if (!strcmp(a, "--arch")) return &o->arch;
     if (!strcmp(a, "--math")) return &o->math;
+    if (!strcmp(a, "--weights")) return &o->weights;
     return NULL;
 }
 
@@ -253,6 +267,7 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--halide")) { o->halide = 1; continue; }
         if (!strcmp(a, "--prune")) { o->prune = 1; continue; }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--explain")) { o->explain = 1; continue; }
         const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
         if (eq) {   /* --flag=value */
             snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
@@ -262,7 +277,8 @@ static int parse_options(int argc, char **argv, options *o) {
         bool needs_value = !strcmp(a, "--set") || !strcmp(a, "-i") || !strcmp(a, "-o") ||
                            !strcmp(a, "--seed") || !strcmp(a, "--what") || string_option(o, a) ||
                            !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
-                           !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial");
+                           !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial") || !strcmp(a, "--beam") ||
+                           !strcmp(a, "--passes");
         if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
@@ -310,6 +326,9 @@ static int parse_options(int argc, char **argv, options *o) {
             errno = 0;
             o->seed = strtoull(val, &end, 10);
             if (!*val || *end || errno || val[0] == '-') return usage_error("--seed: '%s' is not a non-negative integer", val);
+        } else if (!strcmp(a, "--beam") || !strcmp(a, "--passes")) {
+            if (!parse_count(val, 1, 100000, !strcmp(a, "--beam") ? &o->beam : &o->passes))
+                return usage_error("%s: expected a positive integer, got '%s'", a, val);
         } else if (!strcmp(a, "--partial")) {
             if (!parse_count(val, 0, 1000000, &o->partial))
                 return usage_error("--partial: expected a number of decisions >= 0, got '%s'", val);
@@ -318,6 +337,7 @@ static int parse_options(int argc, char **argv, options *o) {
                 return usage_error("--what: '%s' is not one of ir, bounds, deps, ops", val);
             o->what = val;
         } else {
+            o->samples_given |= !strcmp(a, "--samples");
             int *dst = !strcmp(a, "--warmup") ? &o->warmup : !strcmp(a, "--runs") ? &o->runs :
                        !strcmp(a, "--samples") ? &o->samples : &o->timeout_ms;
             if (!parse_count(val, !strcmp(a, "--warmup") ? 0 : 1, 100000000, dst))
@@ -331,6 +351,10 @@ static int parse_options(int argc, char **argv, options *o) {
     if (!strcmp(o->cmd, "dump") && !o->what) return usage_error("dump needs --what=ir|bounds|deps|ops%s", "");
     if (strcmp(o->cmd, "dump") && o->what) return usage_error("--what is an option of dump, not %s", o->cmd);
     if (o->schedule && o->strategy) return usage_error("give --schedule or --strategy, not both%s", "");
+    bool oneshot = o->strategy && !strcmp(o->strategy, "oneshot");
+    if (!oneshot && (o->weights || o->beam || o->passes || o->explain || (o->samples_given && !strcmp(o->cmd, "schedule"))))
+        return usage_error("--weights, --beam, --passes, --samples and --explain (of schedule) are options of "
+                           "--strategy oneshot%s", "");
     if (!strcmp(o->cmd, "compile") && (!o->backend || !o->outdir)) {
         char names[64];
         return usage_error("compile needs --backend %s and -o DIR", rt_ops_names(names, sizeof names, "|", "|"));
@@ -551,7 +575,9 @@ static int load_scheduled(driver_state *d, const options *o) {
     /* CUDA code is made for a CUDA GPU's limits unless a target is named */
     bool cuda = (o->backend && !strcmp(o->backend, "cuda")) || (o->device && !strcmp(o->device, "cuda"));
     const char *tname = o->target ? o->target : cuda || !strcmp(o->cmd, "features") ? "a100" : NULL;
-    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune };
+    space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
+                             o->explain, stdout };
+    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, &sa };
     if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
     return EXIT_OK;
 }

@@ -64,11 +64,12 @@ static void test_make(void)
         }
         for (int i = 0; i < space_strategy_count(); i++) {
             const space_strategy *st = space_strategy_at(i);
+            if (!strcmp(st->name, "oneshot")) continue;   /* needs weights: tests/test_beam.c */
             ir_arena *a = ir_arena_new();
             char *text[3] = { NULL, NULL, NULL };
             static const uint64_t seeds[3] = { 1, 2, 3 };
             for (int k = 0; k < 3; k++) {
-                sched_state *s = st->make(a, ac.p, ac.b, &o, seeds[k], err, sizeof err);
+                sched_state *s = st->make(a, ac.p, ac.b, &o, NULL, seeds[k], err, sizeof err);
                 if (!s) fprintf(stderr, "  %s/%s: %s\n", apps[ai], st->name, err);
                 CHECK(s != NULL);
                 if (!s) continue;

@@ -65,7 +65,7 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
         const char *name = o->strategy ? o->strategy : "baseline";
         const space_strategy *st = space_strategy_by_name(name);
         if (st) {
-            d->s = st->make(d->arena, d->p, d->b, &so, o->seed, err, sizeof err);
+            d->s = st->make(d->arena, d->p, d->b, &so, o->search, o->seed, err, sizeof err);
         } else {
             char names[256];
             snprintf(err, sizeof err, "unknown strategy '%s' (expected %s)", name,

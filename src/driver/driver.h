@@ -26,6 +26,7 @@ typedef struct {
     const char *target;           /* target name; NULL = host-opencl if it exists, else a100 */
     const char *targets_dir;      /* NULL = "targets" */
     bool prune;
+    const space_search_args *search;  /* a searching strategy's options, or NULL */
 } driver_sched_opts;
 
 /* Parses and bounds the pipeline; 0, or -1 with the errors printed to err_out. */

@@ -1,33 +1,109 @@
 /*
  * strategy.c - the table of schedule strategies (strategy.h).
  */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "beam.h"
+#include "nn.h"
 #include "strategy.h"
 
 static sched_state *make_root(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
-                              uint64_t seed, char *err, size_t errlen)
+                              const space_search_args *args, uint64_t seed, char *err, size_t errlen)
 {
     (void)seed;
+    (void)args;
     sched_state *s = space_root(a, p, b, o->t);
     if (!s) snprintf(err, errlen, "the root strategy found no schedule for %s", p->name);
     return s;
 }
 
 static sched_state *make_baseline(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
-                                  uint64_t seed, char *err, size_t errlen)
+                                  const space_search_args *args, uint64_t seed, char *err, size_t errlen)
 {
     (void)seed;
+    (void)args;
     sched_state *s = space_baseline(a, p, b, o->t);
     if (!s) snprintf(err, errlen, "the baseline strategy found no schedule for %s", p->name);
     return s;
 }
 
 static sched_state *make_random(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
-                                uint64_t seed, char *err, size_t errlen)
+                                const space_search_args *args, uint64_t seed, char *err, size_t errlen)
 {
+    (void)args;
     return space_random(a, p, b, o, seed, err, errlen);
+}
+
+/* The default weights: ./weights/pocl.weights if it exists, else the
+ * weights/ folder beside the folder of the running program (as targets
+ * are found, build/stagecraft -> weights/).  The path looked at last is
+ * left in buf either way. */
+static const char *default_weights(char *buf, size_t len) {
+    snprintf(buf, len, "weights/pocl.weights");
+    if (access(buf, R_OK) == 0) return buf;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return buf;
+    exe[n] = 0;
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash) return buf;
+        *slash = 0;
+    }
+    snprintf(buf, len, "%s/weights/pocl.weights", exe);
+    return buf;
+}
+
+/* One-shot (Anderson et al. 2021 §8): one beam search and greedy samples,
+ * the best by the learned model (beam.h). */
+static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
+                                 const space_search_args *args, uint64_t seed, char *err, size_t errlen) {
+    static const space_search_args none = { 0 };
+    const space_search_args *sa = args ? args : &none;
+    char path[PATH_MAX + 64];
+    const char *w = sa->weights ? sa->weights : default_weights(path, sizeof path);
+    if (!sa->weights && access(w, R_OK) != 0) {
+        snprintf(err, errlen, "the oneshot strategy needs the learned model's weights: no file %s (nor "
+                 "weights/pocl.weights here); make one with `make train` or give --weights FILE", w);
+        return NULL;
+    }
+    nn_model *m = malloc(sizeof *m);
+    if (!m) abort();
+    if (nn_load(m, w, err, errlen) != 0) {
+        free(m);
+        return NULL;
+    }
+    cost_model *cm = cost_learned_new(m, o->t);
+    search_opts so;
+    search_opts_default(&so, o->t, cm);
+    so.seed = seed;
+    if (sa->beam > 0) so.beam = sa->beam;
+    if (sa->passes > 0) so.passes = sa->passes;
+    int samples = sa->samples > 0 ? sa->samples : 80;
+    search_stats st;
+    double ms = NAN;
+    sched_state *s = search_oneshot(a, p, b, &so, samples, &ms, &st, err, errlen);
+    if (s && sa->report) {
+        FILE *r = sa->report;
+        fprintf(r, "# oneshot: predicted %.6g ms (weights %s)\n", ms, w);
+        fprintf(r, "# search: %d samples (beam %d x %d passes, then beam 1 x 1 pass), %d passes in all, "
+                "%d Funcs frozen\n", st.samples, so.beam, so.passes, st.passes, st.frozen);
+        fprintf(r, "# states: %lld enumerated, %lld dropped, %lld buckets, %lld drawn, %lld featurized, "
+                "%lld costed in %lld calls, %lld memoized, %lld secondary costed, %lld secondary skipped\n",
+                (long long)st.enumerated, (long long)st.dropped, (long long)st.buckets, (long long)st.drawn,
+                (long long)st.featurized, (long long)st.costed, (long long)st.predict_calls,
+                (long long)st.memo_hits, (long long)st.secondary_costed, (long long)st.secondary_skipped);
+        fprintf(r, "# wall time: %.3f s\n", st.wall_s);
+        if (sa->explain && search_explain(r, p, b, s, o->t, m, err, errlen) != 0) s = NULL;
+    }
+    cost_free(cm);
+    free(m);
+    return s;
 }
 
 static const space_strategy strategies[] = {
@@ -35,6 +111,7 @@ static const space_strategy strategies[] = {
     { "baseline", "point-wise Funcs inlined, the rest at root, 64-thread tiles (Li 2018)", false,
       make_baseline },
     { "random", "a random walk through the schedule space", true, make_random },
+    { "oneshot", "beam search guided by the learned cost model (Anderson 2021 s8)", true, make_oneshot },
 };
 
 enum { NSTRATEGIES = sizeof strategies / sizeof strategies[0] };

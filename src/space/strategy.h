@@ -11,13 +11,23 @@
 
 #include "space.h"
 
+/* What a searching strategy (oneshot) needs beyond the space, set from
+ * the command line.  NULL: the defaults. */
+typedef struct {
+    const char *weights;          /* NULL: weights/pocl.weights beside the program */
+    int beam, passes, samples;    /* 0: 32, 5, 80 */
+    bool explain;                 /* per-stage costs and their largest terms */
+    FILE *report;                 /* the prediction and the statistics as '#' lines (NULL: none) */
+} space_search_args;
+
 typedef struct space_strategy {
     const char *name;             /* as given to --strategy */
     const char *summary;          /* one line for --help */
     bool seeded;                  /* whether the seed changes the result */
-    /* A complete schedule in arena a, or NULL with err. */
+    /* A complete schedule in arena a, or NULL with err.  args (may be
+     * NULL) are read by the strategies that search. */
     sched_state *(*make)(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
-                         uint64_t seed, char *err, size_t errlen);
+                         const space_search_args *args, uint64_t seed, char *err, size_t errlen);
 } space_strategy;
 
 /* The strategy of that name; NULL if there is none. */

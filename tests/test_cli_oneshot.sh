@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `stagecraft schedule --strategy oneshot` (docs/search.md): the search's
+# options, its report ('#' lines: prediction, statistics, --explain), the
+# schedule it writes (checked and run on the C back end), determinism in
+# the seed, and bad usage (2) and bad input (1).  Weights are trained here
+# from the committed fixture tests/data/train_tiny.txt.  One PASS/FAIL line
+# per case.
+source "$(dirname "$0")/cli_lib.sh" test_cli_oneshot
+CASE_TIMEOUT=120
+app=apps/harris.pipe
+data=tests/data/train_tiny.txt
+w=$tmp/w.weights
+
+case_ oneshot_train 0 -- "$sc" train --data "$data" -o "$w" --epochs 10 --seed 1
+case_ oneshot_help 0 -o '--beam N +states of the beam search' -- "$sc" schedule --help
+case_ oneshot_in_strategies 0 -o '^ +oneshot +beam search guided by the learned cost model' -- "$sc" schedule --help
+
+# a schedule, its report and its statistics
+opts=(--small --target a100 --weights "$w" --beam 8 --passes 2 --samples 5 --seed 4)
+case_ oneshot_schedule 0 -o '^# oneshot: predicted [0-9.e+-]+ ms' -- "$sc" schedule "$app" --strategy oneshot "${opts[@]}"
+cp "$out" "$tmp/first.txt"
+grep -Eq '^# search: 5 samples \(beam 8 x 2 passes' "$out"; ok oneshot_samples_reported $?
+grep -Eq '^# states: [1-9][0-9]* enumerated, .* [1-9][0-9]* buckets, .* [1-9][0-9]* costed in' "$out"; ok oneshot_states_reported $?
+grep -Eq '^# wall time: [0-9.]+ s' "$out"; ok oneshot_wall_reported $?
+grep -q '^schedule harris;' "$out"; ok oneshot_prints_schedule $?
+case_ oneshot_again 0 -- "$sc" schedule "$app" --strategy oneshot "${opts[@]}"
+diff <(grep -v '^# wall' "$tmp/first.txt") <(grep -v '^# wall' "$out") >/dev/null; ok oneshot_same_seed_same_output $?
+case_ oneshot_explain 0 -o '^#   out +root +[0-9.e+-]+ ms +[0-9.]+%  \[' -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --explain
+grep -q '^# predicted cost per stage' "$out"; ok oneshot_explain_header $?
+
+# written, read back, run and checked on the C back end
+case_ oneshot_write 0 -o "wrote $tmp/h.sched \\(target a100\\)" -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" -o "$tmp/h.sched"
+case_ oneshot_runs 0 -o 'check: matches the reference' -- \
+    "$sc" run "$app" --small --target a100 --schedule "$tmp/h.sched" --device c --check
+case_ oneshot_run_strategy 0 -o 'check: matches the reference' -- \
+    "$sc" run apps/unsharp.pipe --strategy oneshot "${opts[@]}" --device c --check
+
+# bad usage
+case_ oneshot_weights_without 2 -e 'are options of --strategy oneshot' -- \
+    "$sc" schedule "$app" --small --strategy root --weights "$w"
+case_ oneshot_beam_without 2 -e 'are options of --strategy oneshot' -- "$sc" schedule "$app" --small --beam 4
+case_ oneshot_samples_without 2 -e 'are options of --strategy oneshot' -- \
+    "$sc" schedule "$app" --small --strategy random --samples 3
+case_ oneshot_explain_without 2 -e 'are options of --strategy oneshot' -- "$sc" schedule "$app" --small --explain
+case_ oneshot_bad_beam 2 -e "--beam: expected a positive integer, got '0'" -- \
+    "$sc" schedule "$app" --strategy oneshot --weights "$w" --beam 0
+case_ oneshot_bad_passes 2 -e "--passes: expected a positive integer, got 'many'" -- \
+    "$sc" schedule "$app" --strategy oneshot --weights "$w" --passes many
+case_ oneshot_bad_samples 2 -e '--samples: expected a positive integer' -- \
+    "$sc" schedule "$app" --strategy oneshot --weights "$w" --samples -1
+case_ oneshot_weights_no_value 2 -e 'option --weights needs a value' -- "$sc" schedule "$app" --strategy oneshot --weights
+
+# bad input: weights
+case_ oneshot_missing_weights 1 -e "$tmp/none.weights: cannot open weights" -- \
+    "$sc" schedule "$app" --small --strategy oneshot --weights "$tmp/none.weights"
+head -c 4096 /dev/zero >"$tmp/zero.weights"
+case_ oneshot_not_weights 1 -e 'not a stagecraft weights file' -- \
+    "$sc" schedule "$app" --small --strategy oneshot --weights "$tmp/zero.weights"
+# no --weights and no weights/pocl.weights beside the program: the message names the file
+mkdir -p "$tmp/bin" "$tmp/run"
+cp "$sc" "$tmp/bin/stagecraft"
+(cd "$tmp/run" && STAGECRAFT_TARGETS="$OLDPWD/targets" "$tmp/bin/stagecraft" schedule "$OLDPWD/$app" --small --target a100 --strategy oneshot \
+    >"$out" 2>"$err")
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "no file .*/weights/pocl.weights" "$err" && grep -q 'make train' "$err"
+ok oneshot_default_weights_missing $?
+# ... and with one there, it is used
+mkdir -p "$tmp/weights" && cp "$w" "$tmp/weights/pocl.weights"
+(cd "$tmp/run" && STAGECRAFT_TARGETS="$OLDPWD/targets" "$tmp/bin/stagecraft" schedule "$OLDPWD/$app" --small --target a100 --strategy oneshot \
+    --beam 4 --passes 1 --samples 2 >"$out" 2>"$err")
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "weights $tmp/bin/../weights/pocl.weights\|weights $tmp/weights/pocl.weights" "$out"
+ok oneshot_default_weights_found $?
+exit $failed
