@@ -27,7 +27,7 @@ void driver_free(driver_state *d) {
     memset(d, 0, sizeof *d);
 }
 
-static char *read_text(const char *path, char *err, size_t errlen) {
+char *driver_read_text(const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
     size_t cap = 4096, len = 0;
@@ -42,7 +42,13 @@ static char *read_text(const char *path, char *err, size_t errlen) {
             if (!buf) abort();
         }
     }
+    bool bad = ferror(f);
     fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "%s: read error", path);
+        free(buf);
+        return NULL;
+    }
     buf[len] = 0;
     return buf;
 }
@@ -57,7 +63,7 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
     }
     space_opts so = { &d->t, o->prune };
     if (o->schedule_path) {
-        char *text = read_text(o->schedule_path, err, sizeof err);
+        char *text = driver_read_text(o->schedule_path, err, sizeof err);
         if (!text) { fprintf(err_out, "%s\n", err); return -1; }
         d->s = sched_parse(d->arena, d->p, o->schedule_path, text, err, sizeof err);
         free(text);

@@ -34,6 +34,8 @@ int driver_load(driver_state *d, const char *pipe_path, const sc_parse_options *
 /* Chooses the target and the schedule and checks it; then lowers it. */
 int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out);
 void driver_free(driver_state *d);
+/* The whole text file at path (at most 16 MiB), malloc'd; NULL with err. */
+char *driver_read_text(const char *path, char *err, size_t errlen);
 
 /* Runs the lowered program on a device (by name, or NULL for the best),
  * its code generated with the math mode (exact: bit-identical to the

@@ -2,7 +2,6 @@
  * cmd_collect.c - `stagecraft collect`: measure schedules of pipelines
  * into the sample store (collect.h), resumably.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "collect.h"
+#include "driver.h"
 #include "randpipe.h"
 #include "tools.h"
 
@@ -44,33 +44,6 @@ static void collect_help(void) {
 static void on_signal(int sig) {
     (void)sig;
     collect_request_stop();
-}
-
-static char *read_text(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, k;
-    char *s = malloc(cap);
-    if (!s) abort();
-    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (n + 1 == cap) {
-            s = realloc(s, cap *= 2);
-            if (!s) abort();
-        }
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(s);
-        return NULL;
-    }
-    s[n] = 0;
-    return s;
 }
 
 /* "app:NAME" of apps/NAME.pipe (any folder). */
@@ -153,7 +126,7 @@ int tool_collect(int argc, char **argv) {
      * name should not wait for hours of measurements */
     char *texts[MAX_PIPES];
     for (int i = 0; i < npipes; i++) {
-        if (!(texts[i] = read_text(pipes[i], err, sizeof err))) {
+        if (!(texts[i] = driver_read_text(pipes[i], err, sizeof err))) {
             fprintf(stderr, "stagecraft collect: %s\n", err);
             for (int k = 0; k < i; k++) free(texts[k]);
             return TOOL_INPUT;
