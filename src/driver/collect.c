@@ -118,23 +118,24 @@ static store_outcome outcome_of(measure_kind k) {
                                                                                                 : STORE_FAILED;
 }
 
-/* The pipeline's reference schedule: baseline, else root, the first that
- * fits the target; NULL if neither does. */
-static const sched_state *reference_of(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b) {
+/* The fixed strategies' schedules, baseline and root, each NULL where it
+ * does not fit the target's limits. */
+static void fixed_schedules(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b,
+                            sched_state *fixed[2]) {
     char msg[512];
-    for (int k = 0; k < 2; k++) {
-        sched_state *s = k == 0 ? space_baseline(a, p, b, &c->t) : space_root(a, p, b, &c->t);
-        if (s && sched_check(p, b, s, &c->t, c->o.prune, msg, sizeof msg) == 0) return s;
-    }
-    return NULL;
+    fixed[0] = space_baseline(a, p, b, &c->t);
+    fixed[1] = space_root(a, p, b, &c->t);
+    for (int k = 0; k < 2; k++)
+        if (fixed[k] && sched_check(p, b, fixed[k], &c->t, c->o.prune, msg, sizeof msg) != 0) fixed[k] = NULL;
 }
 
-/* The schedules to measure: the `baseline` and `root` strategies (the
+/* The schedules to measure: the fixed ones (baseline and root, the
  * points of reference of every benchmark), then random walks (seeds 1, 2,
  * ...), distinct, not yet in the store.  Returns the count; texts and
  * states in the arrays. */
 static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b, int64_t pid,
-                sched_state **states, char **texts, int want, char *err, size_t errlen) {
+                sched_state *const fixed[2], sched_state **states, char **texts, int want, char *err,
+                size_t errlen) {
     space_opts so = { &c->t, c->o.prune };
     int n = 0, distinct = 0, tries = 4 * want + 18, bad = 0;
     /* every distinct text drawn, measured or stored before */
@@ -143,14 +144,9 @@ static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result
     for (int k = 0; k < tries && distinct < want && !bad; k++) {
         char msg[512];
         /* k = 0: baseline, 1: root, then the random walk of seed k - 1 */
-        sched_state *s = k == 0 ? space_baseline(a, p, b, &c->t) : k == 1 ? space_root(a, p, b, &c->t)
-                       : space_random(a, p, b, &so, (uint64_t)(k - 1), msg, sizeof msg);
-        if (k < 2) {
-            /* a fixed strategy may not fit the target's limits */
-            if (!s || sched_check(p, b, s, &c->t, c->o.prune, msg, sizeof msg) != 0) continue;
-        } else if (!s) {
-            break;      /* the space cannot schedule this pipeline at all */
-        }
+        sched_state *s = k < 2 ? fixed[k] : space_random(a, p, b, &so, (uint64_t)(k - 1), msg, sizeof msg);
+        if (k < 2 && !s) continue;
+        if (!s) break;      /* the space cannot schedule this pipeline at all */
         char *text = sched_to_text(p, s);
         bool dup = false;
         for (int i = 0; i < distinct && !dup; i++) dup = !strcmp(seen[i], text);
@@ -210,7 +206,9 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
     char **texts = calloc((size_t)want + 1, sizeof *texts);
     if (!states || !texts) abort();
     if (pid < 0) rc = -1;
-    else if ((n = draw(c, a, p, b, pid, states, texts, want, err, errlen)) < 0) rc = -1;
+    sched_state *fixed[2];
+    fixed_schedules(c, a, p, b, fixed);
+    if (rc == 0 && (n = draw(c, a, p, b, pid, fixed, states, texts, want, err, errlen)) < 0) rc = -1;
     c->tot.pipelines++;
     /* what this pipeline will not measure leaves the plan */
     c->tot.planned -= want - n;
@@ -232,7 +230,7 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
     measure_limits lim = { c->o.timeout_ms > 10000 ? c->o.timeout_ms : 10000, c->o.timeout_ms };
     /* every schedule is timed in turn with the reference: the baseline
      * (else root) that fits the target (measure.h says why) */
-    const sched_state *rs = reference_of(c, a, p, b);
+    const sched_state *rs = fixed[0] ? fixed[0] : fixed[1];
     /* compiled a chunk at a time, so that results keep coming */
     int chunk = 4 * c->o.jobs;
     bool exact = false, tried_exact = false;
