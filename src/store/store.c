@@ -201,9 +201,7 @@ void store_set_busy_ms(store *st, int ms) {
     sqlite3_busy_timeout(st->db, ms);
 }
 
-/* The id of the row the query selects (its parameters bound by the
- * caller), 0 when none, -1 with err. */
-static int64_t select_id(store *st, sqlite3_stmt *q, char *err, size_t errlen) {
+int64_t store_select_id(store *st, sqlite3_stmt *q, char *err, size_t errlen) {
     int rc = sqlite3_step(q);
     int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : rc == SQLITE_DONE ? 0 : -1;
     if (id < 0) store_fail(st, err, errlen, "reading");
@@ -224,7 +222,7 @@ int64_t store_find_device(store *st, const char *key, const char *math, char *er
     if (!q) return -1;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, math, -1, SQLITE_STATIC);
-    return select_id(st, q, err, errlen);
+    return store_select_id(st, q, err, errlen);
 }
 
 int64_t store_put_device(store *st, const store_device *d, char *err, size_t errlen) {
@@ -278,7 +276,7 @@ static int64_t schedule_id(store *st, int64_t pipeline, const char *text, char *
     if (!q) return -1;
     sqlite3_bind_int64(q, 1, pipeline);
     sqlite3_bind_text(q, 2, text, -1, SQLITE_STATIC);
-    return select_id(st, q, err, errlen);
+    return store_select_id(st, q, err, errlen);
 }
 
 int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, char *err,
@@ -291,7 +289,7 @@ int store_has_result(store *st, int64_t pipeline, int64_t device, const char *sc
     if (!q) return -1;
     sqlite3_bind_int64(q, 1, sid);
     sqlite3_bind_int64(q, 2, device);
-    int64_t r = select_id(st, q, err, errlen);
+    int64_t r = store_select_id(st, q, err, errlen);
     return r < 0 ? -1 : r > 0;
 }
 
@@ -420,7 +418,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
 /* One count(*) query. */
 static int64_t count_of(store *st, const char *sql, char *err, size_t errlen) {
     sqlite3_stmt *q = store_prepare(st, sql, err, errlen);
-    return q ? select_id(st, q, err, errlen) : -1;
+    return q ? store_select_id(st, q, err, errlen) : -1;
 }
 
 int store_count(store *st, store_counts *c, char *err, size_t errlen) {

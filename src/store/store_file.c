@@ -282,16 +282,12 @@ static bool parse_hashes(const char *s, uint64_t h[4]) {
 }
 
 /* The id of a stored row (0: none) by one text key (and a second). */
-static int64_t lookup(store *st, const char *sql, const char *a, const char *b, char *err, size_t errlen) {
-    sqlite3_stmt *q = store_prepare(st, sql, err, errlen);
+/* The id of the pipeline of that hash (0: none), -1 with err. */
+static int64_t pipeline_by_hash(store *st, const char *hash, char *err, size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st, "SELECT id FROM pipelines WHERE hash = ?", err, errlen);
     if (!q) return -1;
-    sqlite3_bind_text(q, 1, a, -1, SQLITE_STATIC);
-    if (b) sqlite3_bind_text(q, 2, b, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(q);
-    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : rc == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(q);
-    if (id < 0) store_fail(st, err, errlen, "reading");
-    return id;
+    sqlite3_bind_text(q, 1, hash, -1, SQLITE_STATIC);
+    return store_select_id(st, q, err, errlen);
 }
 
 /* One record; 1 if it added a result, 0 if not, -1 with err (without
@@ -336,8 +332,8 @@ static int import_record(store *st, char **f, int n, int version, char *err, siz
         return -1;
     }
     store_result r = {0};
-    int64_t pid = lookup(st, "SELECT id FROM pipelines WHERE hash = ?", f[1], NULL, err, errlen);
-    int64_t did = pid > 0 ? lookup(st, "SELECT id FROM devices WHERE key = ? AND math = ?", f[2], f[3], err, errlen) : pid;
+    int64_t pid = pipeline_by_hash(st, f[1], err, errlen);
+    int64_t did = pid > 0 ? store_find_device(st, f[2], f[3], err, errlen) : pid;
     if (pid <= 0 || did <= 0) {
         if (pid == 0) snprintf(err, errlen, "pipeline %s is not defined by an earlier record", f[1]);
         else if (did == 0) snprintf(err, errlen, "device '%s' (%s math) is not defined by an earlier record", f[2], f[3]);
