@@ -761,16 +761,14 @@ int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
 
 /* ---- one-shot ---------------------------------------------------------------- */
 
-sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o,
-                            int samples, double *ms, search_stats *st, char *err, size_t errlen) {
+int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o, int samples,
+                 search_sample *out, search_stats *st, char *err, size_t errlen) {
     double t0 = now_s();
     search_ctx *c = search_new(p, b, o, err, errlen);
-    if (!c) return NULL;
+    if (!c) return -1;
     int ndef = 0;
     for (int i = 0; i < p->funcs.n; i++) ndef += ((const sc_func *)p->funcs.items[i])->kind == FUNC_DEFINED;
-    sched_state *best = NULL;
-    double best_ms = INFINITY;
-    int rc = 0;
+    int rc = 0, n = 0;
     if (o->freeze && ndef >= o->freeze_min) rc = search_freeze(c, NULL, err, errlen);
     if (samples < 1) samples = 1;
     for (int i = 0; rc == 0 && i < samples; i++) {
@@ -778,18 +776,50 @@ sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_resu
         sched_state *s = i == 0 ? search_run(c, a, c->o.beam, c->o.passes, o->seed, &m, err, errlen)
                                 : search_run(c, a, 1, 1, o->seed + (uint64_t)i, &m, err, errlen);
         if (!s) { rc = -1; break; }
-        if (!best || m < best_ms) {
-            best = s;
-            best_ms = m;
+        char *text = sched_to_text(p, s);
+        bool dup = false;
+        for (int k = 0; k < n && !dup; k++) dup = !strcmp(out[k].text, text);
+        if (dup) {
+            free(text);
+            continue;
         }
+        /* insertion in order of prediction; equal predictions keep the
+         * order they were found in */
+        int at = n;
+        while (at > 0 && out[at - 1].ms > m) at--;
+        memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
+        out[at] = (search_sample){ s, m, text, i };
+        n++;
     }
     if (st) {
         *st = c->st;
         st->wall_s = now_s() - t0;
     }
     search_free(c);
-    if (rc != 0) return NULL;
-    if (ms) *ms = best_ms;
+    if (rc != 0) {
+        search_samples_free(out, n);
+        return -1;
+    }
+    return n;
+}
+
+void search_samples_free(search_sample *s, int n) {
+    for (int i = 0; i < n; i++) {
+        free(s[i].text);
+        s[i].text = NULL;
+    }
+}
+
+sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o,
+                            int samples, double *ms, search_stats *st, char *err, size_t errlen) {
+    if (samples < 1) samples = 1;
+    search_sample *all = malloc(sizeof *all * (size_t)samples);
+    if (!all) abort();
+    int n = search_batch(a, p, b, o, samples, all, st, err, errlen);
+    sched_state *best = n > 0 ? all[0].s : NULL;
+    if (best && ms) *ms = all[0].ms;
+    if (n > 0) search_samples_free(all, n);
+    free(all);
     return best;
 }
 
