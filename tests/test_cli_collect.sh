@@ -39,6 +39,26 @@ case_ samples_device_key 0 -o '^  c:cc:.* \[fast math\]: 6, 0$' -- "$sc" samples
 case_ collect_resumes_nothing_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
     "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"
 
+# --remeasure: measurements without a reference time (an older collect's)
+# are measured again and replaced, the others left alone
+sqlite3 "$db" 'UPDATE measurements SET ref_ms = NULL WHERE id IN (SELECT id FROM measurements ORDER BY id LIMIT 2)'
+case_ collect_remeasure 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 4 already stored' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 6 --remeasure "$pipe"
+ok collect_remeasure_refs "$(sqlite3 "$db" 'SELECT count(*) FROM measurements WHERE ref_ms > 0' | grep -qx 6; echo $?)"
+ok collect_remeasure_in_place "$(sqlite3 "$db" 'SELECT count(*) FROM measurements' | grep -qx 6; echo $?)"
+
+# the beam-search sampler (the learned model's batches, with dropout)
+case_ collect_beam 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/b.db" --device c --small --schedules 6 --sampler beam --weights weights/pocl.weights "$pipe"
+case_ collect_bad_sampler 2 -e "--sampler: 'walk' is not one of random, beam" -- \
+    "$sc" collect --db "$tmp/b.db" --device c --sampler walk "$pipe"
+case_ collect_weights_alone 2 -e '--weights is an option of --sampler beam' -- \
+    "$sc" collect --db "$tmp/b.db" --device c --weights weights/pocl.weights "$pipe"
+case_ collect_missing_weights 1 -e 'nope.weights' -- \
+    "$sc" collect --db "$tmp/b.db" --device c --sampler beam --weights "$tmp/nope.weights" "$pipe"
+case_ collect_bad_dropout 2 -e '--dropout: expected a probability' -- \
+    "$sc" collect --db "$tmp/b.db" --device c --sampler beam --dropout 1.5 "$pipe"
+
 # random pipelines (random-pipeline's generator), recorded by seed
 case_ collect_random 0 -e 'collect: 4 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/r.db" --device c --small --random 2 --first-seed 5 --schedules 2

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "collect.h"
+#include "beam.h"
 #include "space.h"
 
 struct collect_ctx {
@@ -23,6 +24,7 @@ struct collect_ctx {
     int64_t exact_id;
     collect_totals tot;
     double t0;
+    cost_model *model;            /* the beam sampler's (o.model for t), or NULL */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -60,10 +62,14 @@ collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t er
     }
     c->exact = c->dev;
     c->exact.math = CG_MATH_EXACT;
+    if (o->model) c->model = cost_learned_new(o->model, &c->t);
     return c;
 }
 
-void collect_close(collect_ctx *c) { free(c); }
+void collect_close(collect_ctx *c) {
+    if (c && c->model) cost_free(c->model);
+    free(c);
+}
 const target *collect_target(const collect_ctx *c) { return &c->t; }
 const char *collect_device_key(const collect_ctx *c) { return c->key; }
 collect_totals collect_get_totals(const collect_ctx *c) { return c->tot; }
@@ -129,42 +135,163 @@ static void fixed_schedules(collect_ctx *c, ir_arena *a, sc_pipeline *p, const b
         if (fixed[k] && sched_check(p, b, fixed[k], &c->t, c->o.prune, msg, sizeof msg) != 0) fixed[k] = NULL;
 }
 
+struct collect_pipe {
+    char *name;
+    sc_pipeline *p;
+    bounds_result *b;
+    ir_arena *a;                  /* the fixed schedules and the caller's */
+    int64_t pid;
+    sched_state *fixed[2];        /* baseline, root (NULL where they do not fit) */
+    sc_buffer **in, **ref;        /* made at the first measurement */
+    char sizes[256];
+    bool exact, tried_exact;      /* measured with exact code (see collect_ctx) */
+};
+
+collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
+                                int *rc, char *err, size_t errlen) {
+    *rc = 0;
+    sc_parse_options po = { small, 0, NULL, NULL };
+    sc_pipeline *p0 = sc_parse_string(name, text, strlen(text), &po);
+    if (sc_error_count(p0)) {
+        snprintf(err, errlen, "%s", sc_error_message(p0, 0));
+        sc_pipeline_free(p0);
+        *rc = -2;
+        return NULL;
+    }
+    /* the canonical text, parsed back: what is measured is what is stored */
+    char *canon = sc_pipeline_to_text(p0);
+    sc_pipeline_free(p0);
+    sc_pipeline *p = sc_parse_string(name, canon, strlen(canon), NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    if (!b) {
+        snprintf(err, errlen, "%s: %s", name, sc_error_count(p) ? sc_error_message(p, 0) : "bounds failed");
+        free(canon);
+        sc_pipeline_free(p);
+        *rc = -2;
+        return NULL;
+    }
+    int64_t pid = store_put_pipeline(c->st, p->name, canon, source, err, errlen);
+    free(canon);
+    if (pid < 0) {
+        bounds_free(b);
+        sc_pipeline_free(p);
+        *rc = -1;
+        return NULL;
+    }
+    collect_pipe *cp = calloc(1, sizeof *cp);
+    if (!cp || !(cp->name = strdup(name))) abort();
+    cp->p = p;
+    cp->b = b;
+    cp->a = ir_arena_new();
+    cp->pid = pid;
+    fixed_schedules(c, cp->a, p, b, cp->fixed);
+    sizes_of(p, cp->sizes, sizeof cp->sizes);
+    c->tot.pipelines++;
+    return cp;
+}
+
+void collect_pipe_free(collect_pipe *cp) {
+    if (!cp) return;
+    for (int i = 0; cp->in && i < cp->p->inputs.n; i++) sc_buffer_free(cp->in[i]);
+    for (int i = 0; cp->ref && i < cp->p->outputs.n; i++) sc_buffer_free(cp->ref[i]);
+    free(cp->in);
+    free(cp->ref);
+    ir_arena_free(cp->a);
+    bounds_free(cp->b);
+    sc_pipeline_free(cp->p);
+    free(cp->name);
+    free(cp);
+}
+
+sc_pipeline *collect_pipe_pipeline(const collect_pipe *cp) { return cp->p; }
+const bounds_result *collect_pipe_bounds(const collect_pipe *cp) { return cp->b; }
+ir_arena *collect_pipe_arena(const collect_pipe *cp) { return cp->a; }
+const sched_state *collect_pipe_baseline(const collect_pipe *cp) { return cp->fixed[0] ? cp->fixed[0] : cp->fixed[1]; }
+int64_t collect_pipe_id(const collect_pipe *cp) { return cp->pid; }
+
+int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store_found *f, char *err, size_t errlen) {
+    int has = store_find_result(c->st, cp->pid, c->device_id, text, f, err, errlen);
+    if (has == 0 && c->exact_id > 0) has = store_find_result(c->st, cp->pid, c->exact_id, text, f, err, errlen);
+    return has;
+}
+
+/* Whether a drawn schedule is to be measured: 1 yes, 0 it has a result
+ * (with --remeasure: a result that has a reference time), -1 with err. */
+static int wanted(collect_ctx *c, const collect_pipe *cp, const char *text, char *err, size_t errlen) {
+    store_found f;
+    int has = collect_find(c, cp, text, &f, err, errlen);
+    if (has < 0) return -1;
+    return has == 0 || (c->o.remeasure && has == 1 && f.ref_ms <= 0);
+}
+
+/* Adds the drawn schedule s (its text owned by the caller) to the list
+ * unless it was drawn before or is stored; 1 added, 0 not, -1 err. */
+static int consider(collect_ctx *c, const collect_pipe *cp, sched_state *s, const char *text, char ***seen,
+                    int *distinct, sched_state **states, char **texts, int *n, char *err, size_t errlen) {
+    for (int i = 0; i < *distinct; i++)
+        if (!strcmp((*seen)[i], text)) {
+            c->tot.duplicates++;
+            return 0;
+        }
+    *seen = realloc(*seen, sizeof **seen * (size_t)(*distinct + 1));
+    if (!*seen || !((*seen)[(*distinct)++] = strdup(text))) abort();
+    int w = wanted(c, cp, text, err, errlen);
+    if (w <= 0) {
+        if (w == 0) c->tot.skipped++;
+        return w;
+    }
+    states[*n] = s;
+    if (!(texts[(*n)++] = strdup(text))) abort();
+    return 1;
+}
+
 /* The schedules to measure: the fixed ones (baseline and root, the
  * points of reference of every benchmark), then random walks (seeds 1, 2,
- * ...), distinct, not yet in the store.  Returns the count; texts and
- * states in the arrays. */
-static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b, int64_t pid,
-                sched_state *const fixed[2], sched_state **states, char **texts, int want, char *err,
+ * ...) or the cost model's batches (search_batch, dropout for variety),
+ * until `want` distinct ones are drawn; those not yet in the store are
+ * returned (the count; texts and states in the arrays, room for want). */
+static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **texts, int want, char *err,
                 size_t errlen) {
     space_opts so = { &c->t, c->o.prune };
-    int n = 0, distinct = 0, tries = 4 * want + 18, bad = 0;
-    /* every distinct text drawn, measured or stored before */
-    char **seen = calloc((size_t)tries, sizeof *seen);
-    if (!seen) abort();
-    for (int k = 0; k < tries && distinct < want && !bad; k++) {
-        char msg[512];
-        /* k = 0: baseline, 1: root, then the random walk of seed k - 1 */
-        sched_state *s = k < 2 ? fixed[k] : space_random(a, p, b, &so, (uint64_t)(k - 1), msg, sizeof msg);
-        if (k < 2 && !s) continue;
-        if (!s) break;      /* the space cannot schedule this pipeline at all */
-        char *text = sched_to_text(p, s);
-        bool dup = false;
-        for (int i = 0; i < distinct && !dup; i++) dup = !strcmp(seen[i], text);
-        if (dup) {
-            c->tot.duplicates++;
-            free(text);
-            continue;
+    int n = 0, distinct = 0, bad = 0;
+    char **seen = NULL;
+    for (int k = 0; k < 2 && distinct < want && !bad; k++) {
+        if (!cp->fixed[k]) continue;
+        char *text = sched_to_text(cp->p, cp->fixed[k]);
+        bad = consider(c, cp, cp->fixed[k], text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+        free(text);
+    }
+    if (c->model) {
+        /* batches of the beam search until enough are new, or a batch
+         * brings nothing new */
+        search_sample *batch = malloc(sizeof *batch * (size_t)want);
+        if (!batch) abort();
+        for (int round = 0; distinct < want && !bad && round < 8; round++) {
+            search_opts o;
+            search_opts_default(&o, &c->t, c->model);
+            o.prune = c->o.prune;
+            o.dropout = c->o.dropout;
+            o.seed = (uint64_t)round * (uint64_t)want + 1;
+            int got = search_batch(cp->a, cp->p, cp->b, &o, want, batch, NULL, err, errlen);
+            if (got < 0) {
+                bad = 1;
+                break;
+            }
+            int before = distinct;
+            for (int i = 0; i < got && distinct < want && !bad; i++)
+                bad = consider(c, cp, batch[i].s, batch[i].text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+            search_samples_free(batch, got);
+            if (distinct == before) break;
         }
-        int has = store_has_result(c->st, pid, c->device_id, text, err, errlen);
-        if (has == 0 && c->exact_id > 0) has = store_has_result(c->st, pid, c->exact_id, text, err, errlen);
-        seen[distinct++] = text;
-        if (has < 0) {
-            bad = 1;
-        } else if (has) {
-            c->tot.skipped++;
-        } else {
-            states[n] = s;
-            if (!(texts[n++] = strdup(text))) abort();
+        free(batch);
+    } else {
+        for (int k = 0; k < 4 * want + 16 && distinct < want && !bad; k++) {
+            char msg[512];
+            sched_state *s = space_random(cp->a, cp->p, cp->b, &so, (uint64_t)(k + 1), msg, sizeof msg);
+            if (!s) break;      /* the space cannot schedule this pipeline at all */
+            char *text = sched_to_text(cp->p, s);
+            bad = consider(c, cp, s, text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+            free(text);
         }
     }
     for (int i = 0; i < distinct; i++) free(seen[i]);
@@ -176,80 +303,46 @@ static int draw(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result
     return n;
 }
 
-int collect_pipeline(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
-                     char *err, size_t errlen) {
-    if (collect_stopped(c)) return 0;
-    sc_parse_options po = { small, 0, NULL, NULL };
-    sc_pipeline *p0 = sc_parse_string(name, text, strlen(text), &po);
-    if (sc_error_count(p0)) {
-        snprintf(err, errlen, "%s", sc_error_message(p0, 0));
-        sc_pipeline_free(p0);
-        return -2;
-    }
-    /* the canonical text, parsed back: what is measured is what is stored */
-    char *canon = sc_pipeline_to_text(p0);
-    sc_pipeline_free(p0);
-    sc_pipeline *p = sc_parse_string(name, canon, strlen(canon), NULL);
-    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
-    if (!b) {
-        snprintf(err, errlen, "%s: %s", name, sc_error_count(p) ? sc_error_message(p, 0) : "bounds failed");
-        free(canon);
-        sc_pipeline_free(p);
-        return -2;
-    }
-    int rc = 0;
-    int64_t pid = store_put_pipeline(c->st, p->name, canon, source, err, errlen);
-    free(canon);
-    int want = c->o.schedules, n = 0;
-    ir_arena *a = ir_arena_new();
-    sched_state **states = calloc((size_t)want + 1, sizeof *states);
-    char **texts = calloc((size_t)want + 1, sizeof *texts);
-    if (!states || !texts) abort();
-    if (pid < 0) rc = -1;
-    sched_state *fixed[2];
-    fixed_schedules(c, a, p, b, fixed);
-    if (rc == 0 && (n = draw(c, a, p, b, pid, fixed, states, texts, want, err, errlen)) < 0) rc = -1;
-    c->tot.pipelines++;
-    /* what this pipeline will not measure leaves the plan */
-    c->tot.planned -= want - n;
-    sc_buffer **in = NULL, **ref = NULL;
-    int nin = p->inputs.n, nout = p->outputs.n;
-    if (rc == 0 && n > 0) {
-        in = calloc((size_t)nin + 1, sizeof *in);
-        ref = calloc((size_t)nout + 1, sizeof *ref);
-        if (!in || !ref) abort();
-        for (int i = 0; i < nin; i++) in[i] = sc_input_random(p, i, 1);
-        if (sc_evaluate(p, in, 1, ref) != 0) {
-            snprintf(err, errlen, "%s: the reference evaluator failed: %s", name,
+int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states, char *const *texts, int n,
+                    collect_result *res, char *err, size_t errlen) {
+    sc_pipeline *p = cp->p;
+    const bounds_result *b = cp->b;
+    int rc = 0, nin = p->inputs.n, nout = p->outputs.n;
+    for (int i = 0; res && i < n; i++) res[i] = (collect_result){ false, STORE_FAILED, 0, 0 };
+    if (n > 0 && !cp->in) {
+        cp->in = calloc((size_t)nin + 1, sizeof *cp->in);
+        cp->ref = calloc((size_t)nout + 1, sizeof *cp->ref);
+        if (!cp->in || !cp->ref) abort();
+        for (int i = 0; i < nin; i++) cp->in[i] = sc_input_random(p, i, 1);
+        if (sc_evaluate(p, cp->in, 1, cp->ref) != 0) {
+            snprintf(err, errlen, "%s: the reference evaluator failed: %s", cp->name,
                      sc_error_count(p) ? sc_error_message(p, 0) : "?");
-            rc = -2;
+            return -2;
         }
     }
-    char sizes[256];
-    sizes_of(p, sizes, sizeof sizes);
     measure_limits lim = { c->o.timeout_ms > 10000 ? c->o.timeout_ms : 10000, c->o.timeout_ms };
     /* every schedule is timed in turn with the reference: the baseline
      * (else root) that fits the target (measure.h says why) */
-    const sched_state *rs = fixed[0] ? fixed[0] : fixed[1];
+    const sched_state *rs = collect_pipe_baseline(cp);
     /* compiled a chunk at a time, so that results keep coming */
     int chunk = 4 * c->o.jobs;
-    bool exact = false, tried_exact = false;
     for (int i = 0; rc == 0 && i < n && !collect_stopped(c); i++) {
         if (i % chunk == 0) {
             char what[160];
             int k = n - i < chunk ? n - i : chunk;
             snprintf(what, sizeof what, "%s: compiling schedules %d-%d of %d", p->name, i + 1, i + k, n);
             progress(c, what);
-            measure_precompile(exact ? &c->exact : &c->dev, p, b, (const sched_state *const *)states + i, k, c->o.jobs);
+            measure_precompile(cp->exact ? &c->exact : &c->dev, p, b, (const sched_state *const *)states + i, k,
+                               c->o.jobs);
         }
         measure_outcome m;
-        measure_schedule(exact ? &c->exact : &c->dev, p, b, states[i], rs, in, ref, lim, &m);
+        measure_schedule(cp->exact ? &c->exact : &c->dev, p, b, states[i], rs, cp->in, cp->ref, lim, &m);
         if (stop_requested) break;      /* the child may have died of the same signal */
-        if (m.kind == MEASURE_WRONG && !exact && !tried_exact && c->o.math == CG_MATH_FAST) {
+        if (m.kind == MEASURE_WRONG && !cp->exact && !cp->tried_exact && c->o.math == CG_MATH_FAST) {
             /* the first wrong result: is it the schedule, or fast math? */
             measure_outcome e;
-            tried_exact = true;
-            measure_schedule(&c->exact, p, b, states[i], rs, in, ref, lim, &e);
+            cp->tried_exact = true;
+            measure_schedule(&c->exact, p, b, states[i], rs, cp->in, cp->ref, lim, &e);
             if (stop_requested) break;
             if (e.kind == MEASURE_OK) {
                 char ttext[4096];
@@ -259,13 +352,13 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
                 fprintf(c->o.log, "%scollect: %s: fast math changes the result beyond its tolerance (%s) where exact "
                         "code matches: its schedules are measured with exact code\n",
                         c->o.progress_bar ? "\n" : "", p->name, m.msg);
-                exact = true;
+                cp->exact = true;
                 m = e;
             }
         }
         store_result r = {0};
-        r.pipeline = pid;
-        r.device = exact ? c->exact_id : c->device_id;
+        r.pipeline = cp->pid;
+        r.device = cp->exact ? c->exact_id : c->device_id;
         r.schedule_text = texts[i];
         for (int d = 0; d < 4; d++) r.hash[d] = sched_hash(states[i], d);
         r.outcome = outcome_of(m.kind);
@@ -277,9 +370,10 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
         r.kernels = m.kernels;
         r.check = m.check;
         r.message = m.msg;
-        r.sizes = sizes;
-        int put = store_put_result(c->st, &r, err, errlen);
-        if (put < 0) { rc = -1; break; }
+        r.sizes = cp->sizes;
+        r.replace_unreferenced = c->o.remeasure;
+        if (store_put_result(c->st, &r, err, errlen) < 0) { rc = -1; break; }
+        if (res) res[i] = (collect_result){ true, r.outcome, m.ms, m.ref_ms };
         char what[200];
         if (m.kind == MEASURE_OK) {
             c->tot.measured++;
@@ -295,15 +389,27 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
         }
         progress(c, what);
     }
+    return rc;
+}
+
+int collect_pipeline(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
+                     char *err, size_t errlen) {
+    if (collect_stopped(c)) return 0;
+    int rc;
+    collect_pipe *cp = collect_pipe_open(c, name, text, source, small, &rc, err, errlen);
+    if (!cp) return rc;
+    int want = c->o.schedules;
+    sched_state **states = calloc((size_t)want + 1, sizeof *states);
+    char **texts = calloc((size_t)want + 1, sizeof *texts);
+    if (!states || !texts) abort();
+    int n = draw(c, cp, states, texts, want, err, errlen);
+    if (n < 0) rc = -1;
+    /* what this pipeline will not measure leaves the plan */
+    c->tot.planned -= want - (n > 0 ? n : 0);
+    if (rc == 0) rc = collect_measure(c, cp, states, texts, n, NULL, err, errlen);
     for (int i = 0; i < n; i++) free(texts[i]);
     free(texts);
     free(states);
-    for (int i = 0; in && i < nin; i++) sc_buffer_free(in[i]);
-    for (int i = 0; ref && i < nout; i++) sc_buffer_free(ref[i]);
-    free(in);
-    free(ref);
-    ir_arena_free(a);
-    bounds_free(b);
-    sc_pipeline_free(p);
+    collect_pipe_free(cp);
     return rc;
 }

@@ -20,6 +20,7 @@
 #define SC_COLLECT_H
 
 #include <stdio.h>
+#include "costmodel.h"
 #include "measure.h"
 #include "store.h"
 
@@ -33,6 +34,15 @@ typedef struct {
     bool prune;                   /* the space's §6.6 pruning */
     FILE *log;                    /* progress and messages */
     bool progress_bar;            /* redraw one line (a terminal) instead of a line per sample */
+    /* Where schedules come from: random walks of the space (NULL), or the
+     * batches of the beam search guided by this model (borrowed; costed
+     * for the device's target) with children dropped at random with
+     * probability dropout. */
+    const nn_model *model;
+    double dropout;
+    /* Measures again the schedules whose stored measurement has no
+     * reference time, replacing it (store_result.replace_unreferenced). */
+    bool remeasure;
 } collect_opts;
 
 typedef struct collect_ctx collect_ctx;
@@ -63,6 +73,37 @@ void collect_plan(collect_ctx *c, int64_t n);
  * bound is -2 with err (the caller moves on to the next one). */
 int collect_pipeline(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
                      char *err, size_t errlen);
+
+/* The parts of collect_pipeline, for callers that choose the schedules
+ * themselves (autotuning): a pipeline opened (canonical text stored,
+ * parsed back, bounded, its baseline and root made; NULL with *rc -1 on
+ * a store error, -2 when it does not parse or bound, err says why), its
+ * schedules' stored results looked up, and schedules measured. */
+typedef struct collect_pipe collect_pipe;
+collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
+                                int *rc, char *err, size_t errlen);
+void collect_pipe_free(collect_pipe *cp);
+sc_pipeline *collect_pipe_pipeline(const collect_pipe *cp);
+const bounds_result *collect_pipe_bounds(const collect_pipe *cp);
+ir_arena *collect_pipe_arena(const collect_pipe *cp);   /* lives as long as cp */
+const sched_state *collect_pipe_baseline(const collect_pipe *cp);   /* the reference: baseline, else root */
+int64_t collect_pipe_id(const collect_pipe *cp);
+
+/* The stored result of a schedule text of the pipeline on the device (or
+ * its exact-math row): as store_find_result. */
+int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store_found *f, char *err, size_t errlen);
+
+/* Measures the n schedules (texts: their text forms) and stores each
+ * result as it is known; res (may be NULL, n entries) gets each one's
+ * result (done false for those not reached: a stop).  0, -1 with err (the
+ * store), -2 with err (the reference evaluator failed). */
+typedef struct {
+    bool done;
+    store_outcome outcome;
+    double ms, ref_ms;
+} collect_result;
+int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states, char *const *texts, int n,
+                    collect_result *res, char *err, size_t errlen);
 
 /* Whether the budget is spent or a stop was requested. */
 bool collect_stopped(const collect_ctx *c);

@@ -43,7 +43,7 @@ static sched_state *make_random(ir_arena *a, sc_pipeline *p, const bounds_result
  * weights/ folder beside the folder of the running program (as targets
  * are found, build/stagecraft -> weights/).  The path looked at last is
  * left in buf either way. */
-static const char *default_weights(char *buf, size_t len) {
+const char *space_default_weights(char *buf, size_t len) {
     snprintf(buf, len, "weights/pocl.weights");
     if (access(buf, R_OK) == 0) return buf;
     char exe[PATH_MAX];
@@ -59,17 +59,13 @@ static const char *default_weights(char *buf, size_t len) {
     return buf;
 }
 
-/* One-shot (Anderson et al. 2021 §8): one beam search and greedy samples,
- * the best by the learned model (beam.h). */
-static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
-                                 const space_search_args *args, uint64_t seed, char *err, size_t errlen) {
-    static const space_search_args none = { 0 };
-    const space_search_args *sa = args ? args : &none;
-    char path[PATH_MAX + 64];
-    const char *w = sa->weights ? sa->weights : default_weights(path, sizeof path);
-    if (!sa->weights && access(w, R_OK) != 0) {
-        snprintf(err, errlen, "the oneshot strategy needs the learned model's weights: no file %s (nor "
-                 "weights/pocl.weights here); make one with `make train` or give --weights FILE", w);
+nn_model *space_load_weights(const char *path, const char *who, char *used, size_t usedlen, char *err,
+                             size_t errlen) {
+    const char *w = path ? path : space_default_weights(used, usedlen);
+    if (path) snprintf(used, usedlen, "%s", path);
+    if (!path && access(w, R_OK) != 0) {
+        snprintf(err, errlen, "%s needs the learned model's weights: no file %s (nor weights/pocl.weights here); "
+                 "make one with `make train` or give --weights FILE", who, w);
         return NULL;
     }
     nn_model *m = malloc(sizeof *m);
@@ -78,6 +74,18 @@ static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_resul
         free(m);
         return NULL;
     }
+    return m;
+}
+
+/* One-shot (Anderson et al. 2021 §8): one beam search and greedy samples,
+ * the best by the learned model (beam.h). */
+static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
+                                 const space_search_args *args, uint64_t seed, char *err, size_t errlen) {
+    static const space_search_args none = { 0 };
+    const space_search_args *sa = args ? args : &none;
+    char w[PATH_MAX + 64];
+    nn_model *m = space_load_weights(sa->weights, "the oneshot strategy", w, sizeof w, err, errlen);
+    if (!m) return NULL;
     cost_model *cm = cost_learned_new(m, o->t);
     search_opts so;
     search_opts_default(&so, o->t, cm);

@@ -9,6 +9,7 @@
 #ifndef SC_STRATEGY_H
 #define SC_STRATEGY_H
 
+#include "nn.h"
 #include "space.h"
 
 /* What a searching strategy (oneshot) needs beyond the space, set from
@@ -38,5 +39,16 @@ const space_strategy *space_strategy_at(int i);
 /* The names in table order, joined by sep, the last two by last
  * ("root, baseline or random"); buf is returned. */
 const char *space_strategy_names(char *buf, size_t len, const char *sep, const char *last);
+
+/* The weights a learned strategy uses when none are given:
+ * ./weights/pocl.weights if it exists, else weights/ beside the folder of
+ * the running program (build/stagecraft -> weights/); the path looked at
+ * last is left in buf either way, and returned. */
+const char *space_default_weights(char *buf, size_t len);
+/* The weights at path (NULL: the default ones), malloc'd; the path used
+ * in `used`.  NULL with err naming `who` needs them ("the oneshot
+ * strategy") when there are none or the file is bad. */
+nn_model *space_load_weights(const char *path, const char *who, char *used, size_t usedlen, char *err,
+                             size_t errlen);
 
 #endif

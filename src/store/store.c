@@ -279,18 +279,67 @@ static int64_t schedule_id(store *st, int64_t pipeline, const char *text, char *
     return store_select_id(st, q, err, errlen);
 }
 
-int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, char *err,
-                     size_t errlen) {
+int store_find_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, store_found *out,
+                      char *err, size_t errlen) {
+    if (out) *out = (store_found){ 0 };
     int64_t sid = schedule_id(st, pipeline, schedule_text, err, errlen);
     if (sid <= 0) return (int)sid;
     sqlite3_stmt *q = store_prepare(st,
-        "SELECT 1 FROM measurements WHERE schedule = ?1 AND device = ?2"
-        " UNION ALL SELECT 1 FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
+        "SELECT 1, ms, coalesce(ref_ms, 0), '' FROM measurements WHERE schedule = ?1 AND device = ?2"
+        " UNION ALL SELECT 2, 0, 0, outcome FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
     if (!q) return -1;
     sqlite3_bind_int64(q, 1, sid);
     sqlite3_bind_int64(q, 2, device);
-    int64_t r = store_select_id(st, q, err, errlen);
+    int rc = sqlite3_step(q), r = 0;
+    if (rc == SQLITE_ROW) {
+        r = sqlite3_column_int(q, 0);
+        if (out) {
+            out->ms = sqlite3_column_double(q, 1);
+            out->ref_ms = sqlite3_column_double(q, 2);
+            out->outcome = STORE_OK;
+            if (r == 2 && store_outcome_parse((const char *)sqlite3_column_text(q, 3), &out->outcome) != 0)
+                out->outcome = STORE_FAILED;
+        }
+    } else if (rc != SQLITE_DONE) {
+        r = store_fail(st, err, errlen, "reading a result");
+    }
+    sqlite3_finalize(q);
+    return r;
+}
+
+int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, char *err,
+                     size_t errlen) {
+    int r = store_find_result(st, pipeline, device, schedule_text, NULL, err, errlen);
     return r < 0 ? -1 : r > 0;
+}
+
+char *store_get_meta(store *st, const char *key, char *err, size_t errlen) {
+    sqlite3_stmt *q = store_prepare(st, "SELECT value FROM meta WHERE key = ?", err, errlen);
+    if (!q) return NULL;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    char *v = NULL;
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        if (!(v = strdup((const char *)sqlite3_column_text(q, 0)))) abort();
+    } else if (rc == SQLITE_DONE) {
+        if (!(v = strdup(""))) abort();
+    } else {
+        store_fail(st, err, errlen, "reading the meta table");
+    }
+    sqlite3_finalize(q);
+    return v;
+}
+
+int store_set_meta(store *st, const char *key, const char *value, char *err, size_t errlen) {
+    if (!strcmp(key, "format") || !strcmp(key, "schema_version")) {
+        snprintf(err, errlen, "%s: the meta key '%s' belongs to the store itself", st->path, key);
+        return -1;
+    }
+    sqlite3_stmt *q = store_prepare(st, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
+    return insert(st, q, err, errlen) < 0 ? -1 : 0;
 }
 
 static void now_iso(char *buf, size_t len) {
@@ -318,8 +367,18 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
         sid = insert(st, q, err, errlen);
         if (sid < 0) return -1;
     } else {
-        int has = store_has_result(st, r->pipeline, r->device, r->schedule_text, err, errlen);
-        if (has != 0) return has < 0 ? -1 : 0;
+        store_found f;
+        int has = store_find_result(st, r->pipeline, r->device, r->schedule_text, &f, err, errlen);
+        if (has < 0) return -1;
+        if (has == 1 && r->replace_unreferenced && f.ref_ms <= 0 && r->outcome == STORE_OK && r->ref_ms > 0) {
+            sqlite3_stmt *q = store_prepare(st, "DELETE FROM measurements WHERE schedule = ? AND device = ?", err, errlen);
+            if (!q) return -1;
+            sqlite3_bind_int64(q, 1, sid);
+            sqlite3_bind_int64(q, 2, r->device);
+            if (insert(st, q, err, errlen) < 0) return -1;
+        } else if (has != 0) {
+            return 0;
+        }
     }
     char date[32], *samples = NULL;
     if (!r->date) now_iso(date, sizeof date);

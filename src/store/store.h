@@ -110,6 +110,10 @@ typedef struct {
     const char *sizes;            /* "out(1536x2560x3)" */
     const char *date;             /* UTC, ISO 8601; NULL: now */
     const char *version;          /* stagecraft's version; NULL: this build's (store_version) */
+    /* A successful result with a reference time replaces the schedule's
+     * measurement on the device when that one has none (collect
+     * --remeasure); any other stored result is kept. */
+    bool replace_unreferenced;
 } store_result;
 
 /* This build's version (git describe at build time, "unknown" outside a
@@ -125,6 +129,23 @@ int store_put_result(store *st, const store_result *r, char *err, size_t errlen)
  * failure) on the device: 1, 0, or -1 with err. */
 int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text,
                      char *err, size_t errlen);
+
+/* The stored result of the schedule text on the device: 0 none, 1 a
+ * measurement (ms, ref_ms: 0 when measured without a reference), 2 a
+ * failure (its outcome), -1 with err.  out may be NULL. */
+typedef struct {
+    store_outcome outcome;
+    double ms, ref_ms;
+} store_found;
+int store_find_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, store_found *out,
+                      char *err, size_t errlen);
+
+/* Keys of the meta table other than the store's own (format,
+ * schema_version, which set_meta refuses): what a long job (autotune)
+ * records of its progress.  get: the value malloc'd ("" when the key is
+ * absent), NULL with err.  set: 0, or -1 with err.  Not exported. */
+char *store_get_meta(store *st, const char *key, char *err, size_t errlen);
+int store_set_meta(store *st, const char *key, const char *value, char *err, size_t errlen);
 
 /* One successful measurement, as the training code reads them.  Strings
  * are valid during the callback only. */

@@ -11,6 +11,7 @@
 #include "collect.h"
 #include "driver.h"
 #include "randpipe.h"
+#include "strategy.h"
 #include "tools.h"
 
 #define MAX_PIPES 256
@@ -18,9 +19,12 @@
 static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
            "       [--random N [--first-seed S]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
-           "       [--math fast|exact] [--small] [--no-prune]\n\n"
-           "Measures K schedules (random walks of the schedule space, seeds 1, 2, ...;\n"
-           "duplicates skipped) of each pipeline on the device and stores every result\n"
+           "       [--math fast|exact] [--small] [--no-prune] [--sampler random|beam [--weights W]\n"
+           "       [--dropout P]] [--remeasure]\n\n"
+           "Measures K schedules (the baseline, root, then random walks of the schedule\n"
+           "space, seeds 1, 2, ..., or beam-search samples; duplicates skipped) of each\n"
+           "pipeline on the device, each timed in turn with the pipeline's baseline\n"
+           "(its reference time), and stores every result\n"
            "in the SQLite database F (created if missing) as soon as it is known:\n"
            "each schedule is compiled (J at a time), checked against the reference\n"
            "evaluator, then timed alone in a process of its own with a time limit.\n"
@@ -38,6 +42,13 @@ static void collect_help(void) {
            "  --math M         fast (default: the code a user who wants speed runs) or exact\n"
            "  --small          the pipelines' small sizes\n"
            "  --no-prune       draw from the whole space, without Anderson's s6.6 pruning\n"
+           "  --sampler S      random (default): random walks; beam: the batches of the\n"
+           "                   one-shot search (one beam search and greedy samples) guided\n"
+           "                   by the learned model, children dropped at random\n"
+           "  --weights W      the beam sampler's model (default weights/pocl.weights)\n"
+           "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
+           "  --remeasure      measure again the schedules stored without a reference time\n"
+           "                   (by an older collect), replacing their measurement\n"
            "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n");
 }
 
@@ -71,14 +82,16 @@ int tool_collect(int argc, char **argv) {
     int npipes = 0;
     long long nrandom = 0, first_seed = 1;
     long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
-    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false };
+    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0.3, false };
     bool small = false;
+    const char *sampler = "random", *weights = NULL;
     if (jobs < 1) jobs = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { collect_help(); return TOOL_OK; }
         if (!strcmp(a, "--small")) { small = true; continue; }
         if (!strcmp(a, "--no-prune")) { o.prune = false; continue; }
+        if (!strcmp(a, "--remeasure")) { o.remeasure = true; continue; }
         if (a[0] != '-') {
             if (npipes == MAX_PIPES) return tool_usage_error("collect", "more than %d pipeline files", MAX_PIPES);
             pipes[npipes++] = a;
@@ -88,6 +101,14 @@ int tool_collect(int argc, char **argv) {
         const char *v = argv[++i];
         if (!strcmp(a, "--db")) db = v;
         else if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--sampler")) sampler = v;
+        else if (!strcmp(a, "--weights")) weights = v;
+        else if (!strcmp(a, "--dropout")) {
+            char *end;
+            o.dropout = strtod(v, &end);
+            if (end == v || *end || !(o.dropout >= 0 && o.dropout < 1))
+                return tool_usage_error("collect", "--dropout: expected a probability in [0, 1), got '%s'", v);
+        }
         else if (!strcmp(a, "--math")) {
             if (cg_math_parse(v, &o.math) != 0) return tool_usage_error("collect", "--math: '%s' is not one of fast, exact", v);
         } else if (!strcmp(a, "--schedules")) {
@@ -116,6 +137,9 @@ int tool_collect(int argc, char **argv) {
     if (!rt_ops_by_name(o.device))
         return tool_usage_error("collect", "--device: '%s' is not one of opencl, c, cuda", o.device);
     if (npipes == 0 && nrandom == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe... or --random N)");
+    if (strcmp(sampler, "random") && strcmp(sampler, "beam"))
+        return tool_usage_error("collect", "--sampler: '%s' is not one of random, beam", sampler);
+    if (weights && strcmp(sampler, "beam")) return tool_usage_error("collect", "--weights is an option of --sampler beam");
     o.schedules = (int)schedules;
     o.jobs = (int)jobs;
     o.timeout_ms = (int)timeout_ms;
@@ -132,7 +156,17 @@ int tool_collect(int argc, char **argv) {
             return TOOL_INPUT;
         }
     }
+    nn_model *m = NULL;
+    if (!strcmp(sampler, "beam")) {
+        char used[4200];
+        if (!(m = space_load_weights(weights, "collect --sampler beam", used, sizeof used, err, sizeof err))) {
+            fprintf(stderr, "stagecraft collect: %s\n", err);
+            for (int k = 0; k < npipes; k++) free(texts[k]);
+            return TOOL_INPUT;
+        }
+    }
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
+    o.model = m;
     collect_ctx *c = st ? collect_open(st, &o, err, sizeof err) : NULL;
     int rc = TOOL_OK;
     if (!c) {
@@ -169,6 +203,7 @@ int tool_collect(int argc, char **argv) {
         collect_close(c);
     }
     store_close(st);
+    free(m);
     for (int i = 0; i < npipes; i++) free(texts[i]);
     return rc;
 }
