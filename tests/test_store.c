@@ -327,6 +327,54 @@ static void test_locked(void) {
     store_close(st);
 }
 
+/* store_find_result, a remeasured sample replacing one without a
+ * reference time, and the meta keys of long jobs. */
+static void test_find_replace_meta(void) {
+    char err[512];
+    store *st = store_open(path_in("find.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    fill(st);
+    int64_t dev = store_find_device(st, "opencl:pocl-3.1:Test CPU (R)", "fast", err, sizeof err);
+    int64_t pa = store_put_pipeline(st, "a", PIPE_A, "app:a", err, sizeof err);
+    int64_t pb = store_put_pipeline(st, "b", PIPE_B, "random:seed=3", err, sizeof err);
+    store_found f;
+    CHECK(store_find_result(st, pa, dev, "schedule a;\nout: root [x=8x1];\n", &f, err, sizeof err) == 1);
+    CHECK(f.outcome == STORE_OK && f.ms == 1.25 && f.ref_ms == 2.5);
+    CHECK(store_find_result(st, pb, dev, "schedule b;\nout: root [x=1x4 y=4x1];\n", &f, err, sizeof err) == 2);
+    CHECK(f.outcome == STORE_TIMEOUT);
+    CHECK(store_find_result(st, pb, dev, "schedule b;\nnever\n", &f, err, sizeof err) == 0);
+    /* a sample with a reference time replaces one without, when asked */
+    store_result r = { .pipeline = pa, .device = dev, .schedule_text = "schedule a;\nout: root [x=4x2];\n",
+                       .outcome = STORE_OK, .ms = 0.5, .ref_ms = 1.0, .sizes = "out(8)" };
+    CHECK(store_put_result(st, &r, err, sizeof err) == 0);       /* not asked: kept */
+    r.replace_unreferenced = true;
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    CHECK(store_find_result(st, pa, dev, r.schedule_text, &f, err, sizeof err) == 1 && f.ms == 0.5 && f.ref_ms == 1.0);
+    r.ms = 0.25;        /* it has a reference time now: kept */
+    CHECK(store_put_result(st, &r, err, sizeof err) == 0);
+    CHECK(store_find_result(st, pa, dev, r.schedule_text, &f, err, sizeof err) == 1 && f.ms == 0.5);
+    store_counts c;
+    CHECK(store_count(st, &c, err, sizeof err) == 0 && c.samples == 3 && c.schedules == 5);
+    /* meta keys */
+    char *v = store_get_meta(st, "autotune x", err, sizeof err);
+    CHECK(v && !strcmp(v, ""));
+    free(v);
+    CHECK(store_set_meta(st, "autotune x", "iteration 3", err, sizeof err) == 0);
+    CHECK(store_set_meta(st, "autotune x", "iteration 4", err, sizeof err) == 0);
+    v = store_get_meta(st, "autotune x", err, sizeof err);
+    CHECK(v && !strcmp(v, "iteration 4"));
+    free(v);
+    CHECK(store_set_meta(st, "schema_version", "9", err, sizeof err) == -1 && strstr(err, "belongs to the store"));
+    store_close(st);
+    CHECK((st = store_open(path_in("find.db"), STORE_WRITE, err, sizeof err)) != NULL);
+    if (!st) return;
+    v = store_get_meta(st, "autotune x", err, sizeof err);
+    CHECK(v && !strcmp(v, "iteration 4"));
+    free(v);
+    store_close(st);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/sc_test_store_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -336,6 +384,7 @@ int main(void) {
     RUN(test_bad_databases);
     RUN(test_locked);
     RUN(test_version1);
+    RUN(test_find_replace_meta);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
