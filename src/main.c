@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <sys/stat.h>
 #include "analysis.h"
@@ -61,6 +62,7 @@ typedef struct {
     /* the oneshot strategy's search */
     const char *weights;
     int beam, passes, samples_given, explain;
+    int k, jobs;                  /* topk: candidates measured, parallel compiles (0: not given) */
 } options;
 
 static void print_usage(FILE *out) {
@@ -104,7 +106,8 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
-               "       [--weights W] [--beam 32] [--passes 5] [--samples 80] [--explain]", strategies);
+               "       [--weights W] [--beam 32] [--passes 5] [--samples 80] [--explain]\n"
+               "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
     if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]");
@@ -155,7 +158,17 @@ static void print_help(const char *cmd) {
                "  --beam N       states of the beam search (default 32)\n"
                "  --passes N     its passes (default 5)\n"
                "  --samples N    one beam search and N - 1 greedy ones (default 80)\n"
-               "  --explain      the predicted cost of every stage and its largest terms\n");
+               "  --explain      the predicted cost of every stage and its largest terms\n"
+               "For a CUDA target, the batch's schedules are compiled with NVRTC, best\n"
+               "predicted first, and the first that spills no registers is returned (all\n"
+               "spill: the best predicted within 50%% of the least spilling; s8.1).\n"
+               "With --strategy topk (the same options, and):\n"
+               "  --k N          measure the N best predicted (default 5) ...\n"
+               "  --device D     ... on this device, each checked against the reference\n"
+               "                 evaluator first, timed in turn with the baseline; the\n"
+               "                 fastest is returned\n"
+               "  --math M       the code measured: fast (default) or exact\n"
+               "  --jobs J       parallel compiles (default: the core count)\n");
     }
     if (!strcmp(cmd, "compile"))
         printf("Generates code for a schedule into DIR (PIPELINE.cu, .cl or .c, and the\n"
@@ -278,7 +291,7 @@ static int parse_options(int argc, char **argv, options *o) {
                            !strcmp(a, "--seed") || !strcmp(a, "--what") || string_option(o, a) ||
                            !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
                            !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial") || !strcmp(a, "--beam") ||
-                           !strcmp(a, "--passes");
+                           !strcmp(a, "--passes") || !strcmp(a, "--k") || !strcmp(a, "--jobs");
         if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
@@ -326,6 +339,9 @@ static int parse_options(int argc, char **argv, options *o) {
             errno = 0;
             o->seed = strtoull(val, &end, 10);
             if (!*val || *end || errno || val[0] == '-') return usage_error("--seed: '%s' is not a non-negative integer", val);
+        } else if (!strcmp(a, "--k") || !strcmp(a, "--jobs")) {
+            if (!parse_count(val, 1, !strcmp(a, "--k") ? 10000 : 256, !strcmp(a, "--k") ? &o->k : &o->jobs))
+                return usage_error("%s: expected a positive integer, got '%s'", a, val);
         } else if (!strcmp(a, "--beam") || !strcmp(a, "--passes")) {
             if (!parse_count(val, 1, 100000, !strcmp(a, "--beam") ? &o->beam : &o->passes))
                 return usage_error("%s: expected a positive integer, got '%s'", a, val);
@@ -351,10 +367,16 @@ static int parse_options(int argc, char **argv, options *o) {
     if (!strcmp(o->cmd, "dump") && !o->what) return usage_error("dump needs --what=ir|bounds|deps|ops%s", "");
     if (strcmp(o->cmd, "dump") && o->what) return usage_error("--what is an option of dump, not %s", o->cmd);
     if (o->schedule && o->strategy) return usage_error("give --schedule or --strategy, not both%s", "");
-    bool oneshot = o->strategy && !strcmp(o->strategy, "oneshot");
+    bool topk = o->strategy && !strcmp(o->strategy, "topk");
+    bool oneshot = topk || (o->strategy && !strcmp(o->strategy, "oneshot"));
     if (!oneshot && (o->weights || o->beam || o->passes || o->explain || (o->samples_given && !strcmp(o->cmd, "schedule"))))
         return usage_error("--weights, --beam, --passes, --samples and --explain (of schedule) are options of "
-                           "--strategy oneshot%s", "");
+                           "--strategy oneshot and topk%s", "");
+    if (!topk && (o->k || o->jobs)) return usage_error("--k and --jobs are options of --strategy topk%s", "");
+    if (topk && !strcmp(o->cmd, "schedule") && !o->device)
+        return usage_error("--strategy topk measures its candidates: give --device D%s", "");
+    if (!topk && o->device && !strcmp(o->cmd, "schedule"))
+        return usage_error("--device is an option of schedule with --strategy topk only%s", "");
     if (!strcmp(o->cmd, "compile") && (!o->backend || !o->outdir)) {
         char names[64];
         return usage_error("compile needs --backend %s and -o DIR", rt_ops_names(names, sizeof names, "|", "|"));
@@ -371,8 +393,9 @@ static int parse_options(int argc, char **argv, options *o) {
     cg_math m;
     if (o->math && cg_math_parse(o->math, &m) != 0)
         return usage_error("--math: '%s' is not one of exact, fast", o->math);
-    if (o->math && strcmp(o->cmd, "run") && strcmp(o->cmd, "compile") && strcmp(o->cmd, "bench"))
-        return usage_error("--math is an option of run, compile and bench, not %s", o->cmd);
+    if (o->math && strcmp(o->cmd, "run") && strcmp(o->cmd, "compile") && strcmp(o->cmd, "bench") &&
+        !(topk && !strcmp(o->cmd, "schedule")))
+        return usage_error("--math is an option of run, compile, bench and schedule --strategy topk, not %s", o->cmd);
     if (o->math && !strcmp(o->cmd, "run") && !o->schedule && !o->strategy)
         return usage_error("--math needs --schedule F or --strategy S (the reference evaluator is always exact)%s", "");
     if (o->dump && strcmp(o->dump, "kernels") && strcmp(o->dump, "schedule"))
@@ -564,7 +587,8 @@ static int cmd_run(sc_pipeline *p, const options *o) {
 /* --math, or the command's default: fast for bench (timings are of the
  * code a user who wants speed runs), exact elsewhere. */
 static cg_math command_math(const options *o) {
-    cg_math m = !strcmp(o->cmd, "bench") ? CG_MATH_FAST : CG_MATH_EXACT;
+    bool timed = !strcmp(o->cmd, "bench") || (!strcmp(o->cmd, "schedule") && o->strategy && !strcmp(o->strategy, "topk"));
+    cg_math m = timed ? CG_MATH_FAST : CG_MATH_EXACT;
     if (o->math) cg_math_parse(o->math, &m);
     return m;
 }
@@ -576,8 +600,11 @@ static int load_scheduled(driver_state *d, const options *o) {
     bool cuda = (o->backend && !strcmp(o->backend, "cuda")) || (o->device && !strcmp(o->device, "cuda"));
     const char *tname = o->target ? o->target : cuda || !strcmp(o->cmd, "features") ? "a100" : NULL;
     space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
-                             o->explain, stdout };
-    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, &sa };
+                             o->explain, stdout, NULL, NULL };
+    /* top-K measures on the device of --device (schedule) */
+    bool topk = o->strategy && !strcmp(o->strategy, "topk");
+    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, &sa, o->k,
+                             topk ? o->device : NULL, command_math(o), o->jobs ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN), o->timeout_ms };
     if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
     return EXIT_OK;
 }

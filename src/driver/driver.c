@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "choose.h"
 #include "driver.h"
+#include "measure.h"
 
 static void print_errors(const sc_pipeline *p, FILE *out) {
     for (int i = 0; i < sc_error_count(p); i++) fprintf(out, "%s\n", sc_error_message(p, i));
@@ -55,9 +57,19 @@ char *driver_read_text(const char *path, char *err, size_t errlen) {
 
 int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) {
     char err[2048];
+    /* The OpenCL device is queried in a child process (measure.h): a
+     * process that opened PoCL cannot fork measurements (top-K's) later,
+     * as its threads do not survive fork. */
     const char *tname = o->target;
-    if (!tname) tname = target_by_name("host-opencl", o->targets_dir, &d->t, err, sizeof err) == 0 ? "host-opencl" : "a100";
-    if (target_by_name(tname, o->targets_dir, &d->t, err, sizeof err) != 0) {
+    char desc[1024], key[512];
+    int trc;
+    if (!tname || !strcmp(tname, "host-opencl")) {
+        trc = measure_find_target("opencl", &d->t, desc, sizeof desc, key, sizeof key, err, sizeof err);
+        if (trc != 0 && !tname) trc = target_by_name("a100", o->targets_dir, &d->t, err, sizeof err);
+    } else {
+        trc = target_by_name(tname, o->targets_dir, &d->t, err, sizeof err);
+    }
+    if (trc != 0) {
         fprintf(err_out, "%s\n", err);
         return -1;
     }
@@ -70,7 +82,22 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
     } else {
         const char *name = o->strategy ? o->strategy : "baseline";
         const space_strategy *st = space_strategy_by_name(name);
-        if (st) {
+        bool batch = st && (!strcmp(st->name, "oneshot") || !strcmp(st->name, "topk"));
+        bool topk = st && !strcmp(st->name, "topk");
+        if (batch && (topk || d->t.cuda_arch[0])) {
+            /* the choice after compiling (choose.h) */
+            space_search_args sa = { 0 };
+            if (o->search) sa = *o->search;
+            choose_ctx cc = { &d->t, o->math, topk ? (o->k > 0 ? o->k : 5) : 0, o->topk_device,
+                              o->jobs > 0 ? o->jobs : 1, o->timeout_ms, sa.report };
+            if (topk && !cc.device) {
+                snprintf(err, sizeof err, "the topk strategy measures its candidates on a device: give --device D");
+            } else {
+                sa.pick = choose_pick;
+                sa.pick_ctx = &cc;
+                d->s = st->make(d->arena, d->p, d->b, &so, &sa, o->seed, err, sizeof err);
+            }
+        } else if (st) {
             d->s = st->make(d->arena, d->p, d->b, &so, o->search, o->seed, err, sizeof err);
         } else {
             char names[256];

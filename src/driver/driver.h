@@ -27,6 +27,13 @@ typedef struct {
     const char *targets_dir;      /* NULL = "targets" */
     bool prune;
     const space_search_args *search;  /* a searching strategy's options, or NULL */
+    /* After a one-shot batch (choose.h): top-K measures the k best on the
+     * device (topk_device, math, jobs parallel compiles, timeout_ms per
+     * run); CUDA targets filter out spilling code (both strategies). */
+    int k;
+    const char *topk_device;
+    cg_math math;
+    int jobs, timeout_ms;
 } driver_sched_opts;
 
 /* Parses and bounds the pipeline; 0, or -1 with the errors printed to err_out. */

@@ -77,14 +77,23 @@ nn_model *space_load_weights(const char *path, const char *who, char *used, size
     return m;
 }
 
-/* One-shot (Anderson et al. 2021 §8): one beam search and greedy samples,
- * the best by the learned model (beam.h). */
-static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
-                                 const space_search_args *args, uint64_t seed, char *err, size_t errlen) {
+/* One-shot and top-K (Anderson et al. 2021 §8): one beam search and
+ * greedy samples (beam.h); one-shot returns the best by the learned model
+ * (or what the driver's pick keeps of the batch: the CUDA spill filter),
+ * top-K what the pick measures fastest among the K best predicted. */
+static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, const bounds_result *b,
+                               const space_opts *o, const space_search_args *args, uint64_t seed, char *err,
+                               size_t errlen) {
     static const space_search_args none = { 0 };
     const space_search_args *sa = args ? args : &none;
-    char w[PATH_MAX + 64];
-    nn_model *m = space_load_weights(sa->weights, "the oneshot strategy", w, sizeof w, err, errlen);
+    bool topk = !strcmp(who, "topk");
+    if (topk && !sa->pick) {
+        snprintf(err, errlen, "the topk strategy measures its candidates on a device: give --device D");
+        return NULL;
+    }
+    char w[PATH_MAX + 64], whom[64];
+    snprintf(whom, sizeof whom, "the %s strategy", who);
+    nn_model *m = space_load_weights(sa->weights, whom, w, sizeof w, err, errlen);
     if (!m) return NULL;
     cost_model *cm = cost_learned_new(m, o->t);
     search_opts so;
@@ -94,11 +103,13 @@ static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_resul
     if (sa->passes > 0) so.passes = sa->passes;
     int samples = sa->samples > 0 ? sa->samples : 80;
     search_stats st;
-    double ms = NAN;
-    sched_state *s = search_oneshot(a, p, b, &so, samples, &ms, &st, err, errlen);
-    if (s && sa->report) {
-        FILE *r = sa->report;
-        fprintf(r, "# oneshot: predicted %.6g ms (weights %s)\n", ms, w);
+    search_sample *batch = malloc(sizeof *batch * (size_t)samples);
+    if (!batch) abort();
+    int n = search_batch(a, p, b, &so, samples, batch, &st, err, errlen);
+    FILE *r = sa->report;
+    if (n > 0 && r) {
+        fprintf(r, "# %s: predicted %.6g ms (weights %s); %d distinct schedules in the batch\n", who,
+                batch[0].ms, w, n);
         fprintf(r, "# search: %d samples (beam %d x %d passes, then beam 1 x 1 pass), %d passes in all, "
                 "%d Funcs frozen\n", st.samples, so.beam, so.passes, st.passes, st.frozen);
         fprintf(r, "# states: %lld enumerated, %lld dropped, %lld buckets, %lld drawn, %lld featurized, "
@@ -107,11 +118,34 @@ static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_resul
                 (long long)st.featurized, (long long)st.costed, (long long)st.predict_calls,
                 (long long)st.memo_hits, (long long)st.secondary_costed, (long long)st.secondary_skipped);
         fprintf(r, "# wall time: %.3f s\n", st.wall_s);
+        if (o->t->cuda_arch[0] && strncmp(m->device, "cuda:", 5))
+            fprintf(r, "# note: no samples from a CUDA GPU yet: these weights were trained on %s; the features "
+                    "use target %s's own figures (SMs, limits, occupancy)\n", m->device[0] ? m->device : "another device",
+                    o->t->name);
+        fflush(r);
+    }
+    int pick = n > 0 ? 0 : -1;
+    if (n > 0 && sa->pick) pick = sa->pick(sa->pick_ctx, p, b, batch, n, err, errlen);
+    sched_state *s = pick >= 0 ? batch[pick].s : NULL;
+    if (s && r) {
+        if (pick > 0) fprintf(r, "# %s: chose the schedule predicted #%d (%.6g ms)\n", who, pick + 1, batch[pick].ms);
         if (sa->explain && search_explain(r, p, b, s, o->t, m, err, errlen) != 0) s = NULL;
     }
+    if (n > 0) search_samples_free(batch, n);
+    free(batch);
     cost_free(cm);
     free(m);
     return s;
+}
+
+static sched_state *make_oneshot(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
+                                 const space_search_args *args, uint64_t seed, char *err, size_t errlen) {
+    return make_batch("oneshot", a, p, b, o, args, seed, err, errlen);
+}
+
+static sched_state *make_topk(ir_arena *a, sc_pipeline *p, const bounds_result *b, const space_opts *o,
+                              const space_search_args *args, uint64_t seed, char *err, size_t errlen) {
+    return make_batch("topk", a, p, b, o, args, seed, err, errlen);
 }
 
 static const space_strategy strategies[] = {
@@ -120,6 +154,7 @@ static const space_strategy strategies[] = {
       make_baseline },
     { "random", "a random walk through the schedule space", true, make_random },
     { "oneshot", "beam search guided by the learned cost model (Anderson 2021 s8)", true, make_oneshot },
+    { "topk", "the K best of the one-shot batch measured on the device, the fastest", true, make_topk },
 };
 
 enum { NSTRATEGIES = sizeof strategies / sizeof strategies[0] };

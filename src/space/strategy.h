@@ -9,16 +9,26 @@
 #ifndef SC_STRATEGY_H
 #define SC_STRATEGY_H
 
+#include "beam.h"
 #include "nn.h"
 #include "space.h"
 
-/* What a searching strategy (oneshot) needs beyond the space, set from
- * the command line.  NULL: the defaults. */
+/* The choice among a one-shot batch made after compiling (the driver's:
+ * the CUDA spill filter, top-K's measurements), so that the search knows
+ * nothing of devices: the batch's n distinct schedules come fastest
+ * predicted first; the index of the one to return, or -1 with err. */
+typedef int (*space_pick_fn)(void *ctx, sc_pipeline *p, const bounds_result *b, search_sample *batch, int n,
+                             char *err, size_t errlen);
+
+/* What a searching strategy (oneshot, topk) needs beyond the space, set
+ * from the command line.  NULL: the defaults. */
 typedef struct {
     const char *weights;          /* NULL: weights/pocl.weights beside the program */
     int beam, passes, samples;    /* 0: 32, 5, 80 */
     bool explain;                 /* per-stage costs and their largest terms */
     FILE *report;                 /* the prediction and the statistics as '#' lines (NULL: none) */
+    space_pick_fn pick;           /* NULL: the best predicted (topk needs one) */
+    void *pick_ctx;
 } space_search_args;
 
 typedef struct space_strategy {

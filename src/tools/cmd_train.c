@@ -260,7 +260,7 @@ int tool_predict(int argc, char **argv) {
         free(m);
         return TOOL_INPUT;
     }
-    driver_sched_opts so = { sched, strategy, (uint64_t)seed, tname, NULL, false, NULL };
+    driver_sched_opts so = { .schedule_path = sched, .strategy = strategy, .seed = (uint64_t)seed, .target = tname };
     feat_result r = { 0 };
     if (driver_schedule(&d, &so, stderr) != 0) rc = TOOL_INPUT;
     else if (feat_compute(d.p, d.b, d.s, &d.t, &r, err, sizeof err) != 0) {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `stagecraft schedule --strategy topk` (choose.h): the K best predicted of
+# the one-shot batch measured on a device, checked first, the fastest
+# returned; its schedule run again and checked bit-exactly on C and
+# OpenCL for three apps at small sizes; the CUDA spill filter's report;
+# bad usage (2).  Weights trained here from tests/data/train_tiny.txt.
+source "$(dirname "$0")/cli_lib.sh" test_cli_topk
+CASE_TIMEOUT=300
+w=$tmp/w.weights
+case_ topk_train 0 -- "$sc" train --data tests/data/train_tiny.txt -o "$w" --epochs 10 --seed 1
+case_ topk_in_strategies 0 -o '^ +topk +the K best of the one-shot batch' -- "$sc" schedule --help
+
+for app in box_blur harris unsharp; do
+    for dev in c opencl; do
+        case_ topk_${app}_$dev 0 -o "^# topk: the fastest of 2 measured is #[12]$" -- \
+            "$sc" schedule apps/$app.pipe --small --strategy topk --k 2 --device $dev --math exact \
+            --weights "$w" --samples 6 -o "$tmp/$app.$dev.sched"
+        n=$(grep -c '^# topk: #[0-9]* (predicted [0-9.e+-]* ms): measured [0-9.e+-]* ms' "$out")
+        ok topk_${app}_${dev}_two_measured "$([ "$n" = 2 ]; echo $?)"
+        case_ topk_${app}_${dev}_checks 0 -o 'check: matches the reference' -- \
+            "$sc" run apps/$app.pipe --small --schedule "$tmp/$app.$dev.sched" --device $dev --math exact --check
+    done
+done
+
+# CUDA targets: every candidate is compiled with NVRTC and its spills read
+case_ oneshot_spill_report 0 -o '^# spill filter: #1 \(predicted [0-9.e+-]+ ms\): [0-9]+ registers, [0-9]+ bytes spilled$' -- \
+    "$sc" schedule apps/box_blur.pipe --small --strategy oneshot --target a100 --weights "$w" --samples 4
+grep -q '^# note: no samples from a CUDA GPU yet' "$out"; ok oneshot_cuda_note $?
+
+case_ topk_needs_device 2 -e 'topk measures its candidates: give --device D' -- \
+    "$sc" schedule apps/box_blur.pipe --small --strategy topk --weights "$w"
+case_ topk_k_without 2 -e '--k and --jobs are options of --strategy topk' -- \
+    "$sc" schedule apps/box_blur.pipe --small --strategy oneshot --k 3
+case_ topk_bad_k 2 -e "--k: expected a positive integer, got '0'" -- \
+    "$sc" schedule apps/box_blur.pipe --small --strategy topk --device c --k 0
+case_ topk_device_without 2 -e '--device is an option of schedule with --strategy topk only' -- \
+    "$sc" schedule apps/box_blur.pipe --small --strategy baseline --device c
+exit $failed
