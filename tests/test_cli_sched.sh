@@ -144,7 +144,7 @@ ok compile_math_fast_expf "$(grep -q '[^_]expf(' "$tmp/fastc/unsharp.c" && ! gre
 ok compile_math_exact_sc "$(grep -q 'sc_expf(' "$tmp/c/unsharp.c" && grep -q 'FP_CONTRACT OFF' "$tmp/c/unsharp.c"; echo $?)"
 case_ math_bad_value 2 -e "--math: 'relaxed' is not one of exact, fast" -- \
     "$sc" run "$app" --small --strategy root --device c --math relaxed
-case_ math_on_schedule 2 -e '--math is an option of run, compile and bench, not schedule' -- \
+case_ math_on_schedule 2 -e '--math is an option of run, compile, bench and schedule --strategy topk, not schedule' -- \
     "$sc" schedule "$app" --small --strategy root --math fast
 case_ math_needs_schedule 2 -e '--math needs --schedule F or --strategy S' -- "$sc" run "$app" --small --math fast
 
