@@ -80,6 +80,7 @@ static void loader_pipeline(loader *L, const store_sample *s) {
 static int loader_sample(const store_sample *s, void *ud) {
     loader *L = ud;
     train_data *d = L->d;
+    if (L->o->pipeline && s->pipeline != L->o->pipeline) return 0;
     if (s->pipeline != L->pipe_id) loader_pipeline(L, s);
     if (L->pipe == -2) {
         d->held_out++;

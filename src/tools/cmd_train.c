@@ -131,7 +131,7 @@ int tool_train(int argc, char **argv) {
         rc = TOOL_INPUT;
         goto done;
     }
-    train_load_opts lo = { device, nhold, hold, stderr };
+    train_load_opts lo = { device, nhold, hold, stderr, 0 };
     if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
