@@ -354,6 +354,10 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
                         c->o.progress_bar ? "\n" : "", p->name, m.msg);
                 cp->exact = true;
                 m = e;
+            } else {
+                fprintf(c->o.log, "%scollect: %s: wrong with fast math, and exact code %s too: %s\n",
+                        c->o.progress_bar ? "\n" : "", p->name,
+                        e.kind == MEASURE_WRONG ? "is wrong" : e.kind == MEASURE_TIMEOUT ? "timed out" : "failed", e.msg);
             }
         }
         store_result r = {0};

@@ -454,7 +454,11 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
         "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms,"
         " coalesce(m.ref_ms, 0)"
         " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
-        " JOIN devices d ON m.device = d.id WHERE ?1 IS NULL OR d.key = ?1 ORDER BY p.id, m.id", err, errlen);
+        " JOIN devices d ON m.device = d.id WHERE (?1 IS NULL OR d.key = ?1)"
+        /* times without a reference are not comparable with those with one */
+        " AND (m.ref_ms IS NOT NULL OR NOT EXISTS (SELECT 1 FROM measurements m2 JOIN schedules s2"
+        "  ON m2.schedule = s2.id WHERE s2.pipeline = p.id AND m2.device = m.device AND m2.ref_ms IS NOT NULL))"
+        " ORDER BY p.id, m.id", err, errlen);
     if (!q) return -1;
     if (device_key) sqlite3_bind_text(q, 1, device_key, -1, SQLITE_STATIC);
     int rc, r = 0;

@@ -167,7 +167,10 @@ typedef struct {
 /* Calls fn on every successful measurement (of devices whose key is
  * device_key, or all when NULL), ordered by pipeline id then measurement
  * id; fn returning nonzero stops the walk (and is returned).  -1 with err
- * on a database error. */
+ * on a database error.  Where a pipeline has measurements with a
+ * reference time on a device row, its measurements without one on that
+ * row are left out: their times followed the load of the machine and are
+ * not comparable (docs/samples.md). */
 typedef int (*store_sample_fn)(const store_sample *s, void *ud);
 int store_each_sample(store *st, const char *device_key, store_sample_fn fn, void *ud, char *err,
                       size_t errlen);
