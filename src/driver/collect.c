@@ -2,6 +2,7 @@
  * collect.c - measuring schedules into the sample store (collect.h).
  */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,8 +86,19 @@ static void fmt_duration(char *buf, size_t len, double s) {
     else snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)s % 60);
 }
 
+/* A message on the log, if there is one. */
+static void say(collect_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(collect_ctx *c, const char *fmt, ...) {
+    if (!c->o.log) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->o.log, fmt, ap);
+    va_end(ap);
+}
+
 /* One line of progress: done / planned, results per minute, time left. */
 static void progress(collect_ctx *c, const char *what) {
+    if (!c->o.log) return;
     collect_totals *t = &c->tot;
     int64_t done = t->measured + t->failed + t->wrong + t->timeout;
     double el = now_s() - c->t0, rate = el > 0 ? done / (el / 60) : 0;
@@ -349,13 +361,13 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
                 target_print(&c->t, ttext, sizeof ttext);
                 store_device d = { c->key, "exact", c->desc, ttext };
                 if (!c->exact_id && (c->exact_id = store_put_device(c->st, &d, err, errlen)) < 0) { rc = -1; break; }
-                fprintf(c->o.log, "%scollect: %s: fast math changes the result beyond its tolerance (%s) where exact "
+                say(c, "%scollect: %s: fast math changes the result beyond its tolerance (%s) where exact "
                         "code matches: its schedules are measured with exact code\n",
                         c->o.progress_bar ? "\n" : "", p->name, m.msg);
                 cp->exact = true;
                 m = e;
             } else {
-                fprintf(c->o.log, "%scollect: %s: wrong with fast math, and exact code %s too: %s\n",
+                say(c, "%scollect: %s: wrong with fast math, and exact code %s too: %s\n",
                         c->o.progress_bar ? "\n" : "", p->name,
                         e.kind == MEASURE_WRONG ? "is wrong" : e.kind == MEASURE_TIMEOUT ? "timed out" : "failed", e.msg);
             }
@@ -388,7 +400,7 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
             else c->tot.failed++;
             snprintf(what, sizeof what, "%s #%d: %s", p->name, i + 1, store_outcome_name(r.outcome));
             /* a wrong result is a bug of the compiler: always on a line of its own */
-            fprintf(c->o.log, "%scollect: %s schedule #%d: %s: %s\n", c->o.progress_bar ? "\n" : "", p->name, i + 1,
+            say(c, "%scollect: %s schedule #%d: %s: %s\n", c->o.progress_bar ? "\n" : "", p->name, i + 1,
                     store_outcome_name(r.outcome), m.msg);
         }
         progress(c, what);

@@ -32,7 +32,7 @@ typedef struct {
     double budget_s;              /* stop after this long (0: no limit) */
     int schedules;                /* per pipeline */
     bool prune;                   /* the space's §6.6 pruning */
-    FILE *log;                    /* progress and messages */
+    FILE *log;                    /* progress and messages (NULL: none) */
     bool progress_bar;            /* redraw one line (a terminal) instead of a line per sample */
     /* Where schedules come from: random walks of the space (NULL), or the
      * batches of the beam search guided by this model (borrowed; costed

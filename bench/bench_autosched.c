@@ -1,0 +1,276 @@
+/*
+ * bench_autosched.c - how good the autoscheduler's schedules are (issue 10
+ * §4): for every app, on one device, in one run: the baseline, the best of
+ * N random schedules, one-shot, top-K, and for a subset autotuning, each
+ * checked against the reference evaluator and timed; the one-shot search's
+ * time; printed as a table, and written as TSV for bench/plot_autosched.sh.
+ *
+ *   build/bench_autosched [--apps a,b] [--small] [--device opencl|c]
+ *        [--random 80] [--k 5] [--samples 80] [--weights W] [--weights-dir D]
+ *        [--autotune a,b] [--iterations 5] [--batch 80] [--timeout-ms 10000]
+ *        [--jobs J] [--tsv DIR]
+ *
+ * Every schedule is measured as src/driver/measure.h describes, in turn
+ * with the app's baseline in the same process: a mode's speed-up is the
+ * baseline's time over its own, both timed within the same second, so the
+ * load of a shared machine cancels; the ms shown are the mode's own.
+ * Top-K measures the K best predicted of the one-shot batch, one-shot's
+ * schedule among them (its measurement is shared), so top-K is never
+ * slower than one-shot in this table by construction of the mode.
+ *
+ * Hold-one-app-out: with --weights-dir D the weights for app X are
+ * D/X.weights (trained without X: `make holdout-weights`); an app without
+ * one uses --weights (default weights/pocl.weights) and is marked '*'.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "apps.h"
+#include "autotune.h"
+#include "beam.h"
+#include "measure.h"
+#include "space.h"
+#include "strategy.h"
+
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    double ms;                    /* the mode's time (INFINITY: none ran) */
+    double speedup;               /* the baseline's time timed with it / ms (0: none) */
+} result;
+
+/* Measures s with the baseline rs in turn; the result, or none. */
+static result measure(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
+                      int timeout_ms, char *why, size_t whylen) {
+    measure_outcome o;
+    measure_limits lim = { timeout_ms > 10000 ? timeout_ms : 10000, timeout_ms };
+    measure_schedule(d, ac->p, ac->b, s, rs, ac->in, ac->ref, lim, &o);
+    if (o.kind != MEASURE_OK) {
+        snprintf(why, whylen, "%s", o.msg);
+        return (result){ INFINITY, 0 };
+    }
+    return (result){ o.ms, o.ref_ms > 0 ? o.ref_ms / o.ms : 1 };
+}
+
+static void better(result *best, result r) {
+    if (r.speedup > best->speedup) *best = r;
+}
+
+static void cell(char *buf, size_t n, result r) {
+    if (r.speedup <= 0) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.4g ms %5.2fx", r.ms, r.speedup);
+}
+
+static void tsv_row(FILE *f, const char *app, const char *mode, result r) {
+    if (f && r.speedup > 0) fprintf(f, "%s\t%s\t%.6g\t%.4f\n", app, mode, r.ms, r.speedup);
+}
+
+int main(int argc, char **argv) {
+    const char *apps = NULL, *devname = "opencl", *weights = NULL, *wdir = NULL, *tuned = NULL, *tsv = NULL;
+    int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
+    int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    bool small = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--small")) { small = true; continue; }
+        if (!v) { fprintf(stderr, "bench_autosched: %s needs a value (see the comment at the top of the file)\n", a); return 2; }
+        i++;
+        if (!strcmp(a, "--apps")) apps = v;
+        else if (!strcmp(a, "--device")) devname = v;
+        else if (!strcmp(a, "--weights")) weights = v;
+        else if (!strcmp(a, "--weights-dir")) wdir = v;
+        else if (!strcmp(a, "--autotune")) tuned = v;
+        else if (!strcmp(a, "--tsv")) tsv = v;
+        else if (!strcmp(a, "--random")) nrandom = atoi(v);
+        else if (!strcmp(a, "--k")) k = atoi(v);
+        else if (!strcmp(a, "--samples")) samples = atoi(v);
+        else if (!strcmp(a, "--iterations")) iterations = atoi(v);
+        else if (!strcmp(a, "--batch")) batch = atoi(v);
+        else if (!strcmp(a, "--timeout-ms")) timeout_ms = atoi(v);
+        else if (!strcmp(a, "--jobs")) jobs = atoi(v);
+        else { fprintf(stderr, "bench_autosched: unknown option %s\n", a); return 2; }
+    }
+    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1) {
+        fprintf(stderr, "bench_autosched: counts must be positive\n");
+        return 2;
+    }
+    measure_device d;
+    if (!measure_device_by_name(devname, CG_MATH_FAST, &d)) {
+        fprintf(stderr, "bench_autosched: unknown device '%s'\n", devname);
+        return 2;
+    }
+    char err[4096], desc[1024], key[512];
+    target t;
+    if (measure_find_target(devname, &t, desc, sizeof desc, key, sizeof key, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_autosched: %s\n", err);
+        return 1;
+    }
+    FILE *modes = NULL, *curve = NULL;
+    if (tsv) {
+        char path[4200];
+        mkdir(tsv, 0755);
+        snprintf(path, sizeof path, "%s/modes.tsv", tsv);
+        modes = fopen(path, "w");
+        snprintf(path, sizeof path, "%s/autotune.tsv", tsv);
+        curve = fopen(path, "w");
+        if (!modes || !curve) { fprintf(stderr, "bench_autosched: cannot write %s/*.tsv\n", tsv); return 1; }
+        fprintf(modes, "app\tmode\tms\tspeedup\n");
+        fprintf(curve, "app\tsamples\tbest_ms\n");
+    }
+    char **names;
+    int napps = apps_list("apps", &names, err, sizeof err);
+    if (napps < 0) { fprintf(stderr, "bench_autosched: %s\n", err); return 1; }
+    printf("device: %s (%s), fast math, %s sizes; random %d, one-shot %d samples, top-%d%s\n", key, t.name,
+           small ? "small" : "paper", nrandom, samples, k, tuned ? "" : "; no autotuning");
+    printf("%-16s %6s | %-18s | %-18s | %-18s | %-18s | %-18s | %8s\n", "app", "stages", "baseline", "best random",
+           "one-shot", "top-K", "autotune", "search s");
+    int faster = 0, counted = 0, top_ok = 0;
+    double log_sum = 0;
+    for (int ai = 0; ai < napps; ai++) {
+        if (!apps_wanted(apps, names[ai])) continue;
+        app_case ac;
+        if (app_load("apps", names[ai], small, 1, &ac, err, sizeof err) != 0) {
+            printf("%-16s load failed: %s\n", names[ai], err);
+            continue;
+        }
+        ir_arena *a = ir_arena_new();
+        char why[1024] = "", msg[512];
+        sched_state *base = space_baseline(a, ac.p, ac.b, &t);
+        if (base && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg) != 0) base = NULL;
+        if (!base && (base = space_root(a, ac.p, ac.b, &t)) && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg))
+            base = NULL;
+        result rb = base ? measure(&d, &ac, base, NULL, timeout_ms, why, sizeof why) : (result){ INFINITY, 0 };
+        /* random schedules */
+        result rr = { INFINITY, 0 };
+        space_opts so = { &t, true };
+        sched_state **rs = calloc((size_t)nrandom + 1, sizeof *rs);
+        int nr = 0;
+        for (int s = 1; s <= nrandom; s++)
+            if ((rs[nr] = space_random(a, ac.p, ac.b, &so, (uint64_t)s, msg, sizeof msg))) nr++;
+        measure_precompile(&d, ac.p, ac.b, (const sched_state *const *)rs, nr, jobs);
+        for (int i = 0; i < nr; i++) better(&rr, measure(&d, &ac, rs[i], base, timeout_ms, why, sizeof why));
+        free(rs);
+        /* one-shot and top-K from one batch */
+        char wpath[4200], used[4300];
+        bool held = false;
+        const char *w = weights;
+        if (wdir) {
+            snprintf(wpath, sizeof wpath, "%s/%s.weights", wdir, names[ai]);
+            if (access(wpath, R_OK) == 0) { w = wpath; held = true; }
+        }
+        nn_model *m = space_load_weights(w, "bench_autosched", used, sizeof used, err, sizeof err);
+        result ro = { INFINITY, 0 }, rk = { INFINITY, 0 };
+        double search_s = NAN;
+        if (m) {
+            cost_model *cm = cost_learned_new(m, &t);
+            search_opts o;
+            search_opts_default(&o, &t, cm);
+            search_sample *bt = malloc(sizeof *bt * (size_t)samples);
+            double c0 = cpu_s();
+            int n = search_batch(a, ac.p, ac.b, &o, samples, bt, NULL, err, sizeof err);
+            search_s = cpu_s() - c0;
+            int top = n < k ? n : k;
+            const sched_state **ts = malloc(sizeof *ts * (size_t)(top > 0 ? top : 1));
+            for (int i = 0; i < top; i++) ts[i] = bt[i].s;
+            measure_precompile(&d, ac.p, ac.b, ts, top, jobs);
+            for (int i = 0; i < top; i++) {
+                result r = measure(&d, &ac, bt[i].s, base, timeout_ms, why, sizeof why);
+                if (i == 0) ro = r;
+                better(&rk, r);
+            }
+            if (n > 0) search_samples_free(bt, n);
+            free(ts);
+            free(bt);
+            cost_free(cm);
+        } else {
+            snprintf(why, sizeof why, "%.1000s", err);
+        }
+        /* autotuning: a fresh database, one iteration at a time (a rerun
+         * continues), the best after each */
+        result ra = { INFINITY, 0 };
+        if (tuned && apps_wanted(tuned, names[ai]) && m) {
+            char db[256], wo[256];
+            snprintf(db, sizeof db, "/tmp/bench_autosched_%d_%s.db", (int)getpid(), names[ai]);
+            snprintf(wo, sizeof wo, "/tmp/bench_autosched_%d_%s.weights", (int)getpid(), names[ai]);
+            char *text = NULL;
+            char path[512];
+            snprintf(path, sizeof path, "apps/%s.pipe", names[ai]);
+            FILE *f = fopen(path, "r");
+            if (f) {
+                fseek(f, 0, SEEK_END);
+                long len = ftell(f);
+                rewind(f);
+                text = calloc((size_t)len + 1, 1);
+                if (fread(text, 1, (size_t)len, f) != (size_t)len) { free(text); text = NULL; }
+                fclose(f);
+            }
+            store *st = text ? store_open(db, STORE_WRITE, err, sizeof err) : NULL;
+            for (int it = 1; st && it <= iterations; it++) {
+                autotune_opts ao;
+                autotune_opts_default(&ao);
+                ao.measure.device = devname;
+                ao.measure.jobs = jobs;
+                ao.measure.timeout_ms = timeout_ms;
+                ao.measure.log = NULL;
+                ao.iterations = it;
+                ao.batch = batch;
+                ao.weights = w;
+                ao.weights_out = wo;
+                ao.small = small;
+                autotune_result r;
+                if (autotune_run(st, path, text, "app", &ao, &r, err, sizeof err) != 0) {
+                    snprintf(why, sizeof why, "autotune: %.1000s", err);
+                    free(r.best_text);
+                    break;
+                }
+                if (r.best_ratio > 0) ra = (result){ r.best_ms, 1 / r.best_ratio };
+                if (curve && r.best_text) fprintf(curve, "%s\t%lld\t%.6g\n", names[ai], (long long)r.samples, r.best_ms);
+                free(r.best_text);
+            }
+            if (st) store_close(st);
+            free(text);
+            remove(db);
+            remove(wo);
+        }
+        free(m);
+        char cb[40], cr[40], co[40], ck[40], ca[40];
+        cell(cb, sizeof cb, rb);
+        cell(cr, sizeof cr, rr);
+        cell(co, sizeof co, ro);
+        cell(ck, sizeof ck, rk);
+        cell(ca, sizeof ca, ra);
+        printf("%-15s%s %6d | %-18s | %-18s | %-18s | %-18s | %-18s | %8.2f\n", names[ai], held || !wdir ? " " : "*",
+               ac.stages, cb, cr, co, ck, ca, search_s);
+        if (rb.speedup <= 0 || ro.speedup <= 0) printf("    (%s)\n", why);
+        fflush(stdout);
+        tsv_row(modes, names[ai], "baseline", rb);
+        tsv_row(modes, names[ai], "random", rr);
+        tsv_row(modes, names[ai], "oneshot", ro);
+        tsv_row(modes, names[ai], "top5", rk);
+        tsv_row(modes, names[ai], "autotune", ra);
+        if (ro.speedup > 0) {
+            counted++;
+            faster += ro.speedup > 1;
+            log_sum += log(ro.speedup);
+            top_ok += rk.speedup >= ro.speedup;
+        }
+        ir_arena_free(a);
+        app_free(&ac);
+    }
+    if (counted)
+        printf("one-shot faster than the baseline on %d of %d apps (goal 15 of 18), geomean %.3gx (goal 2x); "
+               "top-%d at least one-shot on %d of %d\n", faster, counted, exp(log_sum / counted), k, top_ok, counted);
+    if (wdir) printf("'*': no held-out weights in %s; the shipped weights were used (trained with this app)\n", wdir);
+    if (modes) fclose(modes);
+    if (curve) fclose(curve);
+    apps_free_names(names, napps);
+    return 0;
+}
