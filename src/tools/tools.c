@@ -15,6 +15,7 @@ int tool_collect(int argc, char **argv);
 int tool_random_pipeline(int argc, char **argv);
 int tool_train(int argc, char **argv);
 int tool_predict(int argc, char **argv);
+int tool_floor(int argc, char **argv);
 
 /* In the order `stagecraft --help` lists them; ends with a NULL name. */
 static const tool tools[] = {
@@ -23,6 +24,7 @@ static const tool tools[] = {
     { "samples", "the sample store: stats, export and import of measured schedules", tool_samples },
     { "train", "train the learned cost model on measured samples (docs/costmodel.md)", tool_train },
     { "predict", "the run time the learned cost model predicts for a schedule", tool_predict },
+    { "floor", "the device's copy bandwidth and each pipeline's traffic floor and class", tool_floor },
     { NULL, NULL, NULL },
 };
 
