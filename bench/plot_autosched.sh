@@ -46,6 +46,10 @@ while [ $# -gt 0 ]; do
 done
 modes=${modes:-$dir/modes.tsv}
 autotune=${autotune:-$dir/autotune.tsv}
+if [ ! -f "$modes" ] && [ ! -f "$autotune" ]; then
+    echo "plot_autosched.sh: neither $modes nor $autotune exists" >&2
+    exit 1
+fi
 
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "plot_autosched.sh: gnuplot is not installed (Debian: apt-get install gnuplot-nox)" >&2
