@@ -38,11 +38,12 @@
 #include "measure.h"
 
 /* The balance measured on PoCL 3.1 on the development machine's two
- * cores (stagecraft floor, three runs at a load of 5 from other jobs:
- * 62-68 Gop/s over 6.7-10.8 GB/s, 6.3 to 9.5 operations per byte), for
- * reports that cannot measure; every app's class is the same anywhere in
- * that range (docs/benchmarks.md).  The GPU targets' nominal figures for
- * comparison: a100 19,500 GFLOP/s / 1,555 GB/s = 12.5, h100 20. */
+ * cores, rounded: the median of eleven runs of `stagecraft floor` (7.6)
+ * at a load of 5-7 from other jobs, which ranged from 5.2 to 15.2
+ * operations per byte (35-119 Gop/s, 4.6-10.8 GB/s); for reports that
+ * want a class that does not move with the machine's load
+ * (docs/benchmarks.md).  The GPU targets' nominal figures for comparison:
+ * a100 19,500 GFLOP/s / 1,555 GB/s = 12.5, h100 20. */
 #define FLOOR_BALANCE_POCL 7.5
 
 /* The least bytes any schedule of p must move (see above).  b from
