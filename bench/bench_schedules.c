@@ -30,6 +30,7 @@
 #include <time.h>
 #include "apps.h"
 #include "exec.h"
+#include "floor.h"
 #include "measure.h"
 #include "space.h"
 
@@ -37,24 +38,6 @@ static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Bandwidth of out(x, y) = in(x, y) over 4096 x 4096 f32, scheduled with
- * `baseline`, through the same path as the apps: bytes read + written / time. */
-static double copy_bandwidth(const measure_device *d, const target *t, int limit_ms, measure_outcome *o) {
-    const char *text = "input f32 in(4096, 4096);\ncopy(x, y) = in(x, y);\noutput copy(4096, 4096);\n";
-    sc_pipeline *p = sc_parse_string("copy.pipe", text, strlen(text), NULL);
-    bounds_result *b = bounds_infer(p);
-    ir_arena *a = ir_arena_new();
-    sc_buffer *in[1] = { sc_input_random(p, 0, 1) }, *ref[1] = {0};
-    sc_evaluate(p, in, 1, ref);
-    measure_schedule(d, p, b, space_baseline(a, p, b, t), NULL, in, ref, (measure_limits){ limit_ms, limit_ms }, o);
-    sc_buffer_free(in[0]);
-    sc_buffer_free(ref[0]);
-    ir_arena_free(a);
-    bounds_free(b);
-    sc_pipeline_free(p);
-    return o->kind == MEASURE_OK && o->ms > 0 ? 2.0 * 4096 * 4096 * 4 / (o->ms * 1e-3) / 1e9 : -1;
 }
 
 static const char *cell(char *buf, size_t n, const measure_outcome *o) {
@@ -111,7 +94,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     double t_all = now_s();
     measure_outcome co;
-    double bw = copy_bandwidth(&d, &t, timeout_ms, &co);
+    double bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co);
     if (bw > 0) printf("copy kernel: 4096x4096 f32 in %.3f ms = %.2f GB/s (read + write)\n\n", co.ms, bw);
     else printf("copy kernel: %s\n\n", co.msg);
     printf("%-26s %6s %10s %10s %10s %5s %9s %9s  %s\n", "app", "stages", "root", "baseline", "best-rand",
@@ -183,7 +166,7 @@ int main(int argc, char **argv) {
     }
     apps_free_names(names, napps);
     /* again at the end: how steady the device was over the run */
-    bw = copy_bandwidth(&d, &t, timeout_ms, &co);
+    bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co);
     if (bw > 0) printf("\ncopy kernel again: %.3f ms = %.2f GB/s\n", co.ms, bw);
     printf("wall time: %.0f s\n", now_s() - t_all);
     return 0;

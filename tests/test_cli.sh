@@ -100,4 +100,12 @@ case_ run_input_missing 1 -e "$tmp/none.npy" -- "$sc" run "$app" --small -i "in=
 printf 'not an image' >"$tmp/junk.npy"
 case_ run_input_junk 1 -e 'junk.npy' -- "$sc" run "$app" --small -i "in=$tmp/junk.npy"
 case_ run_input_no_name 2 -e '-i expects NAME=FILE' -- "$sc" run "$app" --small -i "$tmp/out.npy"
+
+# ---- floor: the traffic floor and class of a pipeline (no device with --balance)
+case_ floor_help 0 -o 'usage: stagecraft floor' -- "$sc" floor --help
+# box_blur small: 64 x 48 u16 read and written, 6,144 bytes each way
+case_ floor_given_balance 0 -o ' 0\.01 +0\.01 +0\.01 .* memory' -- "$sc" floor --balance 2 --small "$app"
+case_ floor_compute 0 -o ' compute' -- "$sc" floor --balance 0.5 --small "$app"
+case_ floor_bad_balance 2 -e '--balance: expected a positive number' -- "$sc" floor --balance -1 "$app"
+case_ floor_missing_file 1 -e "$tmp/none.pipe" -- "$sc" floor --balance 2 "$tmp/none.pipe"
 exit $failed

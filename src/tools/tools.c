@@ -16,6 +16,7 @@ int tool_random_pipeline(int argc, char **argv);
 int tool_train(int argc, char **argv);
 int tool_predict(int argc, char **argv);
 int tool_autotune(int argc, char **argv);
+int tool_floor(int argc, char **argv);
 
 /* In the order `stagecraft --help` lists them; ends with a NULL name. */
 static const tool tools[] = {
@@ -25,6 +26,7 @@ static const tool tools[] = {
     { "train", "train the learned cost model on measured samples (docs/costmodel.md)", tool_train },
     { "predict", "the run time the learned cost model predicts for a schedule", tool_predict },
     { "autotune", "search, measure and retrain in a loop: the fastest schedule found on a device", tool_autotune },
+    { "floor", "the device's copy bandwidth and each pipeline's traffic floor and class", tool_floor },
     { NULL, NULL, NULL },
 };
 

@@ -1,6 +1,6 @@
 /*
- * tools.h - the commands of the learned cost model and its data, each with
- * its own option parser (main.c keeps the pipeline commands: check, run,
+ * tools.h - the commands of the learned cost model and its data, and the
+ * traffic floors (floor), each with its own option parser (main.c keeps the pipeline commands: check, run,
  * dump, schedule, compile, bench, features).
  *
  * A tool is a name, a line of summary and a main function that gets the
