@@ -32,6 +32,7 @@
 #include "apps.h"
 #include "autotune.h"
 #include "beam.h"
+#include "floor.h"
 #include "measure.h"
 #include "space.h"
 #include "strategy.h"
@@ -125,13 +126,18 @@ int main(int argc, char **argv) {
         fprintf(modes, "app\tmode\tms\tspeedup\n");
         fprintf(curve, "app\tsamples\tbest_ms\n");
     }
+    /* the copy kernel's bandwidth: the memory-bound apps' floors */
+    measure_outcome co;
+    double bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ 60000, 60000 }, &co);
+    printf("copy kernel: %.2f GB/s (64 MiB each way); memory-bound: intensity below %.1f ops/byte "
+           "(docs/benchmarks.md)\n", bw, FLOOR_BALANCE_POCL);
     char **names;
     int napps = apps_list("apps", &names, err, sizeof err);
     if (napps < 0) { fprintf(stderr, "bench_autosched: %s\n", err); return 1; }
     printf("device: %s (%s), fast math, %s sizes; random %d, one-shot %d samples, top-%d%s\n", key, t.name,
            small ? "small" : "paper", nrandom, samples, k, tuned ? "" : "; no autotuning");
-    printf("%-16s %6s | %-18s | %-18s | %-18s | %-18s | %-18s | %8s\n", "app", "stages", "baseline", "best random",
-           "one-shot", "top-K", "autotune", "search s");
+    printf("%-16s %6s | %-18s | %-18s | %-18s | %-18s | %-18s | %8s | %s\n", "app", "stages", "baseline",
+           "best random", "one-shot", "top-K", "autotune", "search s", "floor (memory-bound apps)");
     int faster = 0, counted = 0, top_ok = 0;
     double log_sum = 0;
     for (int ai = 0; ai < napps; ai++) {
@@ -247,8 +253,15 @@ int main(int argc, char **argv) {
         cell(co, sizeof co, ro);
         cell(ck, sizeof ck, rk);
         cell(ca, sizeof ca, ra);
-        printf("%-15s%s %6d | %-18s | %-18s | %-18s | %-18s | %-18s | %8.2f\n", names[ai], held || !wdir ? " " : "*",
-               ac.stages, cb, cr, co, ck, ca, search_s);
+        char fl[80] = "";
+        if (floor_is_memory_bound(ac.p, ac.b, FLOOR_BALANCE_POCL) && bw > 0) {
+            double fms = floor_time_ms(ac.p, ac.b, bw);
+            result best = ra.speedup > 0 ? ra : rk;
+            if (best.speedup > 0) snprintf(fl, sizeof fl, "%.4g ms; best %.2fx it", fms, best.ms / fms);
+            else snprintf(fl, sizeof fl, "%.4g ms", fms);
+        }
+        printf("%-15s%s %6d | %-18s | %-18s | %-18s | %-18s | %-18s | %8.2f | %s\n", names[ai], held || !wdir ? " " : "*",
+               ac.stages, cb, cr, co, ck, ca, search_s, fl);
         if (rb.speedup <= 0 || ro.speedup <= 0) printf("    (%s)\n", why);
         fflush(stdout);
         tsv_row(modes, names[ai], "baseline", rb);
