@@ -48,17 +48,24 @@ typedef struct {
     double speedup;               /* the baseline's time timed with it / ms (0: none) */
 } result;
 
-/* Measures s with the baseline rs in turn; the result, or none. */
-static result measure(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
-                      int timeout_ms, char *why, size_t whylen) {
+/* Measures s with the baseline rs in turn; the result, or none (a
+ * wrong result when *wrong is given sets it). */
+static result measure_w(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
+                        int timeout_ms, char *why, size_t whylen, bool *wrong) {
     measure_outcome o;
     measure_limits lim = { timeout_ms > 10000 ? timeout_ms : 10000, timeout_ms };
     measure_schedule(d, ac->p, ac->b, s, rs, ac->in, ac->ref, lim, &o);
+    if (wrong) *wrong = o.kind == MEASURE_WRONG;
     if (o.kind != MEASURE_OK) {
         snprintf(why, whylen, "%s", o.msg);
         return (result){ INFINITY, 0 };
     }
     return (result){ o.ms, o.ref_ms > 0 ? o.ref_ms / o.ms : 1 };
+}
+
+static result measure(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
+                      int timeout_ms, char *why, size_t whylen) {
+    return measure_w(d, ac, s, rs, timeout_ms, why, whylen, NULL);
 }
 
 static void better(result *best, result r) {
@@ -103,8 +110,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_autosched: counts must be positive\n");
         return 2;
     }
-    measure_device d;
-    if (!measure_device_by_name(devname, CG_MATH_FAST, &d)) {
+    measure_device dev;
+    if (!measure_device_by_name(devname, CG_MATH_FAST, &dev)) {
         fprintf(stderr, "bench_autosched: unknown device '%s'\n", devname);
         return 2;
     }
@@ -128,7 +135,7 @@ int main(int argc, char **argv) {
     }
     /* the copy kernel's bandwidth: the memory-bound apps' floors */
     measure_outcome co;
-    double bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ 60000, 60000 }, &co);
+    double bw = floor_copy_bandwidth(&dev, &t, (int64_t)64 << 20, (measure_limits){ 60000, 60000 }, &co);
     printf("copy kernel: %.2f GB/s (64 MiB each way); memory-bound: intensity below %.1f ops/byte "
            "(docs/benchmarks.md)\n", bw, FLOOR_BALANCE_POCL);
     char **names;
@@ -153,7 +160,16 @@ int main(int argc, char **argv) {
         if (base && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg) != 0) base = NULL;
         if (!base && (base = space_root(a, ac.p, ac.b, &t)) && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg))
             base = NULL;
-        result rb = base ? measure(&d, &ac, base, NULL, timeout_ms, why, sizeof why) : (result){ INFINITY, 0 };
+        /* fast math that moves a histogram's bin is wrong where exact code
+         * is right (collect.c does the same): such an app runs exact code */
+        measure_device d = dev;
+        bool wrong = false, exact = false;
+        result rb = base ? measure_w(&d, &ac, base, NULL, timeout_ms, why, sizeof why, &wrong) : (result){ INFINITY, 0 };
+        if (wrong) {
+            d.math = CG_MATH_EXACT;
+            exact = true;
+            rb = measure(&d, &ac, base, NULL, timeout_ms, why, sizeof why);
+        }
         /* random schedules */
         result rr = { INFINITY, 0 };
         space_opts so = { &t, true };
@@ -223,6 +239,7 @@ int main(int argc, char **argv) {
                 autotune_opts ao;
                 autotune_opts_default(&ao);
                 ao.measure.device = devname;
+                ao.measure.math = d.math;
                 ao.measure.jobs = jobs;
                 ao.measure.timeout_ms = timeout_ms;
                 ao.measure.log = NULL;
@@ -260,6 +277,7 @@ int main(int argc, char **argv) {
             if (best.speedup > 0) snprintf(fl, sizeof fl, "%.4g ms; best %.2fx it", fms, best.ms / fms);
             else snprintf(fl, sizeof fl, "%.4g ms", fms);
         }
+        if (exact) printf("    (%s: fast math changes the result beyond its tolerance; exact code timed)\n", names[ai]);
         printf("%-15s%s %6d | %-18s | %-18s | %-18s | %-18s | %-18s | %8.2f | %s\n", names[ai], held || !wdir ? " " : "*",
                ac.stages, cb, cr, co, ck, ca, search_s, fl);
         if (rb.speedup <= 0 || ro.speedup <= 0) printf("    (%s)\n", why);
