@@ -95,6 +95,7 @@ struct search_ctx {
     space_opts so;
     nest_ctx *nx;
     feat_ctx *fx;
+    space_tilings *tilings;       /* the legal tilings of each stage, kept */
     hmap memo;                    /* depth-3 hash -> cost, secondary */
     ir_arena *keep;               /* frozen records */
     const sched_func **frozen;    /* [fid]: the decision kept, NULL = free */
@@ -125,6 +126,7 @@ search_ctx *search_new(const sc_pipeline *p, const bounds_result *b, const searc
     }
     c->nx = nest_ctx_new(p, b);
     c->fx = feat_ctx_new(p, b);
+    c->tilings = space_tilings_new(p, b, &c->so);
     hmap_init(&c->memo, 1 << 12);
     c->keep = ir_arena_new();
     c->frozen = ir_alloc(c->keep, sizeof *c->frozen * (size_t)(p->funcs.n ? p->funcs.n : 1));
@@ -135,6 +137,7 @@ void search_free(search_ctx *c) {
     if (!c) return;
     nest_ctx_free(c->nx);
     feat_ctx_free(c->fx);
+    space_tilings_free(c->tilings);
     hmap_free(&c->memo);
     ir_arena_free(c->keep);
     free(c);
@@ -392,38 +395,30 @@ static int draw(space_rng *rng, int n, const bool *keep, int *idx) {
 
 /* The tiling children of parent (phase b of fid).  A tiling never
  * changes the hash at depth <= 2 (sched_hash), so they are one bucket:
- * the enumerator is only stepped through (space_enum_skip), their tiles
- * noted, and only the drawn ones become states. */
-static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node *parent, space_rng *rng,
+ * their tiles come from the stage's list (space_tilings_of, the same
+ * tilings in the enumerator's order) and only the drawn ones become
+ * states. */
+static int expand_tilings(search_ctx *c, ir_arena *a, legal_ctx *x, int fid, const node *parent, space_rng *rng,
                           reps *out, char *err, size_t errlen) {
-    int fid = e->fid, n = 0, cap = 64;
     const sched_func *fz0 = c->frozen[fid], *pf0 = parent->s->f[fid];
     if (fz0 && fz0->loc == pf0->loc && fz0->at == pf0->at) {
         /* a frozen tiling that is still legal is the only child: no need
          * to step through the others */
         int st = pf0->nstages - pf0->pending;
-        if (legal_tile(e->x, parent->s, fid, st, pf0->loc, pf0->at, &fz0->tile[st], NULL, 0) == 0) {
+        if (legal_tile(x, parent->s, fid, st, pf0->loc, pf0->at, &fz0->tile[st], NULL, 0) == 0) {
             sched_state *ch = sched_state_copy(a, parent->s);
             sched_func *sf = sched_func_copy(a, pf0);
             sf->tile[st] = fz0->tile[st];
             sf->pending--;
-            legal_inherit(e->x, sf, pf0);
+            legal_inherit(x, sf, pf0);
             ch->f[fid] = sf;
             c->st.enumerated++;
             if (pass_on(c, parent, ch, out)) return 0;
             return take_bucket(c, parent, fid, &ch, 1, 1, out, err, errlen);
         }
     }
-    sched_tile *tiles = malloc(sizeof *tiles * (size_t)cap);
-    if (!tiles) abort();
-    while (space_enum_skip(e)) {
-        if (n == cap) {
-            cap *= 2;
-            tiles = realloc(tiles, sizeof *tiles * (size_t)cap);
-            if (!tiles) abort();
-        }
-        tiles[n++] = e->cur;
-    }
+    const sched_tile *tiles;
+    int n = space_tilings_of(c->tilings, x, parent->s, fid, &tiles);
     c->st.enumerated += n;
     assert(n > 0);
     bool *keep = malloc((size_t)n);
@@ -447,10 +442,9 @@ static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node 
         sched_func *sf = sched_func_copy(a, pf);
         sf->tile[st] = tiles[idx[0]];
         sf->pending--;
-        legal_inherit(e->x, sf, pf);
+        legal_inherit(x, sf, pf);
         ch->f[fid] = sf;
         if (pass_on(c, parent, ch, out)) {
-            free(tiles);
             free(keep);
             free(idx);
             free(drawn);
@@ -462,12 +456,11 @@ static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node 
         sched_func *sf = sched_func_copy(a, pf);
         sf->tile[st] = tiles[idx[t]];
         sf->pending--;
-        legal_inherit(e->x, sf, pf);
+        legal_inherit(x, sf, pf);
         ch->f[fid] = sf;
         drawn[t] = ch;
     }
     int rc = take_bucket(c, parent, fid, drawn, k, m, out, err, errlen);
-    free(tiles);
     free(keep);
     free(idx);
     free(drawn);
@@ -479,10 +472,12 @@ static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node 
  * found).  0, or -1 with err. */
 static int expand(search_ctx *c, ir_arena *a, legal_ctx *x, const node *parent, int pass, space_rng *rng,
                   reps *out, char *err, size_t errlen) {
-    space_enum e;
-    int fid = space_enum_begin(&e, a, x, c->p, c->b, parent->s, &c->so);
+    bool tiling;
+    int fid = space_next(c->p, parent->s, &tiling);
     assert(fid >= 0);
-    if (e.tiling) return expand_tilings(c, a, &e, parent, rng, out, err, errlen);
+    if (tiling) return expand_tilings(c, a, x, fid, parent, rng, out, err, errlen);
+    space_enum e;
+    space_enum_begin(&e, a, x, c->p, c->b, parent->s, &c->so);
     /* locations: a handful of children */
     sched_state *all[8];
     int n = 0;
