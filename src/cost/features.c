@@ -129,6 +129,18 @@ typedef struct warp_entry {
     feat_warp_cost cost;
 } warp_entry;
 
+/* The Funcs fused into the stages of one root Func, for one key (their
+ * decisions and accesses, stage by stage), interned: a kernel's key holds
+ * its entry's address, so that the kernels of a Func of many stages do
+ * not each repeat (and hash, and compare) what all of them share. */
+#define PART_TABLE 1024
+typedef struct part_entry {
+    struct part_entry *next;
+    uint64_t h;
+    int nkey;
+    uintptr_t *key;
+} part_entry;
+
 /* The rows of the stages of one kernel, for one key (feat_ctx_new's
  * comment in features.h: the kernel's decisions and inlined accesses). */
 typedef struct row_entry {
@@ -154,11 +166,15 @@ struct feat_ctx {
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
     row_entry *rtab[ROW_TABLE];
+    part_entry *ptab[PART_TABLE];
+    part_entry **fpart;               /* [func id] its fused part, this call's when */
+    int *fstamp;                      /* [func id] == callno */
     warp_entry *wtab[WARP_TABLE];
     feat_warp_pool *pool;             /* lane patterns, across calls */
     double *wkey;                     /* scratch for a warp key */
     int wkeycap;
     bool no_row_cache;
+    uint64_t last_key;                /* the last feat_row.key given */
     size_t bytes, limit;              /* held by both caches; the limit */
     target tgt;                       /* the rows' target */
     bool have_tgt;
@@ -817,6 +833,14 @@ static void flush_rows(feat_ctx *x) {
         }
         x->rtab[i] = NULL;
     }
+    for (int i = 0; i < PART_TABLE; i++) {
+        for (part_entry *e = x->ptab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->key);
+            free(e);
+        }
+        x->ptab[i] = NULL;
+    }
 }
 
 static void flush_accesses(feat_ctx *x) {
@@ -921,6 +945,45 @@ static uint64_t key_hash(const uintptr_t *k, int n) {
     return h ^ (h >> 29);
 }
 
+/* The interned fused part of root Func r (part_entry): the Funcs fused
+ * into each of its stages, behind a separator per stage; made once per
+ * call.  NULL with *oom when out of memory. */
+static part_entry *fused_part(ctx *c, const sc_func *r, bool *oom) {
+    feat_ctx *x = c->x;
+    if (x->fstamp[r->id] == x->callno) return x->fpart[r->id];
+    int nkey = 0;
+    for (int rs = 0; rs < r->nstages; rs++) {
+        int slot = x->slot[r->id] + rs;
+        if (x->head[slot] < 0) continue;                       /* nothing fused into this stage */
+        if (!key_room(x, nkey, 1)) { *oom = true; return NULL; }
+        x->key[nkey++] = (uintptr_t)-1 - (uintptr_t)rs;     /* a separator */
+        for (int m = x->head[slot]; m >= 0; m = x->nextm[m]) {
+            nkey = key_func(c, nkey, func_at(c->p, m), -1);
+            if (nkey < 0) { *oom = true; return NULL; }
+        }
+    }
+    uint64_t h = key_hash(x->key, nkey);
+    part_entry **b = &x->ptab[h % PART_TABLE], *e = NULL;
+    for (e = *b; e; e = e->next)
+        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey)) break;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)(nkey ? nkey : 1)))) {
+            free(e);
+            *oom = true;
+            return NULL;
+        }
+        memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+        e->h = h;
+        e->nkey = nkey;
+        e->next = *b;
+        *b = e;
+        x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
+    }
+    x->fstamp[r->id] = x->callno;
+    return x->fpart[r->id] = e;
+}
+
 /* The cache entry of the kernel whose root stage is slot ks (found or
  * added), or NULL when it cannot be cached.  -1 in *oom when out of memory. */
 static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
@@ -930,23 +993,19 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     if (x->kstamp[ks] == x->callno) return x->kent[ks];
     x->kstamp[ks] = x->callno;
     x->kent[ks] = NULL;
-    int nkey = key_func(c, 0, r, kn->stage);
-    if (nkey < 0) { *oom = true; return NULL; }
     if (reads_outside(c, &c->fp[r->id].st[kn->stage], ks)) return NULL;
+    for (int m = x->head[ks]; m >= 0; m = x->nextm[m]) {
+        const sc_func *g = func_at(c->p, m);
+        for (int st = 0; st < g->nstages; st++)
+            if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
+    }
     /* the Funcs fused into every stage of r, not only this one: a root
      * stage's working_set_at_thread counts the THREAD Funcs of all of r */
-    for (int rs = 0; rs < r->nstages; rs++) {
-        int slot = x->slot[r->id] + rs;
-        if (!key_room(x, nkey, 1)) { *oom = true; return NULL; }
-        x->key[nkey++] = (uintptr_t)-1 - (uintptr_t)rs;     /* a separator */
-        for (int m = x->head[slot]; m >= 0; m = x->nextm[m]) {
-            const sc_func *g = func_at(c->p, m);
-            nkey = key_func(c, nkey, g, -1);
-            if (nkey < 0) { *oom = true; return NULL; }
-            for (int st = 0; slot == ks && st < g->nstages; st++)
-                if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
-        }
-    }
+    const part_entry *part = fused_part(c, r, oom);
+    if (!part) return NULL;
+    int nkey = key_func(c, 0, r, kn->stage);
+    if (nkey < 0 || !key_room(x, nkey, 1)) { *oom = true; return NULL; }
+    x->key[nkey++] = (uintptr_t)part;
     uint64_t h = key_hash(x->key, nkey);
     row_entry **b = &x->rtab[h % ROW_TABLE];
     for (row_entry *e = *b; e; e = e->next)
@@ -987,6 +1046,7 @@ static int cached_row(ctx *c, const target *t, const sc_func *f, int st, feat_ro
         }
     x->stats.row_misses++;
     if (fill_row(c, t, f, st, row)) return -1;
+    row->key = ++x->last_key;
     if (e->nrows == e->cap) {
         int cap = e->cap ? 2 * e->cap : 2;
         feat_row *rows = realloc(e->rows, sizeof *rows * (size_t)cap);
@@ -1056,12 +1116,14 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->head = calloc((size_t)x->nslots + 1, sizeof *x->head);
     x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
+    x->fpart = calloc((size_t)x->n + 1, sizeof *x->fpart);
+    x->fstamp = calloc((size_t)x->n + 1, sizeof *x->fstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
     x->pool = feat_warp_pool_new();
     x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
     x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
-              x->head && x->kent && x->kstamp && x->nextm && x->pool && x->fps && x->pics;
+              x->head && x->kent && x->kstamp && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1099,6 +1161,8 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->head);
     free(x->kent);
     free(x->kstamp);
+    free(x->fpart);
+    free(x->fstamp);
     free(x->nextm);
     for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);
     free(x->callees);

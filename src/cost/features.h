@@ -143,6 +143,11 @@ int feat_index(const char *name);
 typedef struct {
     int func, stage;                  /* sc_func.id and stage */
     sched_loc loc;
+    /* 0, or the name the feat_ctx gave this row's content when it cached
+     * it: two rows of one feat_ctx with the same nonzero key are equal
+     * (never reused, flushes included), so a consumer may remember what
+     * it computed of a row by its key (cost_memo, costmodel.h). */
+    uint64_t key;
     double v[FEAT_COUNT];
 } feat_row;
 

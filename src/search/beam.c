@@ -96,6 +96,8 @@ struct search_ctx {
     nest_ctx *nx;
     feat_ctx *fx;
     space_tilings *tilings;       /* the legal tilings of each stage, kept */
+    cost_memo *parts;             /* the model's part of each feature row costed, by key */
+    int64_t flushes;              /* of fx, when parts was last cleared */
     hmap memo;                    /* depth-3 hash -> cost, secondary */
     ir_arena *keep;               /* frozen records */
     const sched_func **frozen;    /* [fid]: the decision kept, NULL = free */
@@ -127,6 +129,7 @@ search_ctx *search_new(const sc_pipeline *p, const bounds_result *b, const searc
     c->nx = nest_ctx_new(p, b);
     c->fx = feat_ctx_new(p, b);
     c->tilings = space_tilings_new(p, b, &c->so);
+    c->parts = cost_memo_new();
     hmap_init(&c->memo, 1 << 12);
     c->keep = ir_arena_new();
     c->frozen = ir_alloc(c->keep, sizeof *c->frozen * (size_t)(p->funcs.n ? p->funcs.n : 1));
@@ -138,6 +141,7 @@ void search_free(search_ctx *c) {
     nest_ctx_free(c->nx);
     feat_ctx_free(c->fx);
     space_tilings_free(c->tilings);
+    cost_memo_free(c->parts);
     hmap_free(&c->memo);
     ir_arena_free(c->keep);
     free(c);
@@ -540,7 +544,14 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
     if (n) {
         c->st.predict_calls++;
         c->st.costed += n;
-        rc = cost_predict(c->o.model, n, fs, ms, err, errlen);
+        /* the rows' keys die with a flush of the feature cache: their
+         * parts can go too */
+        int64_t fl = feat_ctx_stats(c->fx).flushes;
+        if (fl != c->flushes) {
+            cost_memo_clear(c->parts);
+            c->flushes = fl;
+        }
+        rc = cost_predict_memo(c->o.model, c->parts, n, fs, ms, err, errlen);
         for (int j = 0; rc == 0 && j < n; j++) {
             double v = ms[j];
             if (!(v >= 0) || isinf(v)) v = 1e300;    /* NaN or absurd: last, but still a state */
