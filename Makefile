@@ -15,7 +15,7 @@ TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train clean
 all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest \
-     $(BUILD)/bench_costmodel
+     $(BUILD)/bench_costmodel $(BUILD)/bench_oneshot
 
 deps:
 	@bash scripts/install-deps.sh
@@ -52,6 +52,9 @@ $(BUILD)/bench_nest: bench/bench_nest.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/bench_costmodel: bench/bench_costmodel.c $(BUILD)/libstagecraft.a
+	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
+
+$(BUILD)/bench_oneshot: bench/bench_oneshot.c $(BUILD)/libstagecraft.a
 	$(CC) $(CFLAGS) $< $(BUILD)/libstagecraft.a $(LDLIBS) -o $@
 
 $(BUILD)/example_blur: examples/blur.c $(BUILD)/libstagecraft.a
