@@ -165,7 +165,8 @@ struct feat_ctx {
     acc_entry *table[ACC_TABLE];
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
-    row_entry *rtab[ROW_TABLE];
+    row_entry **rtab;                 /* chained, rcap buckets (a power of two), grown with rn */
+    size_t rcap, rn;
     part_entry *ptab[PART_TABLE];
     part_entry **fpart;               /* [func id] its fused part, this call's when */
     int *fstamp;                      /* [func id] == callno */
@@ -824,7 +825,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
 /* ---- the row cache ------------------------------------------------------------ */
 
 static void flush_rows(feat_ctx *x) {
-    for (int i = 0; i < ROW_TABLE; i++) {
+    for (size_t i = 0; x->rtab && i < x->rcap; i++) {
         for (row_entry *e = x->rtab[i], *next; e; e = next) {
             next = e->next;
             free(e->rows);
@@ -833,6 +834,7 @@ static void flush_rows(feat_ctx *x) {
         }
         x->rtab[i] = NULL;
     }
+    x->rn = 0;
     for (int i = 0; i < PART_TABLE; i++) {
         for (part_entry *e = x->ptab[i], *next; e; e = next) {
             next = e->next;
@@ -945,6 +947,25 @@ static uint64_t key_hash(const uintptr_t *k, int n) {
     return h ^ (h >> 29);
 }
 
+/* Doubles the row table (chains of one entry on average: a search caches
+ * hundreds of thousands of kernels); keeps the old one when out of
+ * memory. */
+static void grow_rows(feat_ctx *x) {
+    size_t cap = 2 * x->rcap;
+    row_entry **t = calloc(cap, sizeof *t);
+    if (!t) return;
+    for (size_t i = 0; i < x->rcap; i++)
+        for (row_entry *e = x->rtab[i], *next; e; e = next) {
+            next = e->next;
+            e->next = t[e->h & (cap - 1)];
+            t[e->h & (cap - 1)] = e;
+        }
+    x->bytes += sizeof *t * (cap - x->rcap);
+    free(x->rtab);
+    x->rtab = t;
+    x->rcap = cap;
+}
+
 /* The interned fused part of root Func r (part_entry): the Funcs fused
  * into each of its stages, behind a separator per stage; made once per
  * call.  NULL with *oom when out of memory. */
@@ -1007,7 +1028,7 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     if (nkey < 0 || !key_room(x, nkey, 1)) { *oom = true; return NULL; }
     x->key[nkey++] = (uintptr_t)part;
     uint64_t h = key_hash(x->key, nkey);
-    row_entry **b = &x->rtab[h % ROW_TABLE];
+    row_entry **b = &x->rtab[h & (x->rcap - 1)];
     for (row_entry *e = *b; e; e = e->next)
         if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))
             return x->kent[ks] = e;
@@ -1023,6 +1044,7 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     e->next = *b;
     *b = e;
     x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
+    if (++x->rn > x->rcap) grow_rows(x);
     return x->kent[ks] = e;
 }
 
@@ -1117,13 +1139,15 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
     x->fpart = calloc((size_t)x->n + 1, sizeof *x->fpart);
+    x->rcap = ROW_TABLE;
+    x->rtab = calloc(x->rcap, sizeof *x->rtab);
     x->fstamp = calloc((size_t)x->n + 1, sizeof *x->fstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
     x->pool = feat_warp_pool_new();
     x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
     x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
-              x->head && x->kent && x->kstamp && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
+              x->head && x->kent && x->kstamp && x->rtab && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1162,6 +1186,7 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->kent);
     free(x->kstamp);
     free(x->fpart);
+    free(x->rtab);
     free(x->fstamp);
     free(x->nextm);
     for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);

@@ -85,7 +85,8 @@ struct nest_ctx {
     int *ndirect;                  /* [fid] distinct Funcs called, any stage */
     int **direct;
     sexpr *etab[TABLE];
-    kentry *ktab[TABLE];
+    kentry **ktab;                 /* chained, kcap buckets (a power of two), grown with kn */
+    size_t kcap, kn;
     nest_stats stats;
     bool no_kernel_cache;
     fusion_graph *graph;           /* the consumer graph and the fusion rules */
@@ -119,6 +120,8 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->b = b;
     x->arena = ir_arena_new();
     x->karena = ir_arena_new();
+    x->kcap = TABLE;
+    x->ktab = base_calloc(x->kcap, sizeof *x->ktab);
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
     x->ndirect = base_calloc(n, sizeof(int));
@@ -167,6 +170,7 @@ void nest_ctx_free(nest_ctx *x) {
     if (!x) return;
     ir_arena_free(x->arena);
     ir_arena_free(x->karena);
+    free(x->ktab);
     free(x->ndirect);
     free(x->direct);
     free(x->mark);
@@ -185,7 +189,8 @@ void nest_ctx_cache_kernels(nest_ctx *x, bool on) { x->no_kernel_cache = !on; }
 void nest_ctx_flush(nest_ctx *x) {
     ir_arena_free(x->karena);
     x->karena = ir_arena_new();
-    memset(x->ktab, 0, sizeof x->ktab);
+    memset(x->ktab, 0, sizeof *x->ktab * x->kcap);
+    x->kn = 0;
 }
 
 static bool is_inline(const sched_state *s, int id) {
@@ -1155,7 +1160,7 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
             nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i], -1);
         }
     uint64_t h = key_hash(key, nkey);
-    for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h % TABLE]; e; e = e->next)
+    for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h & (x->kcap - 1)]; e; e = e->next)
         if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(uintptr_t) * (size_t)nkey)) {
             x->stats.kernel_hits++;
             return e;
@@ -1198,8 +1203,24 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
                 finish_stage((nest_stage *)ke->mem[i].stages[s], ke->k.nblocks, false);
     }
     if (!x->no_kernel_cache) {
-        ke->next = x->ktab[h % TABLE];
-        x->ktab[h % TABLE] = ke;
+        if (x->kn >= x->kcap) {
+            /* chains of one entry on average: a search caches hundreds
+             * of thousands of kernels */
+            size_t cap = 2 * x->kcap;
+            kentry **t = base_calloc(cap, sizeof *t);
+            for (size_t i = 0; i < x->kcap; i++)
+                for (kentry *e = x->ktab[i], *next; e; e = next) {
+                    next = e->next;
+                    e->next = t[e->h & (cap - 1)];
+                    t[e->h & (cap - 1)] = e;
+                }
+            free(x->ktab);
+            x->ktab = t;
+            x->kcap = cap;
+        }
+        ke->next = x->ktab[h & (x->kcap - 1)];
+        x->ktab[h & (x->kcap - 1)] = ke;
+        x->kn++;
     }
     return ke;
 }
