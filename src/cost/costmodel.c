@@ -217,15 +217,24 @@ typedef struct {
     double part;                  /* NAN: being costed in this call */
 } memo_slot;
 
+/* Keys are handed out in sequence (feat_row.key), so key mod FRONT maps
+ * the keys of a few thousand recent kernels to distinct slots of a small
+ * direct-mapped table in front of the big one: a search's states share
+ * most of their rows, and finding them there spares a cache miss each. */
+#define FRONT 8192
+
 struct cost_memo {
     memo_slot *s;
     size_t cap, n;
+    memo_slot front[FRONT];       /* copies of entries with their part */
     cost_memo_stats st;
     /* a call's scratch */
     const feat_row **rows;
     double *parts;
     size_t rcap;
 };
+
+static memo_slot *memo_at(const cost_memo *c, uint64_t key);
 
 cost_memo *cost_memo_new(void) {
     cost_memo *c = base_calloc(1, sizeof *c);
@@ -244,7 +253,17 @@ void cost_memo_free(cost_memo *c) {
 
 void cost_memo_clear(cost_memo *c) {
     memset(c->s, 0, c->cap * sizeof *c->s);
+    memset(c->front, 0, sizeof c->front);
     c->n = 0;
+}
+
+/* The part of key, or NAN when it is not known (yet). */
+static double memo_part(cost_memo *c, uint64_t key) {
+    memo_slot *f = &c->front[key & (FRONT - 1)];
+    if (f->key == key) return f->part;
+    const memo_slot *sl = memo_at(c, key);
+    if (sl->key && !isnan(sl->part)) *f = *sl;
+    return sl->key ? sl->part : NAN;
 }
 
 cost_memo_stats cost_memo_get_stats(const cost_memo *c) {
@@ -304,8 +323,8 @@ int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_result *
                 memo_push(memo, todo++, row);
                 continue;
             }
-            if (memo_at(memo, row->key)->key) {
-                memo->st.hits++;
+            if (!isnan(memo_part(memo, row->key)) || memo_at(memo, row->key)->key) {
+                memo->st.hits++;          /* known, or costed in this call */
                 continue;
             }
             memo->st.misses++;
@@ -329,7 +348,7 @@ int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_result *
                 while (memo->rows[u]->key) u++;
                 sum += memo->parts[u++];
             } else {
-                sum += memo_at(memo, row->key)->part;
+                sum += memo_part(memo, row->key);
             }
         }
         ms[i] = m->ops->finish(m, sum);

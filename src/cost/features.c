@@ -152,6 +152,16 @@ typedef struct row_entry {
     feat_row *rows;
 } row_entry;
 
+/* The key a kernel slot had in the last call that looked it up, and its
+ * entry: siblings in a search differ in one or two kernels, so most
+ * slots find their key unchanged here, in memory the call keeps hot,
+ * instead of in the table. */
+typedef struct {
+    uintptr_t *key;
+    int nkey, cap;
+    row_entry *e;                     /* NULL: none (flush_rows) */
+} slot_last;
+
 struct feat_ctx {
     const sc_pipeline *p;
     const bounds_result *b;
@@ -185,6 +195,7 @@ struct feat_ctx {
     int keycap;
     int *head, *nextm;                /* [slot] first member, [func id] next */
     row_entry **kent;                 /* [slot] the kernel's entry (NULL: uncached) */
+    slot_last *last;                  /* [slot] */
     int *kstamp;                      /* [slot] == callno: kent is this call's */
     func_pic *fps;                    /* [func id] a call's pictures */
     stage_pic *pics;                  /* [slot] */
@@ -835,6 +846,7 @@ static void flush_rows(feat_ctx *x) {
         x->rtab[i] = NULL;
     }
     x->rn = 0;
+    for (int i = 0; x->last && i < x->nslots; i++) x->last[i].e = NULL;
     for (int i = 0; i < PART_TABLE; i++) {
         for (part_entry *e = x->ptab[i], *next; e; e = next) {
             next = e->next;
@@ -938,6 +950,14 @@ static bool reads_outside(const ctx *c, const stage_pic *sp, int ks) {
     return false;
 }
 
+/* Keys are a few dozen words: compared inline, not through memcmp (whose
+ * call, for keys this short, cost more than the comparison). */
+static inline bool same_words(const uintptr_t *a, const uintptr_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
 static uint64_t key_hash(const uintptr_t *k, int n) {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < n; i++) {
@@ -1005,6 +1025,8 @@ static part_entry *fused_part(ctx *c, const sc_func *r, bool *oom) {
     return x->fpart[r->id] = e;
 }
 
+static row_entry *find_kernel(feat_ctx *x, int nkey);
+
 /* The cache entry of the kernel whose root stage is slot ks (found or
  * added), or NULL when it cannot be cached.  -1 in *oom when out of memory. */
 static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
@@ -1027,15 +1049,36 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     int nkey = key_func(c, 0, r, kn->stage);
     if (nkey < 0 || !key_room(x, nkey, 1)) { *oom = true; return NULL; }
     x->key[nkey++] = (uintptr_t)part;
+    slot_last *l = &x->last[ks];
+    if (l->e && l->nkey == nkey && same_words(l->key, x->key, nkey))
+        return x->kent[ks] = l->e;
+    row_entry *e = find_kernel(x, nkey);
+    if (!e) {
+        *oom = true;
+        return NULL;
+    }
+    if (l->cap < nkey) {
+        uintptr_t *k = realloc(l->key, sizeof *k * (size_t)nkey);
+        if (!k) return x->kent[ks] = e;        /* not remembered; the entry is right */
+        l->key = k;
+        l->cap = nkey;
+    }
+    memcpy(l->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+    l->nkey = nkey;
+    l->e = e;
+    return x->kent[ks] = e;
+}
+
+/* The entry of the kernel key in x->key[0..nkey), found or added; NULL
+ * when out of memory. */
+static row_entry *find_kernel(feat_ctx *x, int nkey) {
     uint64_t h = key_hash(x->key, nkey);
     row_entry **b = &x->rtab[h & (x->rcap - 1)];
     for (row_entry *e = *b; e; e = e->next)
-        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))
-            return x->kent[ks] = e;
+        if (e->h == h && e->nkey == nkey && same_words(e->key, x->key, nkey)) return e;
     row_entry *e = calloc(1, sizeof *e);
     if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)nkey))) {
         free(e);
-        *oom = true;
         return NULL;
     }
     memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
@@ -1045,7 +1088,7 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     *b = e;
     x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
     if (++x->rn > x->rcap) grow_rows(x);
-    return x->kent[ks] = e;
+    return e;
 }
 
 /* Row (f, st) into *row: from its kernel's entry, or computed (and kept
@@ -1141,13 +1184,14 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->fpart = calloc((size_t)x->n + 1, sizeof *x->fpart);
     x->rcap = ROW_TABLE;
     x->rtab = calloc(x->rcap, sizeof *x->rtab);
+    x->last = calloc((size_t)x->nslots + 1, sizeof *x->last);
     x->fstamp = calloc((size_t)x->n + 1, sizeof *x->fstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
     x->pool = feat_warp_pool_new();
     x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
     x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
-              x->head && x->kent && x->kstamp && x->rtab && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
+              x->head && x->kent && x->kstamp && x->rtab && x->last && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1187,6 +1231,8 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->kstamp);
     free(x->fpart);
     free(x->rtab);
+    for (int i = 0; x->last && i < x->nslots; i++) free(x->last[i].key);
+    free(x->last);
     free(x->fstamp);
     free(x->nextm);
     for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);

@@ -1139,6 +1139,13 @@ static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, 
     return nkey;
 }
 
+/* Keys are a few dozen words: compared inline, not through memcmp. */
+static inline bool same_words(const uintptr_t *a, const uintptr_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
 static uint64_t key_hash(const uintptr_t *key, int n) {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
     for (int i = 0; i < n; i++) {
@@ -1161,7 +1168,7 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
         }
     uint64_t h = key_hash(key, nkey);
     for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h & (x->kcap - 1)]; e; e = e->next)
-        if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(uintptr_t) * (size_t)nkey)) {
+        if (e->h == h && e->nkey == nkey && same_words(e->key, key, nkey)) {
             x->stats.kernel_hits++;
             return e;
         }
