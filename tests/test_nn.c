@@ -4,7 +4,9 @@
  * determinism in the seed, the weights file (round trip and every kind of
  * bad file), the cost-model plug-in agreeing with the training code, and
  * the memo of row parts (cost_predict_memo) giving cost_predict's
- * predictions bit for bit on the states of random walks over apps.
+ * predictions bit for bit on the states of random walks over apps, from
+ * rows that point into the feature cache (feat_compute_refs) equal to
+ * the copied ones.
  * Data: random schedules of small pipelines, featurized for a100, with
  * times made up from a known formula of their cost terms.  Seconds.
  *
@@ -331,6 +333,8 @@ static void memo_app(const char *app, const nn_model *m) {
     ir_arena *a = ir_arena_new();
     enum { CAP = 600 };
     feat_result *fr = calloc(CAP, sizeof *fr);
+    feat_refs *refs = calloc(CAP, sizeof *refs);
+    feat_ctx_hold(fx, true);                  /* the refs stay valid to the end */
     int n = 0;
     bool same = true;
     for (uint64_t seed = 1; seed <= 6; seed++) {
@@ -344,7 +348,10 @@ static void memo_app(const char *app, const nn_model *m) {
             for (int j = 0; j < 3 && n < CAP; j++) {
                 const sched_state *c = ch.items[space_rand_below(&rng, k)];
                 nest *model = nest_build(nx, c, err, sizeof err);
-                if (model && feat_compute_ctx(fx, c, model, &A100, &fr[n], err, sizeof err) == 0) n++;
+                if (model && feat_compute_ctx(fx, c, model, &A100, &fr[n], err, sizeof err) == 0) {
+                    CHECK(feat_compute_refs(fx, c, model, &A100, &refs[n], err, sizeof err) == 0);
+                    n++;
+                }
                 nest_free(model);
             }
             s = ch.items[space_rand_below(&rng, k)];
@@ -354,10 +361,17 @@ static void memo_app(const char *app, const nn_model *m) {
     for (int i = 0; i < n; i += 7) {
         int q = n - i < 7 ? n - i : 7;
         const feat_result *fs[7];
+        const feat_refs *rs[7];
         double ms1[7], ms2[7];
-        for (int j = 0; j < q; j++) fs[j] = &fr[i + j];
+        for (int j = 0; j < q; j++) {
+            fs[j] = &fr[i + j];
+            rs[j] = &refs[i + j];
+            same &= refs[i + j].n == fr[i + j].n;
+            for (int r = 0; r < fr[i + j].n && r < refs[i + j].n; r++)
+                same &= !memcmp(refs[i + j].rows[r], &fr[i + j].rows[r], sizeof fr[i + j].rows[r]);
+        }
         CHECK(cost_predict(cm, q, fs, ms1, err, sizeof err) == 0);
-        CHECK(cost_predict_memo(cm, memo, q, fs, ms2, err, sizeof err) == 0);
+        CHECK(cost_predict_memo(cm, memo, q, rs, ms2, err, sizeof err) == 0);
         for (int j = 0; j < q; j++) same &= !memcmp(&ms1[j], &ms2[j], sizeof ms1[j]);
     }
     int nrows = 0;
@@ -379,8 +393,12 @@ static void memo_app(const char *app, const nn_model *m) {
                  "cost memo %s (%d states, %d rows, %lld parts found, %lld costed, %lld unkeyed)", app, n, nrows,
                  (long long)st.hits, (long long)st.misses, (long long)st.unkeyed);
     free(rows);
-    for (int i = 0; i < n; i++) feat_free(&fr[i]);
+    for (int i = 0; i < n; i++) {
+        feat_free(&fr[i]);
+        feat_refs_free(&refs[i]);
+    }
     free(fr);
+    free(refs);
     ir_arena_free(a);
     cost_memo_free(memo);
     cost_free(cm);

@@ -309,15 +309,34 @@ static void memo_push(cost_memo *c, size_t n, const feat_row *row) {
     c->rows[n] = row;
 }
 
-int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_result *const *feats, double *ms, char *err,
+/* cost_predict on copies of the rows, for a model that is not a sum over
+ * rows. */
+static int predict_copies(cost_model *m, int n, const feat_refs *const *feats, double *ms, char *err,
+                          size_t errlen) {
+    feat_result *fr = base_calloc((size_t)n + 1, sizeof *fr);
+    const feat_result **fs = base_calloc((size_t)n + 1, sizeof *fs);
+    for (int i = 0; i < n; i++) {
+        fr[i].rows = base_calloc((size_t)feats[i]->n + 1, sizeof *fr[i].rows);
+        for (int r = 0; r < feats[i]->n; r++) fr[i].rows[r] = *feats[i]->rows[r];
+        fr[i].n = feats[i]->n;
+        fs[i] = &fr[i];
+    }
+    int rc = cost_predict(m, n, fs, ms, err, errlen);
+    for (int i = 0; i < n; i++) free(fr[i].rows);
+    free(fr);
+    free(fs);
+    return rc;
+}
+
+int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_refs *const *feats, double *ms, char *err,
                       size_t errlen) {
-    if (!m->ops->row_parts || !m->ops->finish) return cost_predict(m, n, feats, ms, err, errlen);
+    if (!m->ops->row_parts || !m->ops->finish) return predict_copies(m, n, feats, ms, err, errlen);
     /* the rows to cost: every unkeyed row, and each keyed row not known
      * yet, once */
     size_t todo = 0;
     for (int i = 0; i < n; i++)
         for (int r = 0; r < feats[i]->n; r++) {
-            const feat_row *row = &feats[i]->rows[r];
+            const feat_row *row = feats[i]->rows[r];
             if (!row->key) {
                 memo->st.unkeyed++;
                 memo_push(memo, todo++, row);
@@ -343,7 +362,7 @@ int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_result *
     for (int i = 0; i < n; i++) {
         double sum = 0;
         for (int r = 0; r < feats[i]->n; r++) {
-            const feat_row *row = &feats[i]->rows[r];
+            const feat_row *row = feats[i]->rows[r];
             if (!row->key) {
                 while (memo->rows[u]->key) u++;
                 sum += memo->parts[u++];

@@ -74,7 +74,7 @@ typedef struct {
     size_t entries;
 } cost_memo_stats;
 cost_memo_stats cost_memo_get_stats(const cost_memo *c);
-int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_result *const *feats, double *ms, char *err,
+int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_refs *const *feats, double *ms, char *err,
                       size_t errlen);
 
 /* The learned model with a copy of weights w, for states featurized for

@@ -149,7 +149,7 @@ typedef struct row_entry {
     int nkey;
     uintptr_t *key;
     int nrows, cap;
-    feat_row *rows;
+    feat_row **rows;                  /* each its own allocation: feat_refs point at them */
 } row_entry;
 
 /* The key a kernel slot had in the last call that looked it up, and its
@@ -185,6 +185,7 @@ struct feat_ctx {
     double *wkey;                     /* scratch for a warp key */
     int wkeycap;
     bool no_row_cache;
+    bool hold;                        /* no flush at the start of a call (feat_ctx_hold) */
     uint64_t last_key;                /* the last feat_row.key given */
     size_t bytes, limit;              /* held by both caches; the limit */
     target tgt;                       /* the rows' target */
@@ -839,6 +840,7 @@ static void flush_rows(feat_ctx *x) {
     for (size_t i = 0; x->rtab && i < x->rcap; i++) {
         for (row_entry *e = x->rtab[i], *next; e; e = next) {
             next = e->next;
+            for (int r = 0; r < e->nrows; r++) free(e->rows[r]);
             free(e->rows);
             free(e->key);
             free(e);
@@ -1091,36 +1093,53 @@ static row_entry *find_kernel(feat_ctx *x, int nkey) {
     return e;
 }
 
-/* Row (f, st) into *row: from its kernel's entry, or computed (and kept
- * there). */
-static int cached_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
+/* Row (f, st): *out points at it in its kernel's entry, found or
+ * computed (and kept there); a row that cannot be kept is computed into
+ * *own (allocated on first need, room for `room` rows). */
+static int cached_row(ctx *c, const target *t, const sc_func *f, int st, const feat_row **out, feat_row **own,
+                      int *nown, int room) {
     feat_ctx *x = c->x;
     const nest_kernel *kn = c->fp[f->id].st[st].rec->kernel;
     bool oom = false;
     row_entry *e = x->no_row_cache ? NULL : kernel_entry(c, kn, &oom);
     if (oom) return fail(c, "out of memory", f);
-    if (!e) {
-        x->stats.uncached += !x->no_row_cache;
-        return fill_row(c, t, f, st, row);
-    }
-    for (int i = 0; i < e->nrows; i++)
-        if (e->rows[i].func == f->id && e->rows[i].stage == st) {
-            x->stats.row_hits++;
-            memcpy(row, &e->rows[i], sizeof *row);
-            return 0;
-        }
-    x->stats.row_misses++;
-    if (fill_row(c, t, f, st, row)) return -1;
-    row->key = ++x->last_key;
-    if (e->nrows == e->cap) {
+    if (e)
+        for (int i = 0; i < e->nrows; i++)
+            if (e->rows[i]->func == f->id && e->rows[i]->stage == st) {
+                x->stats.row_hits++;
+                *out = e->rows[i];
+                return 0;
+            }
+    feat_row *row = e ? malloc(sizeof *row) : NULL;
+    if (e && row && e->nrows == e->cap) {
         int cap = e->cap ? 2 * e->cap : 2;
-        feat_row *rows = realloc(e->rows, sizeof *rows * (size_t)cap);
-        if (!rows) return 0;     /* not kept; the row itself is right */
-        x->bytes += sizeof *rows * (size_t)(cap - e->cap);
-        e->rows = rows;
-        e->cap = cap;
+        feat_row **rows = realloc(e->rows, sizeof *rows * (size_t)cap);
+        if (rows) {
+            x->bytes += sizeof *rows * (size_t)(cap - e->cap);
+            e->rows = rows;
+            e->cap = cap;
+        }
     }
-    memcpy(&e->rows[e->nrows++], row, sizeof *row);
+    if (!row || e->nrows == e->cap) {
+        /* not kept (uncacheable, or out of memory): computed into own */
+        free(row);
+        row = NULL;
+        if (!*own && !(*own = malloc(sizeof **own * (size_t)room))) return fail(c, "out of memory", f);
+        if (e) e = NULL;
+        else x->stats.uncached += !x->no_row_cache;
+        if (fill_row(c, t, f, st, &(*own)[*nown])) return -1;
+        *out = &(*own)[(*nown)++];
+        return 0;
+    }
+    x->stats.row_misses++;
+    if (fill_row(c, t, f, st, row)) {
+        free(row);
+        return -1;
+    }
+    row->key = ++x->last_key;
+    e->rows[e->nrows++] = row;
+    x->bytes += sizeof *row;
+    *out = row;
     return 0;
 }
 
@@ -1247,8 +1266,17 @@ void feat_ctx_free(feat_ctx *x) {
     free(x);
 }
 
-int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
-                     char *err, size_t errlen) {
+void feat_ctx_hold(feat_ctx *x, bool hold) { x->hold = hold; }
+
+bool feat_ctx_trim(feat_ctx *x) {
+    if (x->bytes + feat_warp_pool_bytes(x->pool) <= x->limit) return false;
+    feat_ctx_flush(x);
+    x->stats.flushes++;
+    return true;
+}
+
+int feat_compute_refs(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_refs *out,
+                      char *err, size_t errlen) {
     char local[256];
     if (!err || !errlen) { err = local; errlen = sizeof local; }
     err[0] = 0;
@@ -1262,30 +1290,49 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
-    if (!rc && x->bytes + feat_warp_pool_bytes(x->pool) > x->limit) {
-        /* before anything of this call points into the caches */
-        feat_ctx_flush(x);
-        x->stats.flushes++;
-    }
+    /* before anything of this call points into the caches */
+    if (!rc && !x->hold) feat_ctx_trim(x);
     if (!rc) rc = build(&c);
     if (!rc) rc = prepare_cache(&c, t);
     int nrows = 0;
     for (int i = 0; !rc && i < p->funcs.n; i++)
         for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
-    if (!rc && nrows) {
-        out->rows = malloc(sizeof *out->rows * (size_t)nrows);   /* every row is written whole */
-        if (!out->rows) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        }
+    if (!rc && nrows && !(out->rows = malloc(sizeof *out->rows * (size_t)nrows))) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
     }
     for (int oi = p->order.n - 1; !rc && oi >= 0; oi--) {
         const sc_func *f = ir_order_at(p, oi);
         if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
         for (int st = 0; st < f->nstages && !rc; st++)
-            if (c.fp[f->id].st[st].rec) rc = cached_row(&c, t, f, st, &out->rows[out->n++]);
+            if (c.fp[f->id].st[st].rec)
+                rc = cached_row(&c, t, f, st, &out->rows[out->n++], &out->own, &out->nown, nrows);
     }
-    if (rc) feat_free(out);
+    if (rc) feat_refs_free(out);
+    return rc;
+}
+
+void feat_refs_free(feat_refs *r) {
+    free(r->rows);
+    free(r->own);
+    memset(r, 0, sizeof *r);
+}
+
+int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
+                     char *err, size_t errlen) {
+    feat_refs r;
+    memset(out, 0, sizeof *out);
+    int rc = feat_compute_refs(x, s, model, t, &r, err, errlen);
+    if (rc == 0 && r.n) {
+        out->rows = malloc(sizeof *out->rows * (size_t)r.n);
+        if (!out->rows) {
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+        for (int i = 0; rc == 0 && i < r.n; i++) memcpy(&out->rows[i], r.rows[i], sizeof out->rows[i]);
+        if (rc == 0) out->n = r.n;
+    }
+    feat_refs_free(&r);
     return rc;
 }
 

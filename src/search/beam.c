@@ -130,6 +130,7 @@ search_ctx *search_new(const sc_pipeline *p, const bounds_result *b, const searc
     c->fx = feat_ctx_new(p, b);
     c->tilings = space_tilings_new(p, b, &c->so);
     c->parts = cost_memo_new();
+    feat_ctx_hold(c->fx, true);           /* trimmed between steps (run_pass) */
     hmap_init(&c->memo, 1 << 12);
     c->keep = ir_arena_new();
     c->frozen = ir_alloc(c->keep, sizeof *c->frozen * (size_t)(p->funcs.n ? p->funcs.n : 1));
@@ -164,7 +165,8 @@ static sched_state *copy_state(ir_arena *a, const sc_pipeline *p, const sched_st
     return d;
 }
 
-/* Featurizes s with the ctx's caches.  0, or -1 with err. */
+/* Featurizes s with the ctx's caches, its rows copied.  0, or -1 with
+ * err. */
 static int featurize(search_ctx *c, const sched_state *s, feat_result *out, char *err, size_t errlen) {
     nest *m = nest_build(c->nx, s, err, errlen);
     if (!m) return -1;
@@ -173,13 +175,26 @@ static int featurize(search_ctx *c, const sched_state *s, feat_result *out, char
     return rc;
 }
 
+/* The same, the rows pointing into the cache (valid until the next
+ * feat_ctx_trim: the ctx holds fx). */
+static int featurize_refs(search_ctx *c, const sched_state *s, feat_refs *out, char *err, size_t errlen) {
+    nest *m = nest_build(c->nx, s, err, errlen);
+    if (!m) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    int rc = feat_compute_refs(c->fx, s, m, c->o.t, out, err, errlen);
+    nest_free(m);
+    return rc;
+}
+
 /* Whether the stages fid has in r waste more than the thresholds: the
  * idle-lane and idle-core figures of the cost terms (costmodel.c). */
-static bool is_secondary(const search_ctx *c, const feat_result *r, int fid) {
+static bool is_secondary(const search_ctx *c, const feat_refs *r, int fid) {
     const target *t = c->o.t;
     for (int i = 0; i < r->n; i++) {
-        if (r->rows[i].func != fid) continue;
-        const double *v = r->rows[i].v;
+        if (r->rows[i]->func != fid) continue;
+        const double *v = r->rows[i]->v;
         double lanes = v[FEAT_AT(FEAT_idle_lane_wastage)];
         double blocks = fmax(1.0, v[FEAT_AT(FEAT_num_blocks)]);
         double resident = (double)t->sm_count * fmax(1.0, v[FEAT_AT(FEAT_max_block_occupancy)] * t->max_blocks_per_sm);
@@ -247,7 +262,7 @@ typedef struct {
     sched_state *s;
     const node *parent;
     uint64_t key;                 /* depth-3 hash */
-    feat_result fr;               /* when featurized now */
+    feat_refs fr;                 /* when featurized now */
     bool secondary, fresh;
     bool forced;                  /* its parent's only child: not costed */
     double cost;
@@ -331,7 +346,7 @@ static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *
             r->secondary = m0->secondary;
             r->cost = m0->cost;
         } else {
-            if (featurize(c, r->s, &r->fr, err, errlen) != 0) {
+            if (featurize_refs(c, r->s, &r->fr, err, errlen) != 0) {
                 /* the model refuses a state the enumerator made (an internal
                  * disagreement): left out, counted, the search goes on */
                 out->n--;
@@ -352,7 +367,7 @@ static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *
         for (int t = first; t < out->n; t++) {
             if (out->v[t].secondary) {
                 c->st.secondary_skipped++;
-                if (out->v[t].fresh) feat_free(&out->v[t].fr);
+                if (out->v[t].fresh) feat_refs_free(&out->v[t].fr);
             } else {
                 out->v[w++] = out->v[t];
             }
@@ -519,7 +534,7 @@ static int expand(search_ctx *c, ir_arena *a, legal_ctx *x, const node *parent, 
 /* Costs every representative not memoized, in one batched call. */
 static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
     int n = 0;
-    const feat_result **fs = malloc(sizeof *fs * (size_t)(r->n ? r->n : 1));
+    const feat_refs **fs = malloc(sizeof *fs * (size_t)(r->n ? r->n : 1));
     int *idx = malloc(sizeof *idx * (size_t)(r->n ? r->n : 1));
     double *ms = malloc(sizeof *ms * (size_t)(r->n ? r->n : 1));
     if (!fs || !idx || !ms) abort();
@@ -532,7 +547,7 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
         if (!r->v[i].fresh) {
             /* memoized as featurized but never costed (it was a secondary
              * representative then): featurize it again */
-            int rc = featurize(c, r->v[i].s, &r->v[i].fr, err, errlen);
+            int rc = featurize_refs(c, r->v[i].s, &r->v[i].fr, err, errlen);
             if (rc != 0) { free(fs); free(idx); free(ms); return -1; }
             r->v[i].fresh = true;
             c->st.featurized++;
@@ -560,7 +575,7 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
         }
     }
     for (int i = 0; i < r->n; i++)
-        if (r->v[i].fresh) feat_free(&r->v[i].fr);
+        if (r->v[i].fresh) feat_refs_free(&r->v[i].fr);
     free(fs);
     free(idx);
     free(ms);
@@ -587,6 +602,7 @@ static int run_pass(search_ctx *c, ir_arena *a, int beam, int pass, space_rng *r
     while (rc == 0 && !*best) {
         hmap_clear(&seen);
         r.n = 0;
+        feat_ctx_trim(c->fx);             /* no representative's rows are held now */
         int expanded = 0;
         node *nd;
         while (rc == 0 && expanded < beam && (nd = heap_pop(&q))) {
@@ -609,7 +625,7 @@ static int run_pass(search_ctx *c, ir_arena *a, int beam, int pass, space_rng *r
             /* representatives featurized in this step before the pass
              * ended are not costed */
             for (int i = 0; i < r.n; i++)
-                if (r.v[i].fresh) feat_free(&r.v[i].fr);
+                if (r.v[i].fresh) feat_refs_free(&r.v[i].fr);
             break;
         }
         if (expanded == 0) break;                /* cannot happen: every state has a child */
