@@ -493,7 +493,10 @@ static uint64_t hash_words(const uint64_t *k, int n) {
         h ^= k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdull;
     }
-    return h ^ (h >> 29);
+    /* a finalizer: the tables take the low bits */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
 
 /* Everything feat_warp_access reads, as numbers (all exact in a double):
@@ -966,7 +969,10 @@ static uint64_t key_hash(const uintptr_t *k, int n) {
         h ^= (uint64_t)k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdull;
     }
-    return h ^ (h >> 29);
+    /* a finalizer: the tables take the low bits */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
 
 /* Doubles the row table (chains of one entry on average: a search caches

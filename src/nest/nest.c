@@ -1152,7 +1152,11 @@ static uint64_t key_hash(const uintptr_t *key, int n) {
         h ^= (uint64_t)key[i] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdULL;
     }
-    return h;
+    /* a finalizer: the table takes the low bits, and keys that differ
+     * only in high bits (a serial size, shifted up) must spread */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
 }
 
 /* The kernel of stage st of root r under s, from the cache or built. */
