@@ -72,6 +72,15 @@ typedef struct kentry {
     nest_func *mem;
 } kentry;
 
+/* The key a kernel (root Func, stage) had the last time it was looked
+ * up, and its entry: siblings in a search share most kernels, and this
+ * compare stays in memory the builds keep hot. */
+typedef struct {
+    uintptr_t *key;
+    int nkey, cap;
+    kentry *e;                     /* NULL: none */
+} klast;
+
 /* A stage's loops (ir_stage_loops), computed once. */
 typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } loops_info;
 
@@ -87,6 +96,8 @@ struct nest_ctx {
     sexpr *etab[TABLE];
     kentry **ktab;                 /* chained, kcap buckets (a power of two), grown with kn */
     size_t kcap, kn;
+    int *kslot;                    /* [fid] its stage 0's klast */
+    klast *last;
     nest_stats stats;
     bool no_kernel_cache;
     fusion_graph *graph;           /* the consumer graph and the fusion rules */
@@ -122,6 +133,9 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->karena = ir_arena_new();
     x->kcap = TABLE;
     x->ktab = base_calloc(x->kcap, sizeof *x->ktab);
+    x->kslot = base_calloc((size_t)p->funcs.n + 1, sizeof *x->kslot);
+    for (int i = 0; i < p->funcs.n; i++) x->kslot[i + 1] = x->kslot[i] + func_at(p, i)->nstages;
+    x->last = base_calloc((size_t)x->kslot[p->funcs.n] + 1, sizeof *x->last);
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
     x->ndirect = base_calloc(n, sizeof(int));
@@ -171,6 +185,9 @@ void nest_ctx_free(nest_ctx *x) {
     ir_arena_free(x->arena);
     ir_arena_free(x->karena);
     free(x->ktab);
+    for (int i = 0; i < x->kslot[x->n]; i++) free(x->last[i].key);
+    free(x->last);
+    free(x->kslot);
     free(x->ndirect);
     free(x->direct);
     free(x->mark);
@@ -191,6 +208,7 @@ void nest_ctx_flush(nest_ctx *x) {
     x->karena = ir_arena_new();
     memset(x->ktab, 0, sizeof *x->ktab * x->kcap);
     x->kn = 0;
+    for (int i = 0; i < x->kslot[x->n]; i++) x->last[i].e = NULL;
 }
 
 static bool is_inline(const sched_state *s, int id) {
@@ -490,6 +508,7 @@ typedef struct {
     int *cstage;                   /* fused: the stage of its `at` it is computed in */
     int *root, *kstage;            /* fused: the root of its chain and its stage */
     int *owner, *ostage;           /* fused: the stage whose group it is in (lower.c) */
+    int *first, *next_mem;         /* [root fid] its first fused Func, [fid] the next: id order */
     org *fmin, *bmin;              /* [fid * SC_MAX_DIMS]: footprint per realization, */
     int64_t *fext, *bext;          /* and per block of the kernel */
     char *err;
@@ -1159,17 +1178,44 @@ static uint64_t key_hash(const uintptr_t *key, int n) {
     return h ^ (h >> 33);
 }
 
+static kentry *find_kernel(build *w, const sc_func *r, int st, const uintptr_t *key, int nkey, const int *mem_ids,
+                           int nmem);
+
 /* The kernel of stage st of root r under s, from the cache or built. */
 static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int *mem_ids) {
     nest_ctx *x = w->x;
     int nkey = 0, nmem = 0;
     key[nkey++] = (uintptr_t)st;
     nkey = key_decision(key, nkey, r->id, w->s->f[r->id], w->se[r->id], st);
-    for (int i = 0; i < x->n; i++)
-        if (w->root[i] == r->id && w->kstage[i] == st) {
+    /* the members, in id order (w->first / w->next_mem) */
+    for (int i = w->first[r->id]; i >= 0; i = w->next_mem[i])
+        if (w->kstage[i] == st) {
             mem_ids[nmem++] = i;
             nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i], -1);
         }
+    klast *l = x->no_kernel_cache ? NULL : &x->last[x->kslot[r->id] + st];
+    if (l && l->e && l->nkey == nkey && same_words(l->key, key, nkey)) {
+        x->stats.kernel_hits++;
+        return l->e;
+    }
+    kentry *ke = find_kernel(w, r, st, key, nkey, mem_ids, nmem);
+    if (l && ke) {
+        if (l->cap < nkey) {
+            l->key = base_realloc(l->key, sizeof *l->key * (size_t)nkey);
+            l->cap = nkey;
+        }
+        memcpy(l->key, key, sizeof *key * (size_t)nkey);
+        l->nkey = nkey;
+        l->e = ke;
+    }
+    return ke;
+}
+
+/* The kernel of key (nkey words; the members mem_ids), from the table or
+ * built (and added to it). */
+static kentry *find_kernel(build *w, const sc_func *r, int st, const uintptr_t *key, int nkey, const int *mem_ids,
+                           int nmem) {
+    nest_ctx *x = w->x;
     uint64_t h = key_hash(key, nkey);
     for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h & (x->kcap - 1)]; e; e = e->next)
         if (e->h == h && e->nkey == nkey && same_words(e->key, key, nkey)) {
@@ -1292,7 +1338,9 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
     w.se = base_calloc(nn, sizeof(sexpr *));
-    int *ints = base_calloc(6 * nn, sizeof(int));
+    int *ints = base_calloc(8 * nn, sizeof(int));
+    w.first = ints + 6 * nn;
+    w.next_mem = ints + 7 * nn;
     w.cstage = ints + nn;
     w.root = ints + 2 * nn;
     w.kstage = ints + 3 * nn;
@@ -1341,6 +1389,13 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         while (s->f[s->f[h]->at]->loc == sf->loc) h = s->f[h]->at;
         w.owner[i] = s->f[h]->at;
         w.ostage[i] = w.cstage[h];
+    }
+    for (int i = 0; i < n; i++) w.first[i] = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        w.next_mem[i] = -1;
+        if (w.root[i] < 0) continue;
+        w.next_mem[i] = w.first[w.root[i]];
+        w.first[w.root[i]] = i;
     }
     out = base_calloc(1, sizeof *out);
     out->own_arena = own;
