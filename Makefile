@@ -15,7 +15,7 @@ TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train clean
 all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest \
-     $(BUILD)/bench_costmodel $(BUILD)/bench_autosched
+     $(BUILD)/bench_costmodel $(BUILD)/bench_autosched $(BUILD)/bench_oneshot
 
 deps:
 	@bash scripts/install-deps.sh

@@ -46,7 +46,7 @@ static int ops_predict(cost_model *m, int n, const feat_result *const *feats, do
     return 0;
 }
 static void opsm_free(cost_model *m) { (void)m; }
-static const cost_ops ops_model_ops = { "ops", ops_predict, opsm_free };
+static const cost_ops ops_model_ops = { .name = "ops", .predict = ops_predict, .free = opsm_free };
 static cost_model ops_model = { &ops_model_ops };
 
 /* ---- helpers ----------------------------------------------------------------- */

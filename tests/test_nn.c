@@ -2,7 +2,11 @@
  * test_nn.c - the learned cost model: the network's gradient against
  * finite differences on every parameter, learning a synthetic target,
  * determinism in the seed, the weights file (round trip and every kind of
- * bad file), and the cost-model plug-in agreeing with the training code.
+ * bad file), the cost-model plug-in agreeing with the training code, and
+ * the memo of row parts (cost_predict_memo) giving cost_predict's
+ * predictions bit for bit on the states of random walks over apps, from
+ * rows that point into the feature cache (feat_compute_refs) equal to
+ * the copied ones.
  * Data: random schedules of small pipelines, featurized for a100, with
  * times made up from a known formula of their cost terms.  Seconds.
  *
@@ -305,6 +309,114 @@ static void test_costmodel(void) {
     train_data_free(&d);
 }
 
+static int by_key(const void *a, const void *b) {
+    const feat_row *x = *(const feat_row *const *)a, *y = *(const feat_row *const *)b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Every state of random walks over an app (partial ones included),
+ * featurized by one feat_ctx: rows with one key are equal, and the memo
+ * gives cost_predict's predictions bit for bit, batch after batch. */
+static void memo_app(const char *app, const nn_model *m) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "apps/%s.pipe", app);
+    sc_pipeline *p = sc_parse_file(path, NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(b != NULL);
+    if (!b) return;
+    space_opts o = { &A100, true };
+    legal_ctx *x = space_legal(p, b, &o);
+    nest_ctx *nx = nest_ctx_new(p, b);
+    feat_ctx *fx = feat_ctx_new(p, b);
+    cost_model *cm = cost_learned_new(m, &A100);
+    cost_memo *memo = cost_memo_new();
+    ir_arena *a = ir_arena_new();
+    enum { CAP = 600 };
+    feat_result *fr = calloc(CAP, sizeof *fr);
+    feat_refs *refs = calloc(CAP, sizeof *refs);
+    feat_ctx_hold(fx, true);                  /* the refs stay valid to the end */
+    int n = 0;
+    bool same = true;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        space_rng rng = { seed * 104729 };
+        sched_state *s = sched_state_new(a, p);
+        while (n < CAP && space_next(p, s, NULL) >= 0) {
+            ir_vec ch = { 0 };
+            int k = space_children(a, x, p, b, s, &o, &ch);
+            if (k <= 0) break;
+            /* a few siblings, so that rows repeat as in a search */
+            for (int j = 0; j < 3 && n < CAP; j++) {
+                const sched_state *c = ch.items[space_rand_below(&rng, k)];
+                nest *model = nest_build(nx, c, err, sizeof err);
+                if (model && feat_compute_ctx(fx, c, model, &A100, &fr[n], err, sizeof err) == 0) {
+                    CHECK(feat_compute_refs(fx, c, model, &A100, &refs[n], err, sizeof err) == 0);
+                    n++;
+                }
+                nest_free(model);
+            }
+            s = ch.items[space_rand_below(&rng, k)];
+        }
+    }
+    /* in batches of 7, as a search's steps */
+    for (int i = 0; i < n; i += 7) {
+        int q = n - i < 7 ? n - i : 7;
+        const feat_result *fs[7];
+        const feat_refs *rs[7];
+        double ms1[7], ms2[7];
+        for (int j = 0; j < q; j++) {
+            fs[j] = &fr[i + j];
+            rs[j] = &refs[i + j];
+            same &= refs[i + j].n == fr[i + j].n;
+            for (int r = 0; r < fr[i + j].n && r < refs[i + j].n; r++)
+                same &= !memcmp(refs[i + j].rows[r], &fr[i + j].rows[r], sizeof fr[i + j].rows[r]);
+        }
+        CHECK(cost_predict(cm, q, fs, ms1, err, sizeof err) == 0);
+        CHECK(cost_predict_memo(cm, memo, q, rs, ms2, err, sizeof err) == 0);
+        for (int j = 0; j < q; j++) same &= !memcmp(&ms1[j], &ms2[j], sizeof ms1[j]);
+    }
+    int nrows = 0;
+    for (int i = 0; i < n; i++) nrows += fr[i].n;
+    const feat_row **rows = calloc((size_t)nrows + 1, sizeof *rows);
+    nrows = 0;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < fr[i].n; r++) rows[nrows++] = &fr[i].rows[r];
+    qsort(rows, (size_t)nrows, sizeof *rows, by_key);
+    int equal = 0;
+    for (int i = 1; i < nrows; i++)
+        if (rows[i]->key && rows[i]->key == rows[i - 1]->key) {
+            equal++;
+            same &= !memcmp(rows[i]->v, rows[i - 1]->v, sizeof rows[i]->v) && rows[i]->func == rows[i - 1]->func &&
+                    rows[i]->stage == rows[i - 1]->stage;
+        }
+    cost_memo_stats st = cost_memo_get_stats(memo);
+    check_report(same && n > 50 && equal > 0 && st.hits > st.misses,
+                 "cost memo %s (%d states, %d rows, %lld parts found, %lld costed, %lld unkeyed)", app, n, nrows,
+                 (long long)st.hits, (long long)st.misses, (long long)st.unkeyed);
+    free(rows);
+    for (int i = 0; i < n; i++) {
+        feat_free(&fr[i]);
+        feat_refs_free(&refs[i]);
+    }
+    free(fr);
+    free(refs);
+    ir_arena_free(a);
+    cost_memo_free(memo);
+    cost_free(cm);
+    feat_ctx_free(fx);
+    nest_ctx_free(nx);
+    legal_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
+static void test_cost_memo(void) {
+    nn_model *m = calloc(1, sizeof *m);
+    nn_init(m, 11);
+    static const char *apps[] = { "harris", "camera_pipe", "conv_layer", "local_laplacian", "bilateral_grid" };
+    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) memo_app(apps[i], m);
+    free(m);
+}
+
 /* Absurd samples are rejected and counted; hash splits are stable. */
 static void test_rejects(void) {
     train_data d;
@@ -349,5 +461,6 @@ int main(void) {
     RUN(test_weights_file);
     RUN(test_costmodel);
     RUN(test_rejects);
+    RUN(test_cost_memo);
     CHECK_EXIT();
 }

@@ -247,6 +247,21 @@ static void test_hash(void) {
     int a = sc_func_lookup(fx.p, "a")->id, b = sc_func_lookup(fx.p, "b")->id,
         c = sc_func_lookup(fx.p, "c")->id, e = sc_func_lookup(fx.p, "e")->id;
     for (int d = 0; d <= 4; d++) CHECK(sched_hash(s0, d) == sched_hash(sched_state_copy(fx.a, s0), d));
+    /* the values themselves are stored with samples (store.h): they must
+     * not change (these are FNV-1a's, byte by byte); a tile of 300
+     * threads takes the path for values of more than one byte */
+    sched_state *big = sched_state_copy(fx.a, s0);
+    sched_func *wide = sched_func_copy(fx.a, s0->f[c]);
+    wide->tile[0].threads[0] = 300;
+    big->f[c] = wide;
+    static const uint64_t golden[2][4] = {
+        { 0xd6765cf5c7ffb8ceull, 0xf4b747db78981168ull, 0x208c15d2008ff8ecull, 0x1cc504b41310ae8full },
+        { 0xd6765cf5c7ffb8ceull, 0xf4b747db78981168ull, 0x208c15d2008ff8ecull, 0x7d7d185fec29b848ull },
+    };
+    for (int d = 0; d < 4; d++) {
+        CHECK(sched_hash(s0, d) == golden[0][d]);
+        CHECK(sched_hash(big, d) == golden[1][d]);
+    }
 
     /* a different tiling: equal up to depth 2 */
     sched_state *s1 = sched_state_copy(fx.a, s0);

@@ -4,7 +4,9 @@
  * of a narrow-warp device (warp 8, like PoCL's), with and without the
  * §6.6 pruning; the walk is deterministic per seed; space_fits rejects a
  * partial state over a limit and accepts the same state within it; the
- * fixed strategies pass sched_check.  (Counts of children and the
+ * fixed strategies pass sched_check; the kept tilings of a stage
+ * (space_tilings_of) are the enumerator's, in its order, at every step
+ * of random walks (ROOT and BLOCK stages, with and without pruning).  (Counts of children and the
  * legality of every child: test_legal.c.)
  */
 #include <stdio.h>
@@ -118,9 +120,79 @@ static void test_fits_checks_partial_states(void) {
     sc_pipeline_free(p);
 }
 
+/* Random walks; at every tiling step the kept list must equal what
+ * space_enum_skip steps through.  Returns the tiling steps compared. */
+static int compare_tilings(const char *app, int seeds, int *blocks) {
+    char path[512];
+    snprintf(path, sizeof path, "apps/%s.pipe", app);
+    sc_pipeline *p = sc_parse_file(path, NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(b != NULL);
+    if (!b) return 0;
+    target t = fixture_target("a100");
+    int steps = 0;
+    for (int prune = 0; prune < 2; prune++) {
+        space_opts o = { &t, prune == 1 };
+        space_tilings *tc = space_tilings_new(p, b, &o);
+        legal_ctx *x = space_legal(p, b, &o);
+        for (int seed = 1; seed <= seeds; seed++) {
+            ir_arena *a = ir_arena_new();
+            space_rng rng = { (uint64_t)seed * 7919 };
+            sched_state *s = sched_state_new(a, p);
+            for (;;) {
+                bool tiling;
+                int fid = space_next(p, s, &tiling);
+                if (fid < 0) break;
+                if (tiling) {
+                    const sched_tile *kept;
+                    int nk = space_tilings_of(tc, x, s, fid, &kept), ne = 0;
+                    bool same = true;
+                    space_enum e;
+                    space_enum_begin(&e, a, x, p, b, s, &o);
+                    while (space_enum_skip(&e)) {
+                        same &= ne < nk && !memcmp(&kept[ne], &e.cur, sizeof e.cur);
+                        ne++;
+                    }
+                    if (!same || ne != nk)
+                        fprintf(stderr, "%s seed %d prune %d func %d: %d kept tilings, %d enumerated\n", app, seed,
+                                prune, fid, nk, ne);
+                    CHECK(same && ne == nk);
+                    steps++;
+                    *blocks += s->f[fid]->loc == SCHED_BLOCK;
+                }
+                ir_vec ch = { 0 };
+                int n = space_children(a, x, p, b, s, &o, &ch);
+                CHECK(n > 0);
+                if (n <= 0) break;
+                /* lean towards fusion, so that BLOCK stages are tiled */
+                int pick = space_rand_below(&rng, n);
+                if (!tiling && n > 2 && space_rand_below(&rng, 2)) pick = n - 2;
+                s = ch.items[pick];
+            }
+            legal_forget(x);
+            ir_arena_free(a);
+        }
+        legal_free(x);
+        space_tilings_free(tc);
+    }
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return steps;
+}
+
+static void test_kept_tilings_are_the_enumerators(void) {
+    static const char *apps[] = { "conv_layer", "nl_means", "harris", "camera_pipe", "bilateral_grid",
+                                  "max_filter", "local_laplacian" };
+    int steps = 0, blocks = 0;
+    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) steps += compare_tilings(apps[i], 4, &blocks);
+    CHECK(steps > 100);
+    CHECK(blocks > 5);
+}
+
 int main(void) {
     RUN(test_every_app_gets_random_schedules);
     RUN(test_walk_is_deterministic);
     RUN(test_fits_checks_partial_states);
+    RUN(test_kept_tilings_are_the_enumerators);
     CHECK_EXIT();
 }

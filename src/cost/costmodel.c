@@ -153,22 +153,35 @@ static const double *learned_part(learned *L, const feat_row *row) {
     return ls->part;
 }
 
+/* A row's part of its state's cost, before the scale. */
+static double learned_row(learned *L, const feat_row *row) {
+    double sched[NN_SCHED_IN], terms[NN_COEF];
+    nn_sched_inputs(row->v, sched);
+    cost_terms(row->v, &L->t, terms);
+    return nn_row_cost(&L->w, learned_part(L, row), sched, terms);
+}
+
+static double learned_finish(cost_model *m, double sum) {
+    learned *L = (learned *)m;
+    return exp(L->w.w[NN_OFF_SCALE]) * sum;
+}
+
 static int learned_predict(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err,
                            size_t errlen) {
     (void)err, (void)errlen;
     learned *L = (learned *)m;
-    double scale = exp(L->w.w[NN_OFF_SCALE]);
     for (int i = 0; i < n; i++) {
         double sum = 0;
-        for (int r = 0; r < feats[i]->n; r++) {
-            const feat_row *row = &feats[i]->rows[r];
-            double s[NN_SCHED_IN], terms[NN_COEF];
-            nn_sched_inputs(row->v, s);
-            cost_terms(row->v, &L->t, terms);
-            sum += nn_row_cost(&L->w, learned_part(L, row), s, terms);
-        }
-        ms[i] = scale * sum;
+        for (int r = 0; r < feats[i]->n; r++) sum += learned_row(L, &feats[i]->rows[r]);
+        ms[i] = learned_finish(m, sum);
     }
+    return 0;
+}
+
+static int learned_row_parts(cost_model *m, int n, const feat_row *const *rows, double *parts, char *err,
+                             size_t errlen) {
+    (void)err, (void)errlen;
+    for (int i = 0; i < n; i++) parts[i] = learned_row((learned *)m, rows[i]);
     return 0;
 }
 
@@ -180,7 +193,13 @@ static void learned_free(cost_model *m) {
     free(L);
 }
 
-static const cost_ops learned_ops = { "learned", learned_predict, learned_free };
+static const cost_ops learned_ops = {
+    .name = "learned",
+    .predict = learned_predict,
+    .free = learned_free,
+    .row_parts = learned_row_parts,
+    .finish = learned_finish,
+};
 
 cost_model *cost_learned_new(const nn_model *w, const target *t) {
     learned *L = base_calloc(1, sizeof *L);
@@ -189,4 +208,169 @@ cost_model *cost_learned_new(const nn_model *w, const target *t) {
     L->t = *t;
     nn_squash(&L->w, L->sw1);
     return &L->base;
+}
+
+/* ---- the memo of row parts ---- */
+
+typedef struct {
+    uint64_t key;                 /* 0: empty */
+    double part;                  /* NAN: being costed in this call */
+} memo_slot;
+
+/* Keys are handed out in sequence (feat_row.key), so key mod FRONT maps
+ * the keys of a few thousand recent kernels to distinct slots of a small
+ * direct-mapped table in front of the big one: a search's states share
+ * most of their rows, and finding them there spares a cache miss each. */
+#define FRONT 8192
+
+struct cost_memo {
+    memo_slot *s;
+    size_t cap, n;
+    memo_slot front[FRONT];       /* copies of entries with their part */
+    cost_memo_stats st;
+    /* a call's scratch */
+    const feat_row **rows;
+    double *parts;
+    size_t rcap;
+};
+
+static memo_slot *memo_at(const cost_memo *c, uint64_t key);
+
+cost_memo *cost_memo_new(void) {
+    cost_memo *c = base_calloc(1, sizeof *c);
+    c->cap = 1024;
+    c->s = base_calloc(c->cap, sizeof *c->s);
+    return c;
+}
+
+void cost_memo_free(cost_memo *c) {
+    if (!c) return;
+    free(c->s);
+    free(c->rows);
+    free(c->parts);
+    free(c);
+}
+
+void cost_memo_clear(cost_memo *c) {
+    memset(c->s, 0, c->cap * sizeof *c->s);
+    memset(c->front, 0, sizeof c->front);
+    c->n = 0;
+}
+
+/* The part of key, or NAN when it is not known (yet). */
+static double memo_part(cost_memo *c, uint64_t key) {
+    memo_slot *f = &c->front[key & (FRONT - 1)];
+    if (f->key == key) return f->part;
+    const memo_slot *sl = memo_at(c, key);
+    if (sl->key && !isnan(sl->part)) *f = *sl;
+    return sl->key ? sl->part : NAN;
+}
+
+cost_memo_stats cost_memo_get_stats(const cost_memo *c) {
+    cost_memo_stats st = c->st;
+    st.entries = c->n;
+    return st;
+}
+
+static size_t memo_home(const cost_memo *c, uint64_t key) {
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (c->cap - 1);
+}
+
+/* The slot of key: found, or the empty one it would take. */
+static memo_slot *memo_at(const cost_memo *c, uint64_t key) {
+    size_t i = memo_home(c, key);
+    while (c->s[i].key && c->s[i].key != key) i = (i + 1) & (c->cap - 1);
+    return &c->s[i];
+}
+
+static memo_slot *memo_add(cost_memo *c, uint64_t key) {
+    if (2 * (c->n + 1) > c->cap) {
+        memo_slot *old = c->s;
+        size_t cap = c->cap;
+        c->cap *= 2;
+        c->s = base_calloc(c->cap, sizeof *c->s);
+        for (size_t i = 0; i < cap; i++)
+            if (old[i].key) *memo_at(c, old[i].key) = old[i];
+        free(old);
+    }
+    memo_slot *sl = memo_at(c, key);
+    sl->key = key;
+    sl->part = NAN;
+    c->n++;
+    return sl;
+}
+
+static void memo_push(cost_memo *c, size_t n, const feat_row *row) {
+    if (n == c->rcap) {
+        c->rcap = c->rcap ? 2 * c->rcap : 256;
+        c->rows = base_realloc(c->rows, sizeof *c->rows * c->rcap);
+        c->parts = base_realloc(c->parts, sizeof *c->parts * c->rcap);
+    }
+    c->rows[n] = row;
+}
+
+/* cost_predict on copies of the rows, for a model that is not a sum over
+ * rows. */
+static int predict_copies(cost_model *m, int n, const feat_refs *const *feats, double *ms, char *err,
+                          size_t errlen) {
+    feat_result *fr = base_calloc((size_t)n + 1, sizeof *fr);
+    const feat_result **fs = base_calloc((size_t)n + 1, sizeof *fs);
+    for (int i = 0; i < n; i++) {
+        fr[i].rows = base_calloc((size_t)feats[i]->n + 1, sizeof *fr[i].rows);
+        for (int r = 0; r < feats[i]->n; r++) fr[i].rows[r] = *feats[i]->rows[r];
+        fr[i].n = feats[i]->n;
+        fs[i] = &fr[i];
+    }
+    int rc = cost_predict(m, n, fs, ms, err, errlen);
+    for (int i = 0; i < n; i++) free(fr[i].rows);
+    free(fr);
+    free(fs);
+    return rc;
+}
+
+int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_refs *const *feats, double *ms, char *err,
+                      size_t errlen) {
+    if (!m->ops->row_parts || !m->ops->finish) return predict_copies(m, n, feats, ms, err, errlen);
+    /* the rows to cost: every unkeyed row, and each keyed row not known
+     * yet, once */
+    size_t todo = 0;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < feats[i]->n; r++) {
+            const feat_row *row = feats[i]->rows[r];
+            if (!row->key) {
+                memo->st.unkeyed++;
+                memo_push(memo, todo++, row);
+                continue;
+            }
+            if (!isnan(memo_part(memo, row->key)) || memo_at(memo, row->key)->key) {
+                memo->st.hits++;          /* known, or costed in this call */
+                continue;
+            }
+            memo->st.misses++;
+            memo_add(memo, row->key);
+            memo_push(memo, todo++, row);
+        }
+    if (todo > 0 && m->ops->row_parts(m, (int)todo, memo->rows, memo->parts, err, errlen) != 0) {
+        cost_memo_clear(memo);        /* the keys this call added have no part */
+        return -1;
+    }
+    for (size_t j = 0; j < todo; j++)
+        if (memo->rows[j]->key) memo_at(memo, memo->rows[j]->key)->part = memo->parts[j];
+    /* the sums, in row order; unkeyed rows come in the order they were
+     * pushed */
+    size_t u = 0;
+    for (int i = 0; i < n; i++) {
+        double sum = 0;
+        for (int r = 0; r < feats[i]->n; r++) {
+            const feat_row *row = feats[i]->rows[r];
+            if (!row->key) {
+                while (memo->rows[u]->key) u++;
+                sum += memo->parts[u++];
+            } else {
+                sum += memo_part(memo, row->key);
+            }
+        }
+        ms[i] = m->ops->finish(m, sum);
+    }
+    return 0;
 }

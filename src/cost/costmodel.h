@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "features.h"
 #include "nn.h"
 #include "target.h"
@@ -36,6 +37,12 @@ typedef struct {
     int (*predict)(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err,
                    size_t errlen);
     void (*free)(cost_model *m);
+    /* Optional, for a model whose prediction of a state is a sum over its
+     * rows (NULL otherwise): parts[i] = row i's part, alone; predict must
+     * give finish(m, the parts of a state's rows summed in row order from
+     * 0) bit for bit.  0, or -1 with err. */
+    int (*row_parts)(cost_model *m, int n, const feat_row *const *rows, double *parts, char *err, size_t errlen);
+    double (*finish)(cost_model *m, double sum);
 } cost_ops;
 struct cost_model {
     const cost_ops *ops;
@@ -48,6 +55,27 @@ static inline int cost_predict(cost_model *m, int n, const feat_result *const *f
 static inline void cost_free(cost_model *m) {
     if (m) m->ops->free(m);
 }
+
+/* The parts of rows already costed, by feat_row.key, for a search that
+ * costs the same kernels' rows again and again (a state differs from its
+ * parent in one decision, so in the rows of one or two kernels): with a
+ * model that is a sum over rows (cost_ops.row_parts), cost_predict_memo
+ * computes each keyed row once and gives cost_predict's predictions bit
+ * for bit; with another model it is cost_predict.  The keys must all come
+ * from one feat_ctx, the same for the memo's whole life (or until
+ * cost_memo_clear).  Explicit create/destroy; one per thread. */
+typedef struct cost_memo cost_memo;
+cost_memo *cost_memo_new(void);
+void cost_memo_free(cost_memo *c);
+void cost_memo_clear(cost_memo *c);
+typedef struct {
+    int64_t hits, misses;         /* keyed rows found / costed */
+    int64_t unkeyed;              /* rows without a key (costed every time) */
+    size_t entries;
+} cost_memo_stats;
+cost_memo_stats cost_memo_get_stats(const cost_memo *c);
+int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_refs *const *feats, double *ms, char *err,
+                      size_t errlen);
 
 /* The learned model with a copy of weights w, for states featurized for
  * target t.  It keeps, per stage (Func and stage index), the part of the

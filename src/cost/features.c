@@ -129,6 +129,18 @@ typedef struct warp_entry {
     feat_warp_cost cost;
 } warp_entry;
 
+/* The Funcs fused into the stages of one root Func, for one key (their
+ * decisions and accesses, stage by stage), interned: a kernel's key holds
+ * its entry's address, so that the kernels of a Func of many stages do
+ * not each repeat (and hash, and compare) what all of them share. */
+#define PART_TABLE 1024
+typedef struct part_entry {
+    struct part_entry *next;
+    uint64_t h;
+    int nkey;
+    uintptr_t *key;
+} part_entry;
+
 /* The rows of the stages of one kernel, for one key (feat_ctx_new's
  * comment in features.h: the kernel's decisions and inlined accesses). */
 typedef struct row_entry {
@@ -137,8 +149,18 @@ typedef struct row_entry {
     int nkey;
     uintptr_t *key;
     int nrows, cap;
-    feat_row *rows;
+    feat_row **rows;                  /* each its own allocation: feat_refs point at them */
 } row_entry;
+
+/* The key a kernel slot had in the last call that looked it up, and its
+ * entry: siblings in a search differ in one or two kernels, so most
+ * slots find their key unchanged here, in memory the call keeps hot,
+ * instead of in the table. */
+typedef struct {
+    uintptr_t *key;
+    int nkey, cap;
+    row_entry *e;                     /* NULL: none (flush_rows) */
+} slot_last;
 
 struct feat_ctx {
     const sc_pipeline *p;
@@ -153,12 +175,18 @@ struct feat_ctx {
     acc_entry *table[ACC_TABLE];
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
-    row_entry *rtab[ROW_TABLE];
+    row_entry **rtab;                 /* chained, rcap buckets (a power of two), grown with rn */
+    size_t rcap, rn;
+    part_entry *ptab[PART_TABLE];
+    part_entry **fpart;               /* [func id] its fused part, this call's when */
+    int *fstamp;                      /* [func id] == callno */
     warp_entry *wtab[WARP_TABLE];
     feat_warp_pool *pool;             /* lane patterns, across calls */
     double *wkey;                     /* scratch for a warp key */
     int wkeycap;
     bool no_row_cache;
+    bool hold;                        /* no flush at the start of a call (feat_ctx_hold) */
+    uint64_t last_key;                /* the last feat_row.key given */
     size_t bytes, limit;              /* held by both caches; the limit */
     target tgt;                       /* the rows' target */
     bool have_tgt;
@@ -168,6 +196,7 @@ struct feat_ctx {
     int keycap;
     int *head, *nextm;                /* [slot] first member, [func id] next */
     row_entry **kent;                 /* [slot] the kernel's entry (NULL: uncached) */
+    slot_last *last;                  /* [slot] */
     int *kstamp;                      /* [slot] == callno: kent is this call's */
     func_pic *fps;                    /* [func id] a call's pictures */
     stage_pic *pics;                  /* [slot] */
@@ -464,7 +493,10 @@ static uint64_t hash_words(const uint64_t *k, int n) {
         h ^= k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdull;
     }
-    return h ^ (h >> 29);
+    /* a finalizer: the tables take the low bits */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
 
 /* Everything feat_warp_access reads, as numbers (all exact in a double):
@@ -808,14 +840,25 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
 /* ---- the row cache ------------------------------------------------------------ */
 
 static void flush_rows(feat_ctx *x) {
-    for (int i = 0; i < ROW_TABLE; i++) {
+    for (size_t i = 0; x->rtab && i < x->rcap; i++) {
         for (row_entry *e = x->rtab[i], *next; e; e = next) {
             next = e->next;
+            for (int r = 0; r < e->nrows; r++) free(e->rows[r]);
             free(e->rows);
             free(e->key);
             free(e);
         }
         x->rtab[i] = NULL;
+    }
+    x->rn = 0;
+    for (int i = 0; x->last && i < x->nslots; i++) x->last[i].e = NULL;
+    for (int i = 0; i < PART_TABLE; i++) {
+        for (part_entry *e = x->ptab[i], *next; e; e = next) {
+            next = e->next;
+            free(e->key);
+            free(e);
+        }
+        x->ptab[i] = NULL;
     }
 }
 
@@ -912,14 +955,85 @@ static bool reads_outside(const ctx *c, const stage_pic *sp, int ks) {
     return false;
 }
 
+/* Keys are a few dozen words: compared inline, not through memcmp (whose
+ * call, for keys this short, cost more than the comparison). */
+static inline bool same_words(const uintptr_t *a, const uintptr_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
 static uint64_t key_hash(const uintptr_t *k, int n) {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < n; i++) {
         h ^= (uint64_t)k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdull;
     }
-    return h ^ (h >> 29);
+    /* a finalizer: the tables take the low bits */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
+
+/* Doubles the row table (chains of one entry on average: a search caches
+ * hundreds of thousands of kernels); keeps the old one when out of
+ * memory. */
+static void grow_rows(feat_ctx *x) {
+    size_t cap = 2 * x->rcap;
+    row_entry **t = calloc(cap, sizeof *t);
+    if (!t) return;
+    for (size_t i = 0; i < x->rcap; i++)
+        for (row_entry *e = x->rtab[i], *next; e; e = next) {
+            next = e->next;
+            e->next = t[e->h & (cap - 1)];
+            t[e->h & (cap - 1)] = e;
+        }
+    x->bytes += sizeof *t * (cap - x->rcap);
+    free(x->rtab);
+    x->rtab = t;
+    x->rcap = cap;
+}
+
+/* The interned fused part of root Func r (part_entry): the Funcs fused
+ * into each of its stages, behind a separator per stage; made once per
+ * call.  NULL with *oom when out of memory. */
+static part_entry *fused_part(ctx *c, const sc_func *r, bool *oom) {
+    feat_ctx *x = c->x;
+    if (x->fstamp[r->id] == x->callno) return x->fpart[r->id];
+    int nkey = 0;
+    for (int rs = 0; rs < r->nstages; rs++) {
+        int slot = x->slot[r->id] + rs;
+        if (x->head[slot] < 0) continue;                       /* nothing fused into this stage */
+        if (!key_room(x, nkey, 1)) { *oom = true; return NULL; }
+        x->key[nkey++] = (uintptr_t)-1 - (uintptr_t)rs;     /* a separator */
+        for (int m = x->head[slot]; m >= 0; m = x->nextm[m]) {
+            nkey = key_func(c, nkey, func_at(c->p, m), -1);
+            if (nkey < 0) { *oom = true; return NULL; }
+        }
+    }
+    uint64_t h = key_hash(x->key, nkey);
+    part_entry **b = &x->ptab[h % PART_TABLE], *e = NULL;
+    for (e = *b; e; e = e->next)
+        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey)) break;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)(nkey ? nkey : 1)))) {
+            free(e);
+            *oom = true;
+            return NULL;
+        }
+        memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+        e->h = h;
+        e->nkey = nkey;
+        e->next = *b;
+        *b = e;
+        x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
+    }
+    x->fstamp[r->id] = x->callno;
+    return x->fpart[r->id] = e;
+}
+
+static row_entry *find_kernel(feat_ctx *x, int nkey);
 
 /* The cache entry of the kernel whose root stage is slot ks (found or
  * added), or NULL when it cannot be cached.  -1 in *oom when out of memory. */
@@ -930,32 +1044,49 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     if (x->kstamp[ks] == x->callno) return x->kent[ks];
     x->kstamp[ks] = x->callno;
     x->kent[ks] = NULL;
-    int nkey = key_func(c, 0, r, kn->stage);
-    if (nkey < 0) { *oom = true; return NULL; }
     if (reads_outside(c, &c->fp[r->id].st[kn->stage], ks)) return NULL;
+    for (int m = x->head[ks]; m >= 0; m = x->nextm[m]) {
+        const sc_func *g = func_at(c->p, m);
+        for (int st = 0; st < g->nstages; st++)
+            if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
+    }
     /* the Funcs fused into every stage of r, not only this one: a root
      * stage's working_set_at_thread counts the THREAD Funcs of all of r */
-    for (int rs = 0; rs < r->nstages; rs++) {
-        int slot = x->slot[r->id] + rs;
-        if (!key_room(x, nkey, 1)) { *oom = true; return NULL; }
-        x->key[nkey++] = (uintptr_t)-1 - (uintptr_t)rs;     /* a separator */
-        for (int m = x->head[slot]; m >= 0; m = x->nextm[m]) {
-            const sc_func *g = func_at(c->p, m);
-            nkey = key_func(c, nkey, g, -1);
-            if (nkey < 0) { *oom = true; return NULL; }
-            for (int st = 0; slot == ks && st < g->nstages; st++)
-                if (c->fp[m].st[st].rec && reads_outside(c, &c->fp[m].st[st], ks)) return NULL;
-        }
+    const part_entry *part = fused_part(c, r, oom);
+    if (!part) return NULL;
+    int nkey = key_func(c, 0, r, kn->stage);
+    if (nkey < 0 || !key_room(x, nkey, 1)) { *oom = true; return NULL; }
+    x->key[nkey++] = (uintptr_t)part;
+    slot_last *l = &x->last[ks];
+    if (l->e && l->nkey == nkey && same_words(l->key, x->key, nkey))
+        return x->kent[ks] = l->e;
+    row_entry *e = find_kernel(x, nkey);
+    if (!e) {
+        *oom = true;
+        return NULL;
     }
+    if (l->cap < nkey) {
+        uintptr_t *k = realloc(l->key, sizeof *k * (size_t)nkey);
+        if (!k) return x->kent[ks] = e;        /* not remembered; the entry is right */
+        l->key = k;
+        l->cap = nkey;
+    }
+    memcpy(l->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+    l->nkey = nkey;
+    l->e = e;
+    return x->kent[ks] = e;
+}
+
+/* The entry of the kernel key in x->key[0..nkey), found or added; NULL
+ * when out of memory. */
+static row_entry *find_kernel(feat_ctx *x, int nkey) {
     uint64_t h = key_hash(x->key, nkey);
-    row_entry **b = &x->rtab[h % ROW_TABLE];
+    row_entry **b = &x->rtab[h & (x->rcap - 1)];
     for (row_entry *e = *b; e; e = e->next)
-        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))
-            return x->kent[ks] = e;
+        if (e->h == h && e->nkey == nkey && same_words(e->key, x->key, nkey)) return e;
     row_entry *e = calloc(1, sizeof *e);
     if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)nkey))) {
         free(e);
-        *oom = true;
         return NULL;
     }
     memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
@@ -964,38 +1095,57 @@ static row_entry *kernel_entry(ctx *c, const nest_kernel *kn, bool *oom) {
     e->next = *b;
     *b = e;
     x->bytes += sizeof *e + sizeof(uintptr_t) * (size_t)nkey;
-    return x->kent[ks] = e;
+    if (++x->rn > x->rcap) grow_rows(x);
+    return e;
 }
 
-/* Row (f, st) into *row: from its kernel's entry, or computed (and kept
- * there). */
-static int cached_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
+/* Row (f, st): *out points at it in its kernel's entry, found or
+ * computed (and kept there); a row that cannot be kept is computed into
+ * *own (allocated on first need, room for `room` rows). */
+static int cached_row(ctx *c, const target *t, const sc_func *f, int st, const feat_row **out, feat_row **own,
+                      int *nown, int room) {
     feat_ctx *x = c->x;
     const nest_kernel *kn = c->fp[f->id].st[st].rec->kernel;
     bool oom = false;
     row_entry *e = x->no_row_cache ? NULL : kernel_entry(c, kn, &oom);
     if (oom) return fail(c, "out of memory", f);
-    if (!e) {
-        x->stats.uncached += !x->no_row_cache;
-        return fill_row(c, t, f, st, row);
-    }
-    for (int i = 0; i < e->nrows; i++)
-        if (e->rows[i].func == f->id && e->rows[i].stage == st) {
-            x->stats.row_hits++;
-            memcpy(row, &e->rows[i], sizeof *row);
-            return 0;
-        }
-    x->stats.row_misses++;
-    if (fill_row(c, t, f, st, row)) return -1;
-    if (e->nrows == e->cap) {
+    if (e)
+        for (int i = 0; i < e->nrows; i++)
+            if (e->rows[i]->func == f->id && e->rows[i]->stage == st) {
+                x->stats.row_hits++;
+                *out = e->rows[i];
+                return 0;
+            }
+    feat_row *row = e ? malloc(sizeof *row) : NULL;
+    if (e && row && e->nrows == e->cap) {
         int cap = e->cap ? 2 * e->cap : 2;
-        feat_row *rows = realloc(e->rows, sizeof *rows * (size_t)cap);
-        if (!rows) return 0;     /* not kept; the row itself is right */
-        x->bytes += sizeof *rows * (size_t)(cap - e->cap);
-        e->rows = rows;
-        e->cap = cap;
+        feat_row **rows = realloc(e->rows, sizeof *rows * (size_t)cap);
+        if (rows) {
+            x->bytes += sizeof *rows * (size_t)(cap - e->cap);
+            e->rows = rows;
+            e->cap = cap;
+        }
     }
-    memcpy(&e->rows[e->nrows++], row, sizeof *row);
+    if (!row || e->nrows == e->cap) {
+        /* not kept (uncacheable, or out of memory): computed into own */
+        free(row);
+        row = NULL;
+        if (!*own && !(*own = malloc(sizeof **own * (size_t)room))) return fail(c, "out of memory", f);
+        if (e) e = NULL;
+        else x->stats.uncached += !x->no_row_cache;
+        if (fill_row(c, t, f, st, &(*own)[*nown])) return -1;
+        *out = &(*own)[(*nown)++];
+        return 0;
+    }
+    x->stats.row_misses++;
+    if (fill_row(c, t, f, st, row)) {
+        free(row);
+        return -1;
+    }
+    row->key = ++x->last_key;
+    e->rows[e->nrows++] = row;
+    x->bytes += sizeof *row;
+    *out = row;
     return 0;
 }
 
@@ -1056,12 +1206,17 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->head = calloc((size_t)x->nslots + 1, sizeof *x->head);
     x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
+    x->fpart = calloc((size_t)x->n + 1, sizeof *x->fpart);
+    x->rcap = ROW_TABLE;
+    x->rtab = calloc(x->rcap, sizeof *x->rtab);
+    x->last = calloc((size_t)x->nslots + 1, sizeof *x->last);
+    x->fstamp = calloc((size_t)x->n + 1, sizeof *x->fstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
     x->pool = feat_warp_pool_new();
     x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
     x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
-              x->head && x->kent && x->kstamp && x->nextm && x->pool && x->fps && x->pics;
+              x->head && x->kent && x->kstamp && x->rtab && x->last && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
         if (f->kind != FUNC_DEFINED) continue;
@@ -1099,6 +1254,11 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->head);
     free(x->kent);
     free(x->kstamp);
+    free(x->fpart);
+    free(x->rtab);
+    for (int i = 0; x->last && i < x->nslots; i++) free(x->last[i].key);
+    free(x->last);
+    free(x->fstamp);
     free(x->nextm);
     for (int i = 0; x->callees && i < x->nslots; i++) free(x->callees[i]);
     free(x->callees);
@@ -1112,8 +1272,17 @@ void feat_ctx_free(feat_ctx *x) {
     free(x);
 }
 
-int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
-                     char *err, size_t errlen) {
+void feat_ctx_hold(feat_ctx *x, bool hold) { x->hold = hold; }
+
+bool feat_ctx_trim(feat_ctx *x) {
+    if (x->bytes + feat_warp_pool_bytes(x->pool) <= x->limit) return false;
+    feat_ctx_flush(x);
+    x->stats.flushes++;
+    return true;
+}
+
+int feat_compute_refs(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_refs *out,
+                      char *err, size_t errlen) {
     char local[256];
     if (!err || !errlen) { err = local; errlen = sizeof local; }
     err[0] = 0;
@@ -1127,30 +1296,49 @@ int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const
         snprintf(err, errlen, "out of memory");
         rc = -1;
     }
-    if (!rc && x->bytes + feat_warp_pool_bytes(x->pool) > x->limit) {
-        /* before anything of this call points into the caches */
-        feat_ctx_flush(x);
-        x->stats.flushes++;
-    }
+    /* before anything of this call points into the caches */
+    if (!rc && !x->hold) feat_ctx_trim(x);
     if (!rc) rc = build(&c);
     if (!rc) rc = prepare_cache(&c, t);
     int nrows = 0;
     for (int i = 0; !rc && i < p->funcs.n; i++)
         for (int st = 0; c.fp[i].nf && st < func_at(p, i)->nstages; st++) nrows += c.fp[i].st[st].rec != NULL;
-    if (!rc && nrows) {
-        out->rows = malloc(sizeof *out->rows * (size_t)nrows);   /* every row is written whole */
-        if (!out->rows) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        }
+    if (!rc && nrows && !(out->rows = malloc(sizeof *out->rows * (size_t)nrows))) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
     }
     for (int oi = p->order.n - 1; !rc && oi >= 0; oi--) {
         const sc_func *f = ir_order_at(p, oi);
         if (f->kind != FUNC_DEFINED || !c.fp[f->id].nf) continue;
         for (int st = 0; st < f->nstages && !rc; st++)
-            if (c.fp[f->id].st[st].rec) rc = cached_row(&c, t, f, st, &out->rows[out->n++]);
+            if (c.fp[f->id].st[st].rec)
+                rc = cached_row(&c, t, f, st, &out->rows[out->n++], &out->own, &out->nown, nrows);
     }
-    if (rc) feat_free(out);
+    if (rc) feat_refs_free(out);
+    return rc;
+}
+
+void feat_refs_free(feat_refs *r) {
+    free(r->rows);
+    free(r->own);
+    memset(r, 0, sizeof *r);
+}
+
+int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
+                     char *err, size_t errlen) {
+    feat_refs r;
+    memset(out, 0, sizeof *out);
+    int rc = feat_compute_refs(x, s, model, t, &r, err, errlen);
+    if (rc == 0 && r.n) {
+        out->rows = malloc(sizeof *out->rows * (size_t)r.n);
+        if (!out->rows) {
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+        for (int i = 0; rc == 0 && i < r.n; i++) memcpy(&out->rows[i], r.rows[i], sizeof out->rows[i]);
+        if (rc == 0) out->n = r.n;
+    }
+    feat_refs_free(&r);
     return rc;
 }
 

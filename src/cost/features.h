@@ -143,6 +143,11 @@ int feat_index(const char *name);
 typedef struct {
     int func, stage;                  /* sc_func.id and stage */
     sched_loc loc;
+    /* 0, or the name the feat_ctx gave this row's content when it cached
+     * it: two rows of one feat_ctx with the same nonzero key are equal
+     * (never reused, flushes included), so a consumer may remember what
+     * it computed of a row by its key (cost_memo, costmodel.h). */
+    uint64_t key;
     double v[FEAT_COUNT];
 } feat_row;
 
@@ -193,6 +198,29 @@ typedef struct {
     size_t bytes;                     /* held now */
 } feat_cache_stats;
 feat_cache_stats feat_ctx_stats(const feat_ctx *x);
+/* The features of every stage of the Funcs the model of s describes, as
+ * feat_compute_ctx gives them (below), but not copied: rows[i] points
+ * at the row in x's cache, or in own for a row that could not be cached
+ * (x's caches off, or a kernel whose rows read outside it).  They stay
+ * valid until x is
+ * flushed (feat_ctx_flush, a change of target, or the flush at the start
+ * of a call over the limit, which feat_ctx_hold postpones) or freed, so
+ * a search can featurize a whole step's states and cost them together
+ * without copying a row.  Free with feat_refs_free. */
+typedef struct {
+    int n;
+    const feat_row **rows;
+    feat_row *own;
+    int nown;
+} feat_refs;
+int feat_compute_refs(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_refs *out,
+                      char *err, size_t errlen);
+void feat_refs_free(feat_refs *r);
+/* While held, calls do not flush x when it is over its limit; the holder
+ * calls feat_ctx_trim (a flush when over the limit; whether it flushed)
+ * when no refs are in use. */
+void feat_ctx_hold(feat_ctx *x, bool hold);
+bool feat_ctx_trim(feat_ctx *x);
 /* The features of every stage of the Funcs the model of s describes. */
 int feat_compute_ctx(feat_ctx *x, const sched_state *s, const nest *model, const target *t, feat_result *out,
                      char *err, size_t errlen);

@@ -72,6 +72,15 @@ typedef struct kentry {
     nest_func *mem;
 } kentry;
 
+/* The key a kernel (root Func, stage) had the last time it was looked
+ * up, and its entry: siblings in a search share most kernels, and this
+ * compare stays in memory the builds keep hot. */
+typedef struct {
+    uintptr_t *key;
+    int nkey, cap;
+    kentry *e;                     /* NULL: none */
+} klast;
+
 /* A stage's loops (ir_stage_loops), computed once. */
 typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } loops_info;
 
@@ -85,7 +94,10 @@ struct nest_ctx {
     int *ndirect;                  /* [fid] distinct Funcs called, any stage */
     int **direct;
     sexpr *etab[TABLE];
-    kentry *ktab[TABLE];
+    kentry **ktab;                 /* chained, kcap buckets (a power of two), grown with kn */
+    size_t kcap, kn;
+    int *kslot;                    /* [fid] its stage 0's klast */
+    klast *last;
     nest_stats stats;
     bool no_kernel_cache;
     fusion_graph *graph;           /* the consumer graph and the fusion rules */
@@ -119,6 +131,11 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->b = b;
     x->arena = ir_arena_new();
     x->karena = ir_arena_new();
+    x->kcap = TABLE;
+    x->ktab = base_calloc(x->kcap, sizeof *x->ktab);
+    x->kslot = base_calloc((size_t)p->funcs.n + 1, sizeof *x->kslot);
+    for (int i = 0; i < p->funcs.n; i++) x->kslot[i + 1] = x->kslot[i] + func_at(p, i)->nstages;
+    x->last = base_calloc((size_t)x->kslot[p->funcs.n] + 1, sizeof *x->last);
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
     x->ndirect = base_calloc(n, sizeof(int));
@@ -167,6 +184,10 @@ void nest_ctx_free(nest_ctx *x) {
     if (!x) return;
     ir_arena_free(x->arena);
     ir_arena_free(x->karena);
+    free(x->ktab);
+    for (int i = 0; i < x->kslot[x->n]; i++) free(x->last[i].key);
+    free(x->last);
+    free(x->kslot);
     free(x->ndirect);
     free(x->direct);
     free(x->mark);
@@ -185,7 +206,9 @@ void nest_ctx_cache_kernels(nest_ctx *x, bool on) { x->no_kernel_cache = !on; }
 void nest_ctx_flush(nest_ctx *x) {
     ir_arena_free(x->karena);
     x->karena = ir_arena_new();
-    memset(x->ktab, 0, sizeof x->ktab);
+    memset(x->ktab, 0, sizeof *x->ktab * x->kcap);
+    x->kn = 0;
+    for (int i = 0; i < x->kslot[x->n]; i++) x->last[i].e = NULL;
 }
 
 static bool is_inline(const sched_state *s, int id) {
@@ -485,6 +508,7 @@ typedef struct {
     int *cstage;                   /* fused: the stage of its `at` it is computed in */
     int *root, *kstage;            /* fused: the root of its chain and its stage */
     int *owner, *ostage;           /* fused: the stage whose group it is in (lower.c) */
+    int *first, *next_mem;         /* [root fid] its first fused Func, [fid] the next: id order */
     org *fmin, *bmin;              /* [fid * SC_MAX_DIMS]: footprint per realization, */
     int64_t *fext, *bext;          /* and per block of the kernel */
     char *err;
@@ -1134,14 +1158,28 @@ static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, 
     return nkey;
 }
 
+/* Keys are a few dozen words: compared inline, not through memcmp. */
+static inline bool same_words(const uintptr_t *a, const uintptr_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
 static uint64_t key_hash(const uintptr_t *key, int n) {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
     for (int i = 0; i < n; i++) {
         h ^= (uint64_t)key[i] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdULL;
     }
-    return h;
+    /* a finalizer: the table takes the low bits, and keys that differ
+     * only in high bits (a serial size, shifted up) must spread */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
 }
+
+static kentry *find_kernel(build *w, const sc_func *r, int st, const uintptr_t *key, int nkey, const int *mem_ids,
+                           int nmem);
 
 /* The kernel of stage st of root r under s, from the cache or built. */
 static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int *mem_ids) {
@@ -1149,14 +1187,38 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
     int nkey = 0, nmem = 0;
     key[nkey++] = (uintptr_t)st;
     nkey = key_decision(key, nkey, r->id, w->s->f[r->id], w->se[r->id], st);
-    for (int i = 0; i < x->n; i++)
-        if (w->root[i] == r->id && w->kstage[i] == st) {
+    /* the members, in id order (w->first / w->next_mem) */
+    for (int i = w->first[r->id]; i >= 0; i = w->next_mem[i])
+        if (w->kstage[i] == st) {
             mem_ids[nmem++] = i;
             nkey = key_decision(key, nkey, i, w->s->f[i], w->se[i], -1);
         }
+    klast *l = x->no_kernel_cache ? NULL : &x->last[x->kslot[r->id] + st];
+    if (l && l->e && l->nkey == nkey && same_words(l->key, key, nkey)) {
+        x->stats.kernel_hits++;
+        return l->e;
+    }
+    kentry *ke = find_kernel(w, r, st, key, nkey, mem_ids, nmem);
+    if (l && ke) {
+        if (l->cap < nkey) {
+            l->key = base_realloc(l->key, sizeof *l->key * (size_t)nkey);
+            l->cap = nkey;
+        }
+        memcpy(l->key, key, sizeof *key * (size_t)nkey);
+        l->nkey = nkey;
+        l->e = ke;
+    }
+    return ke;
+}
+
+/* The kernel of key (nkey words; the members mem_ids), from the table or
+ * built (and added to it). */
+static kentry *find_kernel(build *w, const sc_func *r, int st, const uintptr_t *key, int nkey, const int *mem_ids,
+                           int nmem) {
+    nest_ctx *x = w->x;
     uint64_t h = key_hash(key, nkey);
-    for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h % TABLE]; e; e = e->next)
-        if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(uintptr_t) * (size_t)nkey)) {
+    for (kentry *e = x->no_kernel_cache ? NULL : x->ktab[h & (x->kcap - 1)]; e; e = e->next)
+        if (e->h == h && e->nkey == nkey && same_words(e->key, key, nkey)) {
             x->stats.kernel_hits++;
             return e;
         }
@@ -1198,8 +1260,24 @@ static kentry *kernel_of(build *w, const sc_func *r, int st, uintptr_t *key, int
                 finish_stage((nest_stage *)ke->mem[i].stages[s], ke->k.nblocks, false);
     }
     if (!x->no_kernel_cache) {
-        ke->next = x->ktab[h % TABLE];
-        x->ktab[h % TABLE] = ke;
+        if (x->kn >= x->kcap) {
+            /* chains of one entry on average: a search caches hundreds
+             * of thousands of kernels */
+            size_t cap = 2 * x->kcap;
+            kentry **t = base_calloc(cap, sizeof *t);
+            for (size_t i = 0; i < x->kcap; i++)
+                for (kentry *e = x->ktab[i], *next; e; e = next) {
+                    next = e->next;
+                    e->next = t[e->h & (cap - 1)];
+                    t[e->h & (cap - 1)] = e;
+                }
+            free(x->ktab);
+            x->ktab = t;
+            x->kcap = cap;
+        }
+        ke->next = x->ktab[h & (x->kcap - 1)];
+        x->ktab[h & (x->kcap - 1)] = ke;
+        x->kn++;
     }
     return ke;
 }
@@ -1260,7 +1338,9 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
     w.se = base_calloc(nn, sizeof(sexpr *));
-    int *ints = base_calloc(6 * nn, sizeof(int));
+    int *ints = base_calloc(8 * nn, sizeof(int));
+    w.first = ints + 6 * nn;
+    w.next_mem = ints + 7 * nn;
     w.cstage = ints + nn;
     w.root = ints + 2 * nn;
     w.kstage = ints + 3 * nn;
@@ -1309,6 +1389,13 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         while (s->f[s->f[h]->at]->loc == sf->loc) h = s->f[h]->at;
         w.owner[i] = s->f[h]->at;
         w.ostage[i] = w.cstage[h];
+    }
+    for (int i = 0; i < n; i++) w.first[i] = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        w.next_mem[i] = -1;
+        if (w.root[i] < 0) continue;
+        w.next_mem[i] = w.first[w.root[i]];
+        w.first[w.root[i]] = i;
     }
     out = base_calloc(1, sizeof *out);
     out->own_arena = own;
@@ -1411,55 +1498,4 @@ int nest_fused_extents(const sc_pipeline *p, const bounds_result *b, const sched
     nest_free(m);
     nest_ctx_free(x);
     return rc;
-}
-
-static void print_ext(FILE *out, int n, const int64_t *e) {
-    for (int i = 0; i < n; i++) fprintf(out, "%s%lld", i ? "x" : "", (long long)e[i]);
-}
-
-void nest_print(FILE *out, const sc_pipeline *p, const nest *n) {
-    fprintf(out, "# loop nest of %s: %d kernel%s, %d Func%s modelled\n", p->name, n->nkernels,
-            n->nkernels == 1 ? "" : "s", n->nmodelled, n->nmodelled == 1 ? "" : "s");
-    for (int k = 0; k < n->nkernels; k++) {
-        const nest_kernel *kn = n->kernels[k];
-        fprintf(out, "kernel %d %s.%d: %lld blocks x %d threads, shared %lld B (%d), registers %lld (%d), staged %lld (%d)\n",
-                k, kn->root->name, kn->stage, (long long)kn->nblocks, kn->nthreads, (long long)kn->shared_bytes,
-                kn->nshared, (long long)kn->register_elems, kn->nregister, (long long)kn->staged_elems, kn->nstaged);
-    }
-    for (int i = 0; i < n->nfuncs; i++) {
-        const nest_func *f = n->funcs[i];
-        if (!f) continue;
-        fprintf(out, "%s: %s", f->func->name, f->loc == SCHED_ROOT ? "root" : f->loc == SCHED_BLOCK ? "block" : "thread");
-        if (f->at >= 0) fprintf(out, " of %s.%d", func_at(p, f->at)->name, f->at_stage);
-        fprintf(out, ", %s ", nest_mem_name(f->mem));
-        print_ext(out, f->ndims, f->extent);
-        fprintf(out, " = %lld B\n", (long long)f->bytes);
-        for (int st = 0; st < f->nstages; st++) {
-            const nest_stage *r = f->stages[st];
-            if (!r) continue;
-            int kid = 0;
-            while (kid < n->nkernels && n->kernels[kid] != r->kernel) kid++;
-            fprintf(out, "  stage %d (kernel %d): extent ", st, kid);
-            print_ext(out, r->npure, r->extent);
-            fprintf(out, ", blocks ");
-            print_ext(out, r->npure, r->blocks);
-            fprintf(out, ", threads ");
-            for (int k = 0; k < r->npure; k++) fprintf(out, "%s%d", k ? "x" : "", r->threads[k]);
-            fprintf(out, ", serial ");
-            print_ext(out, r->npure, r->serial);
-            if (r->nred) { fprintf(out, ", reduction "); print_ext(out, r->nred, r->red); }
-            fprintf(out, "; realizations %lld, points %lld per realization, %lld in all\n",
-                    (long long)r->realizations, (long long)r->points_per_realization, (long long)r->points_total);
-            for (int a = 0; a < r->naccess; a++) {
-                const nest_access *ac = &r->access[a];
-                char *txt = ir_expr_to_string(ac->call);
-                fprintf(out, "    %s %s%s: thread %lld B, block %lld B, realization %lld B; stride",
-                        txt, nest_mem_name(ac->mem), ac->staged ? " staged" : "", (long long)ac->bytes_thread,
-                        (long long)ac->bytes_block, (long long)ac->bytes_realization);
-                free(txt);
-                for (int k = 0; k < r->npure; k++) fprintf(out, " %g", ac->stride_serial[k]);
-                fprintf(out, "\n");
-            }
-        }
-    }
 }

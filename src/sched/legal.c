@@ -284,25 +284,39 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
     return 0;
 }
 
-static int block_tile(legal_ctx *x, const sched_state *s, int fid, int st, int at, const sched_tile *t, char *err,
-                      size_t errlen) {
-    const sc_func *f = func_at(x->p, fid);
-    if (tile_shape(x, f, st, SCHED_BLOCK, t, err, errlen)) return -1;
-    /* the kernel: follow `at` to the root; fid's own link counts */
+/* The threads per block of the kernel that fid, at BLOCK of `at`, is
+ * computed in (its own link counts): the limit of its block tilings, with
+ * the kernel's root and stage; INT64_MAX when the kernel cannot be found
+ * (the fusion rules report that). */
+static int64_t block_limit(legal_ctx *x, const sched_state *s, int fid, int at, int *root, int *stage) {
     int g = at, prev = -1, hops = 0, rstage = -1;
     while (g >= 0 && g < x->n && fused(s->f[g]) && hops++ <= x->n) { prev = g; g = s->f[g]->at; }
-    if (g < 0 || g >= x->n || !s->f[g] || s->f[g]->loc != SCHED_ROOT) return 0;   /* reported by the rules */
+    if (g < 0 || g >= x->n || !s->f[g] || s->f[g]->loc != SCHED_ROOT) return INT64_MAX;
     if (prev < 0) {
         /* fid is fused straight into the root: its own stage there */
         const sched_func *mine = s->f[fid];
         if (mine && fused(mine) && mine->at == at) rstage = fusion_stage_at(x->g, s, fid);
-        else if (legal_fusion(x, s, fid, SCHED_BLOCK, at, &rstage, NULL, 0) != 0) return 0;
+        else if (legal_fusion(x, s, fid, SCHED_BLOCK, at, &rstage, NULL, 0) != 0) return INT64_MAX;
     } else {
         rstage = fusion_stage_at(x->g, s, prev);
     }
-    if (rstage < 0) return 0;
+    if (rstage < 0) return INT64_MAX;
     sched_tile rt = tile_of(x, s, g, rstage);
-    int64_t kt = legal_threads(&rt), threads = 1;
+    if (root) *root = g;
+    if (stage) *stage = rstage;
+    return legal_threads(&rt);
+}
+
+int64_t legal_block_threads(legal_ctx *x, const sched_state *s, int fid, int at) {
+    return block_limit(x, s, fid, at, NULL, NULL);
+}
+
+static int block_tile(legal_ctx *x, const sched_state *s, int fid, int st, int at, const sched_tile *t, char *err,
+                      size_t errlen) {
+    const sc_func *f = func_at(x->p, fid);
+    if (tile_shape(x, f, st, SCHED_BLOCK, t, err, errlen)) return -1;
+    int g = -1, rstage = -1;
+    int64_t kt = block_limit(x, s, fid, at, &g, &rstage), threads = 1;
     for (int k = 0; k < t->npure; k++) threads = sat_mul(threads, t->threads[k]);
     if (threads > kt) {
         char nm[200], rn[200];

@@ -115,6 +115,12 @@ sched_tile legal_default_tile(const legal_ctx *x, const sc_func *f, int st);
 int legal_tile(legal_ctx *x, const sched_state *s, int fid, int st, sched_loc loc, int at,
                const sched_tile *t, char *err, size_t errlen);
 
+/* The most threads a BLOCK tiling of fid at `at` may have in s (the
+ * threads per block of its kernel's root stage), INT64_MAX when no limit
+ * applies: legal_tile of a well-formed BLOCK tiling is this comparison,
+ * whatever the stage, so enumerators may check many tilings at once. */
+int64_t legal_block_threads(legal_ctx *x, const sched_state *s, int fid, int at);
+
 /* Does the (partial) state s keep every rule and fit the target?  The
  * undecided Funcs and the untiled stages (sched_func.pending) count as
  * root with legal_default_tile.  0, or -1 with a message naming the Func

@@ -108,12 +108,18 @@ bool sched_complete(const sc_pipeline *p, const sched_state *s) {
 
 /* ---- hash ------------------------------------------------------------------- */
 
-/* FNV-1a, 64 bits, over 32-bit words. */
+/* FNV-1a, 64 bits, over the 8 bytes of each value.  A zero byte only
+ * multiplies by the prime, so a value below 256 (most of them: tags,
+ * ids, tile sizes) takes one step and the prime to the 8th: the same
+ * hash, 8 times fewer multiplications. */
 static uint64_t fnv(uint64_t h, int64_t v) {
+    const uint64_t prime = 0x100000001b3ull;
+    const uint64_t prime8 = 0x1efac7090aef4a21ull;   /* prime^8 mod 2^64 */
     uint64_t u = (uint64_t)v;
+    if (u < 256) return (h ^ u) * prime8;
     for (int i = 0; i < 8; i++) {
         h ^= (u >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ull;
+        h *= prime;
     }
     return h;
 }

@@ -95,6 +95,9 @@ struct search_ctx {
     space_opts so;
     nest_ctx *nx;
     feat_ctx *fx;
+    space_tilings *tilings;       /* the legal tilings of each stage, kept */
+    cost_memo *parts;             /* the model's part of each feature row costed, by key */
+    int64_t flushes;              /* of fx, when parts was last cleared */
     hmap memo;                    /* depth-3 hash -> cost, secondary */
     ir_arena *keep;               /* frozen records */
     const sched_func **frozen;    /* [fid]: the decision kept, NULL = free */
@@ -125,6 +128,9 @@ search_ctx *search_new(const sc_pipeline *p, const bounds_result *b, const searc
     }
     c->nx = nest_ctx_new(p, b);
     c->fx = feat_ctx_new(p, b);
+    c->tilings = space_tilings_new(p, b, &c->so);
+    c->parts = cost_memo_new();
+    feat_ctx_hold(c->fx, true);           /* trimmed between steps (run_pass) */
     hmap_init(&c->memo, 1 << 12);
     c->keep = ir_arena_new();
     c->frozen = ir_alloc(c->keep, sizeof *c->frozen * (size_t)(p->funcs.n ? p->funcs.n : 1));
@@ -135,6 +141,8 @@ void search_free(search_ctx *c) {
     if (!c) return;
     nest_ctx_free(c->nx);
     feat_ctx_free(c->fx);
+    space_tilings_free(c->tilings);
+    cost_memo_free(c->parts);
     hmap_free(&c->memo);
     ir_arena_free(c->keep);
     free(c);
@@ -157,7 +165,8 @@ static sched_state *copy_state(ir_arena *a, const sc_pipeline *p, const sched_st
     return d;
 }
 
-/* Featurizes s with the ctx's caches.  0, or -1 with err. */
+/* Featurizes s with the ctx's caches, its rows copied.  0, or -1 with
+ * err. */
 static int featurize(search_ctx *c, const sched_state *s, feat_result *out, char *err, size_t errlen) {
     nest *m = nest_build(c->nx, s, err, errlen);
     if (!m) return -1;
@@ -166,13 +175,26 @@ static int featurize(search_ctx *c, const sched_state *s, feat_result *out, char
     return rc;
 }
 
+/* The same, the rows pointing into the cache (valid until the next
+ * feat_ctx_trim: the ctx holds fx). */
+static int featurize_refs(search_ctx *c, const sched_state *s, feat_refs *out, char *err, size_t errlen) {
+    nest *m = nest_build(c->nx, s, err, errlen);
+    if (!m) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    int rc = feat_compute_refs(c->fx, s, m, c->o.t, out, err, errlen);
+    nest_free(m);
+    return rc;
+}
+
 /* Whether the stages fid has in r waste more than the thresholds: the
  * idle-lane and idle-core figures of the cost terms (costmodel.c). */
-static bool is_secondary(const search_ctx *c, const feat_result *r, int fid) {
+static bool is_secondary(const search_ctx *c, const feat_refs *r, int fid) {
     const target *t = c->o.t;
     for (int i = 0; i < r->n; i++) {
-        if (r->rows[i].func != fid) continue;
-        const double *v = r->rows[i].v;
+        if (r->rows[i]->func != fid) continue;
+        const double *v = r->rows[i]->v;
         double lanes = v[FEAT_AT(FEAT_idle_lane_wastage)];
         double blocks = fmax(1.0, v[FEAT_AT(FEAT_num_blocks)]);
         double resident = (double)t->sm_count * fmax(1.0, v[FEAT_AT(FEAT_max_block_occupancy)] * t->max_blocks_per_sm);
@@ -240,7 +262,7 @@ typedef struct {
     sched_state *s;
     const node *parent;
     uint64_t key;                 /* depth-3 hash */
-    feat_result fr;               /* when featurized now */
+    feat_refs fr;                 /* when featurized now */
     bool secondary, fresh;
     bool forced;                  /* its parent's only child: not costed */
     double cost;
@@ -324,7 +346,7 @@ static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *
             r->secondary = m0->secondary;
             r->cost = m0->cost;
         } else {
-            if (featurize(c, r->s, &r->fr, err, errlen) != 0) {
+            if (featurize_refs(c, r->s, &r->fr, err, errlen) != 0) {
                 /* the model refuses a state the enumerator made (an internal
                  * disagreement): left out, counted, the search goes on */
                 out->n--;
@@ -345,7 +367,7 @@ static int take_bucket(search_ctx *c, const node *parent, int fid, sched_state *
         for (int t = first; t < out->n; t++) {
             if (out->v[t].secondary) {
                 c->st.secondary_skipped++;
-                if (out->v[t].fresh) feat_free(&out->v[t].fr);
+                if (out->v[t].fresh) feat_refs_free(&out->v[t].fr);
             } else {
                 out->v[w++] = out->v[t];
             }
@@ -392,38 +414,30 @@ static int draw(space_rng *rng, int n, const bool *keep, int *idx) {
 
 /* The tiling children of parent (phase b of fid).  A tiling never
  * changes the hash at depth <= 2 (sched_hash), so they are one bucket:
- * the enumerator is only stepped through (space_enum_skip), their tiles
- * noted, and only the drawn ones become states. */
-static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node *parent, space_rng *rng,
+ * their tiles come from the stage's list (space_tilings_of, the same
+ * tilings in the enumerator's order) and only the drawn ones become
+ * states. */
+static int expand_tilings(search_ctx *c, ir_arena *a, legal_ctx *x, int fid, const node *parent, space_rng *rng,
                           reps *out, char *err, size_t errlen) {
-    int fid = e->fid, n = 0, cap = 64;
     const sched_func *fz0 = c->frozen[fid], *pf0 = parent->s->f[fid];
     if (fz0 && fz0->loc == pf0->loc && fz0->at == pf0->at) {
         /* a frozen tiling that is still legal is the only child: no need
          * to step through the others */
         int st = pf0->nstages - pf0->pending;
-        if (legal_tile(e->x, parent->s, fid, st, pf0->loc, pf0->at, &fz0->tile[st], NULL, 0) == 0) {
+        if (legal_tile(x, parent->s, fid, st, pf0->loc, pf0->at, &fz0->tile[st], NULL, 0) == 0) {
             sched_state *ch = sched_state_copy(a, parent->s);
             sched_func *sf = sched_func_copy(a, pf0);
             sf->tile[st] = fz0->tile[st];
             sf->pending--;
-            legal_inherit(e->x, sf, pf0);
+            legal_inherit(x, sf, pf0);
             ch->f[fid] = sf;
             c->st.enumerated++;
             if (pass_on(c, parent, ch, out)) return 0;
             return take_bucket(c, parent, fid, &ch, 1, 1, out, err, errlen);
         }
     }
-    sched_tile *tiles = malloc(sizeof *tiles * (size_t)cap);
-    if (!tiles) abort();
-    while (space_enum_skip(e)) {
-        if (n == cap) {
-            cap *= 2;
-            tiles = realloc(tiles, sizeof *tiles * (size_t)cap);
-            if (!tiles) abort();
-        }
-        tiles[n++] = e->cur;
-    }
+    const sched_tile *tiles;
+    int n = space_tilings_of(c->tilings, x, parent->s, fid, &tiles);
     c->st.enumerated += n;
     assert(n > 0);
     bool *keep = malloc((size_t)n);
@@ -447,10 +461,9 @@ static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node 
         sched_func *sf = sched_func_copy(a, pf);
         sf->tile[st] = tiles[idx[0]];
         sf->pending--;
-        legal_inherit(e->x, sf, pf);
+        legal_inherit(x, sf, pf);
         ch->f[fid] = sf;
         if (pass_on(c, parent, ch, out)) {
-            free(tiles);
             free(keep);
             free(idx);
             free(drawn);
@@ -462,12 +475,11 @@ static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node 
         sched_func *sf = sched_func_copy(a, pf);
         sf->tile[st] = tiles[idx[t]];
         sf->pending--;
-        legal_inherit(e->x, sf, pf);
+        legal_inherit(x, sf, pf);
         ch->f[fid] = sf;
         drawn[t] = ch;
     }
     int rc = take_bucket(c, parent, fid, drawn, k, m, out, err, errlen);
-    free(tiles);
     free(keep);
     free(idx);
     free(drawn);
@@ -479,10 +491,12 @@ static int expand_tilings(search_ctx *c, ir_arena *a, space_enum *e, const node 
  * found).  0, or -1 with err. */
 static int expand(search_ctx *c, ir_arena *a, legal_ctx *x, const node *parent, int pass, space_rng *rng,
                   reps *out, char *err, size_t errlen) {
-    space_enum e;
-    int fid = space_enum_begin(&e, a, x, c->p, c->b, parent->s, &c->so);
+    bool tiling;
+    int fid = space_next(c->p, parent->s, &tiling);
     assert(fid >= 0);
-    if (e.tiling) return expand_tilings(c, a, &e, parent, rng, out, err, errlen);
+    if (tiling) return expand_tilings(c, a, x, fid, parent, rng, out, err, errlen);
+    space_enum e;
+    space_enum_begin(&e, a, x, c->p, c->b, parent->s, &c->so);
     /* locations: a handful of children */
     sched_state *all[8];
     int n = 0;
@@ -520,7 +534,7 @@ static int expand(search_ctx *c, ir_arena *a, legal_ctx *x, const node *parent, 
 /* Costs every representative not memoized, in one batched call. */
 static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
     int n = 0;
-    const feat_result **fs = malloc(sizeof *fs * (size_t)(r->n ? r->n : 1));
+    const feat_refs **fs = malloc(sizeof *fs * (size_t)(r->n ? r->n : 1));
     int *idx = malloc(sizeof *idx * (size_t)(r->n ? r->n : 1));
     double *ms = malloc(sizeof *ms * (size_t)(r->n ? r->n : 1));
     if (!fs || !idx || !ms) abort();
@@ -533,7 +547,7 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
         if (!r->v[i].fresh) {
             /* memoized as featurized but never costed (it was a secondary
              * representative then): featurize it again */
-            int rc = featurize(c, r->v[i].s, &r->v[i].fr, err, errlen);
+            int rc = featurize_refs(c, r->v[i].s, &r->v[i].fr, err, errlen);
             if (rc != 0) { free(fs); free(idx); free(ms); return -1; }
             r->v[i].fresh = true;
             c->st.featurized++;
@@ -545,7 +559,14 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
     if (n) {
         c->st.predict_calls++;
         c->st.costed += n;
-        rc = cost_predict(c->o.model, n, fs, ms, err, errlen);
+        /* the rows' keys die with a flush of the feature cache: their
+         * parts can go too */
+        int64_t fl = feat_ctx_stats(c->fx).flushes;
+        if (fl != c->flushes) {
+            cost_memo_clear(c->parts);
+            c->flushes = fl;
+        }
+        rc = cost_predict_memo(c->o.model, c->parts, n, fs, ms, err, errlen);
         for (int j = 0; rc == 0 && j < n; j++) {
             double v = ms[j];
             if (!(v >= 0) || isinf(v)) v = 1e300;    /* NaN or absurd: last, but still a state */
@@ -554,7 +575,7 @@ static int cost_reps(search_ctx *c, reps *r, char *err, size_t errlen) {
         }
     }
     for (int i = 0; i < r->n; i++)
-        if (r->v[i].fresh) feat_free(&r->v[i].fr);
+        if (r->v[i].fresh) feat_refs_free(&r->v[i].fr);
     free(fs);
     free(idx);
     free(ms);
@@ -581,6 +602,7 @@ static int run_pass(search_ctx *c, ir_arena *a, int beam, int pass, space_rng *r
     while (rc == 0 && !*best) {
         hmap_clear(&seen);
         r.n = 0;
+        feat_ctx_trim(c->fx);             /* no representative's rows are held now */
         int expanded = 0;
         node *nd;
         while (rc == 0 && expanded < beam && (nd = heap_pop(&q))) {
@@ -603,7 +625,7 @@ static int run_pass(search_ctx *c, ir_arena *a, int beam, int pass, space_rng *r
             /* representatives featurized in this step before the pass
              * ended are not costed */
             for (int i = 0; i < r.n; i++)
-                if (r.v[i].fresh) feat_free(&r.v[i].fr);
+                if (r.v[i].fresh) feat_refs_free(&r.v[i].fr);
             break;
         }
         if (expanded == 0) break;                /* cannot happen: every state has a child */

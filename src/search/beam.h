@@ -31,9 +31,12 @@
  *    pruning of the space (space_opts.prune), a deterministic seed.
  *
  * Memory: a search_ctx owns the featurizer and loop-nest caches (content
- * keyed) and a memo of the cost of every state costed, keyed by its
+ * keyed), the legal tilings of each stage (space_tilings_of), a memo of
+ * the cost model's part of each feature row (cost_predict_memo, by row
+ * key) and a memo of the cost of every state costed, keyed by its
  * depth-3 structural hash; each pass runs in an arena of its own, freed
- * when the pass ends (the best state is copied out).  Reentrant: no
+ * when the pass ends (the best state is copied out).  None of them
+ * changes a decision: docs/search.md, "Speed".  Reentrant: no
  * static state; one ctx per thread.
  */
 #ifndef SC_BEAM_H

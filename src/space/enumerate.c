@@ -5,7 +5,9 @@
  * Anderson et al. 2021 §6.6 pruning when asked.
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "space.h"
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -292,5 +294,139 @@ int space_children(ir_arena *a, legal_ctx *x, const sc_pipeline *p, const bounds
     if (space_enum_begin(&e, a, x, p, b, s, o) < 0) return 0;
     int n = 0;
     for (sched_state *c; (c = space_enum_next(&e, a)); n++) ir_vec_push(a, out, c);
+    return n;
+}
+
+/* ---- the tilings of a stage, kept ------------------------------------------ */
+
+/* A ROOT stage's legal tilings depend on the stage alone (legal_tile's
+ * ROOT rules and the §6.6 rules read the stage's extents and the
+ * target), so they are enumerated once.  A BLOCK stage's candidates are
+ * kept with their thread counts: legal_block_threads gives the one limit
+ * that a state puts on them. */
+typedef struct {
+    bool root_done, block_done;
+    bool block_shaped;          /* the candidates are well formed: filter by threads */
+    int nroot, nblock;
+    sched_tile *root, *block;
+    int64_t *bthreads, bmax;
+} stage_tilings;
+
+struct space_tilings {
+    const sc_pipeline *p;
+    const bounds_result *b;
+    space_opts o;
+    int *slot;                  /* [fid]: its first stage's entry */
+    stage_tilings *st;
+    sched_tile *scratch;        /* a filtered BLOCK list, valid until the next call */
+    int cap;
+};
+
+space_tilings *space_tilings_new(const sc_pipeline *p, const bounds_result *b, const space_opts *o) {
+    space_tilings *c = base_calloc(1, sizeof *c);
+    c->p = p;
+    c->b = b;
+    c->o = *o;
+    c->slot = base_calloc((size_t)p->funcs.n + 1, sizeof *c->slot);
+    int n = 0;
+    for (int i = 0; i < p->funcs.n; i++) {
+        c->slot[i] = n;
+        n += func_at(p, i)->nstages;
+    }
+    c->st = base_calloc((size_t)n + 1, sizeof *c->st);
+    c->slot[p->funcs.n] = n;
+    return c;
+}
+
+void space_tilings_free(space_tilings *c) {
+    if (!c) return;
+    for (int i = 0; i < c->slot[c->p->funcs.n]; i++) {
+        free(c->st[i].root);
+        free(c->st[i].block);
+        free(c->st[i].bthreads);
+    }
+    free(c->st);
+    free(c->slot);
+    free(c->scratch);
+    free(c);
+}
+
+static void push_tile(sched_tile **v, int *n, int *cap, const sched_tile *t) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *v = base_realloc(*v, sizeof **v * (size_t)*cap);
+    }
+    (*v)[(*n)++] = *t;
+}
+
+/* The enumerator of s's tilings of fid, begun (no arena: tilings make no
+ * records). */
+static void tilings_enum(space_tilings *c, legal_ctx *x, const sched_state *s, int fid, space_enum *e) {
+    memset(e, 0, sizeof *e);
+    e->x = x;
+    e->p = c->p;
+    e->b = c->b;
+    e->s = s;
+    e->o = &c->o;
+    e->fid = fid;
+    e->tiling = true;
+    tilings_begin(e);
+}
+
+int space_tilings_of(space_tilings *c, legal_ctx *x, const sched_state *s, int fid, const sched_tile **out) {
+    const sched_func *sf = s->f[fid];
+    assert(sf && sf->pending > 0);
+    int st = sf->nstages - sf->pending;
+    stage_tilings *t = &c->st[c->slot[fid] + st];
+    space_enum e;
+    if (sf->loc == SCHED_ROOT) {
+        if (!t->root_done) {
+            int cap = 0;
+            tilings_enum(c, x, s, fid, &e);
+            while (next_tiling(&e)) push_tile(&t->root, &t->nroot, &cap, &e.cur);
+            t->root_done = true;
+        }
+        *out = t->root;
+        return t->nroot;
+    }
+    assert(sf->loc == SCHED_BLOCK);
+    if (!t->block_done) {
+        int cap = 0, dims[SC_MAX_DIMS];
+        tilings_enum(c, x, s, fid, &e);
+        t->block_shaped = legal_pure_dims(func_at(c->p, fid), st, dims) == e.np;
+        for (e.started = true; t->block_shaped;) {
+            current_tile(&e);
+            push_tile(&t->block, &t->nblock, &cap, &e.cur);
+            int k = 0;
+            for (; k < e.np; k++) {
+                if (++e.digit[k] < e.nopt[k]) break;
+                e.digit[k] = 0;
+            }
+            if (k == e.np) break;
+        }
+        t->bthreads = base_calloc((size_t)t->nblock + 1, sizeof *t->bthreads);
+        for (int i = 0; i < t->nblock; i++) {
+            t->bthreads[i] = legal_threads(&t->block[i]);
+            if (t->bthreads[i] > t->bmax) t->bmax = t->bthreads[i];
+        }
+        t->block_done = true;
+    }
+    int n = 0;
+    if (!t->block_shaped) {
+        /* not expected (the options are made from the stage's own
+         * loops), but then the enumerator itself answers */
+        tilings_enum(c, x, s, fid, &e);
+        while (next_tiling(&e)) push_tile(&c->scratch, &n, &c->cap, &e.cur);
+        *out = c->scratch;
+        return n;
+    }
+    int64_t limit = legal_block_threads(x, s, fid, sf->at);
+    if (limit >= t->bmax) {
+        *out = t->block;
+        return t->nblock;
+    }
+    for (int i = 0; i < t->nblock; i++)
+        if (t->bthreads[i] <= limit) push_tile(&c->scratch, &n, &c->cap, &t->block[i]);
+    *out = c->scratch;
     return n;
 }

@@ -85,6 +85,20 @@ sched_state *space_enum_next(space_enum *e, ir_arena *a);
 /* Skips the next child; false after the last. */
 bool space_enum_skip(space_enum *e);
 
+/* The tilings of the stages of one pipeline, kept for a search that
+ * enumerates the same stages' tilings again and again: a ROOT stage's
+ * legal tilings depend on the stage alone, and a BLOCK stage's on one
+ * limit that the state sets (legal_block_threads).  For p, b and the
+ * options o (copied); the legality ctxs it is given must be
+ * space_legal(p, b, o)'s.  Explicit create/destroy; one per thread. */
+typedef struct space_tilings space_tilings;
+space_tilings *space_tilings_new(const sc_pipeline *p, const bounds_result *b, const space_opts *o);
+void space_tilings_free(space_tilings *c);
+/* The tilings of stage fid of s (fid: the Func s tiles next, space_next),
+ * exactly the ones space_enum_skip steps through, in its order.  *out
+ * points into c, valid until the next call; returns their count. */
+int space_tilings_of(space_tilings *c, legal_ctx *x, const sched_state *s, int fid, const sched_tile **out);
+
 /* Every child of s, appended to out (states in the arena).  Returns how
  * many, 0 when s is complete. */
 int space_children(ir_arena *a, legal_ctx *x, const sc_pipeline *p, const bounds_result *b,
