@@ -543,6 +543,14 @@ sc_expr *sc_lerp(sc_pipeline *p, sc_expr *a, sc_expr *b, sc_expr *w) {
                                              sc_cast(p, SC_F32, w)));
 }
 
+/* A call or update of f with the wrong number of arguments. */
+static void arity_error(sc_pipeline *p, const sc_func *f, int nargs) {
+    if (f->ndims == 0)
+        sc_error(p, "%s is 0-D (a scalar) and takes no arguments, got %d; write %s()", f->name, nargs, f->name);
+    else
+        sc_error(p, "%s takes %d argument%s, got %d", f->name, f->ndims, f->ndims == 1 ? "" : "s", nargs);
+}
+
 sc_expr *sc_call(sc_pipeline *p, sc_func *f, int nargs, sc_expr **args) {
     if (!f) return NULL;
     for (int i = 0; i < nargs; i++) if (!args[i]) return NULL;
@@ -551,8 +559,7 @@ sc_expr *sc_call(sc_pipeline *p, sc_func *f, int nargs, sc_expr **args) {
         return NULL;
     }
     if (nargs != f->ndims) {
-        sc_error(p, "%s takes %d argument%s, got %d", f->name, f->ndims,
-                 f->ndims == 1 ? "" : "s", nargs);
+        arity_error(p, f, nargs);
         return NULL;
     }
     sc_expr *e = new_expr(p, E_CALL, f->type, nargs);
@@ -764,8 +771,7 @@ int sc_update(sc_pipeline *p, sc_func *f, int nargs, sc_expr **lhs,
         return -1;
     }
     if (nargs != f->ndims) {
-        sc_error(p, "%s takes %d argument%s, got %d", f->name, f->ndims,
-                 f->ndims == 1 ? "" : "s", nargs);
+        arity_error(p, f, nargs);
         return -1;
     }
     self_check sc = { p, f, {false}, true };
@@ -1059,6 +1065,11 @@ int sc_output(sc_pipeline *p, sc_func *f, int ndims, const int *extents) {
     }
     if (f->is_output) {
         sc_error(p, "%s is already an output", f->name);
+        return -1;
+    }
+    if (ndims != f->ndims && f->ndims == 0) {
+        sc_error(p, "output %s is 0-D (a scalar): declare it without sizes, as output %s(); got %d size%s",
+                 f->name, f->name, ndims, ndims == 1 ? "" : "s");
         return -1;
     }
     if (ndims != f->ndims) {
