@@ -1060,7 +1060,7 @@ static void stmt_alias(parser *ps, const char *target, const token *target_tok) 
         }
         if (!expect(ps, T_RPAREN, "after the boundary helper's arguments") ||
             !expect(ps, T_SEMI, "after the statement")) return;
-        if (n && n != src->ndims) {
+        if (n && n != src->ndims && src->ndims) {
             errorf(ps, t, "%s of %s needs %d extents, got %d", re ? "repeat_edge" : "constant_exterior",
                    src->name, src->ndims, n);
             return;

@@ -932,6 +932,11 @@ static const char *dim_var_names[SC_MAX_DIMS] = { "x", "y", "z", "w", "v", "u" }
 
 static bool boundary_extents(sc_pipeline *p, const char *helper, sc_func *src,
                              const int *extents, int *out) {
+    if (src->ndims == 0) {
+        sc_error(p, "%s of %s: %s is 0-D (a scalar) and has no boundary; call it as %s()", helper, src->name,
+                 src->name, src->name);
+        return false;
+    }
     if (!extents && src->kind != FUNC_INPUT) {
         sc_error(p, "%s of %s needs the extents of the region to keep (only inputs know their own)",
                  helper, src->name);
