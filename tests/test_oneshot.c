@@ -60,6 +60,7 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
     bool ok = false;
     int kernels = 0;
     char on[64] = "lowered only";
+    const char *failed_on = "";
     if (sc_evaluate(p, in, seed, ref) != 0) {
         snprintf(err, sizeof err, "the reference evaluator failed: %s",
                  sc_error_count(p) ? sc_error_message(p, 0) : "?");
@@ -85,20 +86,16 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
                                              &df, err, sizeof err);
         ok = es && df.mismatches == 0 && df.differ == 0;
         if (es && !ok)
-            snprintf(err, sizeof err, "%s: %lld of %lld points differ (max %lld ulp)", devs[d].ops->name,
-                     (long long)df.differ, (long long)df.points, (long long)df.max_ulp);
-        else if (!es) {
-            char e2[8192];
-            snprintf(e2, sizeof e2, "%s: %s", devs[d].ops->name, err);
-            snprintf(err, sizeof err, "%s", e2);
-        }
+            snprintf(err, sizeof err, "%lld of %lld points differ (max %lld ulp)", (long long)df.differ,
+                     (long long)df.points, (long long)df.max_ulp);
+        if (!ok) failed_on = devs[d].ops->name;
         exec_close(es);
     }
 done:
     if (nd > 0)
         snprintf(on, sizeof on, "%s%s%s", devs[0].ops->name, nd > 1 ? ", " : "", nd > 1 ? devs[1].ops->name : "");
-    check_report(ok, "%s (%d Funcs, %d kernels; %s)%s%s", name, p->funcs.n - nin, kernels, on, ok ? "" : ": ",
-                 ok ? "" : err);
+    check_report(ok, "%s (%d Funcs, %d kernels; %s)%s%s%s%s", name, p->funcs.n - nin, kernels, on, ok ? "" : ": ",
+                 failed_on, *failed_on ? ": " : "", ok ? "" : err);
     if (!ok) fprintf(stderr, "---- %s ----\n%s\n", name, text);
     ir_arena_free(arena);
     for (int k = 0; k < nin; k++) sc_buffer_free(in[k]);

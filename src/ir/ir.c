@@ -1088,7 +1088,7 @@ int sc_output(sc_pipeline *p, sc_func *f, int ndims, const int *extents) {
                      extents[d], d);
             return -1;
         }
-    memcpy(f->out_extent, extents, sizeof(int) * (size_t)ndims);
+    if (ndims) memcpy(f->out_extent, extents, sizeof(int) * (size_t)ndims);
     ir_vec_push(p->arena, &p->outputs, f);
     f->is_output = p->outputs.n;
     return 0;
