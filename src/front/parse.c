@@ -458,10 +458,8 @@ static sc_expr *parse_name(parser *ps) {
     }
     if (f->kind == FUNC_DEFINED && f->nstages == 0 && has_failed(ps, full)) return NULL;
     if (peek(ps)->kind != T_LPAREN) {
-        if (f->ndims == 0)
-            errorf(ps, t, "%s is a 0-D Func (a scalar); call it as %s()", full, full);
-        else
-            errorf(ps, t, "%s is a Func; call it with coordinates, as %s(...)", full, full);
+        errorf(ps, t, f->ndims ? "%s is a Func; call it with coordinates, as %s(...)"
+                               : "%s is a 0-D Func (a scalar); call it as %s()", full, full);
         return NULL;
     }
     sc_expr *args[SC_MAX_DIMS + 1];
@@ -1191,10 +1189,8 @@ static void find_self_or_rvar(const sc_expr *e, void *user) {
 static void update_arity_error(parser *ps, const token *t, const sc_func *f, int n) {
     char got[32] = "";
     if (n >= 0) snprintf(got, sizeof got, ", got %d", n);
-    if (f->ndims == 0)
-        errorf(ps, t, "%s is 0-D (a scalar); its updates take no arguments%s: %s() = ...", f->name, got, f->name);
-    else
-        errorf(ps, t, "%s takes %d argument%s%s", f->name, f->ndims, f->ndims == 1 ? "" : "s", got);
+    if (f->ndims) errorf(ps, t, "%s takes %d argument%s%s", f->name, f->ndims, f->ndims == 1 ? "" : "s", got);
+    else errorf(ps, t, "%s is 0-D (a scalar); its updates take no arguments%s: %s() = ...", f->name, got, f->name);
 }
 
 /* NAME(args) op expr ; -- a pure definition or an update. */
