@@ -129,7 +129,9 @@ const char *sc_func_name(const sc_func *f);
 int sc_func_dims(const sc_func *f);
 sc_type sc_func_type(const sc_func *f);
 
-/* The pure definition f(vars...) = value.  Returns 0, or -1 on error. */
+/* The pure definition f(vars...) = value; nvars 0 (vars may be NULL)
+ * makes f a 0-D Func, a scalar called with no arguments.  Returns 0, or
+ * -1 on error. */
 int sc_define(sc_pipeline *p, sc_func *f, int nvars, const char **vars,
               sc_expr *value);
 /* An update definition f(lhs...) = value.  The reduction domain (at most
@@ -154,7 +156,8 @@ sc_func *sc_repeat_edge(sc_pipeline *p, const char *name, sc_func *src,
 sc_func *sc_constant_exterior(sc_pipeline *p, const char *name, sc_func *src,
                               sc_expr *value, const int *extents);
 
-/* Mark f as an output computed over [0, extents[d]) in each dimension. */
+/* Mark f as an output computed over [0, extents[d]) in each dimension
+ * (a 0-D f: ndims 0, extents may be NULL; its output is one element). */
 int sc_output(sc_pipeline *p, sc_func *f, int ndims, const int *extents);
 
 /* Checks the whole pipeline (outputs exist, no cycles, every access

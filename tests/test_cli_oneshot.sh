@@ -37,6 +37,30 @@ case_ oneshot_runs 0 -o 'check: matches the reference' -- \
 case_ oneshot_run_strategy 0 -o 'check: matches the reference' -- \
     "$sc" run apps/unsharp.pipe --strategy oneshot "${opts[@]}" --device c --check
 
+# 0-D outputs: scheduled, written, read back (a 0-D Func's tiling is []),
+# run and checked; and a random pipeline from the generator
+cat >"$tmp/scalar.pipe" <<'PIPE'
+pipeline scalar;
+size N = 20000 small 500;
+input f32 in(N);
+rdom r(0, N);
+total() = 0.0;
+total() += in(r);
+mean() = total() / f32(N);
+centered(x) = in(x) - mean();
+output centered(N);
+output mean();
+output total();
+PIPE
+case_ oneshot_scalar_write 0 -o "wrote $tmp/s.sched" -- \
+    "$sc" schedule "$tmp/scalar.pipe" --strategy oneshot "${opts[@]}" -o "$tmp/s.sched"
+grep -Eq '^total: .*\[\]' "$tmp/s.sched"; ok oneshot_scalar_tiling_text $?
+case_ oneshot_scalar_runs 0 -o 'check: matches the reference.* 0 of 502 output points differ' -- \
+    "$sc" run "$tmp/scalar.pipe" --small --target a100 --schedule "$tmp/s.sched" --device c --check
+"$sc" random-pipeline --seed 17 -o "$tmp/r17.pipe"
+case_ oneshot_random_pipeline 0 -o 'check: matches the reference' -- \
+    "$sc" run "$tmp/r17.pipe" --strategy oneshot "${opts[@]}" --device c --check
+
 # bad usage
 case_ oneshot_weights_without 2 -e 'are options of --strategy oneshot' -- \
     "$sc" schedule "$app" --small --strategy root --weights "$w"

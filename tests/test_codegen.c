@@ -677,6 +677,90 @@ static void test_semantics(void)
     sc_pipeline_free(P);
 }
 
+/* ---- a 0-D Func: one element, in global memory and in shared memory ----------- */
+
+enum { SN = 90 };
+
+/* total() = 0; total() += in(r) over [0, SN); out(x) = in(x) * 2 - total().
+ * Kernel 1 computes total at root (one block of one thread, a global
+ * buffer of one element, stored with no coordinates); kernel 2 computes it
+ * again at block level of out (a shared array of one element, written by
+ * thread 0, then read by every thread after the barrier). */
+static void test_scalar(void)
+{
+    static const char *X[] = {"x"};
+    int ext[1] = {SN}, zero = 0;
+    P = sc_pipeline_new("cgscalar");
+    sc_func *in = sc_input(P, "in", SC_I32, 1, ext);
+    sc_rdom *r = sc_rdom_new(P, "r", 1, &zero, ext);
+    sc_func *total = sc_func_new(P, "total");
+    CHECK(sc_define(P, total, 0, NULL, I(0)) == 0);
+    CHECK(sc_update(P, total, 0, NULL, Add(sc_call(P, total, 0, NULL), Call1(in, sc_rvar(P, r, 0)))) == 0);
+    sc_func *out = def("out", 1, X, Sub(Mul(Call1(in, V("x")), I(2)), sc_call(P, total, 0, NULL)));
+    CHECK(sc_output(P, out, 1, ext) == 0 && sc_output(P, total, 0, NULL) == 0);
+    CHECK(sc_pipeline_finalize(P) == 0);
+
+    lower_alloc *in_g = alloc(in, MEM_GLOBAL, "in_g", I(0), SN, NULL, 0);
+    lower_alloc *t_g = alloc(total, MEM_GLOBAL, "total_g", NULL, 1, NULL, 0);
+    lower_alloc *out_g = alloc(out, MEM_GLOBAL, "out_g", I(0), SN, NULL, 0);
+    sc_expr *tv = sc_call(P, total, 0, NULL);
+    kstmt *sum = seq(2, store(t_g, NULL, NULL, I(0)),
+                     loop("r_x", I(0), SN, false, store(t_g, NULL, NULL, Add(tv, Call1(in, V("r_x"))))));
+    lower_kernel *k1 = kernel("total_root", 1, 1, "total: root [] []");
+    karg(k1, t_g);
+    karg(k1, in_g);
+    k1->phases[k1->nphases++] = sum;
+
+    lower_kernel *k2 = kernel("out_s0", (SN + 31) / 32, 32, "out: root [x=32x1]; total at block level");
+    lower_alloc *t_s = alloc(total, MEM_SHARED, "total_s", NULL, 1, NULL, 0);
+    k2->shared[k2->nshared++] = t_s;
+    karg(k2, out_g);
+    karg(k2, in_g);
+    k2->storage[total->id] = t_s;
+    k2->phases[k2->nphases++] =
+        guard(Bin(SC_EQ, V("tid"), I(0)),
+              seq(2, store(t_s, NULL, NULL, I(0)),
+                  loop("r_x", I(0), SN, false, store(t_s, NULL, NULL, Add(tv, Call1(in, V("r_x")))))));
+    k2->phases[k2->nphases++] =
+        seq(2, let("x", Add(Mul(V("bid"), I(32)), V("tid"))),
+            guard(Lt(V("x"), I(SN)), store(out_g, V("x"), NULL, out->stages[0].value)));
+
+    lower_kernel *ks[2] = {k1, k2};
+    lower_program *prog = program(2, ks, "schedule cgscalar;\nout: root [x=32x1];\ntotal: root [] [];");
+    char *t[3];
+    void *so = build(prog, "scalar", t, true);
+    CHECK(contains(t[CG_C], "int32_t total_s[1];"));
+    CHECK(contains(t[CG_CUDA], "__shared__ int32_t total_s[1];"));
+    CHECK(contains(t[CG_OPENCL], "__local int total_s[1];"));
+    CHECK(contains(t[CG_C], "total_g[0] = 0;"));
+
+    sc_buffer *inb = sc_buffer_new(SC_I32, 1, NULL, ext);
+    int one = 1;
+    sc_buffer *tb = sc_buffer_new(SC_I32, 1, NULL, &one), *ob = sc_buffer_new(SC_I32, 1, NULL, ext);
+    sc_buffer *ref[2] = {NULL, NULL};
+    sc_buffer_fill_random(inb, 11);
+    CHECK(sc_evaluate(P, &inb, 0, ref) == 0);
+    if (so && ref[0] && ref[1]) {
+        nbound = 0;
+        bind(in_g, inb->data);
+        bind(t_g, tb->data);
+        bind(out_g, ob->data);
+        run_kernel(so, k1);
+        run_kernel(so, k2);
+        CHECK(compare("total", ref[1], tb) == 0);
+        CHECK(compare("out", ref[0], ob) == 0);
+    }
+    if (so)
+        dlclose(so);
+    for (int i = 0; i < 2; i++)
+        sc_buffer_free(ref[i]);
+    sc_buffer_free(inb);
+    sc_buffer_free(tb);
+    sc_buffer_free(ob);
+    free_texts(t);
+    sc_pipeline_free(P);
+}
+
 /* ---- names that are keywords in one of the languages ------------------------------ */
 
 static void test_names(void)
@@ -794,6 +878,7 @@ int main(void)
     }
     RUN(test_backend_names);
     RUN(test_two_kernels);
+    RUN(test_scalar);
     RUN(test_semantics);
     RUN(test_names);
     RUN(test_big_shared);

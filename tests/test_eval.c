@@ -617,6 +617,36 @@ static void scalar_func(void)
     sc_pipeline_free(P);
 }
 
+/* 0-D outputs (sc_output with no sizes): a maximum over a 2-D domain and a
+ * 0-D Func computed from it; each comes back as a buffer of one element. */
+static void scalar_output(void)
+{
+    enum { W = 13, H = 7 };
+    P = sc_pipeline_new("scalar_out");
+    int ext[2] = {W, H}, zero[2] = {0, 0};
+    sc_func *in = sc_input(P, "in", SC_I16, 2, ext);
+    sc_rdom *r = sc_rdom_new(P, "r", 2, zero, ext);
+    sc_func *m = sc_func_new(P, "m");
+    CHECK(sc_define(P, m, 0, NULL, C(SC_I16, -32768)) == 0);
+    sc_expr *self = sc_call(P, m, 0, NULL);
+    CHECK(sc_update(P, m, 0, NULL, Bin(SC_MAX, self, Call2(in, sc_rvar(P, r, 0), sc_rvar(P, r, 1)))) == 0);
+    sc_func *h = sc_func_new(P, "half");
+    CHECK(sc_define(P, h, 0, NULL, Div(Cast(SC_F32, sc_call(P, m, 0, NULL)), F(2.0))) == 0);
+    CHECK(sc_output(P, m, 0, NULL) == 0);
+    CHECK(sc_output(P, h, 0, NULL) == 0);
+    sc_buffer *ib = input_buf(SC_I16, 2, ext, 5), *o[2] = {NULL, NULL};
+    CHECK(run(&ib, o) == 0);
+    const int16_t *d = ib->data;
+    int mx = -32768;
+    for (int i = 0; i < W * H; i++)
+        mx = d[i] > mx ? d[i] : mx;
+    CHECK(o[0] && o[0]->ndims == 1 && o[0]->extent[0] == 1 && at1(o[0], 0) == mx);
+    CHECK(o[1] && o[1]->ndims == 1 && o[1]->extent[0] == 1 && at1(o[1], 0) == (float)mx / 2.0f);
+    sc_buffer_free(ib);
+    free_bufs(o, 2);
+    sc_pipeline_free(P);
+}
+
 /* A 2-D reduction domain runs dimension 0 innermost: an order-sensitive
  * hash acc(x) = acc(x) * 31 + in(r.x, r.y) over two pure points. */
 static void rdom_order(void)
@@ -814,6 +844,7 @@ int main(void)
     RUN(float_ops);
     RUN(shared_subexpressions);
     RUN(scalar_func);
+    RUN(scalar_output);
     RUN(rdom_order);
     RUN(coordinate_casts);
     RUN(access_patterns);

@@ -12,7 +12,8 @@
  *
  * Cases: every app with a random schedule (seed 1) and with root on C;
  * a pipeline with two outputs, one read by the other so that its buffer is
- * larger than its [0, extent), on C and CUDA; HOST_CUDA_APPS (default
+ * larger than its [0, extent), on C and CUDA; a 0-D output beside a
+ * 1-element one (scalar_out), on C and CUDA; HOST_CUDA_APPS (default
  * harris,camera_pipe,iir_blur) on CUDA.
  */
 #include <dlfcn.h>
@@ -110,8 +111,9 @@ static bool call_lib(const char *lib, const app_case *ac, sc_buffer **out, int *
     for (int i = 0; i < p->inputs.n; i++) in[i] = ac->in[i]->data;
     for (int i = 0; i < p->outputs.n; i++) {
         const sc_func *f = p->outputs.items[i];
-        int zero[SC_MAX_DIMS] = {0};
-        out[i] = sc_buffer_new(f->type, f->ndims, zero, f->out_extent);
+        /* a 0-D output is one element, as the reference evaluator gives it */
+        int zero[SC_MAX_DIMS] = {0}, one[SC_MAX_DIMS] = {1};
+        out[i] = sc_buffer_new(f->type, f->ndims ? f->ndims : 1, zero, f->ndims ? f->out_extent : one);
         if (!out[i]) abort();
         /* a pattern the code must overwrite everywhere */
         memset(out[i]->data, 0x5a, (size_t)sc_buffer_count(out[i]) * sc_type_size(f->type));
@@ -190,6 +192,21 @@ static const char two_outputs[] =
     "output out1(60, 32);\n"
     "output out2(60, 32);\n";
 
+/* A 0-D output (a sum), read by a 0-D Func and by another output, and a
+ * 1-element output beside them. */
+static const char scalar_outputs[] =
+    "pipeline scalar_out;\n"
+    "input f32 in(300);\n"
+    "rdom r(0, 300);\n"
+    "total() = 0.0;\n"
+    "total() += in(r) * in(r);\n"
+    "scale() = 1.0 / sqrt(total() + 1.0);\n"
+    "norm(x) = in(x) * scale();\n"
+    "first(x) = norm(x) + total();\n"
+    "output total();\n"
+    "output norm(300);\n"
+    "output first(1);\n";
+
 static void run_case(const char *dir, const char *app, const target *t, bool all_cuda, bool gpu,
                      bool c_only)
 {
@@ -244,6 +261,9 @@ int main(void)
     snprintf(path, sizeof path, "%s/two_out.pipe", tmpdir);
     if (write_text(path, two_outputs) != 0) check_report(false, "cannot write %s", path);
     run_case(tmpdir, "two_out", &t, true, gpu, !have_nvcc);
+    snprintf(path, sizeof path, "%s/scalar_out.pipe", tmpdir);
+    if (write_text(path, scalar_outputs) != 0) check_report(false, "cannot write %s", path);
+    run_case(tmpdir, "scalar_out", &t, true, gpu, !have_nvcc);
 
     const char *cuda_apps = getenv("HOST_CUDA_APPS");
     if (!cuda_apps) cuda_apps = "harris,camera_pipe,iir_blur";

@@ -377,12 +377,62 @@ static void transpose_strides(void) {
     sc_pipeline_free(p);
 }
 
+/* 0-D Funcs (sums into a scalar, a scalar read by scalars and by a 2-D
+ * stage, scalar outputs): over 60 random schedules, which place them at
+ * root (one thread), in a consumer's block or thread, or inline, the model
+ * equals the kernel IR, and a 0-D Func's stages run one point each. */
+static const char *SCALARS =
+    "input u8 img(40, 30);\n"
+    "rdom r(0, 40, 0, 30);\n"
+    "g(x, y) = f32(img(x, y)) * 0.5 + 1.0;\n"
+    "total() = 0.0;\n"
+    "total() += g(r.x, r.y);\n"
+    "mean() = total() / 1200.0;\n"
+    "k() = 3.0;\n"
+    "var() = sum((g(r.x, r.y) - mean()) * (g(r.x, r.y) - mean())) / 1200.0;\n"
+    "norm(x, y) = (g(x, y) - mean()) * k() / sqrt(var() + 1.0);\n"
+    "output norm(40, 30);\n"
+    "output var();\n";
+
+static void zero_dim_funcs(void) {
+    sc_pipeline *p = parse(SCALARS);
+    bounds_result *b = bounds_infer(p);
+    target t = fixture_target("a100");
+    nest_ctx *x = nest_ctx_new(p, b);
+    int ok = 0, total = 60, where[SCHED_THREAD + 1] = {0};
+    const sc_func *tot = func_named(p, "total");
+    for (int k = 0; k < total; k++) {
+        space_opts o = { &t, k % 2 == 1 };
+        ir_arena *a = ir_arena_new();
+        char err[1024], what[64];
+        sched_state *s = space_random(a, p, b, &o, (uint64_t)k + 1, err, sizeof err);
+        lower_program *prog = s ? lower_schedule(a, p, b, s, err, sizeof err) : NULL;
+        nest *m = prog ? nest_build(x, s, err, sizeof err) : NULL;
+        if (!m) fprintf(stderr, "scalars seed %d: %s\n", k + 1, err);
+        snprintf(what, sizeof what, "scalars seed %d", k + 1);
+        if (m && compare(what, p, m, prog) == 0) ok++;
+        if (s) where[s->f[tot->id]->loc]++;
+        const nest_func *nf = m ? m->funcs[tot->id] : NULL;
+        for (int st = 0; nf && st < tot->nstages; st++)
+            CHECK(nf->stages[st]->points_total == (st == 0 ? 1 : 1200));
+        nest_free(m);
+        ir_arena_free(a);
+    }
+    check_report(ok == total, "0-D Funcs: model equals kernel IR on %d/%d schedules (total at root %d, "
+                 "block %d, thread %d)", ok, total, where[SCHED_ROOT], where[SCHED_BLOCK], where[SCHED_THREAD]);
+    CHECK(where[SCHED_ROOT] > 0 && where[SCHED_BLOCK] > 0 && where[SCHED_THREAD] > 0);
+    nest_ctx_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
 int main(void) {
     RUN(fused_stencil_recompute);
     RUN(thread_stencil);
     RUN(partial_state);
     RUN(transpose_strides);
     RUN(multi_consumer_hull);
+    RUN(zero_dim_funcs);
     model_equals_kernel_ir();
     CHECK_EXIT();
 }

@@ -403,6 +403,74 @@ static void inline_reductions(void)
     sc_pipeline_free(p);
 }
 
+/* 0-D Funcs: defined with no arguments, reduced into, read by later
+ * stages and by each other, outputs without sizes; the evaluator gives a
+ * scalar output as one element.  Wrong uses name the place. */
+static void zero_dim_funcs(void)
+{
+    sc_pipeline *p = parse_ok(
+        "input u8 in(10);\n"
+        "rdom r(0, 10);\n"
+        "total() = 0;\n"
+        "total() += i32(in(r));\n"
+        "total() = total() * 2;\n"
+        "top() = maximum(in(r));\n"
+        "mean() = f32(total()) / 20.0;\n"
+        "k() = 3;\n"
+        "out(x) = i32(in(x)) * k() - i32(top());\n"
+        "output out(10);\n"
+        "output total();\n"
+        "output mean();\n");
+    const sc_func *t = func(p, "total"), *m = func(p, "mean");
+    CHECK(t && t->ndims == 0 && t->nstages == 3 && t->is_output == 2);
+    CHECK(m && m->ndims == 0 && m->type == SC_F32);
+    /* the sum's helper has no free variable, so it is 0-D too */
+    const sc_func *h = NULL;
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = p->funcs.items[i];
+        if (!strncmp(f->name, "top_max", 7)) h = f;
+    }
+    CHECK(h && h->helper && h->ndims == 0 && h->nstages == 2);
+    sc_buffer **o = evaluate(p);
+    CHECK(o);
+    if (o) {
+        double sum = 0, top = 0;
+        for (int x = 0; x < 10; x++) { sum += input_value(x, 0, 0); top = fmax(top, input_value(x, 0, 0)); }
+        CHECK(o[1]->ndims == 1 && o[1]->extent[0] == 1 && at(o[1], 0, 0) == 2 * sum);
+        CHECK(at(o[2], 0, 0) == (double)(float)(2 * sum / 20.0));
+        for (int x = 0; x < 10; x++) CHECK(at(o[0], x, 0) == input_value(x, 0, 0) * 3 - top);
+    }
+    free_outputs(p, o);
+    /* the IR text prints them and parses back */
+    char *text = sc_pipeline_to_text(p);
+    CHECK(text && strstr(text, "total() = total() + i32(in(r.x));") && strstr(text, "output total();"));
+    sc_pipeline *q = parse_ok(text);
+    char *again = sc_pipeline_to_text(q);
+    CHECK(text && again && !strcmp(text, again));
+    free(text);
+    free(again);
+    sc_pipeline_free(q);
+    sc_pipeline_free(p);
+    /* bad uses */
+    const char *decl = "input f32 in(4);\nrdom r(0, 4);\nt() = sum(in(r));\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%sf(x) = in(x) * t(x);\noutput f(4);\n", decl);
+    CHECK(parse_fails(buf, "4:16", "t is 0-D (a scalar) and takes no arguments, got 1; write t()"));
+    snprintf(buf, sizeof buf, "%sf(x) = in(x) * t;\noutput f(4);\n", decl);
+    CHECK(parse_fails(buf, "4:16", "t is a 0-D Func (a scalar); call it as t()"));
+    snprintf(buf, sizeof buf, "%soutput t(1);\n", decl);
+    CHECK(parse_fails(buf, "4:8", "output t is 0-D (a scalar): declare it without sizes, as output t(); got 1 size"));
+    snprintf(buf, sizeof buf, "%st(x) += 1.0;\noutput t();\n", decl);
+    CHECK(parse_fails(buf, "4:3", "t is 0-D (a scalar); its updates take no arguments"));
+    snprintf(buf, sizeof buf, "%sf(x) = in(x);\ng(x) = f();\noutput g(4);\n", decl);
+    CHECK(parse_fails(buf, "5:8", "f takes 1 argument, got 0"));
+    snprintf(buf, sizeof buf, "%sf(x) = in(x);\noutput f();\n", decl);
+    CHECK(parse_fails(buf, "5:8", "output f has 1 dimension, got 0 sizes"));
+    CHECK(parse_fails("input f32 in();\nf(x) = 1.0;\noutput f(4);\n", "1:11", "input in: must have 1 to 4 dimensions, got 0"));
+    CHECK(parse_fails("input f32 in(4);\nrdom r();\nf(x) = in(x);\noutput f(4);\n", "2:6",
+                      "reduction domain r must have 1 to 4 dimensions, got 0"));
+}
+
 static void boundary_helpers(void)
 {
     sc_pipeline *p = parse_ok(
@@ -682,6 +750,7 @@ int main(void)
     RUN(params_and_set);
     RUN(rdom_bare_name_and_sugar);
     RUN(inline_reductions);
+    RUN(zero_dim_funcs);
     RUN(boundary_helpers);
     RUN(halide_type_rules);
     RUN(literal_range_errors);

@@ -60,10 +60,13 @@ const char *cg_host_name(cg_ctx *g)
     return name;
 }
 
-/* The extents of an input or output as "2560 x 1536 x 3". */
+/* The extents of an input or output as "2560 x 1536 x 3" ("one element"
+ * for a 0-D output). */
 static void pr_extents(cg_ctx *g, const sc_func *f)
 {
     const int *e = f->kind == FUNC_INPUT ? f->extent : f->out_extent;
+    if (f->ndims == 0)
+        cg_printf(g, "one element (0-D)");
     for (int d = 0; d < f->ndims; d++)
         cg_printf(g, "%s%d", d ? " x " : "", e[d]);
 }

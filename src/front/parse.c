@@ -458,7 +458,8 @@ static sc_expr *parse_name(parser *ps) {
     }
     if (f->kind == FUNC_DEFINED && f->nstages == 0 && has_failed(ps, full)) return NULL;
     if (peek(ps)->kind != T_LPAREN) {
-        errorf(ps, t, "%s is a Func; call it with coordinates, as %s(...)", full, full);
+        errorf(ps, t, f->ndims ? "%s is a Func; call it with coordinates, as %s(...)"
+                               : "%s is a 0-D Func (a scalar); call it as %s()", full, full);
         return NULL;
     }
     sc_expr *args[SC_MAX_DIMS + 1];
@@ -735,10 +736,12 @@ static int64_t parse_cint(parser *ps, const char *what) {
     return (int64_t)v;
 }
 
-/* "(" cint { "," cint } ")" */
+/* "(" [ cint { "," cint } ] ")" -- empty for a 0-D output; the IR
+ * refuses an input or rdom without sizes. */
 static int parse_sizes(parser *ps, int *out, int max, const char *what) {
     if (!expect(ps, T_LPAREN, what)) return -1;
     int n = 0;
+    if (peek(ps)->kind == T_RPAREN) { next(ps); return 0; }
     for (;;) {
         if (n == max) {
             errorf(ps, peek(ps), "too many sizes %s (at most %d)", what, max);
@@ -1055,7 +1058,7 @@ static void stmt_alias(parser *ps, const char *target, const token *target_tok) 
         }
         if (!expect(ps, T_RPAREN, "after the boundary helper's arguments") ||
             !expect(ps, T_SEMI, "after the statement")) return;
-        if (n && n != src->ndims) {
+        if (n && n != src->ndims && src->ndims) {
             errorf(ps, t, "%s of %s needs %d extents, got %d", re ? "repeat_edge" : "constant_exterior",
                    src->name, src->ndims, n);
             return;
@@ -1182,6 +1185,14 @@ static void find_self_or_rvar(const sc_expr *e, void *user) {
     if ((e->kind == E_CALL && e->func == u->f) || e->kind == E_RVAR) u->found = true;
 }
 
+/* An update of f with n arguments (-1: too many, counting stopped). */
+static void update_arity_error(parser *ps, const token *t, const sc_func *f, int n) {
+    char got[32] = "";
+    if (n >= 0) snprintf(got, sizeof got, ", got %d", n);
+    if (f->ndims) errorf(ps, t, "%s takes %d argument%s%s", f->name, f->ndims, f->ndims == 1 ? "" : "s", got);
+    else errorf(ps, t, "%s is 0-D (a scalar); its updates take no arguments%s: %s() = ...", f->name, got, f->name);
+}
+
 /* NAME(args) op expr ; -- a pure definition or an update. */
 static void stmt_define(parser *ps, const char *name, const token *name_tok) {
     sc_pipeline *p = ps->p;
@@ -1262,7 +1273,7 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
                 lhs[n] = sc_var(p, f->vars[n]);
             } else {
                 lhs[n] = NULL;
-                errorf(ps, t, "%s takes %d argument%s", name, f->ndims, f->ndims == 1 ? "" : "s");
+                update_arity_error(ps, t, f, -1);
                 return;
             }
         } else {
@@ -1274,6 +1285,10 @@ static void stmt_define(parser *ps, const char *name, const token *name_tok) {
         next(ps);
     }
     if (!expect(ps, T_RPAREN, "after the left side's arguments")) return;
+    if (!pure && n != f->ndims) {   /* before the sugar below makes it a call */
+        update_arity_error(ps, name_tok, f, n);
+        return;
+    }
     const token *op = next(ps);
     if (op->kind != T_ASSIGN && op->kind != T_PLUSEQ && op->kind != T_MINUSEQ &&
         op->kind != T_STAREQ && op->kind != T_SLASHEQ) {

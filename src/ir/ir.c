@@ -543,6 +543,14 @@ sc_expr *sc_lerp(sc_pipeline *p, sc_expr *a, sc_expr *b, sc_expr *w) {
                                              sc_cast(p, SC_F32, w)));
 }
 
+/* A call or update of f with the wrong number of arguments. */
+static void arity_error(sc_pipeline *p, const sc_func *f, int nargs) {
+    if (f->ndims == 0)
+        sc_error(p, "%s is 0-D (a scalar) and takes no arguments, got %d; write %s()", f->name, nargs, f->name);
+    else
+        sc_error(p, "%s takes %d argument%s, got %d", f->name, f->ndims, f->ndims == 1 ? "" : "s", nargs);
+}
+
 sc_expr *sc_call(sc_pipeline *p, sc_func *f, int nargs, sc_expr **args) {
     if (!f) return NULL;
     for (int i = 0; i < nargs; i++) if (!args[i]) return NULL;
@@ -551,8 +559,7 @@ sc_expr *sc_call(sc_pipeline *p, sc_func *f, int nargs, sc_expr **args) {
         return NULL;
     }
     if (nargs != f->ndims) {
-        sc_error(p, "%s takes %d argument%s, got %d", f->name, f->ndims,
-                 f->ndims == 1 ? "" : "s", nargs);
+        arity_error(p, f, nargs);
         return NULL;
     }
     sc_expr *e = new_expr(p, E_CALL, f->type, nargs);
@@ -764,8 +771,7 @@ int sc_update(sc_pipeline *p, sc_func *f, int nargs, sc_expr **lhs,
         return -1;
     }
     if (nargs != f->ndims) {
-        sc_error(p, "%s takes %d argument%s, got %d", f->name, f->ndims,
-                 f->ndims == 1 ? "" : "s", nargs);
+        arity_error(p, f, nargs);
         return -1;
     }
     self_check sc = { p, f, {false}, true };
@@ -926,6 +932,11 @@ static const char *dim_var_names[SC_MAX_DIMS] = { "x", "y", "z", "w", "v", "u" }
 
 static bool boundary_extents(sc_pipeline *p, const char *helper, sc_func *src,
                              const int *extents, int *out) {
+    if (src->ndims == 0) {
+        sc_error(p, "%s of %s: %s is 0-D (a scalar) and has no boundary; call it as %s()", helper, src->name,
+                 src->name, src->name);
+        return false;
+    }
     if (!extents && src->kind != FUNC_INPUT) {
         sc_error(p, "%s of %s needs the extents of the region to keep (only inputs know their own)",
                  helper, src->name);
@@ -1061,6 +1072,11 @@ int sc_output(sc_pipeline *p, sc_func *f, int ndims, const int *extents) {
         sc_error(p, "%s is already an output", f->name);
         return -1;
     }
+    if (ndims != f->ndims && f->ndims == 0) {
+        sc_error(p, "output %s is 0-D (a scalar): declare it without sizes, as output %s(); got %d size%s",
+                 f->name, f->name, ndims, ndims == 1 ? "" : "s");
+        return -1;
+    }
     if (ndims != f->ndims) {
         sc_error(p, "output %s has %d dimension%s, got %d sizes", f->name, f->ndims,
                  f->ndims == 1 ? "" : "s", ndims);
@@ -1072,7 +1088,7 @@ int sc_output(sc_pipeline *p, sc_func *f, int ndims, const int *extents) {
                      extents[d], d);
             return -1;
         }
-    memcpy(f->out_extent, extents, sizeof(int) * (size_t)ndims);
+    if (ndims) memcpy(f->out_extent, extents, sizeof(int) * (size_t)ndims);
     ir_vec_push(p->arena, &p->outputs, f);
     f->is_output = p->outputs.n;
     return 0;

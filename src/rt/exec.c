@@ -152,6 +152,16 @@ int exec_download(exec_session *s, sc_buffer **outputs, char *err, size_t errlen
         char *all = malloc((size_t)a->count * esize + 1);
         if (!all) { snprintf(err, errlen, "out of memory reading %s", f->name); return -1; }
         if (s->ops->read(s->bufs[bi], all, (size_t)a->count * esize, err, errlen) != 0) { free(all); return -1; }
+        /* a 0-D output is one element, a 1-D buffer of extent 1 as the
+         * reference evaluator gives it */
+        if (f->ndims == 0) {
+            static const int one[SC_MAX_DIMS] = {1};
+            outputs[i] = sc_buffer_new(f->type, 1, NULL, one);
+            if (outputs[i]) memcpy(outputs[i]->data, all, esize);
+            free(all);
+            if (!outputs[i]) { snprintf(err, errlen, "cannot allocate output %s", f->name); return -1; }
+            continue;
+        }
         int zero[SC_MAX_DIMS] = {0};
         sc_buffer *out = sc_buffer_new(f->type, f->ndims, zero, f->out_extent);
         if (!out) { free(all); snprintf(err, errlen, "cannot allocate output %s", f->name); return -1; }
