@@ -67,7 +67,7 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
         goto done;
     }
     space_opts so = { &tgt, prune };
-    space_search_args args = { "weights/pocl.weights", 0, 0, samples, false, NULL };
+    space_search_args args = { .weights = "weights/pocl.weights", .samples = samples };
     sched_state *s = space_strategy_by_name("oneshot")->make(arena, p, b, &so, &args, seed, err, sizeof err);
     if (!s) goto done;
     char cerr[512];
