@@ -64,7 +64,16 @@ static void test_make(void)
         }
         for (int i = 0; i < space_strategy_count(); i++) {
             const space_strategy *st = space_strategy_at(i);
-            if (!strcmp(st->name, "oneshot")) continue;   /* needs weights: tests/test_beam.c */
+            /* oneshot needs weights (tests/test_beam.c), topk a device too
+             * (tests/test_cli_topk.sh); topk without one is an error */
+            if (!strcmp(st->name, "oneshot")) continue;
+            if (!strcmp(st->name, "topk")) {
+                ir_arena *a = ir_arena_new();
+                CHECK(st->make(a, ac.p, ac.b, &o, NULL, 1, err, sizeof err) == NULL);
+                CHECK(strstr(err, "give --device D") != NULL);
+                ir_arena_free(a);
+                continue;
+            }
             ir_arena *a = ir_arena_new();
             char *text[3] = { NULL, NULL, NULL };
             static const uint64_t seeds[3] = { 1, 2, 3 };
