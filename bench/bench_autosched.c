@@ -53,7 +53,7 @@ typedef struct {
 static result measure_w(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
                         int timeout_ms, char *why, size_t whylen, bool *wrong) {
     measure_outcome o;
-    measure_limits lim = { timeout_ms > 10000 ? timeout_ms : 10000, timeout_ms };
+    measure_limits lim = measure_limits_for(timeout_ms);
     measure_schedule(d, ac->p, ac->b, s, rs, ac->in, ac->ref, lim, &o);
     if (wrong) *wrong = o.kind == MEASURE_WRONG;
     if (o.kind != MEASURE_OK) {

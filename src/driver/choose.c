@@ -114,7 +114,7 @@ static int measure_top(const choose_ctx *c, sc_pipeline *p, const bounds_result 
     measure_precompile(&d, p, b, states, m, c->jobs);
     double best = INFINITY;
     int lim = c->timeout_ms > 0 ? c->timeout_ms : 10000;
-    measure_limits limits = { lim > 10000 ? lim : 10000, lim };
+    measure_limits limits = measure_limits_for(lim);
     char last[1100] = "";
     for (int j = 0; j < m; j++) {
         measure_outcome o;

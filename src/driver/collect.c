@@ -332,7 +332,7 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
             return -2;
         }
     }
-    measure_limits lim = { c->o.timeout_ms > 10000 ? c->o.timeout_ms : 10000, c->o.timeout_ms };
+    measure_limits lim = measure_limits_for(c->o.timeout_ms);
     /* every schedule is timed in turn with the reference: the baseline
      * (else root) that fits the target (measure.h says why) */
     const sched_state *rs = collect_pipe_baseline(cp);

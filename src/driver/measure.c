@@ -27,6 +27,11 @@ bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
     return d->ops != NULL;
 }
 
+measure_limits measure_limits_for(int run_ms) {
+    int first = run_ms > 10000 ? 3 * run_ms : 30000;
+    return (measure_limits){ first, run_ms };
+}
+
 /* The runs per sample for a pipeline that takes est ms: 10 (3 past 20
  * ms, 1 past 200 ms). */
 static int runs_for(double est) { return est > 200 ? 1 : est > 20 ? 3 : 10; }

@@ -52,6 +52,13 @@ bool measure_device_by_name(const char *name, cg_math math, measure_device *d);
  * finish compiling at the first launch) and each timed run. */
 typedef struct { int first_ms, run_ms; } measure_limits;
 
+/* The limits for runs of at most run_ms: the first run may take 3x that,
+ * and at least 30 s, as it includes what the driver compiles at the first
+ * launch (PoCL builds each kernel then: a 31-kernel stencil_chain schedule
+ * that runs in 1.1 s took over 10 s to its first result on this loaded
+ * machine, and was stored as a time-out). */
+measure_limits measure_limits_for(int run_ms);
+
 /* Lowers, compiles, checks and times s (in a child when d->fork_each; the
  * child is killed after a deadline that leaves room for compiling and
  * every run it makes).  *o is always filled.
