@@ -27,6 +27,27 @@ case_ oneshot_spill_report 0 -o '^# spill filter: #1 \(predicted [0-9.e+-]+ ms\)
     "$sc" schedule apps/box_blur.pipe --small --strategy oneshot --target a100 --weights "$w" --samples 4
 grep -q '^# note: no samples from a CUDA GPU yet' "$out"; ok oneshot_cuda_note $?
 
+# every CUDA target: its architecture's code compiled, spills read
+# (this CUDA 13 toolkit has no sm_70: the filter is skipped for v100, said so)
+for tg in h100 rtx2080ti; do
+    case_ oneshot_spill_$tg 0 -o '^# spill filter: #1 \(predicted [0-9.e+-]+ ms\): [0-9]+ registers' -- \
+        "$sc" schedule apps/unsharp.pipe --small --strategy oneshot --target $tg --weights "$w" --samples 4
+done
+if nvcc --list-gpu-arch 2>/dev/null | grep -q compute_70; then
+    case_ oneshot_spill_v100 0 -o '^# spill filter: #1 ' -- \
+        "$sc" schedule apps/unsharp.pipe --small --strategy oneshot --target v100 --weights "$w" --samples 4
+else
+    case_ oneshot_spill_v100_skipped 0 -o '^# spill filter: skipped: .* cannot compile for sm_70' -- \
+        "$sc" schedule apps/unsharp.pipe --small --strategy oneshot --target v100 --weights "$w" --samples 4
+fi
+# a device that cannot run here: a clear error before anything is measured
+if ! "$sc" run apps/box_blur.pipe --small --strategy baseline --device cuda --check >/dev/null 2>&1; then
+    case_ topk_cuda_cannot_run 1 -e 'cannot run kernels here' -- \
+        "$sc" schedule apps/box_blur.pipe --small --strategy topk --device cuda --weights "$w" --samples 4
+    case_ autotune_cuda_cannot_run 1 -e 'cannot run kernels here' -- \
+        "$sc" autotune apps/box_blur.pipe --small --device cuda --db "$tmp/cuda.db" --weights "$w" --iterations 1 --batch 2
+fi
+
 case_ topk_needs_device 2 -e 'topk measures its candidates: give --device D' -- \
     "$sc" schedule apps/box_blur.pipe --small --strategy topk --weights "$w"
 case_ topk_k_without 2 -e '--k and --jobs are options of --strategy topk' -- \

@@ -60,7 +60,15 @@ int choose_spill_filter(const choose_ctx *c, sc_pipeline *p, const bounds_result
         clean += spills[i] == 0;
     }
     int pick = -1;
-    if (least < 0) {
+    if (least < 0 && strstr(last, "gpu-architecture")) {
+        /* this toolkit cannot compile for the target's architecture (CUDA
+         * 13 dropped sm_70): the schedule is still made, unfiltered */
+        if (c->report)
+            fprintf(c->report, "# spill filter: skipped: this CUDA toolkit's NVRTC cannot compile for %s (%s)\n",
+                    c->t->cuda_arch, "--gpu-architecture refused");
+        for (int i = 0; keep && i < n; i++) keep[i] = true;
+        pick = 0;
+    } else if (least < 0) {
         snprintf(err, errlen, "none of the %d schedules compiles for %s: %s", n, c->t->cuda_arch, last);
     } else {
         /* nothing spills: least is 0 and only clean ones pass */

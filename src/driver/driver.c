@@ -90,8 +90,13 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
             if (o->search) sa = *o->search;
             choose_ctx cc = { &d->t, o->math, topk ? (o->k > 0 ? o->k : 5) : 0, o->topk_device,
                               o->jobs > 0 ? o->jobs : 1, o->timeout_ms, sa.report };
+            target dt;
+            char ddesc[1024], dkey[512];
             if (topk && !cc.device) {
                 snprintf(err, sizeof err, "the topk strategy measures its candidates on a device: give --device D");
+            } else if (topk && measure_find_target(cc.device, &dt, ddesc, sizeof ddesc, dkey, sizeof dkey, err,
+                                                   sizeof err) != 0) {
+                /* a device that cannot run kernels here: said before the search */
             } else {
                 sa.pick = choose_pick;
                 sa.pick_ctx = &cc;
