@@ -32,6 +32,7 @@
 #include "apps.h"
 #include "autotune.h"
 #include "beam.h"
+#include "driver.h"
 #include "floor.h"
 #include "measure.h"
 #include "space.h"
@@ -222,18 +223,9 @@ int main(int argc, char **argv) {
             char db[256], wo[256];
             snprintf(db, sizeof db, "/tmp/bench_autosched_%d_%s.db", (int)getpid(), names[ai]);
             snprintf(wo, sizeof wo, "/tmp/bench_autosched_%d_%s.weights", (int)getpid(), names[ai]);
-            char *text = NULL;
             char path[512];
             snprintf(path, sizeof path, "apps/%s.pipe", names[ai]);
-            FILE *f = fopen(path, "r");
-            if (f) {
-                fseek(f, 0, SEEK_END);
-                long len = ftell(f);
-                rewind(f);
-                text = calloc((size_t)len + 1, 1);
-                if (fread(text, 1, (size_t)len, f) != (size_t)len) { free(text); text = NULL; }
-                fclose(f);
-            }
+            char *text = driver_read_text(path, err, sizeof err);
             store *st = text ? store_open(db, STORE_WRITE, err, sizeof err) : NULL;
             for (int it = 1; st && it <= iterations; it++) {
                 autotune_opts ao;
