@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,10 +37,37 @@ measure_limits measure_limits_for(int run_ms) {
  * ms, 1 past 200 ms). */
 static int runs_for(double est) { return est > 200 ? 1 : est > 20 ? 3 : 10; }
 
+/* In-turn pairs (r, s) are taken until MEASURE_AGREEING of their ratios
+ * s / r lie within MEASURE_AGREE of the median ratio (at least 3 pairs,
+ * at most MEASURE_MAX_SAMPLES): on a loaded machine one pair in three can
+ * be hit by another process, and a ratio of two least samples taken at
+ * different moments mixes two loads (docs/samples.md). */
+#define MEASURE_AGREEING 3
+#define MEASURE_AGREE 0.10
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of ratio[0..n) and how many lie within MEASURE_AGREE of it. */
+static double median_agreeing(const double *ratio, int n, int *agreeing) {
+    double sorted[MEASURE_MAX_SAMPLES];
+    memcpy(sorted, ratio, sizeof(double) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+    double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    *agreeing = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(ratio[i] / med - 1) <= MEASURE_AGREE) ++*agreeing;
+    return med;
+}
+
 /* Times a checked session x (and the reference session rx, when there is
  * one, in turn with it): one run estimates the time; then 3 samples of
- * the mean of runs_for(estimate) runs; past a second the estimate is the
- * only sample. */
+ * the mean of runs_for(estimate) runs, and with a reference more until
+ * their ratios agree (above); past a second the estimate is the only
+ * sample.  ms is the least sample; with a reference, ref_ms is ms over
+ * the median ratio, so that ms / ref_ms is that median. */
 static void time_session(exec_session *x, exec_session *rx, measure_limits lim, measure_outcome *o) {
     double est = exec_time(x, 0, 1, 1, lim.run_ms, o->msg, sizeof o->msg);
     double rest = rx ? exec_time(rx, 0, 1, 1, lim.run_ms, o->msg, sizeof o->msg) : 0;
@@ -50,15 +78,22 @@ static void time_session(exec_session *x, exec_session *rx, measure_limits lim, 
     o->ref_ms = rest;
     if (est <= 1000 && rest <= 1000) {
         int runs = runs_for(est), rruns = runs_for(rest);
+        double ratio[MEASURE_MAX_SAMPLES];
         o->runs = runs;
         o->nsamples = 0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < MEASURE_MAX_SAMPLES; i++) {
             double r = rx ? exec_time(rx, 0, rruns, 1, lim.run_ms, o->msg, sizeof o->msg) : 0;
             double ms = r < 0 ? -1 : exec_time(x, 0, runs, 1, lim.run_ms, o->msg, sizeof o->msg);
             if (ms < 0) return;
+            if (rx) ratio[o->nsamples] = ms / r;
             o->samples_ms[o->nsamples++] = ms;
             if (ms < o->ms) o->ms = ms;
-            if (rx && r < o->ref_ms) o->ref_ms = r;
+            if (o->nsamples < 3) continue;
+            if (!rx) break;
+            int agreeing;
+            double med = median_agreeing(ratio, o->nsamples, &agreeing);
+            o->ref_ms = o->ms / med;
+            if (agreeing >= MEASURE_AGREEING) break;
         }
     }
     o->kind = MEASURE_OK;

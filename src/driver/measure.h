@@ -28,7 +28,8 @@ typedef enum { MEASURE_OK, MEASURE_FAILED, MEASURE_WRONG, MEASURE_TIMEOUT } meas
 typedef struct {
     measure_kind kind;
     double ms;                          /* the summary: the least sample */
-    double ref_ms;                      /* the reference's, timed in turn with it (0: none) */
+    double ref_ms;                      /* the reference's, timed in turn with it (0: none), such
+                                         * that ms / ref_ms is the median of the in-turn ratios */
     int nsamples;
     double samples_ms[MEASURE_MAX_SAMPLES];  /* each the mean of `runs` runs */
     int runs;
@@ -65,7 +66,8 @@ measure_limits measure_limits_for(int run_ms);
  *
  * With a reference schedule (rs, may be NULL) the same process also
  * compiles it and times it in turn with s, sample by sample (r, s, r, s,
- * ...), and reports its least sample as ref_ms: on a shared machine the
+ * ...) until the ratios of the pairs agree (measure.c), and reports as
+ * ref_ms the time that makes ms / ref_ms their median: on a shared machine the
  * load drifts over minutes and moves every time with it, while the ratio
  * ms / ref_ms of two codes timed within the same second does not (the
  * reference is not checked here: it is checked when it is measured
