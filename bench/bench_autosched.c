@@ -157,10 +157,7 @@ int main(int argc, char **argv) {
         }
         ir_arena *a = ir_arena_new();
         char why[1024] = "", msg[512];
-        sched_state *base = space_baseline(a, ac.p, ac.b, &t);
-        if (base && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg) != 0) base = NULL;
-        if (!base && (base = space_root(a, ac.p, ac.b, &t)) && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg))
-            base = NULL;
+        sched_state *base = space_reference(a, ac.p, ac.b, &t, false, NULL);
         /* fast math that moves a histogram's bin is wrong where exact code
          * is right (collect.c does the same): such an app runs exact code */
         measure_device d = dev;

@@ -115,10 +115,7 @@ static int measure_top(const choose_ctx *c, sc_pipeline *p, const bounds_result 
         m = 0;
     }
     ir_arena *a = ir_arena_new();
-    const sched_state *rs = space_baseline(a, p, b, c->t);
-    char msg[512];
-    if (rs && sched_check(p, b, rs, c->t, false, msg, sizeof msg) != 0) rs = NULL;
-    if (!rs && (rs = space_root(a, p, b, c->t)) && sched_check(p, b, rs, c->t, false, msg, sizeof msg) != 0) rs = NULL;
+    const sched_state *rs = space_reference(a, p, b, c->t, false, NULL);
     measure_precompile(&d, p, b, states, m, c->jobs);
     double best = INFINITY;
     int lim = c->timeout_ms > 0 ? c->timeout_ms : 10000;

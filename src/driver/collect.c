@@ -136,17 +136,6 @@ static store_outcome outcome_of(measure_kind k) {
                                                                                                 : STORE_FAILED;
 }
 
-/* The fixed strategies' schedules, baseline and root, each NULL where it
- * does not fit the target's limits. */
-static void fixed_schedules(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b,
-                            sched_state *fixed[2]) {
-    char msg[512];
-    fixed[0] = space_baseline(a, p, b, &c->t);
-    fixed[1] = space_root(a, p, b, &c->t);
-    for (int k = 0; k < 2; k++)
-        if (fixed[k] && sched_check(p, b, fixed[k], &c->t, c->o.prune, msg, sizeof msg) != 0) fixed[k] = NULL;
-}
-
 struct collect_pipe {
     char *name;
     sc_pipeline *p;
@@ -154,6 +143,7 @@ struct collect_pipe {
     ir_arena *a;                  /* the fixed schedules and the caller's */
     int64_t pid;
     sched_state *fixed[2];        /* baseline, root (NULL where they do not fit) */
+    sched_state *reference;       /* the first of them that fits (space_reference) */
     sc_buffer **in, **ref;        /* made at the first measurement */
     char sizes[256];
     bool exact, tried_exact;      /* measured with exact code (see collect_ctx) */
@@ -196,7 +186,7 @@ collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *te
     cp->b = b;
     cp->a = ir_arena_new();
     cp->pid = pid;
-    fixed_schedules(c, cp->a, p, b, cp->fixed);
+    cp->reference = space_reference(cp->a, p, b, &c->t, c->o.prune, cp->fixed);
     sizes_of(p, cp->sizes, sizeof cp->sizes);
     c->tot.pipelines++;
     return cp;
@@ -218,7 +208,7 @@ void collect_pipe_free(collect_pipe *cp) {
 sc_pipeline *collect_pipe_pipeline(const collect_pipe *cp) { return cp->p; }
 const bounds_result *collect_pipe_bounds(const collect_pipe *cp) { return cp->b; }
 ir_arena *collect_pipe_arena(const collect_pipe *cp) { return cp->a; }
-const sched_state *collect_pipe_baseline(const collect_pipe *cp) { return cp->fixed[0] ? cp->fixed[0] : cp->fixed[1]; }
+const sched_state *collect_pipe_baseline(const collect_pipe *cp) { return cp->reference; }
 int64_t collect_pipe_id(const collect_pipe *cp) { return cp->pid; }
 
 int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store_found *f, char *err, size_t errlen) {
