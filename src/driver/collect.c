@@ -194,10 +194,7 @@ collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *te
 
 void collect_pipe_free(collect_pipe *cp) {
     if (!cp) return;
-    for (int i = 0; cp->in && i < cp->p->inputs.n; i++) sc_buffer_free(cp->in[i]);
-    for (int i = 0; cp->ref && i < cp->p->outputs.n; i++) sc_buffer_free(cp->ref[i]);
-    free(cp->in);
-    free(cp->ref);
+    measure_buffers_free(cp->p, cp->in, cp->ref);
     ir_arena_free(cp->a);
     bounds_free(cp->b);
     sc_pipeline_free(cp->p);
@@ -309,18 +306,12 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
                     collect_result *res, char *err, size_t errlen) {
     sc_pipeline *p = cp->p;
     const bounds_result *b = cp->b;
-    int rc = 0, nin = p->inputs.n, nout = p->outputs.n;
+    int rc = 0;
     for (int i = 0; res && i < n; i++) res[i] = (collect_result){ false, STORE_FAILED, 0, 0 };
-    if (n > 0 && !cp->in) {
-        cp->in = calloc((size_t)nin + 1, sizeof *cp->in);
-        cp->ref = calloc((size_t)nout + 1, sizeof *cp->ref);
-        if (!cp->in || !cp->ref) abort();
-        for (int i = 0; i < nin; i++) cp->in[i] = sc_input_random(p, i, 1);
-        if (sc_evaluate(p, cp->in, 1, cp->ref) != 0) {
-            snprintf(err, errlen, "%s: the reference evaluator failed: %s", cp->name,
-                     sc_error_count(p) ? sc_error_message(p, 0) : "?");
-            return -2;
-        }
+    char msg[1024];
+    if (n > 0 && !cp->in && measure_buffers_new(p, 1, &cp->in, &cp->ref, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: %s", cp->name, msg);
+        return -2;
     }
     measure_limits lim = measure_limits_for(c->o.timeout_ms);
     /* every schedule is timed in turn with the reference: the baseline

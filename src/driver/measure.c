@@ -27,6 +27,26 @@ bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
     return d->ops != NULL;
 }
 
+int measure_buffers_new(sc_pipeline *p, uint64_t seed, sc_buffer ***in, sc_buffer ***ref, char *err, size_t errlen) {
+    int nin = p->inputs.n, nout = p->outputs.n;
+    *in = calloc((size_t)nin + 1, sizeof **in);
+    *ref = calloc((size_t)nout + 1, sizeof **ref);
+    if (!*in || !*ref) abort();
+    for (int i = 0; i < nin; i++) (*in)[i] = sc_input_random(p, i, seed);
+    if (sc_evaluate(p, *in, seed, *ref) != 0) {
+        snprintf(err, errlen, "the reference evaluator failed: %s", sc_error_count(p) ? sc_error_message(p, 0) : "?");
+        return -1;
+    }
+    return 0;
+}
+
+void measure_buffers_free(const sc_pipeline *p, sc_buffer **in, sc_buffer **ref) {
+    for (int i = 0; in && i < p->inputs.n; i++) sc_buffer_free(in[i]);
+    for (int i = 0; ref && i < p->outputs.n; i++) sc_buffer_free(ref[i]);
+    free(in);
+    free(ref);
+}
+
 measure_limits measure_limits_for(int run_ms) {
     int first = run_ms > 10000 ? 3 * run_ms : 30000;
     return (measure_limits){ first, run_ms };

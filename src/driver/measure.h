@@ -48,6 +48,15 @@ typedef struct {
  * forked except for c.  false if the name is unknown. */
 bool measure_device_by_name(const char *name, cg_math math, measure_device *d);
 
+/* What every schedule of p is checked against: the inputs (sc_input_random
+ * for seed) in *in and the reference evaluator's outputs for them in *ref,
+ * arrays of one more entry than p has inputs and outputs (the last NULL).
+ * 0, or -1 with err when the evaluator fails; the arrays are made either
+ * way: free them with measure_buffers_free. */
+int measure_buffers_new(sc_pipeline *p, uint64_t seed, sc_buffer ***in, sc_buffer ***ref, char *err, size_t errlen);
+/* Frees both arrays and what they hold (either may be NULL). */
+void measure_buffers_free(const sc_pipeline *p, sc_buffer **in, sc_buffer **ref);
+
 /* Time limits: the checked first run (which also warms up: some drivers
  * finish compiling at the first launch) and each timed run. */
 typedef struct { int first_ms, run_ms; } measure_limits;
