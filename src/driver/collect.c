@@ -17,10 +17,9 @@ struct collect_ctx {
     target t;
     char desc[1024], key[512];
     int64_t device_id;
-    /* Fast math can move a float across an integer boundary (a histogram's
-     * bin), which changes the result beyond any tolerance though the
-     * schedule is right; such a pipeline is measured with exact code,
-     * stored under the device's exact-math row (0 until needed). */
+    /* A pipeline whose fast-math code is wrong where exact code is right
+     * (measure_exact_retry) is measured with exact code, stored under the
+     * device's exact-math row (0 until needed). */
     measure_device exact;
     int64_t exact_id;
     collect_totals tot;
@@ -331,11 +330,11 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
         measure_outcome m;
         measure_schedule(cp->exact ? &c->exact : &c->dev, p, b, states[i], rs, cp->in, cp->ref, lim, &m);
         if (stop_requested) break;      /* the child may have died of the same signal */
-        if (m.kind == MEASURE_WRONG && !cp->exact && !cp->tried_exact && c->o.math == CG_MATH_FAST) {
-            /* the first wrong result: is it the schedule, or fast math? */
-            measure_outcome e;
+        /* the first wrong result: is it the schedule, or fast math? */
+        measure_outcome e;
+        if (!cp->exact && !cp->tried_exact &&
+            measure_exact_retry(&c->dev, p, b, states[i], rs, cp->in, cp->ref, lim, &m, &e)) {
             cp->tried_exact = true;
-            measure_schedule(&c->exact, p, b, states[i], rs, cp->in, cp->ref, lim, &e);
             if (stop_requested) break;
             if (e.kind == MEASURE_OK) {
                 char ttext[4096];

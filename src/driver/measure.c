@@ -205,6 +205,16 @@ void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_resu
         snprintf(o->msg, sizeof o->msg, "the measuring process exited (%d) without a result", WEXITSTATUS(status));
 }
 
+bool measure_exact_retry(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                         const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
+                         const measure_outcome *o, measure_outcome *exact) {
+    if (o->kind != MEASURE_WRONG || d->math != CG_MATH_FAST) return false;
+    measure_device x = *d;
+    x.math = CG_MATH_EXACT;
+    measure_schedule(&x, p, b, s, rs, in, ref, lim, exact);
+    return true;
+}
+
 /* In a child: lower, generate and compile one schedule; exit 0 if it
  * compiled. */
 static void precompile_one(const measure_device *d, sc_pipeline *p, const bounds_result *b,

@@ -83,6 +83,15 @@ void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_resu
                       const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
                       measure_outcome *o);
 
+/* Fast math can move a float across an integer boundary (a histogram's
+ * bin), which changes the result beyond any tolerance though the schedule
+ * is right.  When o is a wrong result of fast-math code on d, s is
+ * measured again as measure_schedule does with exact code into *exact and
+ * true is returned (whatever that gives); false otherwise (nothing run). */
+bool measure_exact_retry(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                         const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
+                         const measure_outcome *o, measure_outcome *exact);
+
 /* Compiles the code of n schedules in up to `jobs` child processes at
  * once, for drivers that cache what they compiled (PoCL keeps a kernel
  * cache keyed by the source, so the measurement's own compile is then a
