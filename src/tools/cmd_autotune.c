@@ -111,13 +111,11 @@ int tool_autotune(int argc, char **argv) {
     char err[4096], wpath[4096];
     if (!o.weights_out) {
         /* F-PIPELINE.weights: the file's base name without .pipe */
-        const char *base = strrchr(pipe, '/');
-        base = base ? base + 1 : pipe;
-        size_t n = strlen(base);
-        if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
+        int n;
+        const char *base = tool_pipe_base(pipe, &n);
         size_t dn = strlen(db);
         if (dn > 3 && !strcmp(db + dn - 3, ".db")) dn -= 3;
-        snprintf(wpath, sizeof wpath, "%.*s-%.*s.weights", (int)dn, db, (int)n, base);
+        snprintf(wpath, sizeof wpath, "%.*s-%.*s.weights", (int)dn, db, n, base);
         o.weights_out = wpath;
     }
     char *text = driver_read_text(pipe, err, sizeof err);
@@ -137,13 +135,7 @@ int tool_autotune(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     char source[300];
-    {
-        const char *base = strrchr(pipe, '/');
-        base = base ? base + 1 : pipe;
-        size_t n = strlen(base);
-        if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
-        snprintf(source, sizeof source, "app:%.*s", (int)n, base);
-    }
+    tool_pipe_source(pipe, source, sizeof source);
     autotune_result r;
     int rc = autotune_run(st, pipe, text, source, &o, &r, err, sizeof err);
     free(text);

@@ -57,15 +57,6 @@ static void on_signal(int sig) {
     collect_request_stop();
 }
 
-/* "app:NAME" of apps/NAME.pipe (any folder). */
-static void source_of(const char *path, char *buf, size_t len) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strlen(base);
-    if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
-    snprintf(buf, len, "app:%.*s", (int)n, base);
-}
-
 /* One pipeline: a pipeline that does not parse is skipped with a
  * message; a database error ends the collection (TOOL_INPUT). */
 static int collect_one(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
@@ -184,7 +175,7 @@ int tool_collect(int argc, char **argv) {
         collect_plan(c, ((int64_t)npipes + nrandom) * o.schedules);
         for (int i = 0; i < npipes && rc == TOOL_OK && !collect_stopped(c); i++) {
             char source[256];
-            source_of(pipes[i], source, sizeof source);
+            tool_pipe_source(pipes[i], source, sizeof source);
             rc = collect_one(c, pipes[i], texts[i], source, small, o.progress_bar);
         }
         for (long long k = 0; k < nrandom && rc == TOOL_OK && !collect_stopped(c); k++) {

@@ -61,3 +61,18 @@ bool tool_parse_int(const char *val, long long lo, long long hi, long long *out)
     *out = v;
     return true;
 }
+
+const char *tool_pipe_base(const char *path, int *len) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
+    *len = (int)n;
+    return base;
+}
+
+void tool_pipe_source(const char *path, char *buf, size_t len) {
+    int n;
+    const char *base = tool_pipe_base(path, &n);
+    snprintf(buf, len, "app:%.*s", n, base);
+}
