@@ -4,7 +4,6 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +41,6 @@ static void autotune_help(void) {
            "  --timeout-ms MS  limit of one run (default 10000)\n"
            "  --small          the pipeline's small sizes\n"
            "  --no-prune       search the whole space, without Anderson's s6.6 pruning\n");
-}
-
-static void on_signal(int sig) {
-    (void)sig;
-    collect_request_stop();
 }
 
 int tool_autotune(int argc, char **argv) {
@@ -129,11 +123,7 @@ int tool_autotune(int argc, char **argv) {
         free(text);
         return TOOL_INPUT;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    tool_stop_on_signals();
     char source[300];
     tool_pipe_source(pipe, source, sizeof source);
     autotune_result r;

@@ -3,7 +3,6 @@
  * into the sample store (collect.h), resumably.
  */
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +49,6 @@ static void collect_help(void) {
            "  --remeasure      measure again the schedules stored without a reference time\n"
            "                   (by an older collect), replacing their measurement\n"
            "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n");
-}
-
-static void on_signal(int sig) {
-    (void)sig;
-    collect_request_stop();
 }
 
 /* One pipeline: a pipeline that does not parse is skipped with a
@@ -164,11 +158,7 @@ int tool_collect(int argc, char **argv) {
         fprintf(stderr, "stagecraft collect: %s\n", err);
         rc = TOOL_INPUT;
     } else {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
+        tool_stop_on_signals();
         fprintf(stderr, "collect: device %s (%s math), target %s, %d schedules per pipeline, %d pipelines\n",
                 collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules,
                 npipes + (int)nrandom);

@@ -31,6 +31,9 @@ const tool *tool_at(int i);
 int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a decimal integer in [lo, hi]; false when val is not one. */
 bool tool_parse_int(const char *val, long long lo, long long hi, long long *out);
+/* Makes SIGINT and SIGTERM ask a collection or an autotuning run to stop
+ * after the schedule it is measuring (collect_request_stop). */
+void tool_stop_on_signals(void);
 /* A pipeline file's name without its folder and its ".pipe": a pointer
  * into path, its length in *len. */
 const char *tool_pipe_base(const char *path, int *len);
