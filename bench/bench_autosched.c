@@ -49,24 +49,21 @@ typedef struct {
     double speedup;               /* the baseline's time timed with it / ms (0: none) */
 } result;
 
-/* Measures s with the baseline rs in turn; the result, or none (a
- * wrong result when *wrong is given sets it). */
-static result measure_w(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
-                        int timeout_ms, char *why, size_t whylen, bool *wrong) {
-    measure_outcome o;
-    measure_limits lim = measure_limits_for(timeout_ms);
-    measure_schedule(d, ac->p, ac->b, s, rs, ac->in, ac->ref, lim, &o);
-    if (wrong) *wrong = o.kind == MEASURE_WRONG;
-    if (o.kind != MEASURE_OK) {
-        snprintf(why, whylen, "%s", o.msg);
+/* A measurement's result, or none (why says why). */
+static result result_of(const measure_outcome *o, char *why, size_t whylen) {
+    if (o->kind != MEASURE_OK) {
+        snprintf(why, whylen, "%s", o->msg);
         return (result){ INFINITY, 0 };
     }
-    return (result){ o.ms, o.ref_ms > 0 ? o.ref_ms / o.ms : 1 };
+    return (result){ o->ms, o->ref_ms > 0 ? o->ref_ms / o->ms : 1 };
 }
 
+/* Measures s with the baseline rs in turn. */
 static result measure(const measure_device *d, app_case *ac, const sched_state *s, const sched_state *rs,
                       int timeout_ms, char *why, size_t whylen) {
-    return measure_w(d, ac, s, rs, timeout_ms, why, whylen, NULL);
+    measure_outcome o;
+    measure_schedule(d, ac->p, ac->b, s, rs, ac->in, ac->ref, measure_limits_for(timeout_ms), &o);
+    return result_of(&o, why, whylen);
 }
 
 static void better(result *best, result r) {
@@ -157,19 +154,21 @@ int main(int argc, char **argv) {
         }
         ir_arena *a = ir_arena_new();
         char why[1024] = "", msg[512];
-        sched_state *base = space_baseline(a, ac.p, ac.b, &t);
-        if (base && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg) != 0) base = NULL;
-        if (!base && (base = space_root(a, ac.p, ac.b, &t)) && sched_check(ac.p, ac.b, base, &t, false, msg, sizeof msg))
-            base = NULL;
-        /* fast math that moves a histogram's bin is wrong where exact code
-         * is right (collect.c does the same): such an app runs exact code */
+        sched_state *base = space_reference(a, ac.p, ac.b, &t, false, NULL);
+        /* an app whose baseline is wrong with fast math runs exact code
+         * (measure_exact_retry; collect.c does the same) */
         measure_device d = dev;
-        bool wrong = false, exact = false;
-        result rb = base ? measure_w(&d, &ac, base, NULL, timeout_ms, why, sizeof why, &wrong) : (result){ INFINITY, 0 };
-        if (wrong) {
-            d.math = CG_MATH_EXACT;
-            exact = true;
-            rb = measure(&d, &ac, base, NULL, timeout_ms, why, sizeof why);
+        bool exact = false;
+        result rb = { INFINITY, 0 };
+        if (base) {
+            measure_outcome o, e;
+            measure_limits lim = measure_limits_for(timeout_ms);
+            measure_schedule(&d, ac.p, ac.b, base, NULL, ac.in, ac.ref, lim, &o);
+            rb = result_of(&o, why, sizeof why);
+            if ((exact = measure_exact_retry(&d, ac.p, ac.b, base, NULL, ac.in, ac.ref, lim, &o, &e))) {
+                d.math = CG_MATH_EXACT;
+                rb = result_of(&e, why, sizeof why);
+            }
         }
         /* random schedules */
         result rr = { INFINITY, 0 };

@@ -1,7 +1,8 @@
 /*
  * fixtures.h - what several tests/test_*.c set up the same way: a target
- * by name, and a pipeline parsed from text with its bounds and an arena
- * for schedules.  Include after check.h and the stagecraft headers.
+ * by name (or the limits every GPU test schedule must fit), a pipeline
+ * parsed from text with its bounds and an arena for schedules, and the C
+ * and OpenCL devices.  Include after check.h and the stagecraft headers.
  */
 #ifndef SC_FIXTURES_H
 #define SC_FIXTURES_H
@@ -10,6 +11,7 @@
 #include <string.h>
 #include "bounds.h"
 #include "ir.h"
+#include "rt.h"
 #include "stagecraft.h"
 #include "target.h"
 
@@ -21,6 +23,16 @@ static inline target fixture_target(const char *name) {
         fprintf(stderr, "%s\n", err);
         exit(1);
     }
+    return t;
+}
+
+/* The OpenCL device's limits (host-opencl) within an a100's: a schedule
+ * that fits them fits the OpenCL device and a CUDA GPU. */
+static inline target fixture_gpu_target(void) {
+    target t = fixture_target("host-opencl"), gpu = fixture_target("a100");
+    if (gpu.max_threads_per_block < t.max_threads_per_block) t.max_threads_per_block = gpu.max_threads_per_block;
+    if (gpu.shared_mem_per_block < t.shared_mem_per_block) t.shared_mem_per_block = gpu.shared_mem_per_block;
+    if (gpu.registers_per_thread < t.registers_per_thread) t.registers_per_thread = gpu.registers_per_thread;
     return t;
 }
 
@@ -46,5 +58,29 @@ static inline void fixture_unload(fixture *fx) {
     bounds_free(fx->b);
     ir_arena_free(fx->a);
     sc_pipeline_free(fx->p);
+}
+
+typedef struct { const rt_ops *ops; rt_device *dev; } fixture_device;
+
+/* Opens the back ends of C and OpenCL whose names the environment's
+ * BACKENDS holds (default "c,opencl"), C first; one that does not open is
+ * a failed case.  Returns how many opened; fixture_close_devices them. */
+static inline int fixture_open_devices(fixture_device devs[2]) {
+    const char *backends = getenv("BACKENDS") ? getenv("BACKENDS") : "c,opencl";
+    const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
+    char err[1024];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!strstr(backends, all[i]->name)) continue;
+        rt_device *dv = all[i]->open(err, sizeof err);
+        if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
+        devs[n].ops = all[i];
+        devs[n++].dev = dv;
+    }
+    return n;
+}
+
+static inline void fixture_close_devices(fixture_device *devs, int n) {
+    for (int d = 0; d < n; d++) devs[d].ops->close(devs[d].dev);
 }
 #endif

@@ -28,12 +28,11 @@
 #include "check.h"
 #include "exec.h"
 #include "fixtures.h"
+#include "measure.h"
 #include "randpipe.h"
 #include "strategy.h"
 
-typedef struct { const rt_ops *ops; rt_device *dev; } device;
-
-static device devs[2];
+static fixture_device devs[2];
 static int ndev;
 static target tgt;
 static int samples = 2;
@@ -52,20 +51,14 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
         sc_pipeline_free(p);
         return;
     }
-    int nin = p->inputs.n, nout = p->outputs.n;
-    sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **ref = calloc((size_t)nout + 1, sizeof *ref);
-    if (!in || !ref) abort();
-    for (int k = 0; k < nin; k++) in[k] = sc_input_random(p, k, seed);
+    sc_buffer **in, **ref;
+    int ref_rc = measure_buffers_new(p, seed, &in, &ref, err, sizeof err);
     ir_arena *arena = ir_arena_new();
     bool ok = false;
     int kernels = 0;
     char on[64] = "lowered only";
     const char *failed_on = "";
-    if (sc_evaluate(p, in, seed, ref) != 0) {
-        snprintf(err, sizeof err, "the reference evaluator failed: %s",
-                 sc_error_count(p) ? sc_error_message(p, 0) : "?");
-        goto done;
-    }
+    if (ref_rc != 0) goto done;
     space_opts so = { &tgt, prune };
     space_search_args args = { .weights = "weights/pocl.weights", .samples = samples };
     sched_state *s = space_strategy_by_name("oneshot")->make(arena, p, b, &so, &args, seed, err, sizeof err);
@@ -94,14 +87,12 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
 done:
     if (nd > 0)
         snprintf(on, sizeof on, "%s%s%s", devs[0].ops->name, nd > 1 ? ", " : "", nd > 1 ? devs[1].ops->name : "");
-    check_report(ok, "%s (%d Funcs, %d kernels; %s)%s%s%s%s", name, p->funcs.n - nin, kernels, on, ok ? "" : ": ",
+    check_report(ok, "%s (%d Funcs, %d kernels; %s)%s%s%s%s", name, p->funcs.n - p->inputs.n, kernels, on,
+                 ok ? "" : ": ",
                  failed_on, *failed_on ? ": " : "", ok ? "" : err);
     if (!ok) fprintf(stderr, "---- %s ----\n%s\n", name, text);
     ir_arena_free(arena);
-    for (int k = 0; k < nin; k++) sc_buffer_free(in[k]);
-    for (int k = 0; k < nout; k++) sc_buffer_free(ref[k]);
-    free(in);
-    free(ref);
+    measure_buffers_free(p, in, ref);
     bounds_free(b);
     sc_pipeline_free(p);
 }
@@ -276,28 +267,14 @@ static void fixed_cases(void) {
 }
 
 int main(void) {
-    const char *backends = getenv("BACKENDS") ? getenv("BACKENDS") : "c,opencl";
     if (getenv("SAMPLES")) samples = atoi(getenv("SAMPLES"));
     prune = getenv("PRUNE") && atoi(getenv("PRUNE"));
-    char err[1024];
-    const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
-    for (int i = 0; i < 2; i++) {
-        if (!strstr(backends, all[i]->name)) continue;
-        rt_device *dv = all[i]->open(err, sizeof err);
-        if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
-        devs[ndev].ops = all[i];
-        devs[ndev++].dev = dv;
-    }
+    ndev = fixture_open_devices(devs);
     /* a schedule must fit the OpenCL device and a CUDA GPU (TARGET=NAME:
      * that target alone) */
-    tgt = fixture_target(getenv("TARGET") ? getenv("TARGET") : "host-opencl");
-    target gpu = fixture_target("a100");
-    if (getenv("TARGET")) gpu = tgt;
-    if (gpu.max_threads_per_block < tgt.max_threads_per_block) tgt.max_threads_per_block = gpu.max_threads_per_block;
-    if (gpu.shared_mem_per_block < tgt.shared_mem_per_block) tgt.shared_mem_per_block = gpu.shared_mem_per_block;
-    if (gpu.registers_per_thread < tgt.registers_per_thread) tgt.registers_per_thread = gpu.registers_per_thread;
+    tgt = getenv("TARGET") ? fixture_target(getenv("TARGET")) : fixture_gpu_target();
     fixed_cases();
     random_pipelines();
-    for (int d = 0; d < ndev; d++) devs[d].ops->close(devs[d].dev);
+    fixture_close_devices(devs, ndev);
     CHECK_EXIT();
 }

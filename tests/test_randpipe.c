@@ -23,6 +23,7 @@
 #include "bounds.h"
 #include "exec.h"
 #include "fixtures.h"
+#include "measure.h"
 #include "randpipe.h"
 #include "space.h"
 
@@ -154,30 +155,16 @@ static void coverage(void) {
     CHECK(!strcmp(randpipe_kind_name(RANDPIPE_NKINDS), "?"));
 }
 
-typedef struct { const rt_ops *ops; rt_device *dev; } device;
-
 /* Pipelines at small sizes through random schedules, checked bit for bit
  * against the reference evaluator on each back end. */
 static void schedules(void) {
     int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 50;
     uint64_t seed0 = getenv("SEED0") ? strtoull(getenv("SEED0"), NULL, 10) : 5000;
-    const char *backends = getenv("BACKENDS") ? getenv("BACKENDS") : "c,opencl";
     char err[8192];
-    device devs[2];
-    int ndev = 0;
-    const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
-    for (int i = 0; i < 2; i++) {
-        if (!strstr(backends, all[i]->name)) continue;
-        rt_device *dv = all[i]->open(err, sizeof err);
-        if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
-        devs[ndev].ops = all[i];
-        devs[ndev++].dev = dv;
-    }
+    fixture_device devs[2];
+    int ndev = fixture_open_devices(devs);
     /* a schedule must fit the OpenCL device and a CUDA GPU */
-    target t = fixture_target("host-opencl"), gpu = fixture_target("a100");
-    if (gpu.max_threads_per_block < t.max_threads_per_block) t.max_threads_per_block = gpu.max_threads_per_block;
-    if (gpu.shared_mem_per_block < t.shared_mem_per_block) t.shared_mem_per_block = gpu.shared_mem_per_block;
-    if (gpu.registers_per_thread < t.registers_per_thread) t.registers_per_thread = gpu.registers_per_thread;
+    target t = fixture_gpu_target();
     space_opts so = { &t, false };
     for (int i = 0; i < runs; i++) {
         uint64_t seed = seed0 + (uint64_t)i;
@@ -190,13 +177,9 @@ static void schedules(void) {
             free(text);
             continue;
         }
-        int nin = p->inputs.n, nout = p->outputs.n;
-        sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **ref = calloc((size_t)nout + 1, sizeof *ref);
-        if (!in || !ref) abort();
-        for (int k = 0; k < nin; k++) in[k] = sc_input_random(p, k, seed);
-        if (sc_evaluate(p, in, seed, ref) != 0) {
-            check_report(false, "random_%llu: the reference evaluator failed: %s", (unsigned long long)seed,
-                         sc_error_count(p) ? sc_error_message(p, 0) : "?");
+        sc_buffer **in, **ref;
+        if (measure_buffers_new(p, seed, &in, &ref, err, sizeof err) != 0) {
+            check_report(false, "random_%llu: %s", (unsigned long long)seed, err);
         } else {
             for (int s = 0; s < (i % 5 == 0 ? 2 : 1); s++) {
                 uint64_t sseed = seed * 31 + (uint64_t)s;
@@ -225,15 +208,12 @@ static void schedules(void) {
                 ir_arena_free(arena);
             }
         }
-        for (int k = 0; k < nin; k++) sc_buffer_free(in[k]);
-        for (int k = 0; k < nout; k++) sc_buffer_free(ref[k]);
-        free(in);
-        free(ref);
+        measure_buffers_free(p, in, ref);
         bounds_free(b);
         sc_pipeline_free(p);
         free(text);
     }
-    for (int d = 0; d < ndev; d++) devs[d].ops->close(devs[d].dev);
+    fixture_close_devices(devs, ndev);
 }
 
 int main(void) {

@@ -105,20 +105,11 @@ static int measure_top(const choose_ctx *c, sc_pipeline *p, const bounds_result 
             states[m++] = batch[i].s;
         }
     /* the reference outputs, and the baseline timed with each candidate */
-    int nin = p->inputs.n, nout = p->outputs.n;
-    sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **ref = calloc((size_t)nout + 1, sizeof *ref);
-    if (!in || !ref) abort();
-    for (int i = 0; i < nin; i++) in[i] = sc_input_random(p, i, 1);
+    sc_buffer **in, **ref;
     int pick = -1;
-    if (sc_evaluate(p, in, 1, ref) != 0) {
-        snprintf(err, errlen, "the reference evaluator failed: %s", sc_error_count(p) ? sc_error_message(p, 0) : "?");
-        m = 0;
-    }
+    if (measure_buffers_new(p, 1, &in, &ref, err, errlen) != 0) m = 0;
     ir_arena *a = ir_arena_new();
-    const sched_state *rs = space_baseline(a, p, b, c->t);
-    char msg[512];
-    if (rs && sched_check(p, b, rs, c->t, false, msg, sizeof msg) != 0) rs = NULL;
-    if (!rs && (rs = space_root(a, p, b, c->t)) && sched_check(p, b, rs, c->t, false, msg, sizeof msg) != 0) rs = NULL;
+    const sched_state *rs = space_reference(a, p, b, c->t, false, NULL);
     measure_precompile(&d, p, b, states, m, c->jobs);
     double best = INFINITY;
     int lim = c->timeout_ms > 0 ? c->timeout_ms : 10000;
@@ -152,10 +143,7 @@ static int measure_top(const choose_ctx *c, sc_pipeline *p, const bounds_result 
                                     c->device, last);
     if (pick >= 0 && c->report) fprintf(c->report, "# topk: the fastest of %d measured is #%d\n", m, pick + 1);
     ir_arena_free(a);
-    for (int i = 0; i < nin; i++) sc_buffer_free(in[i]);
-    for (int i = 0; i < nout; i++) sc_buffer_free(ref[i]);
-    free(in);
-    free(ref);
+    measure_buffers_free(p, in, ref);
     free(idx);
     free(states);
     return pick;

@@ -17,10 +17,9 @@ struct collect_ctx {
     target t;
     char desc[1024], key[512];
     int64_t device_id;
-    /* Fast math can move a float across an integer boundary (a histogram's
-     * bin), which changes the result beyond any tolerance though the
-     * schedule is right; such a pipeline is measured with exact code,
-     * stored under the device's exact-math row (0 until needed). */
+    /* A pipeline whose fast-math code is wrong where exact code is right
+     * (measure_exact_retry) is measured with exact code, stored under the
+     * device's exact-math row (0 until needed). */
     measure_device exact;
     int64_t exact_id;
     collect_totals tot;
@@ -136,17 +135,6 @@ static store_outcome outcome_of(measure_kind k) {
                                                                                                 : STORE_FAILED;
 }
 
-/* The fixed strategies' schedules, baseline and root, each NULL where it
- * does not fit the target's limits. */
-static void fixed_schedules(collect_ctx *c, ir_arena *a, sc_pipeline *p, const bounds_result *b,
-                            sched_state *fixed[2]) {
-    char msg[512];
-    fixed[0] = space_baseline(a, p, b, &c->t);
-    fixed[1] = space_root(a, p, b, &c->t);
-    for (int k = 0; k < 2; k++)
-        if (fixed[k] && sched_check(p, b, fixed[k], &c->t, c->o.prune, msg, sizeof msg) != 0) fixed[k] = NULL;
-}
-
 struct collect_pipe {
     char *name;
     sc_pipeline *p;
@@ -154,6 +142,7 @@ struct collect_pipe {
     ir_arena *a;                  /* the fixed schedules and the caller's */
     int64_t pid;
     sched_state *fixed[2];        /* baseline, root (NULL where they do not fit) */
+    sched_state *reference;       /* the first of them that fits (space_reference) */
     sc_buffer **in, **ref;        /* made at the first measurement */
     char sizes[256];
     bool exact, tried_exact;      /* measured with exact code (see collect_ctx) */
@@ -196,7 +185,7 @@ collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *te
     cp->b = b;
     cp->a = ir_arena_new();
     cp->pid = pid;
-    fixed_schedules(c, cp->a, p, b, cp->fixed);
+    cp->reference = space_reference(cp->a, p, b, &c->t, c->o.prune, cp->fixed);
     sizes_of(p, cp->sizes, sizeof cp->sizes);
     c->tot.pipelines++;
     return cp;
@@ -204,10 +193,7 @@ collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *te
 
 void collect_pipe_free(collect_pipe *cp) {
     if (!cp) return;
-    for (int i = 0; cp->in && i < cp->p->inputs.n; i++) sc_buffer_free(cp->in[i]);
-    for (int i = 0; cp->ref && i < cp->p->outputs.n; i++) sc_buffer_free(cp->ref[i]);
-    free(cp->in);
-    free(cp->ref);
+    measure_buffers_free(cp->p, cp->in, cp->ref);
     ir_arena_free(cp->a);
     bounds_free(cp->b);
     sc_pipeline_free(cp->p);
@@ -218,7 +204,7 @@ void collect_pipe_free(collect_pipe *cp) {
 sc_pipeline *collect_pipe_pipeline(const collect_pipe *cp) { return cp->p; }
 const bounds_result *collect_pipe_bounds(const collect_pipe *cp) { return cp->b; }
 ir_arena *collect_pipe_arena(const collect_pipe *cp) { return cp->a; }
-const sched_state *collect_pipe_baseline(const collect_pipe *cp) { return cp->fixed[0] ? cp->fixed[0] : cp->fixed[1]; }
+const sched_state *collect_pipe_baseline(const collect_pipe *cp) { return cp->reference; }
 int64_t collect_pipe_id(const collect_pipe *cp) { return cp->pid; }
 
 int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store_found *f, char *err, size_t errlen) {
@@ -319,18 +305,12 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
                     collect_result *res, char *err, size_t errlen) {
     sc_pipeline *p = cp->p;
     const bounds_result *b = cp->b;
-    int rc = 0, nin = p->inputs.n, nout = p->outputs.n;
+    int rc = 0;
     for (int i = 0; res && i < n; i++) res[i] = (collect_result){ false, STORE_FAILED, 0, 0 };
-    if (n > 0 && !cp->in) {
-        cp->in = calloc((size_t)nin + 1, sizeof *cp->in);
-        cp->ref = calloc((size_t)nout + 1, sizeof *cp->ref);
-        if (!cp->in || !cp->ref) abort();
-        for (int i = 0; i < nin; i++) cp->in[i] = sc_input_random(p, i, 1);
-        if (sc_evaluate(p, cp->in, 1, cp->ref) != 0) {
-            snprintf(err, errlen, "%s: the reference evaluator failed: %s", cp->name,
-                     sc_error_count(p) ? sc_error_message(p, 0) : "?");
-            return -2;
-        }
+    char msg[1024];
+    if (n > 0 && !cp->in && measure_buffers_new(p, 1, &cp->in, &cp->ref, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: %s", cp->name, msg);
+        return -2;
     }
     measure_limits lim = measure_limits_for(c->o.timeout_ms);
     /* every schedule is timed in turn with the reference: the baseline
@@ -350,11 +330,11 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
         measure_outcome m;
         measure_schedule(cp->exact ? &c->exact : &c->dev, p, b, states[i], rs, cp->in, cp->ref, lim, &m);
         if (stop_requested) break;      /* the child may have died of the same signal */
-        if (m.kind == MEASURE_WRONG && !cp->exact && !cp->tried_exact && c->o.math == CG_MATH_FAST) {
-            /* the first wrong result: is it the schedule, or fast math? */
-            measure_outcome e;
+        /* the first wrong result: is it the schedule, or fast math? */
+        measure_outcome e;
+        if (!cp->exact && !cp->tried_exact &&
+            measure_exact_retry(&c->dev, p, b, states[i], rs, cp->in, cp->ref, lim, &m, &e)) {
             cp->tried_exact = true;
-            measure_schedule(&c->exact, p, b, states[i], rs, cp->in, cp->ref, lim, &e);
             if (stop_requested) break;
             if (e.kind == MEASURE_OK) {
                 char ttext[4096];

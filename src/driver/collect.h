@@ -86,7 +86,7 @@ void collect_pipe_free(collect_pipe *cp);
 sc_pipeline *collect_pipe_pipeline(const collect_pipe *cp);
 const bounds_result *collect_pipe_bounds(const collect_pipe *cp);
 ir_arena *collect_pipe_arena(const collect_pipe *cp);   /* lives as long as cp */
-const sched_state *collect_pipe_baseline(const collect_pipe *cp);   /* the reference: baseline, else root */
+const sched_state *collect_pipe_baseline(const collect_pipe *cp);   /* the reference (space_reference) */
 int64_t collect_pipe_id(const collect_pipe *cp);
 
 /* The stored result of a schedule text of the pipeline on the device (or

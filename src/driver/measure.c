@@ -28,6 +28,26 @@ bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
     return d->ops != NULL;
 }
 
+int measure_buffers_new(sc_pipeline *p, uint64_t seed, sc_buffer ***in, sc_buffer ***ref, char *err, size_t errlen) {
+    int nin = p->inputs.n, nout = p->outputs.n;
+    *in = calloc((size_t)nin + 1, sizeof **in);
+    *ref = calloc((size_t)nout + 1, sizeof **ref);
+    if (!*in || !*ref) abort();
+    for (int i = 0; i < nin; i++) (*in)[i] = sc_input_random(p, i, seed);
+    if (sc_evaluate(p, *in, seed, *ref) != 0) {
+        snprintf(err, errlen, "the reference evaluator failed: %s", sc_error_count(p) ? sc_error_message(p, 0) : "?");
+        return -1;
+    }
+    return 0;
+}
+
+void measure_buffers_free(const sc_pipeline *p, sc_buffer **in, sc_buffer **ref) {
+    for (int i = 0; in && i < p->inputs.n; i++) sc_buffer_free(in[i]);
+    for (int i = 0; ref && i < p->outputs.n; i++) sc_buffer_free(ref[i]);
+    free(in);
+    free(ref);
+}
+
 measure_limits measure_limits_for(int run_ms) {
     int first = run_ms > 10000 ? 3 * run_ms : 30000;
     return (measure_limits){ first, run_ms };
@@ -218,6 +238,16 @@ void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_resu
         snprintf(o->msg, sizeof o->msg, "the measuring process died of signal %d", WTERMSIG(status));
     else
         snprintf(o->msg, sizeof o->msg, "the measuring process exited (%d) without a result", WEXITSTATUS(status));
+}
+
+bool measure_exact_retry(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                         const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
+                         const measure_outcome *o, measure_outcome *exact) {
+    if (o->kind != MEASURE_WRONG || d->math != CG_MATH_FAST) return false;
+    measure_device x = *d;
+    x.math = CG_MATH_EXACT;
+    measure_schedule(&x, p, b, s, rs, in, ref, lim, exact);
+    return true;
 }
 
 /* In a child: lower, generate and compile one schedule; exit 0 if it

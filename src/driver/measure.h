@@ -49,6 +49,15 @@ typedef struct {
  * forked except for c.  false if the name is unknown. */
 bool measure_device_by_name(const char *name, cg_math math, measure_device *d);
 
+/* What every schedule of p is checked against: the inputs (sc_input_random
+ * for seed) in *in and the reference evaluator's outputs for them in *ref,
+ * arrays of one more entry than p has inputs and outputs (the last NULL).
+ * 0, or -1 with err when the evaluator fails; the arrays are made either
+ * way: free them with measure_buffers_free. */
+int measure_buffers_new(sc_pipeline *p, uint64_t seed, sc_buffer ***in, sc_buffer ***ref, char *err, size_t errlen);
+/* Frees both arrays and what they hold (either may be NULL). */
+void measure_buffers_free(const sc_pipeline *p, sc_buffer **in, sc_buffer **ref);
+
 /* Time limits: the checked first run (which also warms up: some drivers
  * finish compiling at the first launch) and each timed run. */
 typedef struct { int first_ms, run_ms; } measure_limits;
@@ -75,6 +84,15 @@ measure_limits measure_limits_for(int run_ms);
 void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
                       const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
                       measure_outcome *o);
+
+/* Fast math can move a float across an integer boundary (a histogram's
+ * bin), which changes the result beyond any tolerance though the schedule
+ * is right.  When o is a wrong result of fast-math code on d, s is
+ * measured again as measure_schedule does with exact code into *exact and
+ * true is returned (whatever that gives); false otherwise (nothing run). */
+bool measure_exact_retry(const measure_device *d, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                         const sched_state *rs, sc_buffer *const *in, sc_buffer *const *ref, measure_limits lim,
+                         const measure_outcome *o, measure_outcome *exact);
 
 /* Compiles the code of n schedules in up to `jobs` child processes at
  * once, for drivers that cache what they compiled (PoCL keeps a kernel

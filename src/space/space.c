@@ -119,3 +119,18 @@ sched_state *space_baseline(ir_arena *a, const sc_pipeline *p, const bounds_resu
     (void)t;
     return fixed(a, p, b, true);
 }
+
+sched_state *space_reference(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const target *t,
+                             bool warp_multiple, sched_state *fixed[2]) {
+    sched_state *both[2] = { NULL, NULL };
+    /* root is made only when it is asked for or the baseline does not pass */
+    for (int k = 0; k < 2 && (fixed || !both[0]); k++) {
+        both[k] = k == 0 ? space_baseline(a, p, b, t) : space_root(a, p, b, t);
+        if (both[k] && sched_check(p, b, both[k], t, warp_multiple, NULL, 0) != 0) both[k] = NULL;
+    }
+    if (fixed) {
+        fixed[0] = both[0];
+        fixed[1] = both[1];
+    }
+    return both[0] ? both[0] : both[1];
+}

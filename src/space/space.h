@@ -125,5 +125,11 @@ sched_state *space_root(ir_arena *a, const sc_pipeline *p, const bounds_result *
  * the first pure loop of extent >= 64 (else the first). */
 sched_state *space_baseline(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
                             const target *t);
+/* The reference schedule, the one other schedules are timed against in
+ * turn: the baseline, else root, the first that passes sched_check for t
+ * (warp_multiple: as there); NULL when neither does.  fixed (may be NULL)
+ * gets both, baseline and root, each NULL where it does not pass. */
+sched_state *space_reference(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const target *t,
+                             bool warp_multiple, sched_state *fixed[2]);
 
 #endif

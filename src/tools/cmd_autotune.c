@@ -4,7 +4,6 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +41,6 @@ static void autotune_help(void) {
            "  --timeout-ms MS  limit of one run (default 10000)\n"
            "  --small          the pipeline's small sizes\n"
            "  --no-prune       search the whole space, without Anderson's s6.6 pruning\n");
-}
-
-static void on_signal(int sig) {
-    (void)sig;
-    collect_request_stop();
 }
 
 int tool_autotune(int argc, char **argv) {
@@ -111,13 +105,11 @@ int tool_autotune(int argc, char **argv) {
     char err[4096], wpath[4096];
     if (!o.weights_out) {
         /* F-PIPELINE.weights: the file's base name without .pipe */
-        const char *base = strrchr(pipe, '/');
-        base = base ? base + 1 : pipe;
-        size_t n = strlen(base);
-        if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
+        int n;
+        const char *base = tool_pipe_base(pipe, &n);
         size_t dn = strlen(db);
         if (dn > 3 && !strcmp(db + dn - 3, ".db")) dn -= 3;
-        snprintf(wpath, sizeof wpath, "%.*s-%.*s.weights", (int)dn, db, (int)n, base);
+        snprintf(wpath, sizeof wpath, "%.*s-%.*s.weights", (int)dn, db, n, base);
         o.weights_out = wpath;
     }
     char *text = driver_read_text(pipe, err, sizeof err);
@@ -131,19 +123,9 @@ int tool_autotune(int argc, char **argv) {
         free(text);
         return TOOL_INPUT;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    tool_stop_on_signals();
     char source[300];
-    {
-        const char *base = strrchr(pipe, '/');
-        base = base ? base + 1 : pipe;
-        size_t n = strlen(base);
-        if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
-        snprintf(source, sizeof source, "app:%.*s", (int)n, base);
-    }
+    tool_pipe_source(pipe, source, sizeof source);
     autotune_result r;
     int rc = autotune_run(st, pipe, text, source, &o, &r, err, sizeof err);
     free(text);

@@ -3,7 +3,6 @@
  * into the sample store (collect.h), resumably.
  */
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,20 +49,6 @@ static void collect_help(void) {
            "  --remeasure      measure again the schedules stored without a reference time\n"
            "                   (by an older collect), replacing their measurement\n"
            "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n");
-}
-
-static void on_signal(int sig) {
-    (void)sig;
-    collect_request_stop();
-}
-
-/* "app:NAME" of apps/NAME.pipe (any folder). */
-static void source_of(const char *path, char *buf, size_t len) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strlen(base);
-    if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
-    snprintf(buf, len, "app:%.*s", (int)n, base);
 }
 
 /* One pipeline: a pipeline that does not parse is skipped with a
@@ -173,18 +158,14 @@ int tool_collect(int argc, char **argv) {
         fprintf(stderr, "stagecraft collect: %s\n", err);
         rc = TOOL_INPUT;
     } else {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
+        tool_stop_on_signals();
         fprintf(stderr, "collect: device %s (%s math), target %s, %d schedules per pipeline, %d pipelines\n",
                 collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules,
                 npipes + (int)nrandom);
         collect_plan(c, ((int64_t)npipes + nrandom) * o.schedules);
         for (int i = 0; i < npipes && rc == TOOL_OK && !collect_stopped(c); i++) {
             char source[256];
-            source_of(pipes[i], source, sizeof source);
+            tool_pipe_source(pipes[i], source, sizeof source);
             rc = collect_one(c, pipes[i], texts[i], source, small, o.progress_bar);
         }
         for (long long k = 0; k < nrandom && rc == TOOL_OK && !collect_stopped(c); k++) {

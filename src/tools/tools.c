@@ -2,11 +2,13 @@
  * tools.c - the table of tools (tools.h) and what their parsers share.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collect.h"
 #include "tools.h"
 
 /* Each tool's main, in its own file (cmd_NAME.c). */
@@ -60,4 +62,32 @@ bool tool_parse_int(const char *val, long long lo, long long hi, long long *out)
     if (!*val || *end || errno || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    collect_request_stop();
+}
+
+void tool_stop_on_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+const char *tool_pipe_base(const char *path, int *len) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && !strcmp(base + n - 5, ".pipe")) n -= 5;
+    *len = (int)n;
+    return base;
+}
+
+void tool_pipe_source(const char *path, char *buf, size_t len) {
+    int n;
+    const char *base = tool_pipe_base(path, &n);
+    snprintf(buf, len, "app:%.*s", n, base);
 }

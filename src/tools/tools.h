@@ -11,6 +11,7 @@
 #define SC_TOOLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum { TOOL_OK = 0, TOOL_INPUT = 1, TOOL_USAGE = 2 };
 
@@ -30,5 +31,14 @@ const tool *tool_at(int i);
 int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a decimal integer in [lo, hi]; false when val is not one. */
 bool tool_parse_int(const char *val, long long lo, long long hi, long long *out);
+/* Makes SIGINT and SIGTERM ask a collection or an autotuning run to stop
+ * after the schedule it is measuring (collect_request_stop). */
+void tool_stop_on_signals(void);
+/* A pipeline file's name without its folder and its ".pipe": a pointer
+ * into path, its length in *len. */
+const char *tool_pipe_base(const char *path, int *len);
+/* "app:NAME" of a file NAME.pipe (any folder): the source a pipeline file
+ * is stored under. */
+void tool_pipe_source(const char *path, char *buf, size_t len);
 
 #endif
