@@ -6,7 +6,8 @@
  * partial state over a limit and accepts the same state within it; the
  * fixed strategies pass sched_check; the kept tilings of a stage
  * (space_tilings_of) are the enumerator's, in its order, at every step
- * of random walks (ROOT and BLOCK stages, with and without pruning).  (Counts of children and the
+ * of random walks (ROOT and BLOCK stages, with and without pruning); the
+ * reference schedule is the baseline, else root, else none (space_reference).  (Counts of children and the
  * legality of every child: test_legal.c.)
  */
 #include <stdio.h>
@@ -189,8 +190,39 @@ static void test_kept_tilings_are_the_enumerators(void) {
     CHECK(blocks > 5);
 }
 
+/* The reference schedule is the baseline where it passes sched_check,
+ * else root; with a block limit under their 64 threads, none. */
+static void test_reference_is_baseline_else_root(void) {
+    target wide = fixture_target("a100"), small = wide;
+    small.max_threads_per_block = 32;
+    static const char *apps[] = { "box_blur", "harris", "unsharp" };
+    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) {
+        char path[512], err[1024];
+        snprintf(path, sizeof path, "apps/%s.pipe", apps[i]);
+        sc_pipeline *p = sc_parse_file(path, NULL);
+        bounds_result *b = bounds_infer(p);
+        ir_arena *a = ir_arena_new();
+        sched_state *fixed[2];
+        sched_state *r = space_reference(a, p, b, &wide, false, fixed);
+        char *rt = r ? sched_to_text(p, r) : NULL, *bt = sched_to_text(p, space_baseline(a, p, b, &wide));
+        CHECK(rt && fixed[0] && fixed[1] && !strcmp(rt, bt));
+        free(rt);
+        free(bt);
+        /* neither passes (both tile by 64 threads): NULL, and both NULL */
+        CHECK(sched_check(p, b, space_baseline(a, p, b, &small), &small, false, err, sizeof err) != 0);
+        CHECK(sched_check(p, b, space_root(a, p, b, &small), &small, false, err, sizeof err) != 0);
+        r = space_reference(a, p, b, &small, false, fixed);
+        CHECK(!r && !fixed[0] && !fixed[1]);
+        CHECK(!space_reference(a, p, b, &small, false, NULL));
+        ir_arena_free(a);
+        bounds_free(b);
+        sc_pipeline_free(p);
+    }
+}
+
 int main(void) {
     RUN(test_every_app_gets_random_schedules);
+    RUN(test_reference_is_baseline_else_root);
     RUN(test_walk_is_deterministic);
     RUN(test_fits_checks_partial_states);
     RUN(test_kept_tilings_are_the_enumerators);
