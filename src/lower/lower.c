@@ -1,10 +1,19 @@
 /*
  * lower.c - from a complete schedule to the kernel IR (lower.h).
  *
- * Steps: substitute inline Funcs into their consumers; check the fusion
- * rules (legal.h); give every input and root Func a global buffer over its
- * region; then build one kernel per stage of each root Func, in
- * topological order.  Inside a kernel:
+ * Lowering writes out what the loop-nest model of the schedule (nest.h)
+ * decides: the model checks the rules (fusion, tilings, target-neutral
+ * limits) and gives the kernels in launch order, each stage's block,
+ * thread and serial extents, the allocation and footprint extents of every
+ * fused Func, whether a stage's serial loops are unrolled and which
+ * producers it stages in registers.  What lowering adds is code: the
+ * inlined expressions, and the origins of tiles and footprints as
+ * expressions of the block and thread indices.
+ *
+ * Steps: build (or take) the model; substitute inline Funcs into their
+ * consumers; give every input and root Func a global buffer over its
+ * region; then build one kernel per model kernel, in its order.  Inside a
+ * kernel:
  *   block_setup  the block's tile base per pure loop, then the footprint
  *                origin of every BLOCK-level Func of the kernel, consumers
  *                first: each the union of what its consumers' boxes read
@@ -15,58 +24,48 @@
  *                Funcs of that tile (a group found the same way:
  *                footprints consumers first, computed producers first).
  *
- * Footprints.  The box of a producer P that a tile of its consumer needs
- * is found per call argument as `sym + [lo, hi]`: sym an expression of the
- * tile's base variables (or none), lo/hi constants.  Sums, constant
- * multiples and floor divisions by constants stay exact up to a unit;
- * min/max/clamp against constants are 1-Lipschitz, so clamp(S + o) lies in
- * clamp(S) + [min(lo, 0), max(hi, 0)] - which lets the taps of a clamped
- * stencil share one symbol.  Calls whose symbols agree are united; anything
- * else falls back to the constant interval bounds inference gives over the
- * consumer's whole region.  The box is finally clipped into P's own region
- * (so computing all of it never reads out of bounds):
- *     ext' = min(ext, region extent)
- *     min' = max(min(sym + lo, region max - ext' + 1), region min).
+ * Footprint origins.  The box of a producer P that a tile of its consumer
+ * needs is found per call argument as `sym + [lo, hi]` (footprint.h, the
+ * algebra the model counts with), clipped into P's region with the
+ * model's extent ext:
+ *     min = max(min(sym + lo, region max - ext + 1), region min).
+ * For a Func fused into several consumers that read it at different
+ * symbols, the origin is the least of theirs and the extent the model's
+ * hull (hull.h).
  */
 #include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "footprint.h"
-#include "hull.h"
+#include "fusion.h"
 #include "legal.h"
 #include "lower.h"
+#include "nest_query.h"
 
 typedef struct {
     sc_pipeline *p;
     ir_arena *arena;           /* everything lowering makes */
     const bounds_result *b;
     const sched_state *s;
+    const nest *m;             /* the loop-nest model of s: the decisions and extents */
     lower_program *prog;
     char *err;
     size_t errlen;
     bool failed;
     sc_expr ***val;            /* [fid][stage] value after inlining */
     sc_expr ****lhs;           /* [fid][stage][d] left side after inlining */
-    legal_ctx *legal;          /* the consumer graph and fusion rules */
-    int *stage_at;             /* [fid] the stage of its `at` a fused Func is computed in */
-    int *owner, *owner_stage;  /* [fid] fused: the stage whose block (BLOCK: the root
-                                  stage of its kernel) or thread tile (THREAD: the first
-                                  Func up its chain that is not THREAD) computes it */
-    int *hull_root, *hull_stage;  /* [fid] fused with several consumers: its kernel's root
-                                  Func and stage (its hull needs the symbols), else -1 */
-    sc_expr ***fp_min;         /* [fid] fused: its footprint in the kernel being built */
-    int64_t **fp_ext;
+    fusion_graph *graph;       /* the consumer graph */
+    fusion_use *uses;          /* fusion_max_uses entries */
+    int *owner, *owner_stage;  /* [fid] fused: the stage that computes it (nest_owner) */
+    sc_expr ***fp_min;         /* [fid] fused: its footprint origin in the kernel being built */
     lower_alloc **global;      /* [fid] */
     lower_kernel *k;           /* kernel being built */
+    const nest_kernel *mk;     /* its model */
     ir_vec names;              /* variable names used in this kernel */
     const char **ntab;         /* the same, open addressing by name (malloc'd) */
     int ncap;
-    /* The kernel's LETs as hull.h symbols (sym_name[i] is symbol i), so
-     * that the hull of several consumers' boxes is evaluated as the
-     * loop-nest model evaluates it: one code, hull_extent. */
-    hull_syms hs;
-    ir_vec sym_name, sym_var;
 } ctx;
 
 static void fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -179,40 +178,13 @@ static void seq_add(ctx *c, kstmt *seq, kstmt *item) {
     seq->items[seq->n++] = item;
 }
 
-/* e over the kernel's hull symbols (hull.h): each variable a LET made
- * replaced by its symbol; NULL when e reads another variable. */
-static sc_expr *hull_of(ctx *c, sc_expr *e) {
-    if (e->kind == E_VAR) {
-        for (int i = c->sym_name.n - 1; i >= 0; i--)      /* let() made the variable: the same name */
-            if (c->sym_name.items[i] == e->name) return c->sym_var.items[i];
-        for (int i = c->sym_name.n - 1; i >= 0; i--)
-            if (!strcmp(c->sym_name.items[i], e->name)) return c->sym_var.items[i];
-        return NULL;
-    }
-    if (!e->nargs) return e;
-    sc_expr *r = ir_copy_node(c->hs.xa, e);
-    for (int i = 0; i < e->nargs; i++)
-        if (!(r->args[i] = hull_of(c, e->args[i]))) return NULL;
-    return r;
-}
-
-/* A LET of name = value in seq, and its variable; def: the value over
- * the hull symbols when it reads the block or thread index (their
- * digits), else NULL (hull_of(value)). */
-static sc_expr *let_def(ctx *c, kstmt *seq, const char *name, sc_expr *value, sc_expr *def) {
+/* A LET of name = value in seq, and its variable. */
+static sc_expr *let(ctx *c, kstmt *seq, const char *name, sc_expr *value) {
     kstmt *s = stmt(c, KS_LET);
     s->var = name;
     s->value = value;
     seq_add(c, seq, s);
-    if (c->hs.xa) {
-        ir_vec_push(c->arena, &c->sym_name, (void *)name);
-        ir_vec_push(c->arena, &c->sym_var, hull_sym(&c->hs, def ? def : hull_of(c, value)));
-    }
     return mk_var(c, name);
-}
-
-static sc_expr *let(ctx *c, kstmt *seq, const char *name, sc_expr *value) {
-    return let_def(c, seq, name, value, NULL);
 }
 
 /* ---- substitution ----------------------------------------------------- */
@@ -243,41 +215,25 @@ static sc_expr *inline_expr(ctx *c, sc_expr *e) {
     return r;
 }
 
-/* Inlines every non-inline Func's stages. */
+/* Inlines every non-inline Func's stages (the model has checked the
+ * rules: no inline Func has updates or is an output), and finds the
+ * owner of every fused Func. */
 static void prepare(ctx *c) {
     const sc_pipeline *p = c->p;
     int n = p->funcs.n;
     c->val = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
     c->lhs = ir_alloc(c->arena, sizeof(sc_expr ***) * (size_t)n);
-    c->stage_at = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->owner = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->owner_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
-    c->hull_root = ir_alloc(c->arena, sizeof(int) * (size_t)n);
-    c->hull_stage = ir_alloc(c->arena, sizeof(int) * (size_t)n);
     c->fp_min = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)n);
-    c->fp_ext = ir_alloc(c->arena, sizeof(int64_t *) * (size_t)n);
     for (int i = 0; i < n; i++) {
         c->fp_min[i] = ir_alloc(c->arena, sizeof(sc_expr *) * SC_MAX_DIMS);
-        c->fp_ext[i] = ir_alloc(c->arena, sizeof(int64_t) * SC_MAX_DIMS);
+        nest_owner(c->m, i, &c->owner[i], &c->owner_stage[i]);
     }
     c->global = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)n);
     for (int i = 0; i < p->order.n; i++) {
         sc_func *f = ir_order_at(p, i);
         if (f->kind == FUNC_INPUT) continue;
-        const sched_func *sf = c->s->f[f->id];
-        if (!sf || sf->loc == SCHED_UNDECIDED) {
-            fail(c, "the schedule does not place %s", f->name);
-            return;
-        }
-        if (sf->loc == SCHED_INLINE && (f->nstages > 1 || f->is_output)) {
-            fail(c, "%s cannot be inline: %s", f->name,
-                 f->is_output ? "it is an output" : "it has update definitions");
-            return;
-        }
-        if (f->is_output && sf->loc != SCHED_ROOT) {
-            fail(c, "%s is an output and must be computed at root", f->name);
-            return;
-        }
         c->val[f->id] = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)f->nstages);
         c->lhs[f->id] = ir_alloc(c->arena, sizeof(sc_expr **) * (size_t)f->nstages);
         for (int s = 0; s < f->nstages; s++) {
@@ -286,50 +242,6 @@ static void prepare(ctx *c) {
             c->lhs[f->id][s] = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)(st->nargs + 1));
             for (int d = 0; d < st->nargs; d++) c->lhs[f->id][s][d] = inline_expr(c, st->args[d]);
         }
-    }
-}
-
-/* Checks the rules for fused Funcs (sched.h, legal.h) and records the
- * stage of its `at` each one is computed in. */
-static void check_fusion(ctx *c) {
-    const sc_pipeline *p = c->p;
-    for (int i = 0; i < p->order.n && !c->failed; i++) {
-        sc_func *f = ir_order_at(p, i);
-        if (f->kind == FUNC_INPUT) continue;
-        const sched_func *sf = c->s->f[f->id];
-        c->stage_at[f->id] = -1;
-        if ((sf->loc == SCHED_ROOT || sf->loc == SCHED_BLOCK) && (!sf->tile || sf->nstages != f->nstages)) {
-            fail(c, "%s has %d stage%s but its schedule tiles %d", f->name, f->nstages,
-                 f->nstages == 1 ? "" : "s", sf->tile ? sf->nstages : 0);
-            return;
-        }
-        if (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD) continue;
-        if (legal_fusion(c->legal, c->s, f->id, sf->loc, sf->at, &c->stage_at[f->id], c->err, c->errlen)) {
-            c->failed = true;
-            return;
-        }
-        /* the chain of consumers must end at a root Func */
-        int hops = 0;
-        for (int g = f->id; c->s->f[g]->loc != SCHED_ROOT; g = c->s->f[g]->at)
-            if (++hops > p->funcs.n) { fail(c, "%s is computed inside a cycle of Funcs", f->name); return; }
-    }
-    for (int i = 0; i < p->funcs.n; i++) {
-        const sched_func *sf = c->s->f[i];
-        c->owner[i] = c->owner_stage[i] = -1;
-        if (func_at(c, i)->kind == FUNC_INPUT || (sf->loc != SCHED_BLOCK && sf->loc != SCHED_THREAD)) continue;
-        int h = i;
-        while (c->s->f[c->s->f[h]->at]->loc == sf->loc) h = c->s->f[h]->at;
-        c->owner[i] = c->s->f[h]->at;
-        c->owner_stage[i] = c->stage_at[h];
-    }
-    legal_use *uses = ir_alloc(c->arena, sizeof(legal_use) * (size_t)legal_max_uses(c->legal));
-    for (int i = 0; i < p->funcs.n; i++) {
-        c->hull_root[i] = c->hull_stage[i] = -1;
-        if (c->owner[i] < 0 || legal_consumers(c->legal, c->s, i, uses) < 2) continue;
-        int h = i;
-        while (c->s->f[c->s->f[h]->at]->loc != SCHED_ROOT) h = c->s->f[h]->at;
-        c->hull_root[i] = c->s->f[h]->at;
-        c->hull_stage[i] = c->stage_at[h];
     }
 }
 
@@ -358,48 +270,19 @@ static const char *dim_name(const sc_func *f, int d) {
     return d < 8 ? xyzw[d] : "d";
 }
 
-/* The clipped footprint of prod in the consumer stage described by box:
- * LETs of its origin go into seq; returns the origin expressions and
- * extents. */
-static bool footprint(ctx *c, const sc_func *prod, const fp_box *box, kstmt *seq,
-                      sc_expr **mins, int64_t *ext) {
-    ir_vec calls = calls_of(c, prod, box->f, box->stage);
-    const fp_box *boxes[1] = { box };
-    const fp_box **bx = ir_alloc(c->arena, sizeof(fp_box *) * (size_t)(calls.n + 1));
-    for (int i = 0; i < calls.n; i++) bx[i] = boxes[0];
-    fp_span dims[SC_MAX_DIMS];
-    char msg[256];
-    if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, dims, NULL, msg, sizeof msg)) {
-        if (!calls.n) fail(c, "%s does not call %s", box->f->name, prod->name);
-        else fail(c, "%s", msg);
-        return false;
-    }
-    for (int d = 0; d < prod->ndims; d++) {
-        ext[d] = fp_clip_extent(c->b, prod, d, &dims[d]);
-        sc_expr *lo = fp_clip_origin(c->arena, c->b, prod, d, &dims[d], ext[d], NULL);
-        mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
-    }
-    return true;
-}
-
-/* ---- the union of several consumers' footprints ---------------------------- */
-
-/* The footprint of prod for several consumer boxes (a Func fused into
- * several consumers): per dimension, when every box reads it at the same
- * symbol, the union of the spans; otherwise the hull of the boxes' spans,
- * whose origin is the least of their origins and whose extent is the
- * largest the hull has in any block (or thread), found by hull_extent
- * (hull.h, the loop-nest model's evaluation) over the kernel's LETs (each
- * span clamped into prod's region first: no consumer reads outside it);
- * if that cannot be done, prod's whole region.
- * Then clipped into prod's region, like a single footprint. */
-static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, int nb, kstmt *seq,
-                            sc_expr **mins, int64_t *ext) {
-    if (nb == 1) return footprint(c, prod, &boxes[0], seq, mins, ext);
+/* The origin of fused Func prod's footprint for its consumers' boxes
+ * boxes[0..nb) (several for a Func fused into several consumers), the
+ * model's extent clipped into prod's region: per dimension, when every
+ * box reads it at the same symbol, the origin of the union of the spans;
+ * otherwise the least of the boxes' origins (each clamped into prod's
+ * region), with the model's hull extent, or prod's whole region where the
+ * model took it.  LETs of the origins that are not constant go into seq. */
+static bool footprint(ctx *c, const sc_func *prod, const fp_box *boxes, int nb, kstmt *seq, sc_expr **mins) {
     if (nb == 0) {
         fail(c, "nothing uses %s where it is computed", prod->name);
         return false;
     }
+    const nest_func *mf = c->m->funcs[prod->id];
     fp_span *sp = ir_alloc(c->arena, sizeof(fp_span) * (size_t)nb * SC_MAX_DIMS);
     for (int i = 0; i < nb; i++) {
         ir_vec calls = calls_of(c, prod, boxes[i].f, boxes[i].stage);
@@ -408,31 +291,22 @@ static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, in
         char msg[256];
         if (fp_union(c->arena, c->b, prod, calls.n, (const sc_expr *const *)calls.items, bx, &sp[i * SC_MAX_DIMS],
                      NULL, msg, sizeof msg)) {
-            fail(c, "%s", msg);
+            if (!calls.n) fail(c, "%s does not call %s", boxes[i].f->name, prod->name);
+            else fail(c, "%s", msg);
             return false;
         }
     }
-    bool thread = c->s->f[prod->id]->loc == SCHED_THREAD;
+    bool whole = nest_hull_whole(c->mk, mf->loc == SCHED_THREAD);
     sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
     sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
-    fp_span *hsp = ir_alloc(c->arena, sizeof(fp_span) * (size_t)nb);
     for (int d = 0; d < prod->ndims; d++) {
         fp_span u;
         sc_expr *least;
-        if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least)) {
-            /* the spans over the hull symbols (the LETs they read) */
-            bool ok = true;
-            for (int i = 0; i < nb; i++) {
-                hsp[i] = sp[i * SC_MAX_DIMS + d];
-                if (hsp[i].sym) ok &= (hsp[i].sym = hull_of(c, hsp[i].sym)) != NULL;
-            }
-            int64_t e = ok ? hull_extent(&c->hs, c->k->nblocks, thread ? c->k->nthreads : 0, &c->b->funcs[prod->id],
-                                         d, nb, hsp, 1)
-                           : -1;
-            u = fp_hull_span(c->b, prod, d, least, e);
-        }
-        ext[d] = fp_clip_extent(c->b, prod, d, &u);
-        sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, ext[d], NULL);
+        if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
+            u = fp_hull_span(c->b, prod, d, least, whole ? -1 : mf->extent[d]);
+        /* one algebra: the span's extent is the model's */
+        assert(fp_clip_extent(c->b, prod, d, &u) == mf->extent[d]);
+        sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, mf->extent[d], NULL);
         mins[d] = o->kind == E_CONST ? o : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), o);
     }
     return true;
@@ -440,7 +314,7 @@ static bool footprint_union(ctx *c, const sc_func *prod, const fp_box *boxes, in
 
 /* ---- emission ---------------------------------------------------------- */
 
-static int pure_loops(const sc_func *f, int st, int *dims) { return legal_pure_dims(f, st, dims); }
+static int pure_loops(const sc_func *f, int st, int *dims) { return fusion_pure_dims(f, st, dims); }
 
 /* A tile base is a constant or a variable of its own (a LET). */
 static uint64_t name_hash(const sc_expr *e) {
@@ -478,34 +352,21 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
 
 /* ---- register staging (Anderson et al. 2021 §6.7) ---- */
 
-/* The producers a stage reads from global memory, each with its distinct
- * call expressions. */
+/* The producers a stage stages (the model's decision), in the order the
+ * stage first calls them. */
 typedef struct {
-    int n;
+    int n, nwant;
+    const sc_func *want[LOWER_MAX_STAGED];
     const sc_func *func[LOWER_MAX_STAGED];
-    int calls[LOWER_MAX_STAGED];
-    ir_vec seen, hashes;          /* distinct calls, their ir_expr_hash */
-    const sc_func *consumer;
-    ctx *c;
 } stage_reads;
 
 static void note_read(const sc_expr *e, void *user) {
     stage_reads *r = user;
-    ctx *c = r->c;
-    if (e->kind != E_CALL || e->func == r->consumer || !c->global[e->func->id]) return;
-    const lower_alloc *here = c->k->storage[e->func->id];
-    if (here && here != c->global[e->func->id]) return;      /* fused here: not global */
-    uint64_t h = ir_expr_hash(e);
-    for (int i = 0; i < r->seen.n; i++)
-        if ((uint64_t)(uintptr_t)r->hashes.items[i] == h && ir_expr_equal(r->seen.items[i], e)) return;
-    ir_vec_push(c->arena, &r->seen, (void *)e);
-    ir_vec_push(c->arena, &r->hashes, (void *)(uintptr_t)h);
+    if (e->kind != E_CALL || r->n == r->nwant) return;
     for (int i = 0; i < r->n; i++)
-        if (r->func[i] == e->func) { r->calls[i]++; return; }
-    if (r->n < LOWER_MAX_STAGED) {
-        r->func[r->n] = e->func;
-        r->calls[r->n++] = 1;
-    }
+        if (r->func[i] == e->func) return;
+    for (int i = 0; i < r->nwant; i++)
+        if (r->want[i] == e->func) { r->func[r->n++] = e->func; return; }
 }
 
 /* Copies e with the calls of from[i] made calls of to[i]. */
@@ -540,37 +401,35 @@ static bool affine_footprint(ctx *c, const sc_func *prod, const fp_box *box, fp_
     return fp_affine_union(c->arena, prod, calls.n, (const sc_expr *const *)calls.items, box, dims, NULL);
 }
 
-/* Stages, for one thread's tile (box) of stage st of f, every producer
- * read from global memory whose footprint over the tile is affine (see
- * affine_footprint), holds at most LOWER_STAGE_ELEMS points and is smaller
- * than the loads it replaces (`loads` per distinct call: the tile's points
- * times reduction points): a MEM_LOCAL copy loaded by unrolled loops in
+/* Stages, for one thread's tile (box) of stage st of f, the producers
+ * the model stages there (rec): each a MEM_LOCAL copy over the calls'
+ * affine footprint (see affine_footprint), loaded by unrolled loops in
  * seq (at coordinates clamped into the producer's buffer), read by the
  * stage through a stand-in Func (id p->funcs.n and up, see lower.h).
  * Returns how many were staged (from[i] -> to[i]). */
-static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, int64_t loads,
+static int stage_producers(ctx *c, const sc_func *f, int st, const nest_stage *rec, const fp_box *box,
                            kstmt *seq, const sc_func **from, sc_func **to) {
     stage_reads r;
     memset(&r, 0, sizeof r);
-    r.consumer = f;
-    r.c = c;
+    r.nwant = nest_staged_producers(rec, r.want);
     ir_visit(c->val[f->id][st], note_read, &r);
     for (int d = 0; d < f->stages[st].nargs; d++) ir_visit(c->lhs[f->id][st][d], note_read, &r);
+    assert(r.n == r.nwant);
     int n = 0;
+    int64_t staged = 0;
     lower_kernel *k = c->k;
-    for (int i = 0; i < r.n && k->nstaged < LOWER_MAX_STAGED; i++) {
+    for (int i = 0; i < r.n; i++) {
         const sc_func *prod = r.func[i];
         sc_expr *mins[SC_MAX_DIMS];
         int64_t ext[SC_MAX_DIMS], elems = 1;
         fp_span dims[SC_MAX_DIMS];
-        if (!affine_footprint(c, prod, box, dims)) continue;
+        bool affine = affine_footprint(c, prod, box, dims);
+        assert(affine);
+        (void)affine;
         for (int d = 0; d < prod->ndims; d++) {
             ext[d] = dims[d].hi - dims[d].lo + 1;
             elems *= ext[d];
         }
-        if (elems > LOWER_STAGE_ELEMS || elems >= r.calls[i] * loads) continue;
-        /* the register estimate (legal.h) sets this much aside per kernel */
-        if (k->staged_elems + elems > NEST_STAGED_REGISTERS) continue;
         for (int d = 0; d < prod->ndims; d++) {
             sc_expr *lo = dims[d].sym ? mk_bin(c, SC_ADD, dims[d].sym, mk_int(c, dims[d].lo)) : mk_int(c, dims[d].lo);
             mins[d] = lo->kind == E_CONST ? lo : let(c, seq, fresh(c, "%s_%s_min", prod->name, dim_name(prod, d)), lo);
@@ -582,6 +441,7 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, 
         copy->name = a->name;                    /* "blur_r", as printed */
         k->storage[copy->id] = a;
         k->staged_elems += elems;
+        staged += elems;
         kstmt *al = stmt(c, KS_ALLOC);
         al->alloc = a;
         seq_add(c, seq, al);
@@ -613,15 +473,19 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const fp_box *box, 
         from[n] = prod;
         to[n++] = copy;
     }
+    /* one algebra: the copies are the model's */
+    assert(staged == rec->staged_elems);
+    (void)staged;
     return n;
 }
 
-/* Computes stage st of f over the box base[k] + [0, n[k]) of its pure
- * loops (skipping points at or past limit[k] where limit[k] is set), into
- * dst: thread-level producers first, then the serial loops, the reduction
- * loops and the store. */
-static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_expr **base,
-                       const int64_t *n, sc_expr **limit, kstmt *seq) {
+/* Computes stage st of f (its model rec) over the box base[k] + [0,
+ * serial[k]) of its pure loops (skipping points at or past limit[k] where
+ * limit[k] is set), into dst: thread-level producers first, then the
+ * staged copies, the serial loops, the reduction loops and the store. */
+static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, lower_alloc *dst, sc_expr **base,
+                       sc_expr **limit, kstmt *seq) {
+    const int64_t *n = rec->serial;
     fp_box box = make_box(c, f, st, base, n);
     /* a THREAD-level Func's own thread-level producers belong to the
      * group of the stage that computes it */
@@ -646,24 +510,17 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
             m.rvals[d] = mk_var(c, rvar[d]);
         }
     }
-    /* Register staging needs every loop over the staged copies unrolled
-     * (constant indices keep them in registers) and reuse to gain from. */
-    int64_t loads = total;
-    bool unrolled = total < LEGAL_UNROLL_LIMIT;
-    if (stg->rdom)
-        for (int d = 0; d < stg->rdom->ndims; d++) {
-            unrolled &= stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
-            loads *= stg->rdom->extent[d];
-        }
     const sc_func *from[LOWER_MAX_STAGED];
     sc_func *to[LOWER_MAX_STAGED];
-    int nstaged = total > 1 && unrolled ? stage_producers(c, f, st, &box, loads, seq, from, to) : 0;
+    int nstaged = rec->nstaged ? stage_producers(c, f, st, rec, &box, seq, from, to) : 0;
     kstmt *store = stmt(c, KS_STORE);
     store->alloc = dst;
     for (int d = 0; d < f->ndims; d++)
         store->coords[d] = retarget(c, ir_subst(c->arena, c->lhs[f->id][st][d], &m), nstaged, from, to);
     store->value = retarget(c, ir_subst(c->arena, c->val[f->id][st], &m), nstaged, from, to);
     kstmt *body = store;
+    /* a reduction loop is unrolled where it and the serial tile with it
+     * are short */
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
             kstmt *loop = stmt(c, KS_FOR);
@@ -691,7 +548,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, lower_alloc *dst, sc_ex
         loop->var = loopvar[k];
         loop->min = base[k];
         loop->extent = n[k];
-        loop->unroll = total < LEGAL_UNROLL_LIMIT;
+        loop->unroll = rec->unrolled;
         loop->body = body;
         body = loop;
     }
@@ -716,64 +573,40 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
     return a;
 }
 
-/* Splits the flat thread index over loops of `threads[k]` threads: LETs of
- * each thread's tile base, base[k] + t_k * per[k]. */
-static void thread_bases(ctx *c, const sc_func *f, int np, const int *dims, const int *threads,
-                         sc_expr **base, const int64_t *per, sc_expr **out, kstmt *seq) {
+/* Splits the flat thread index over the loops of rec (threads[k] threads
+ * each): LETs of each thread's tile base, base[k] + t_k * serial[k]. */
+static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const int *dims, sc_expr **base,
+                         sc_expr **out, kstmt *seq) {
     int64_t below = 1;
-    int split = c->hs.xa ? hull_split(&c->hs) : 0;
+    int np = rec->npure;
+    const int *threads = rec->threads;
     for (int k = 0; k < np; k++) {
         bool mod = k < np - 1 || below > 1;
         sc_expr *t = mk_var(c, "tid");
         if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
         if (mod) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
         if (threads[k] == 1) t = mk_int(c, 0);
-        sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, per[k])));
-        if (v->kind == E_CONST || !c->hs.xa) {
-            out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
-        } else {
-            /* the same over the hull symbols, the thread index by its digit */
-            ir_arena *xa = c->hs.xa;
-            sc_expr *hb = hull_of(c, base[k]);
-            sc_expr *ht = threads[k] == 1 ? fp_int(xa, 0) : hull_digit(&c->hs, split, true, below, threads[k], mod);
-            sc_expr *def = hb ? fp_bin(xa, SC_ADD, hb, fp_bin(xa, SC_MUL, ht, fp_int(xa, per[k]))) : NULL;
-            out[k] = let_def(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v, def);
-        }
+        sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, rec->serial[k])));
+        out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
         below *= threads[k];
     }
 }
 
-/* The phases of a BLOCK-level Func over its footprint (mins, ext): one
- * per stage, its points spread over the stage's threads. */
-static void emit_block_phases(ctx *c, const sc_func *prod, lower_alloc *a, sc_expr **mins, const int64_t *ext) {
+/* The phases of a BLOCK-level Func (model mf) over its footprint from
+ * mins: one per stage, its points spread over the stage's threads. */
+static void emit_block_phases(ctx *c, const sc_func *prod, const nest_func *mf, lower_alloc *a, sc_expr **mins) {
     lower_kernel *k = c->k;
-    const sched_func *sf = c->s->f[prod->id];
     for (int s = 0; s < prod->nstages && !c->failed; s++) {
-        const sched_tile *t = &sf->tile[s];
+        const nest_stage *rec = mf->stages[s];
         int dims[SC_MAX_DIMS], np = pure_loops(prod, s, dims);
-        if (t->npure != np) {
-            fail(c, "the schedule of %s stage %d tiles %d loops; it has %d", prod->name, s, t->npure, np);
-            return;
-        }
-        int64_t used = 1, per[SC_MAX_DIMS];
-        for (int q = 0; q < np; q++) {
-            if (t->threads[q] < 1) { fail(c, "%s: thread counts must be positive", prod->name); return; }
-            used *= t->threads[q];
-            per[q] = (ext[q] + t->threads[q] - 1) / t->threads[q];
-        }
-        if (used > k->nthreads) {
-            fail(c, "%s (block level) spreads stage %d over %lld threads, but the block of its kernel has %d",
-                 prod->name, s, (long long)used, k->nthreads);
-            return;
-        }
         kstmt *phase = stmt(c, KS_SEQ), *inner = stmt(c, KS_SEQ);
         sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
-        thread_bases(c, prod, np, dims, t->threads, mins, per, tb, inner);
-        for (int q = 0; q < np; q++) limit[q] = mk_bin(c, SC_ADD, mins[q], mk_int(c, ext[q]));
-        emit_stage(c, prod, s, a, tb, per, limit, inner);
-        if (used < k->nthreads) {
+        thread_bases(c, prod, rec, dims, mins, tb, inner);
+        for (int q = 0; q < np; q++) limit[q] = mk_bin(c, SC_ADD, mins[q], mk_int(c, rec->extent[q]));
+        emit_stage(c, prod, s, rec, a, tb, limit, inner);
+        if (rec->threads_used < k->nthreads) {
             kstmt *g = stmt(c, KS_IF);
-            g->cond = mk_bin(c, SC_LT, mk_var(c, "tid"), mk_int(c, used));
+            g->cond = mk_bin(c, SC_LT, mk_var(c, "tid"), mk_int(c, rec->threads_used));
             g->body = inner;
             seq_add(c, phase, g);
         } else {
@@ -787,33 +620,32 @@ static void emit_block_phases(ctx *c, const sc_func *prod, lower_alloc *a, sc_ex
 }
 
 /* The Funcs fused at `level` that the stage (owner, ostage) computes, and
- * their footprints.  Every consumer of a member is the owner's stage or
- * another member (legal.h), so the boxes are found consumers first (the
- * pipeline's order from the outputs), each the union of what its
- * consumers' boxes read; LETs of the origins go into seq.  The members'
- * ids are returned in order producers first (the order they are computed
- * in).  Returns their count. */
+ * the origins of their footprints.  Every consumer of a member is the
+ * owner's stage or another member (fusion.h), so the boxes are found
+ * consumers first (the pipeline's order from the outputs), each over
+ * what its consumers' boxes read; LETs of the origins go into seq.  The
+ * members' ids are returned in order producers first (the order they are
+ * computed in).  Returns their count. */
 static int fused_group(ctx *c, sched_loc level, const sc_func *owner, int ostage, const fp_box *obox,
                        kstmt *seq, int *members) {
     const sc_pipeline *p = c->p;
     int n = 0;
-    legal_use *uses = ir_alloc(c->arena, sizeof(legal_use) * (size_t)legal_max_uses(c->legal));
     for (int i = p->order.n - 1; i >= 0 && !c->failed; i--) {
         const sc_func *g = ir_order_at(p, i);
-        const sched_func *sf = g->kind == FUNC_DEFINED ? c->s->f[g->id] : NULL;
-        if (!sf || sf->loc != level || c->owner[g->id] != owner->id || c->owner_stage[g->id] != ostage) continue;
-        int nu = legal_consumers(c->legal, c->s, g->id, uses);
+        const nest_func *mf = g->kind == FUNC_DEFINED ? c->m->funcs[g->id] : NULL;
+        if (!mf || mf->loc != level || c->owner[g->id] != owner->id || c->owner_stage[g->id] != ostage) continue;
+        int nu = fusion_consumers(c->graph, c->s, g->id, c->uses);
         fp_box *boxes = ir_alloc(c->arena, sizeof(fp_box) * (size_t)(nu + 1));
         for (int u = 0; u < nu; u++) {
-            int cf = uses[u].func;
+            int cf = c->uses[u].func;
             if (cf == owner->id) {
                 boxes[u] = *obox;
             } else {
-                assert(c->s->f[cf]->loc == level && c->owner[cf] == owner->id);
-                boxes[u] = make_box(c, func_at(c, cf), uses[u].stage, c->fp_min[cf], c->fp_ext[cf]);
+                assert(c->m->funcs[cf]->loc == level && c->owner[cf] == owner->id);
+                boxes[u] = make_box(c, func_at(c, cf), c->uses[u].stage, c->fp_min[cf], c->m->funcs[cf]->extent);
             }
         }
-        if (!footprint_union(c, g, boxes, nu, seq, c->fp_min[g->id], c->fp_ext[g->id])) return n;
+        if (!footprint(c, g, boxes, nu, seq, c->fp_min[g->id])) return n;
         members[n++] = g->id;
     }
     for (int i = 0; i < n / 2; i++) {
@@ -833,7 +665,7 @@ static void emit_block_group(ctx *c, const sc_func *r, int st, const fp_box *box
     int n = fused_group(c, SCHED_BLOCK, r, st, box, k->block_setup, members);
     for (int i = 0; i < n && !c->failed; i++) {
         const sc_func *g = func_at(c, members[i]);
-        lower_alloc *a = new_alloc(c, g, MEM_SHARED, c->fp_min[g->id], c->fp_ext[g->id]);
+        lower_alloc *a = new_alloc(c, g, MEM_SHARED, c->fp_min[g->id], c->m->funcs[g->id]->extent);
         k->storage[g->id] = a;
         lower_alloc **sh = ir_alloc(c->arena, sizeof(lower_alloc *) * (size_t)(k->nshared + 1));
         if (k->nshared) memcpy(sh, k->shared, sizeof(lower_alloc *) * (size_t)k->nshared);
@@ -842,7 +674,7 @@ static void emit_block_group(ctx *c, const sc_func *r, int st, const fp_box *box
     }
     for (int i = 0; i < n && !c->failed; i++) {
         const sc_func *g = func_at(c, members[i]);
-        emit_block_phases(c, g, k->storage[g->id], c->fp_min[g->id], c->fp_ext[g->id]);
+        emit_block_phases(c, g, c->m->funcs[g->id], k->storage[g->id], c->fp_min[g->id]);
     }
 }
 
@@ -853,13 +685,14 @@ static void emit_thread_group(ctx *c, const sc_func *f, int st, const fp_box *bo
     int n = fused_group(c, SCHED_THREAD, f, st, box, seq, members);
     for (int i = 0; i < n && !c->failed; i++) {
         const sc_func *g = func_at(c, members[i]);
-        lower_alloc *a = new_alloc(c, g, MEM_LOCAL, c->fp_min[g->id], c->fp_ext[g->id]);
+        const nest_func *mf = c->m->funcs[g->id];
+        lower_alloc *a = new_alloc(c, g, MEM_LOCAL, c->fp_min[g->id], mf->extent);
         c->k->storage[g->id] = a;
         kstmt *al = stmt(c, KS_ALLOC);
         al->alloc = a;
         seq_add(c, seq, al);
         for (int s = 0; s < g->nstages && !c->failed; s++)
-            emit_stage(c, g, s, a, c->fp_min[g->id], c->fp_ext[g->id], NULL, seq);
+            emit_stage(c, g, s, mf->stages[s], a, c->fp_min[g->id], NULL, seq);
     }
 }
 
@@ -921,19 +754,28 @@ static void describe_tile(char *buf, size_t n, const sc_func *f, int st, const s
     snprintf(buf + len, n - len, "]");
 }
 
-static void build_kernel(ctx *c, const sc_func *r, int st) {
+/* The kernel the model has as mk: its root stage over the grid of the
+ * model's record. */
+static void build_kernel(ctx *c, const nest_kernel *mk) {
     const sc_pipeline *p = c->p;
-    const sched_func *sf = c->s->f[r->id];
-    const sched_tile *t = &sf->tile[st];
+    const sc_func *r = mk->root;
+    int st = mk->stage;
+    const sched_tile *t = &c->s->f[r->id]->tile[st];
+    const nest_stage *rec = c->m->funcs[r->id]->stages[st];
     int dims[SC_MAX_DIMS], np = pure_loops(r, st, dims);
-    nest_grid g;
-    int made = nest_grid_of(c->b, r, st, t, np, &g, c->failed ? NULL : c->err, c->errlen);
-    if (made < 0) { c->failed = true; return; }
-    if (made == 0) return;
-    const int64_t *ext = g.ext, *mn = g.min, *blk = g.blk, *nb = g.nb;
-    int64_t nblocks = g.nblocks, nthreads = g.nthreads;
+    /* the pure loops' minima, from bounds inference */
+    const bounds_stage *bs = &c->b->funcs[r->id].stages[st];
+    int64_t mn[SC_MAX_DIMS], blk[SC_MAX_DIMS];
+    for (int q = 0, li = 0; q < np; q++, li++) {
+        while (bs->which[li] < 0) li++;
+        mn[q] = bs->min[li];
+        blk[q] = rec->threads[q] * rec->serial[q];
+    }
+    const int64_t *ext = rec->extent, *nb = rec->blocks;
+    int64_t nblocks = mk->nblocks, nthreads = mk->nthreads;
     lower_kernel *k = ir_alloc(c->arena, sizeof *k);
     c->k = k;
+    c->mk = mk;
     names_clear(c);
     char name[256];
     snprintf(name, sizeof name, "%s_s%d", r->name, st);
@@ -956,22 +798,13 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     /* the block's tile base in each pure loop */
     sc_expr *base[SC_MAX_DIMS];
     int64_t below = 1;
-    int split = c->hs.xa ? hull_split(&c->hs) : 0;
     for (int q = 0; q < np; q++) {
         sc_expr *b = mk_var(c, "bid");
         if (below > 1) b = mk_bin(c, SC_DIV, b, mk_int(c, below));
         if (q < np - 1) b = mk_bin(c, SC_MOD, b, mk_int(c, nb[q]));
         if (nb[q] == 1) b = mk_int(c, 0);
         sc_expr *v = mk_bin(c, SC_ADD, mk_int(c, mn[q]), mk_bin(c, SC_MUL, b, mk_int(c, blk[q])));
-        if (v->kind == E_CONST || !c->hs.xa) {
-            base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
-        } else {
-            /* the same over the hull symbols, the block index by its digit */
-            ir_arena *xa = c->hs.xa;
-            sc_expr *hb = hull_digit(&c->hs, split, false, below, nb[q], q < np - 1);
-            sc_expr *def = fp_bin(xa, SC_ADD, fp_int(xa, mn[q]), fp_bin(xa, SC_MUL, hb, fp_int(xa, blk[q])));
-            base[q] = let_def(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v, def);
-        }
+        base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
         below *= nb[q];
     }
     fp_box box = make_box(c, r, st, base, blk);
@@ -979,13 +812,9 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     if (c->failed) return;
     kstmt *main_phase = stmt(c, KS_SEQ);
     sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
-    int64_t per[SC_MAX_DIMS];
-    for (int q = 0; q < np; q++) {
-        per[q] = t->serial[q];
-        limit[q] = ext[q] % blk[q] ? mk_int(c, mn[q] + ext[q]) : NULL;
-    }
-    thread_bases(c, r, np, dims, t->threads, base, per, tb, main_phase);
-    emit_stage(c, r, st, c->global[r->id], tb, per, limit, main_phase);
+    for (int q = 0; q < np; q++) limit[q] = ext[q] % blk[q] ? mk_int(c, mn[q] + ext[q]) : NULL;
+    thread_bases(c, r, rec, dims, base, tb, main_phase);
+    emit_stage(c, r, st, rec, c->global[r->id], tb, limit, main_phase);
     if (c->failed) return;
     kstmt **ph = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
     if (k->nphases) memcpy(ph, k->phases, sizeof(kstmt *) * (size_t)k->nphases);
@@ -999,35 +828,41 @@ static void build_kernel(ctx *c, const sc_func *r, int st) {
     prog->kernels = ks;
 }
 
-lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
-                              const sched_state *s, char *err, size_t errlen) {
+/* What the model cannot check on a partial schedule: every Func placed;
+ * and, before anything is inlined, that inlining stays small. */
+static int check_complete(const sc_pipeline *p, const sched_state *s, char *err, size_t errlen) {
+    if (s->nfuncs != p->funcs.n)
+        return base_fail(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
+    int worst;
+    double size = legal_max_inlined_size(p, s, &worst);
+    if (size > LEGAL_MAX_INLINED)
+        return base_fail(err, errlen, "inlining makes the expression of %s %.3g nodes large (the limit is %d): "
+                         "compute some of its producers at root or fused",
+                         ((sc_func *)p->funcs.items[worst])->name, size, LEGAL_MAX_INLINED);
+    for (int i = 0; i < p->order.n; i++) {
+        sc_func *f = ir_order_at(p, i);
+        const sched_func *sf = f->kind == FUNC_INPUT ? NULL : s->f[f->id];
+        if (f->kind != FUNC_INPUT && (!sf || sf->loc == SCHED_UNDECIDED))
+            return base_fail(err, errlen, "the schedule does not place %s", f->name);
+    }
+    return 0;
+}
+
+/* Lowers s, complete and checked by check_complete, by its model. */
+static lower_program *lower_model(ir_arena *arena, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                                  const nest *model, char *err, size_t errlen) {
     ctx c;
     memset(&c, 0, sizeof c);
     c.p = p;
     c.arena = arena;
     c.b = b;
     c.s = s;
+    c.m = model;
     c.err = err;
     c.errlen = errlen;
-    if (err && errlen) err[0] = 0;
-    if (s->nfuncs != p->funcs.n) {
-        snprintf(err, errlen, "the schedule is for a pipeline of %d Funcs, not %d", s->nfuncs, p->funcs.n);
-        return NULL;
-    }
-    int worst;
-    double size = legal_max_inlined_size(p, s, &worst);
-    if (size > LEGAL_MAX_INLINED) {
-        snprintf(err, errlen, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of its producers at root or fused",
-                 ((sc_func *)p->funcs.items[worst])->name, size, LEGAL_MAX_INLINED);
-        return NULL;
-    }
-    c.legal = legal_new(p, b, NULL, false);
+    c.graph = fusion_graph_new(p);
+    c.uses = ir_alloc(arena, sizeof(fusion_use) * (size_t)(fusion_max_uses(c.graph) + 1));
     prepare(&c);
-    if (!c.failed) check_fusion(&c);
-    if (c.failed) {
-        legal_free(c.legal);
-        return NULL;
-    }
     lower_program *prog = ir_alloc(arena, sizeof *prog);
     prog->p = p;
     c.prog = prog;
@@ -1048,23 +883,40 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
         c.global[f->id] = new_alloc(&c, f, MEM_GLOBAL, mins, ext);
         prog->buffers[prog->nbuffers++] = c.global[f->id];
     }
-    for (int i = 0; i < p->order.n && !c.failed; i++) {
-        sc_func *f = ir_order_at(p, i);
-        if (f->kind == FUNC_INPUT || s->f[f->id]->loc != SCHED_ROOT || !c.global[f->id]) continue;
-        for (int st = 0; st < f->nstages && !c.failed; st++) {
-            /* the symbols only where a hull is to be found (as the model) */
-            bool hull = false;
-            for (int g = 0; g < p->funcs.n && !hull; g++) hull = c.hull_root[g] == f->id && c.hull_stage[g] == st;
-            hull_begin(&c.hs, hull);
-            c.sym_name.n = c.sym_var.n = 0;
-            build_kernel(&c, f, st);
-            hull_end(&c.hs);
-        }
-    }
-    hull_free(&c.hs);
+    for (int i = 0; i < model->nkernels && !c.failed; i++) build_kernel(&c, model->kernels[i]);
     free(c.ntab);
-    legal_free(c.legal);
+    fusion_graph_free(c.graph);
     return c.failed ? NULL : prog;
+}
+
+lower_program *lower_schedule_nest(ir_arena *arena, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                                   const nest *model, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (check_complete(p, s, err, errlen)) return NULL;
+    return lower_model(arena, p, b, s, model, err, errlen);
+}
+
+lower_program *lower_schedule_ctx(ir_arena *arena, sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                                  nest_ctx *x, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (check_complete(p, s, err, errlen)) return NULL;
+    nest *m = nest_build(x, s, err, errlen);
+    lower_program *prog = m ? lower_model(arena, p, b, s, m, err, errlen) : NULL;
+    nest_free(m);
+    return prog;
+}
+
+lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                              const sched_state *s, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (check_complete(p, s, err, errlen)) return NULL;
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest_ctx_cache_kernels(x, false);
+    nest *m = nest_build(x, s, err, errlen);
+    lower_program *prog = m ? lower_model(arena, p, b, s, m, err, errlen) : NULL;
+    nest_free(m);
+    nest_ctx_free(x);
+    return prog;
 }
 
 /* ---- printing ------------------------------------------------------------- */

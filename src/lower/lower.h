@@ -126,9 +126,23 @@ typedef struct {
 /* Lowers a complete, checked schedule.  Everything it makes (the program,
  * its statements and expressions) is allocated in `arena`, which must
  * outlive the program; the pipeline is not changed.  NULL with a message
- * in err if the schedule breaks a rule (see sched.h). */
+ * in err if the schedule breaks a rule (see sched.h).
+ *
+ * Lowering writes out the loop-nest model of s (nest.h): the kernels and
+ * their order, every stage's block, thread and serial extents, the
+ * allocations and footprint extents of fused Funcs, unrolling and register
+ * staging are the model's; lowering adds the inlined expressions and the
+ * tile and footprint origins as expressions.  lower_schedule builds the
+ * model in a nest_ctx of its own; a caller that lowers many states of one
+ * pipeline passes its ctx (lower_schedule_ctx: stage expressions and
+ * kernels built for earlier states are reused), or the model it already
+ * has of s (lower_schedule_nest; it must be the model of s, built from b). */
 lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen);
+lower_program *lower_schedule_ctx(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                                  const sched_state *s, nest_ctx *x, char *err, size_t errlen);
+lower_program *lower_schedule_nest(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                                   const sched_state *s, const nest *model, char *err, size_t errlen);
 
 
 /* --dump=kernels: the kernel IR as text. */

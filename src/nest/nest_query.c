@@ -1,0 +1,31 @@
+/*
+ * nest_query.c - lowering's questions to the loop-nest model (nest_query.h).
+ */
+#include "nest_query.h"
+
+void nest_owner(const nest *n, int fid, int *owner, int *owner_stage) {
+    *owner = *owner_stage = -1;
+    const nest_func *f = fid >= 0 && fid < n->nfuncs ? n->funcs[fid] : NULL;
+    if (!f || (f->loc != SCHED_BLOCK && f->loc != SCHED_THREAD)) return;
+    const nest_func *h = f;
+    while (n->funcs[h->at] && n->funcs[h->at]->loc == f->loc) h = n->funcs[h->at];
+    *owner = h->at;
+    *owner_stage = h->at_stage;
+}
+
+int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
+    int n = 0;
+    for (int i = 0; i < rec->naccess && n < NEST_MAX_STAGED; i++) {
+        if (!rec->access[i].staged) continue;
+        const sc_func *g = rec->access[i].producer;
+        int j = 0;
+        while (j < n && out[j] != g) j++;
+        if (j == n) out[n++] = g;
+    }
+    return n;
+}
+
+bool nest_hull_whole(const nest_kernel *k, bool thread) {
+    double positions = (double)k->nblocks * (double)(thread && k->nthreads > 0 ? k->nthreads : 1);
+    return positions > (double)NEST_HULL_POSITIONS;
+}

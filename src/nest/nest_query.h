@@ -1,0 +1,35 @@
+/*
+ * nest_query.h - what lowering reads from the loop-nest model of a
+ * complete schedule (nest.h), beyond the records themselves: the group a
+ * fused Func belongs to, the producers a stage stages in registers, and
+ * whether the hull of a Func fused into several consumers was found or
+ * replaced by the whole region.  All answers come from the records; they
+ * decide nothing.
+ */
+#ifndef SC_NEST_QUERY_H
+#define SC_NEST_QUERY_H
+
+#include <stdbool.h>
+#include "nest.h"
+
+/* The stage whose block (a BLOCK-level Func: the root stage of its
+ * kernel) or thread tile (a THREAD-level Func: the first Func up its
+ * chain of `at` links that is not at thread level) computes fused Func
+ * fid: owner's id and stage.  -1 for both when fid is not a modelled
+ * fused Func.  The Funcs with one owner stage and one level form a group
+ * (docs/architecture.md, "A fused Func sits at ..."). */
+void nest_owner(const nest *n, int fid, int *owner, int *owner_stage);
+
+/* The producers stage rec stages in registers (Anderson et al. 2021
+ * §6.7), each once, in the order of its accesses; out has room for
+ * NEST_MAX_STAGED.  Returns the count. */
+int nest_staged_producers(const nest_stage *rec, const sc_func **out);
+
+/* Whether the hull of a Func fused into several consumers of kernel k
+ * (at thread level: thread true) was taken as the Func's whole region
+ * because the kernel has more than NEST_HULL_POSITIONS positions to
+ * evaluate (hull.h: hull_extent then gives up).  Otherwise the model's
+ * extent is the hull's. */
+bool nest_hull_whole(const nest_kernel *k, bool thread);
+
+#endif
