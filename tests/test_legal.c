@@ -14,6 +14,7 @@
 #include "check.h"
 #include "fixtures.h"
 #include "lower.h"
+#include "nest.h"
 #include "space.h"
 
 static int count_children(fixture *fx, const sched_state *s, const space_opts *o, ir_vec *kids) {
@@ -190,6 +191,7 @@ static void walk_one(const char *name, app_case *ac, const target *t, int w, ir_
     space_rng rng = { (uint64_t)w * 7919 + 17 };
     ir_arena *a = ir_arena_new();
     legal_ctx *x = space_legal(ac->p, ac->b, &o);
+    nest_ctx *nx = nest_ctx_new(ac->p, ac->b);    /* lowering's model, kernels kept across children */
     sched_state *s = sched_state_new(a, ac->p);
     for (;;) {
         space_enum e;
@@ -202,9 +204,10 @@ static void walk_one(const char *name, app_case *ac, const target *t, int w, ir_
                 fprintf(stderr, "%s: illegal child: %s\n", name, err);
             if (sched_complete(ac->p, c)) {
                 n->lowered++;
-                if (!lower_schedule(la, ac->p, ac->b, c, err, sizeof err) && n->unlowered++ < 3)
+                if (!lower_schedule_ctx(la, ac->p, ac->b, c, nx, err, sizeof err) && n->unlowered++ < 3)
                     fprintf(stderr, "%s: does not lower: %s\n", name, err);
                 ir_arena_reset(la);
+                if (n->lowered % 256 == 0) nest_ctx_flush(nx);
             }
         }
         legal_forget(x);
@@ -225,6 +228,7 @@ static void walk_one(const char *name, app_case *ac, const target *t, int w, ir_
         }
     }
     n->complete += s && sched_complete(ac->p, s);
+    nest_ctx_free(nx);
     legal_free(x);
     ir_arena_free(a);
 }
