@@ -241,7 +241,11 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
     int n = apps_list("apps", &names, err, sizeof err);
     nn_model *m = calloc(1, sizeof *m);
     double *pred = calloc((size_t)d.nsamples + 1, sizeof(double));
-    double sum[4][4] = { { 0 } };
+    /* per predictor: sums of pairwise, rho, log ratio; how many of each
+     * were finite (an app of one sample has no pairs); apps with a ratio
+     * within 1.2x */
+    double sum[4][3] = { { 0 } };
+    int cnt[4][3] = { { 0 } }, within[4] = { 0 };
     int counted = 0;
     for (int a = 0; a < n; a++) {
         if (!apps_wanted(apps, names[a])) continue;
@@ -282,9 +286,10 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
         printf("%-26s %5d", names[a], f[0].n);
         for (int k = 0; k < 4; k++) {
             printf(" | %5.3f %6.3f %7.3fx", f[k].acc, f[k].rho, f[k].ratio);
-            if (isfinite(f[k].acc)) sum[k][0] += f[k].acc;
-            if (isfinite(f[k].rho)) sum[k][1] += f[k].rho;
-            if (isfinite(f[k].ratio)) sum[k][2] += log(f[k].ratio);
+            double v[3] = { f[k].acc, f[k].rho, log(f[k].ratio) };
+            for (int j = 0; j < 3; j++)
+                if (isfinite(v[j]) && isfinite(f[k].acc)) sum[k][j] += v[j], cnt[k][j]++;
+            if (isfinite(f[k].acc) && f[k].ratio <= 1.2) within[k]++;
         }
         printf("\n");
         fflush(stdout);
@@ -293,8 +298,10 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
     if (counted) {
         printf("%-26s %5s", "mean (ratio: geometric)", "");
         for (int k = 0; k < 4; k++)
-            printf(" | %5.3f %6.3f %7.3fx", sum[k][0] / counted, sum[k][1] / counted, exp(sum[k][2] / counted));
-        printf("\n");
+            printf(" | %5.3f %6.3f %7.3fx", sum[k][0] / cnt[k][0], sum[k][1] / cnt[k][1], exp(sum[k][2] / cnt[k][2]));
+        printf("\n%-26s %5s", "top pick within 1.2x", "");
+        for (int k = 0; k < 4; k++) printf(" | %2d of %2d apps        ", within[k], cnt[k][0]);
+        printf("\n(means and counts over the apps with pairs to rank)\n");
     }
     apps_free_names(names, n);
     free(pred);
@@ -308,7 +315,7 @@ int main(int argc, char **argv) {
     int nstates = 64, epochs = 200;
     double min_s = 0.5;
     uint64_t seed = 1;
-    train_loss loss = TRAIN_LOSS_THROUGHPUT;
+    train_loss loss = TRAIN_LOSS_RANK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--weights") && v) weights = v, i++;

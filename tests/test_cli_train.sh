@@ -66,6 +66,7 @@ case_ train_hold_out_list 0 -o 'held out: [1-9]' -- \
 case_ train_hold_out_none 0 -o 'note: --hold-out left nothing out' -- \
     "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris
 case_ train_rank_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/r.weights" --epochs 2 --loss rank
+case_ train_throughput_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/t.weights" --epochs 2 --loss throughput
 case_ train_fine_tune 0 -o 'fine-tuned from' -- \
     "$sc" train --data "$data" -o "$tmp/f.weights" --device "$ckey" --epochs 2 --init "$tmp/c.weights"
 case_ train_unknown_device 1 -e "no samples of device 'cuda:none' in $data \(its devices: .*'$ckey'" -- \

@@ -387,6 +387,7 @@ void train_opts_default(train_opts *o) {
     o->lr = 1e-3;
     o->reg = 1e-5;
     o->batch = TRAIN_BATCH;
+    o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
 }
 
 static int train_cmp_double(const void *a, const void *b) {

@@ -47,8 +47,8 @@ static void train_usage(FILE *out) {
             "  --lr X            Adam's learning rate (default 0.001)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
             "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
-            "  --loss L          throughput (Adams et al. 2019, the default) or rank (the same plus a\n"
-            "                    pairwise ranking term; docs/costmodel.md)\n");
+            "  --loss L          rank (the default: Adams et al. 2019's relative throughput plus a\n"
+            "                    pairwise ranking term) or throughput (that alone); docs/costmodel.md\n");
 }
 
 static bool parse_double(const char *s, double lo, double hi, double *out) {
@@ -67,7 +67,7 @@ int tool_train(int argc, char **argv) {
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10;
     double lr = 1e-3;
-    train_loss loss = TRAIN_LOSS_THROUGHPUT;
+    train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
         const char *a = argv[i], *v;
