@@ -81,9 +81,12 @@ test: deps all
 
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer; random
 # schedules run on the C back end only (PoCL's LLVM is not built for ASan).
+# test_legal walks 10 times per app and test_oneshot draws 40 random
+# pipelines here (100 and 200 in make test: about 40 minutes under ASan).
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
-	@ASAN_OPTIONS=detect_leaks=1 BACKENDS=c SEEDS=$${SEEDS:-2} bash tests/run.sh build-asan
+	@ASAN_OPTIONS=detect_leaks=1 BACKENDS=c SEEDS=$${SEEDS:-2} WALKS=$${WALKS:-10} RUNS=$${RUNS:-40} \
+		bash tests/run.sh build-asan
 
 # libFuzzer on the .pipe front end: a ~45 s smoke run seeded from the apps
 # and the bad-input corpus (FUZZ_TIME=600 for a longer one).  Crashes are
