@@ -559,7 +559,7 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
         h = hash_words((const uint64_t *)(const void *)key, nkey);
         b = &x->wtab[h % WARP_TABLE];
         for (e = *b; e; e = e->next)
-            if (e->h == h && e->nkey == nkey && !memcmp(e->key, key, sizeof(double) * (size_t)nkey)) break;
+            if (e->h == h && e->nkey == nkey && (nkey == 0 || !memcmp(e->key, key, sizeof(double) * (size_t)nkey))) break;
     }
     if (e) {
         d = e->cost;
@@ -568,7 +568,7 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
             return -1;
         if (key && (e = malloc(sizeof *e)) != NULL) {
             if ((e->key = malloc(sizeof(double) * (size_t)nkey)) != NULL) {
-                memcpy(e->key, key, sizeof(double) * (size_t)nkey);
+                if (nkey) memcpy(e->key, key, sizeof(double) * (size_t)nkey);
                 e->h = h;
                 e->nkey = nkey;
                 e->cost = d;
@@ -1014,7 +1014,7 @@ static part_entry *fused_part(ctx *c, const sc_func *r, bool *oom) {
     uint64_t h = key_hash(x->key, nkey);
     part_entry **b = &x->ptab[h % PART_TABLE], *e = NULL;
     for (e = *b; e; e = e->next)
-        if (e->h == h && e->nkey == nkey && !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey)) break;
+        if (e->h == h && e->nkey == nkey && (nkey == 0 || !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))) break;
     if (!e) {
         e = calloc(1, sizeof *e);
         if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)(nkey ? nkey : 1)))) {
@@ -1022,7 +1022,7 @@ static part_entry *fused_part(ctx *c, const sc_func *r, bool *oom) {
             *oom = true;
             return NULL;
         }
-        memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+        if (nkey) memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
         e->h = h;
         e->nkey = nkey;
         e->next = *b;
@@ -1089,7 +1089,7 @@ static row_entry *find_kernel(feat_ctx *x, int nkey) {
         free(e);
         return NULL;
     }
-    memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
+    if (nkey) memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
     e->h = h;
     e->nkey = nkey;
     e->next = *b;
