@@ -85,7 +85,7 @@ test: deps all
 # pipelines here (100 and 200 in make test: about 40 minutes under ASan).
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
-	@ASAN_OPTIONS=detect_leaks=1 BACKENDS=c SEEDS=$${SEEDS:-2} WALKS=$${WALKS:-10} RUNS=$${RUNS:-40} \
+	@ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp BACKENDS=c SEEDS=$${SEEDS:-2} WALKS=$${WALKS:-10} RUNS=$${RUNS:-40} \
 		bash tests/run.sh build-asan
 
 # libFuzzer on the .pipe front end: a ~45 s smoke run seeded from the apps
