@@ -314,10 +314,49 @@ static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
     }
 }
 
-/* The accesses of stage st (see acc_rep). */
+/* The affine row of a coordinate that is a pure variable plus and minus
+ * integer constants (nearly every coordinate of a stencil chain once
+ * inlined): deps_linearise's result without its general walk, the same
+ * numbers (coefficient 1 on the variable's loop, the constants summed).
+ * false for anything else (then deps_linearise is asked). */
+static bool shift_row(const sc_func *f, const loops_info *lp, const sc_expr *e, int nl, double *coef, double *off) {
+    int64_t c = 0;
+    while (e->kind == E_BINARY) {
+        const sc_expr *k = e->args[1];
+        if ((e->op != SC_ADD && e->op != SC_SUB) || e->type == SC_F32 || e->type == SC_BOOL || k->kind != E_CONST ||
+            k->type == SC_F32 || k->c.i > INT32_MAX || k->c.i < -INT32_MAX || c > INT32_MAX || c < -INT32_MAX)
+            return false;
+        c += e->op == SC_ADD ? k->c.i : -k->c.i;
+        e = e->args[0];
+    }
+    if (e->kind != E_VAR) return false;
+    /* deps_linearise's loop of a variable: the first whose dimension has its name */
+    for (int k = 0; k < lp->npure; k++)
+        if (!strcmp(f->vars[lp->dims[k]], e->name)) {
+            for (int l = 0; l < nl; l++) coef[l] = 0;
+            coef[lp->li[k]] = 1;
+            *off = (double)c;
+            return true;
+        }
+    return false;
+}
+
+static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The accesses of stage st (see acc_rep).  Plain accesses are matched by
+ * a hash of their producer and rows (open addressing over the reps). */
 static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
-    int which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), nc = e->ncalls[st];
+    const loops_info *lp = &x->loops[f->id][st];
+    int nl = lp->nloops, nc = e->ncalls[st];
     acc_rep *reps = ir_alloc(x->arena, sizeof(acc_rep) * (size_t)(nc + 1));
+    int cap = 16;
+    while (cap < 2 * nc) cap *= 2;
+    int *slot = base_calloc((size_t)cap, sizeof(int));   /* rep + 1; 0: empty */
+    uint64_t *hash = base_calloc((size_t)nc + 1, sizeof(uint64_t));
     int n = 0;
     for (int i = 0; i < nc; i++) {
         const sc_expr *call = e->calls[st][i];
@@ -325,6 +364,7 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
         acc_rep r = { call, i, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
                       ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1)) };
         for (int d = 0; d < nd && r.affine; d++) {
+            if (shift_row(f, lp, call->args[d], nl, &r.coef[d * nl], &r.off[d])) continue;
             deps_ratio coef[2 * SC_MAX_DIMS], off;
             bool clamped = false;
             if (!deps_linearise(f, st, call->args[d], coef, &off, &clamped)) { r.affine = r.plain = false; break; }
@@ -332,16 +372,33 @@ static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
             for (int l = 0; l < nl; l++) r.coef[d * nl + l] = (double)coef[l].num / (double)coef[l].den;
             r.off[d] = (double)off.num / (double)off.den;
         }
-        int j = 0;
-        if (r.plain)
-            for (; j < n; j++)
-                if (reps[j].plain && reps[j].call->func == call->func &&
-                    !memcmp(reps[j].coef, r.coef, sizeof(double) * (size_t)(nd * nl)) &&
-                    !memcmp(reps[j].off, r.off, sizeof(double) * (size_t)nd))
-                    break;
-        if (r.plain && j < n) reps[j].count++;
-        else reps[n++] = r;
+        if (!r.plain) {
+            reps[n++] = r;
+            continue;
+        }
+        uint64_t h = mix_bytes(1469598103934665603ULL ^ (uint64_t)(uintptr_t)call->func, r.coef,
+                               sizeof(double) * (size_t)(nd * nl));
+        h = mix_bytes(h, r.off, sizeof(double) * (size_t)nd);
+        int q = (int)(h & (uint64_t)(cap - 1)), j = -1;
+        for (; slot[q]; q = (q + 1) & (cap - 1)) {
+            const acc_rep *o = &reps[slot[q] - 1];
+            if (hash[slot[q] - 1] == h && o->call->func == call->func &&
+                !memcmp(o->coef, r.coef, sizeof(double) * (size_t)(nd * nl)) &&
+                !memcmp(o->off, r.off, sizeof(double) * (size_t)nd)) {
+                j = slot[q] - 1;
+                break;
+            }
+        }
+        if (j >= 0) {
+            reps[j].count++;
+        } else {
+            hash[n] = h;
+            slot[q] = n + 1;
+            reps[n++] = r;
+        }
     }
+    free(slot);
+    free(hash);
     e->nacc[st] = n;
     e->acc[st] = reps;
 }
