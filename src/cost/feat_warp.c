@@ -15,13 +15,20 @@
 #include "feat_warp.h"
 
 #define LANES 32
-#define SECTOR 32
+#define SECTOR_LOG2 5
+#define SECTOR (1 << SECTOR_LOG2)
 #define LINE 128
 #define BANKS 32
 
 static int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* log2 of b when b is a power of two (an arithmetic shift right by it is
+ * floor division by b), else -1. */
+static int shift_of(int64_t b) {
+    return b > 0 && (b & (b - 1)) == 0 ? __builtin_ctzll((unsigned long long)b) : -1;
 }
 
 /* The number of distinct values of v[0..n) (n <= LANES); sorts v. */
@@ -87,10 +94,11 @@ static void instruction(const feat_storage *st, const int64_t *addr, int m, doub
     int64_t a[LANES];
     memcpy(a, addr, sizeof(int64_t) * (size_t)m);
     distinct(a, m);
-    int units = m > 0, sectors = m > 0;
+    int units = m > 0, sectors = m > 0, es = shift_of(st->elem);
     for (int l = 1; l < m; l++) {
-        units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
-        sectors += floor_div(a[l], SECTOR) != floor_div(a[l - 1], SECTOR);
+        if (es >= 0) units += (a[l] >> es) != (a[l - 1] >> es);
+        else units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
+        sectors += (a[l] >> SECTOR_LOG2) != (a[l - 1] >> SECTOR_LOG2);
     }
     *needed = (double)units * st->elem;
     if (!st->shared) {
@@ -101,8 +109,8 @@ static void instruction(const feat_storage *st, const int64_t *addr, int m, doub
      * then word, count the runs */
     int64_t key[LANES];
     for (int l = 0; l < m; l++) {
-        int64_t w = floor_div(a[l], 4);
-        key[l] = (((w % BANKS) + BANKS) % BANKS) * ((int64_t)1 << 40) + (w & (((int64_t)1 << 40) - 1));
+        int64_t w = a[l] >> 2;                                /* floor(a / 4) */
+        key[l] = (w & (BANKS - 1)) * ((int64_t)1 << 40) + (w & (((int64_t)1 << 40) - 1));
     }
     distinct(key, m);
     int worst = m > 0, run = 1;
@@ -197,7 +205,7 @@ static int find_pattern(feat_warp_pool *pool, const feat_storage *st, const int6
 }
 
 static void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
-    int r = (int)(((b % ALIGN) + ALIGN) % ALIGN);
+    int r = (int)(b & (ALIGN - 1));                           /* b mod 128, in [0, 128) */
     if (!g->have[r]) {
         int64_t addr[LANES];
         for (int l = 0; l < m; l++) addr[l] = g->rel[l] + r;
@@ -254,37 +262,57 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
             base[l][j] = (int64_t)floor(v);
         }
     }
-    /* per call: its linear form, lane-0 address and pattern */
+    /* per call: its linear form, lane-0 address and pattern.  Calls with
+     * the same steps (a stencil's taps) have the same lane offsets, so the
+     * offsets and their pattern are found once per group of equal steps:
+     * lane l's address is konst + d_l with d_l = step . base[l], the
+     * pattern d_l - d_0 whatever konst is. */
     int64_t *steps = malloc(sizeof(int64_t) * (size_t)(n * FEAT_MAX_LOOPS));
     int64_t *b0 = malloc(sizeof(int64_t) * (size_t)n);
     int *pat = malloc(sizeof(int) * (size_t)n);
     int *uid = malloc(sizeof(int) * (size_t)n);
+    int *grp = malloc(sizeof(int) * (size_t)n);
+    /* the groups: first call (its steps name the group), lane 0's d_0, pattern, reuse name */
+    int *gfirst = malloc(sizeof(int) * (size_t)n), *gpat = malloc(sizeof(int) * (size_t)n);
+    int *guid = malloc(sizeof(int) * (size_t)n);
+    int64_t *gd0 = malloc(sizeof(int64_t) * (size_t)n), *goff = malloc(sizeof(int64_t) * (size_t)n);
+    int ng = 0, nl = ln->nloops;
     feat_warp_pool *local = keep ? NULL : calloc(1, sizeof *local), *pool = keep ? keep : local;
     key_set seen = { NULL, 0 };
     int rc = -1;
-    if (!steps || !b0 || !pat || !uid || !pool) goto done;
+    if (!steps || !b0 || !pat || !uid || !grp || !gfirst || !gpat || !guid || !gd0 || !goff || !pool) goto done;
     for (int i = 0; i < n; i++) {
         int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
-        pat[i] = -1;
-        if (!linear(calls[i], st, ln->nloops, &konst, step)) continue;
-        int64_t rel[LANES];
-        for (int l = 0; l < nlanes; l++) {
-            int64_t a = konst;
-            for (int j = 0; j < ln->nloops; j++) a += step[j] * base[l][j];
-            rel[l] = a;
+        pat[i] = grp[i] = -1;
+        if (!linear(calls[i], st, nl, &konst, step)) continue;
+        int g = 0;
+        while (g < ng && memcmp(steps + gfirst[g] * FEAT_MAX_LOOPS, step, sizeof(int64_t) * (size_t)nl)) g++;
+        if (g == ng) {
+            int64_t rel[LANES];
+            for (int l = 0; l < nlanes; l++) {
+                int64_t a = 0;
+                for (int j = 0; j < nl; j++) a += step[j] * base[l][j];
+                rel[l] = a;
+            }
+            gd0[g] = rel[0];
+            for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
+            gpat[g] = find_pattern(pool, st, rel, nlanes);
+            if (gpat[g] < 0) goto done;
+            gfirst[g] = i;
+            ng++;
         }
-        b0[i] = rel[0];
-        for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
-        pat[i] = find_pattern(pool, st, rel, nlanes);
-        if (pat[i] < 0) goto done;
+        grp[i] = g;
+        pat[i] = gpat[g];
+        b0[i] = konst + gd0[g];
     }
     /* the reuse set's name of a call's pattern: the first call with it
      * (below n, apart from the lanes' names n + l) */
-    for (int i = 0; i < n; i++) {
-        uid[i] = i;
-        for (int q = 0; q < i && uid[i] == i; q++)
-            if (pat[q] >= 0 && pat[q] == pat[i]) uid[i] = q;
+    for (int g = 0; g < ng; g++) {
+        guid[g] = gfirst[g];
+        for (int h = 0; h < ng; h++)
+            if (gpat[h] == gpat[g] && gfirst[h] < guid[g]) guid[g] = gfirst[h];
     }
+    for (int i = 0; i < n; i++) uid[i] = pat[i] >= 0 ? guid[grp[i]] : i;
     if (unrolled) {
         /* at most one key per iteration of a linear call, one per lane
          * and iteration of another: the set at most half full */
@@ -299,12 +327,16 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
     for (int64_t it = 0; it < iters; it++) {
         int64_t s[FEAT_MAX_LOOPS];
         iteration(ln, it, s);
+        for (int g = 0; g < ng; g++) {
+            const int64_t *step = steps + gfirst[g] * FEAT_MAX_LOOPS;
+            int64_t o = 0;
+            for (int j = 0; j < nl; j++) o += step[j] * s[j];
+            goff[g] = o;
+        }
         for (int i = 0; i < n; i++) {
             double trans, needed;
             if (pat[i] >= 0) {
-                const int64_t *step = steps + i * FEAT_MAX_LOOPS;
-                int64_t b = b0[i];
-                for (int j = 0; j < ln->nloops; j++) b += step[j] * s[j];
+                int64_t b = b0[i] + goff[grp[i]];
                 /* a lane reloads nothing it has loaded: with a shared
                  * pattern, an instruction is new exactly when its lane-0
                  * address is new for the pattern */
@@ -368,6 +400,12 @@ done:
     free(b0);
     free(pat);
     free(uid);
+    free(grp);
+    free(gfirst);
+    free(gpat);
+    free(guid);
+    free(gd0);
+    free(goff);
     feat_warp_pool_free(local);
     free(seen.keys);
     return rc;
