@@ -203,6 +203,15 @@ static uint64_t mix(uint64_t h, uint64_t x) {
     return h * 0xff51afd7ed558ccdull;
 }
 
+/* The tables take a hash's low bits, and the bits mixed in are mostly
+ * doubles holding small integers, whose low bits are all zero: the high
+ * bits are folded down, or the tables' chains grow with their size. */
+static uint64_t finish(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
 static uint64_t hash_call(const feat_call *c, int nloops) {
     uint64_t h = mix(0, (uint64_t)(uintptr_t)c->prod);
     for (int d = 0; d < c->ndims; d++) {
@@ -217,7 +226,7 @@ static uint64_t hash_call(const feat_call *c, int nloops) {
             h = mix(h, bits);
         }
     }
-    return h;
+    return finish(h);
 }
 
 static bool same_call(const feat_call *a, const feat_call *b, int nloops) {
@@ -339,6 +348,7 @@ static int visit_inline(walk *w, const sc_func *g, const env *inner) {
         memcpy(&bits, &key[i], sizeof bits);
         h = mix(h, bits);
     }
+    h = finish(h);
     if (!w->mtab && !(w->mtab = calloc(MEMO_TABLE, sizeof *w->mtab))) {
         w->oom = true;
         return 1;

@@ -105,19 +105,14 @@ static void instruction(const feat_storage *st, const int64_t *addr, int m, doub
         *trans = sectors;
         return;
     }
-    /* the most distinct 4-byte words any bank serves: sorted by bank,
-     * then word, count the runs */
-    int64_t key[LANES];
+    /* the most distinct 4-byte words any bank serves: the addresses are
+     * sorted, so equal words are neighbours */
+    int count[BANKS] = {0}, worst = 0;
     for (int l = 0; l < m; l++) {
         int64_t w = a[l] >> 2;                                /* floor(a / 4) */
-        key[l] = (w & (BANKS - 1)) * ((int64_t)1 << 40) + (w & (((int64_t)1 << 40) - 1));
-    }
-    distinct(key, m);
-    int worst = m > 0, run = 1;
-    for (int l = 1; l < m; l++) {
-        if (key[l] == key[l - 1]) continue;
-        run = (key[l] >> 40) == (key[l - 1] >> 40) ? run + 1 : 1;
-        if (run > worst) worst = run;
+        if (l && w == a[l - 1] >> 2) continue;
+        int k = ++count[w & (BANKS - 1)];
+        if (k > worst) worst = k;
     }
     *trans = worst;
 }
@@ -204,14 +199,17 @@ static int find_pattern(feat_warp_pool *pool, const feat_storage *st, const int6
     return pool->n++;
 }
 
-static void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
+/* The cost of residue r of a pattern, computed on first use. */
+static void pattern_fill(const feat_storage *st, pattern *g, int m, int r) {
+    int64_t addr[LANES];
+    for (int l = 0; l < m; l++) addr[l] = g->rel[l] + r;
+    instruction(st, addr, m, &g->trans[r], &g->needed[r]);
+    g->have[r] = true;
+}
+
+static inline void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
     int r = (int)(b & (ALIGN - 1));                           /* b mod 128, in [0, 128) */
-    if (!g->have[r]) {
-        int64_t addr[LANES];
-        for (int l = 0; l < m; l++) addr[l] = g->rel[l] + r;
-        instruction(st, addr, m, &g->trans[r], &g->needed[r]);
-        g->have[r] = true;
-    }
+    if (!g->have[r]) pattern_fill(st, g, m, r);
     *trans = g->trans[r];
     *needed = g->needed[r];
 }
@@ -279,6 +277,7 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
     int ng = 0, nl = ln->nloops;
     feat_warp_pool *local = keep ? NULL : calloc(1, sizeof *local), *pool = keep ? keep : local;
     key_set seen = { NULL, 0 };
+    feat_warp_cost acc = *c;
     int rc = -1;
     if (!steps || !b0 || !pat || !uid || !grp || !gfirst || !gpat || !guid || !gd0 || !goff || !pool) goto done;
     for (int i = 0; i < n; i++) {
@@ -324,6 +323,8 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
         seen.mask = cap - 1;
     }
 
+    /* the sums in a local (the same additions in the same order; the
+     * pool's stores cannot reach it) */
     for (int64_t it = 0; it < iters; it++) {
         int64_t s[FEAT_MAX_LOOPS];
         iteration(ln, it, s);
@@ -342,16 +343,16 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                  * address is new for the pattern */
                 if (unrolled && !set_insert(&seen, mix2((uint64_t)uid[i], b))) continue;
                 if (it == 0 && !st->shared) {
-                    c->lift_lines += pool->p[pat[i]].lift;
-                    c->lift_n++;
+                    acc.lift_lines += pool->p[pat[i]].lift;
+                    acc.lift_n++;
                 }
                 pattern_cost(st, &pool->p[pat[i]], nlanes, b, &trans, &needed);
             } else if (irregular(calls[i], st)) {
                 /* every lane in a sector and line of its own, never
                  * reused: a gather */
                 if (it == 0 && !st->shared) {
-                    c->lift_lines += nlanes;
-                    c->lift_n++;
+                    acc.lift_lines += nlanes;
+                    acc.lift_n++;
                 }
                 trans = nlanes;
                 needed = (double)nlanes * st->elem;
@@ -376,8 +377,8 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                     int g = find_pattern(pool, st, rel, nlanes);
                     if (g < 0) goto done;
                     if (it == 0 && !st->shared) {
-                        c->lift_lines += pool->p[g].lift;
-                        c->lift_n++;
+                        acc.lift_lines += pool->p[g].lift;
+                        acc.lift_n++;
                     }
                     pattern_cost(st, &pool->p[g], nlanes, addr[0], &trans, &needed);
                 } else {
@@ -389,13 +390,14 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                     needed *= k;
                 }
             }
-            c->trans += scale * trans;
-            c->needed += scale * needed;
-            c->moved += scale * trans * (st->shared ? LINE : SECTOR);
+            acc.trans += scale * trans;
+            acc.needed += scale * needed;
+            acc.moved += scale * trans * (st->shared ? LINE : SECTOR);
         }
     }
     rc = 0;
 done:
+    *c = acc;
     free(steps);
     free(b0);
     free(pat);
