@@ -81,6 +81,10 @@ typedef struct {
     kentry *e;                     /* NULL: none */
 } klast;
 
+/* A tile or footprint origin: h == 0: the constant v; else an opaque
+ * symbol (with, while a kernel with a hull is built, its variable). */
+typedef struct org { uint64_t h; int64_t v; sc_expr *sym; } org;
+
 /* A stage's loops (ir_stage_loops), computed once. */
 typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } loops_info;
 
@@ -104,6 +108,11 @@ struct nest_ctx {
     fusion_use *uses;              /* fusion_max_uses entries */
     /* scratch, sized n (one build at a time per ctx) */
     int *mark, *stack, *sig;
+    int *ints;                     /* a build's per-Func ints (build: cstage .. next_mem) */
+    const struct sexpr **se;
+    int *mem_ids;
+    org *fmin, *bmin;              /* a build's footprints, written before they are read */
+    int64_t *fext, *bext;
     uintptr_t *key;                /* a kernel key: every decision with all its tiles */
     int stamp;
 };
@@ -143,6 +152,13 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->mark = base_calloc(n, sizeof(int));
     x->stack = base_calloc(n, sizeof(int));
     x->sig = base_calloc(n, sizeof(int));
+    x->ints = base_calloc(8 * n, sizeof(int));
+    x->se = base_calloc(n, sizeof *x->se);
+    x->mem_ids = base_calloc(n, sizeof(int));
+    x->fmin = base_calloc(n * SC_MAX_DIMS, sizeof(org));
+    x->bmin = base_calloc(n * SC_MAX_DIMS, sizeof(org));
+    x->fext = base_calloc(n * SC_MAX_DIMS, sizeof(int64_t));
+    x->bext = base_calloc(n * SC_MAX_DIMS, sizeof(int64_t));
     size_t words = 8;
     for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
     x->key = base_calloc(words, sizeof(uintptr_t));
@@ -193,6 +209,13 @@ void nest_ctx_free(nest_ctx *x) {
     free(x->mark);
     free(x->stack);
     free(x->sig);
+    free(x->ints);
+    free(x->se);
+    free(x->mem_ids);
+    free(x->fmin);
+    free(x->bmin);
+    free(x->fext);
+    free(x->bext);
     free(x->key);
     fusion_graph_free(x->graph);
     free(x->uses);
@@ -554,14 +577,10 @@ static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool c
 
 /* ---- one build ----------------------------------------------------------- */
 
-/* A tile or footprint origin: h == 0: the constant v; else an opaque
- * symbol (with, while a kernel with a hull is built, its variable). */
-typedef struct { uint64_t h; int64_t v; sc_expr *sym; } org;
-
 typedef struct {
     nest_ctx *x;
     const sched_state *s;
-    const sexpr **se;              /* [fid] for decided non-inline Funcs */
+    const struct sexpr **se;       /* [fid] for decided non-inline Funcs */
     int *cstage;                   /* fused: the stage of its `at` it is computed in */
     int *root, *kstage;            /* fused: the root of its chain and its stage */
     int *owner, *ostage;           /* fused: the stage whose group it is in (lower.c) */
@@ -1394,8 +1413,11 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     ir_arena *own = x->no_kernel_cache ? ir_arena_new() : NULL;
     w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
-    w.se = base_calloc(nn, sizeof(sexpr *));
-    int *ints = base_calloc(8 * nn, sizeof(int));
+    /* the ctx's scratch: se cleared, the ints set below, the footprints
+     * written before they are read */
+    w.se = x->se;
+    memset(w.se, 0, sizeof *w.se * nn);
+    int *ints = x->ints;
     w.first = ints + 6 * nn;
     w.next_mem = ints + 7 * nn;
     w.cstage = ints + nn;
@@ -1403,12 +1425,12 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.kstage = ints + 3 * nn;
     w.owner = ints + 4 * nn;
     w.ostage = ints + 5 * nn;
-    w.fmin = base_calloc(nn * SC_MAX_DIMS, sizeof(org));
-    w.bmin = base_calloc(nn * SC_MAX_DIMS, sizeof(org));
-    w.fext = base_calloc(nn * SC_MAX_DIMS, sizeof(int64_t));
-    w.bext = base_calloc(nn * SC_MAX_DIMS, sizeof(int64_t));
+    w.fmin = x->fmin;
+    w.bmin = x->bmin;
+    w.fext = x->fext;
+    w.bext = x->bext;
     uintptr_t *key = x->key;
-    int *mem_ids = base_calloc(nn, sizeof(int));
+    int *mem_ids = x->mem_ids;
     nest *out = NULL;
     /* stages after inlining, and consumers */
     for (int i = 0; i < n; i++) {
@@ -1458,18 +1480,21 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     out->own_arena = own;
     out->nfuncs = n;
     out->funcs = base_calloc(nn, sizeof(nest_func *));
-    int nk = 0;
+    int nk = 0, nr = 0;
     for (int i = 0; i < n; i++)
-        if (s->f[i] && s->f[i]->loc == SCHED_ROOT) nk += func_at(p, i)->nstages;
+        if (s->f[i] && s->f[i]->loc == SCHED_ROOT) {
+            nk += func_at(p, i)->nstages;
+            nr++;
+        }
     out->kernels = base_calloc((size_t)nk + 1, sizeof(nest_kernel *));
-    nest_func *roots = base_calloc(nn, sizeof(nest_func));
+    nest_func *roots = base_calloc((size_t)nr + 1, sizeof(nest_func));
     const nest_stage **sp = base_calloc((size_t)nk + 1, sizeof(nest_stage *));
-    int used = 0;
+    int used = 0, nroot = 0;
     for (int i = 0; i < p->order.n; i++) {
         const sc_func *f = ir_order_at(p, i);
         const sched_func *sf = f->kind == FUNC_DEFINED ? s->f[f->id] : NULL;
         if (!sf || sf->loc != SCHED_ROOT) continue;
-        nest_func *rf = &roots[f->id];
+        nest_func *rf = &roots[nroot++];
         rf->func = f;
         rf->loc = SCHED_ROOT;
         rf->at = rf->at_stage = -1;
@@ -1517,14 +1542,7 @@ done_roots:
     }
 done:
     if (!out && own) ir_arena_free(own);
-    free(w.se);
-    free(ints);
-    free(w.fmin);
-    free(w.bmin);
-    free(w.fext);
-    free(w.bext);
     hull_free(&w.hs);
-    free(mem_ids);
     return out;
 }
 
