@@ -444,6 +444,17 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
         out->store[d] = form_of(&w, sg->args[d], &v);
         if (st > 0) visit(&w, sg->args[d], &v);   /* a scatter's coordinates may load */
     }
+    /* the producers, first called first (a stage calls a few producers
+     * through up to hundreds of calls) */
+    out->prods = malloc(sizeof *out->prods * (size_t)(out->n + 1));
+    out->prod_of = malloc(sizeof *out->prod_of * (size_t)(out->n + 1));
+    if (!out->prods || !out->prod_of) w.oom = true;
+    for (int i = 0; !w.oom && i < out->n; i++) {
+        int k = out->nprods - 1;
+        while (k >= 0 && out->prods[k] != out->calls[i].prod) k--;
+        if (k < 0) out->prods[k = out->nprods++] = out->calls[i].prod;
+        out->prod_of[i] = k;
+    }
     free(w.table);
     for (int i = 0; w.mtab && i < MEMO_TABLE; i++)
         for (memo_entry *e = w.mtab[i], *next; e; e = next) {
@@ -467,6 +478,10 @@ int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_fun
 
 void feat_stage_access_free(feat_stage_access *a) {
     free(a->calls);
+    free(a->prods);
+    free(a->prod_of);
     a->calls = NULL;
-    a->n = a->cap = 0;
+    a->prods = NULL;
+    a->prod_of = NULL;
+    a->n = a->cap = a->nprods = 0;
 }

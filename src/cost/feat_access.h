@@ -45,6 +45,11 @@ typedef struct {
     feat_form store[SC_MAX_DIMS];
     int64_t inlined_calls;            /* calls of inline Funcs per point */
     int strahler;                     /* of the expression with inlining */
+    /* the producers called, in order of first call, and calls[i]'s
+     * producer as an index into them (malloc'd) */
+    int nprods;
+    const sc_func **prods;
+    int *prod_of;
 } feat_stage_access;
 
 /* The accesses of stage st of f; inline Funcs are those s decides inline

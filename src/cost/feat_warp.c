@@ -44,11 +44,12 @@ static int distinct(int64_t *v, int n) {
     return k;
 }
 
-/* The serial iteration number it as per-loop offsets (loop 0 fastest). */
-static void iteration(const feat_lanes *ln, int64_t it, int64_t *s) {
+/* The serial iteration after s, as per-loop offsets (loop 0 fastest):
+ * iteration it is it's digits in the loops' extents. */
+static void next_iteration(const feat_lanes *ln, int64_t *s) {
     for (int j = 0; j < ln->nloops; j++) {
-        s[j] = it % ln->serial[j];
-        it /= ln->serial[j];
+        if (++s[j] < ln->serial[j]) return;
+        s[j] = 0;
     }
 }
 
@@ -325,9 +326,8 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
 
     /* the sums in a local (the same additions in the same order; the
      * pool's stores cannot reach it) */
-    for (int64_t it = 0; it < iters; it++) {
-        int64_t s[FEAT_MAX_LOOPS];
-        iteration(ln, it, s);
+    int64_t s[FEAT_MAX_LOOPS] = {0};
+    for (int64_t it = 0; it < iters; it++, next_iteration(ln, s)) {
         for (int g = 0; g < ng; g++) {
             const int64_t *step = steps + gfirst[g] * FEAT_MAX_LOOPS;
             int64_t o = 0;

@@ -797,7 +797,15 @@ static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box
     const sc_expr *call = e->calls[box->stage][index];
     const sc_func *prod = call->func;
     int64_t elems = 1;
+    const signed char *lin = &e->lin_k[box->stage][(size_t)index * SC_MAX_DIMS];
     for (int d = 0; d < prod->ndims; d++) {
+        if (lin[d] >= 0) {
+            /* a loop variable plus a constant: the box's extent in that loop */
+            fp_span s = { true, true, NULL, 0, box->lo[lin[d]], box->hi[lin[d]] };
+            ext[d] = fp_clip_extent(w->x->b, prod, d, &s);
+            elems *= ext[d];
+            continue;
+        }
         fp_span s = arg_of(e, box, index, d);
         if (!s.ok) s = fallback_of(w, e, box, index, d);
         if (!s.ok) {
