@@ -752,9 +752,12 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
  * mode, as lowering's footprint_union: per box the union of its calls;
  * per dimension, when every box reads at the same symbol, the union of
  * the spans, else the hull of the spans (each clamped into prod's region)
- * with its extent evaluated over the kernel's blocks (and threads), or
- * the whole region; then clipped.  Origins get their definitions. */
-static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, org *mins, int64_t *ext) {
+ * with its extent evaluated over the kernel's blocks (and, per_thread,
+ * its threads), or the whole region; then clipped.  Origins get their
+ * definitions.  per_thread: boxes of a thread tile (a THREAD Func's
+ * realization); else boxes of what a block computes. */
+static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, bool per_thread, org *mins,
+                           int64_t *ext) {
     if (nb == 0) return failf(w, "nothing uses %s where it is computed", prod->name);
     fp_span *sp = base_calloc((size_t)nb * SC_MAX_DIMS, sizeof(fp_span));
     int rc = 0;
@@ -772,14 +775,13 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         free(calls);
         free(bx);
     }
-    bool thread = w->s->f[prod->id]->loc == SCHED_THREAD;
     sc_expr **lo = base_calloc((size_t)nb, sizeof(sc_expr *)), **hi = base_calloc((size_t)nb, sizeof(sc_expr *));
     for (int d = 0; d < prod->ndims && !rc; d++) {
         fp_span u;
         sc_expr *least;
         if (!fp_same_union(w->hs.xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
             u = fp_hull_span(w->x->b, prod, d, least,
-                             hull_extent(&w->hs, w->ke->k.nblocks, thread ? w->ke->k.nthreads : 0,
+                             hull_extent(&w->hs, w->ke->k.nblocks, per_thread ? w->ke->k.nthreads : 0,
                                          &w->x->b->funcs[prod->id], d, nb, &sp[d], SC_MAX_DIMS));
         ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(w->hs.xa, w->x->b, prod, d, &u, ext[d], NULL);
@@ -1007,13 +1009,15 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         int64_t *fe = &w->fext[g->id * SC_MAX_DIMS], *be = &w->bext[g->id * SC_MAX_DIMS];
         int rc;
         if (w->hs.xa) {
-            rc = footprint_exact(w, g, nu, boxes, fm, fe);
+            rc = footprint_exact(w, g, nu, boxes, level == SCHED_THREAD, fm, fe);
         } else {
             const fp_box *one = &boxes[0];
             rc = nu == 1 ? footprint(w, g, 1, &one, fm, fe) : failf(w, "%s: several consumers", g->name);
         }
         if (!rc && level == SCHED_THREAD) {
-            rc = footprint(w, g, nu, bptr, bm, be);
+            /* what a block computes of it: with several consumers the hull
+             * of theirs, as lowering would allocate it per block */
+            rc = w->hs.xa ? footprint_exact(w, g, nu, bboxes, false, bm, be) : footprint(w, g, nu, bptr, bm, be);
         } else if (!rc) {
             memcpy(bm, fm, sizeof(org) * SC_MAX_DIMS);
             memcpy(be, fe, sizeof(int64_t) * SC_MAX_DIMS);
