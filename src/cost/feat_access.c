@@ -142,7 +142,7 @@ static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
         return e->type == SC_F32 ? irregular() : constant((double)e->c.i);
     case E_VAR:
         for (int i = 0; i < v->n; i++)
-            if (!strcmp(v->names[i], e->name)) return v->forms[i];
+            if (v->names[i] == e->name || !strcmp(v->names[i], e->name)) return v->forms[i];
         return irregular();
     case E_RVAR: {
         const sc_rdom *rd = w->f->stages[w->st].rdom;
@@ -396,7 +396,7 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
     if (w->oom) return 1;
     if (e->kind == E_VAR) {
         for (int i = 0; i < v->n; i++)
-            if (!strcmp(v->names[i], e->name)) return v->strahler[i];
+            if (v->names[i] == e->name || !strcmp(v->names[i], e->name)) return v->strahler[i];
         return 1;
     }
     int best = 0, ties = 0;

@@ -220,7 +220,7 @@ static bool shift_row(const sc_func *f, const inlined_loops *lp, const sc_expr *
     if (e->kind != E_VAR) return false;
     /* deps_linearise's loop of a variable: the first whose dimension has its name */
     for (int k = 0; k < lp->npure; k++)
-        if (!strcmp(f->vars[lp->dims[k]], e->name)) {
+        if (f->vars[lp->dims[k]] == e->name || !strcmp(f->vars[lp->dims[k]], e->name)) {
             for (int l = 0; l < nl; l++) coef[l] = 0;
             coef[lp->li[k]] = 1;
             *off = (double)c;
@@ -229,10 +229,23 @@ static bool shift_row(const sc_func *f, const inlined_loops *lp, const sc_expr *
     return false;
 }
 
-static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+/* Mixes n doubles into h a word at a time (their bits: equal rows hash
+ * alike); the table takes the low bits, which small integers as doubles
+ * leave zero, so the caller finishes with hash_finish. */
+static uint64_t mix_doubles(uint64_t h, const double *v, int n) {
+    for (int i = 0; i < n; i++) {
+        uint64_t b;
+        memcpy(&b, &v[i], sizeof b);
+        h = (h ^ b) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+    }
     return h;
+}
+
+static uint64_t hash_finish(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
 }
 
 /* The accesses of stage st (see inlined_access).  Plain accesses are matched by
@@ -264,9 +277,8 @@ static void group_accesses(inlined_cache *x, const sc_func *f, int st, inlined_s
             reps[n++] = r;
             continue;
         }
-        uint64_t h = mix_bytes(1469598103934665603ULL ^ (uint64_t)(uintptr_t)call->func, r.coef,
-                               sizeof(double) * (size_t)(nd * nl));
-        h = mix_bytes(h, r.off, sizeof(double) * (size_t)nd);
+        uint64_t h = mix_doubles(1469598103934665603ULL ^ (uint64_t)(uintptr_t)call->func, r.coef, nd * nl);
+        h = hash_finish(mix_doubles(h, r.off, nd));
         int q = (int)(h & (uint64_t)(cap - 1)), j = -1;
         for (; slot[q]; q = (q + 1) & (cap - 1)) {
             const inlined_access *o = &reps[slot[q] - 1];
@@ -331,7 +343,7 @@ static void ensure_calls(inlined_cache *x, const sched_state *s, inlined_stages 
 
 /* Whether e, once inlined, uses the variable `name`. */
 static bool uses_var(inlined_cache *x, const sched_state *s, const sc_expr *e, const char *name) {
-    if (e->kind == E_VAR) return !strcmp(e->name, name);
+    if (e->kind == E_VAR) return e->name == name || !strcmp(e->name, name);
     if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
         inlined_stages *ge = (inlined_stages *)stages_of(x, s, e->func->id, true);
         for (int d = 0; d < e->nargs; d++)
@@ -384,6 +396,12 @@ static void ensure_calls(inlined_cache *x, const sched_state *s, inlined_stages 
     for (int d = 0; d < f->ndims; d++) e->uses[d] = uses_var(x, s, f->stages[0].value, f->vars[d]);
     e->ncalls = ncalls;
     e->calls = calls;
+    e->callee = ir_alloc(x->arena, sizeof(const sc_func **) * (size_t)f->nstages);
+    for (int st = 0; st < f->nstages; st++) {
+        const sc_func **c = ir_alloc(x->arena, sizeof(const sc_func *) * (size_t)(ncalls[st] + 1));
+        for (int i = 0; i < ncalls[st]; i++) c[i] = calls[st][i]->func;
+        e->callee[st] = c;
+    }
 }
 
 /* The fallbacks, shortcuts and accesses of e's stages (non-inline use). */

@@ -39,6 +39,7 @@ typedef struct inlined_stages {
     bool *uses;                    /* [d]: stage 0's inlined value uses variable d */
     int *ncalls;                   /* [stage] distinct calls, first seen first */
     const sc_expr ***calls;
+    const sc_func ***callee;       /* [stage][call] its producer (calls[..]->func, side by side) */
     fp_span **fb;                  /* [stage][call * SC_MAX_DIMS + d] fallback spans */
     signed char **lin_k;           /* [stage][call * SC_MAX_DIMS + d]: the coordinate is
                                       pure loop k's variable + lin_c, or -1 */

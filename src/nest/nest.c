@@ -283,7 +283,7 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
         const fp_box *box = cboxes[j];
         const inlined_stages *e = w->se[box->f->id];
         for (int i = 0; i < e->ncalls[box->stage]; i++)
-            if (e->calls[box->stage][i]->func == prod) {
+            if (e->callee[box->stage][i] == prod) {
                 idx[n] = i;
                 es[n] = e;
                 calls[n] = e->calls[box->stage][i];
@@ -336,7 +336,7 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         const sc_expr **calls = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
         const fp_box **bx = base_calloc((size_t)nc + 1, sizeof(fp_box *));
         for (int i = 0; i < nc; i++)
-            if (e->calls[box->stage][i]->func == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
+            if (e->callee[box->stage][i] == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
         if (!n) rc = failf(w, "%s does not call %s", box->f->name, prod->name);
         else if (fp_union(w->hs.xa, w->x->b, prod, n, calls, bx, &sp[j * SC_MAX_DIMS], NULL, w->err, w->errlen))
             rc = -1, w->failed = true;
@@ -439,7 +439,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
         const sc_func **prod = base_calloc((size_t)nc + 1, sizeof(sc_func *));
         int *pcalls = base_calloc((size_t)nc + 1, sizeof(int)), nprod = 0;
         for (int i = 0; i < nc; i++) {
-            const sc_func *g = calls[i]->func;
+            const sc_func *g = e->callee[st][i];
             int j = nprod - 1;
             while (j >= 0 && prod[j] != g) j--;
             if (j >= 0) pcalls[j]++;
@@ -458,7 +458,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             int *gi = base_calloc((size_t)nc + 1, sizeof(int));
             int ng = 0;
             for (int i = 0; i < nc; i++)
-                if (calls[i]->func == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
+                if (e->callee[st][i] == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
             fp_span sp[SC_MAX_DIMS];
             const inlined_stages **ges = base_calloc((size_t)nc + 1, sizeof(inlined_stages *));
             const fp_box **gbx = base_calloc((size_t)nc + 1, sizeof(fp_box *));
