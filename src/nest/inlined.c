@@ -312,31 +312,127 @@ typedef struct {
     ir_arena *a;
 } call_set;
 
-/* The slot of call c (hash h), or the empty slot where it goes; c NULL:
- * the first empty slot. */
-static int call_slot(const call_set *cs, uint64_t h, const sc_expr *c) {
-    int i = (int)(h & (uint64_t)(cs->cap - 1));
-    for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
-        if (c && cs->hash[k] == h && ir_expr_equal(cs->calls.items[k], c)) return i;
-    return i;
+/* The call set's structural hash (equal trees hash alike): a node's own
+ * part, then its arguments'.  subst_hash gives tree_hash(ir_subst(e, m))
+ * without building the tree, from the hashes of m's values, so that a
+ * call an inline Func's call list gives again (most of a stencil chain's)
+ * is found without being made. */
+static uint64_t hmix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
 }
 
-static void add_call(call_set *cs, sc_expr *c) {
-    uint64_t h = ir_expr_hash(c);
-    if (2 * (cs->calls.n + 1) > cs->cap) {
-        cs->cap = cs->cap ? 2 * cs->cap : 64;
-        free(cs->slot);
-        cs->slot = base_calloc((size_t)cs->cap, sizeof(int));
-        cs->hash = realloc(cs->hash, sizeof(uint64_t) * (size_t)cs->cap);
-        if (!cs->hash) abort();
-        for (int i = 0; i < cs->cap; i++) cs->slot[i] = -1;
-        for (int k = 0; k < cs->calls.n; k++) cs->slot[call_slot(cs, cs->hash[k], NULL)] = k;
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t node_hash(const sc_expr *e) {
+    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
+    switch (e->kind) {
+    case E_CONST: {
+        uint64_t v;
+        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
+        else v = (uint64_t)e->c.i;
+        return hmix(h, v);
     }
-    int i = call_slot(cs, h, c);
-    if (cs->slot[i] >= 0) return;
+    case E_VAR: return hmix(h, str_hash(e->name));
+    case E_RVAR: return hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim);
+    case E_PARAM: return hmix(h, str_hash(e->param->name));
+    case E_CALL: return hmix(h, str_hash(e->func->name));
+    case E_BINARY: case E_UNARY: case E_MATH: return hmix(h, (uint64_t)e->op);
+    default: return h;
+    }
+}
+
+static uint64_t tree_hash(const sc_expr *e) {
+    uint64_t h = node_hash(e);
+    for (int i = 0; i < e->nargs; i++) h = hmix(h, tree_hash(e->args[i]));
+    return h;
+}
+
+/* The entry of m that ir_subst puts in place of e, or -1. */
+static int subst_index(const sc_expr *e, const ir_subst_map *m) {
+    if (e->kind != E_VAR) return -1;
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->names[i], e->name)) return i;
+    return -1;
+}
+
+static uint64_t subst_hash(const sc_expr *e, const ir_subst_map *m, const uint64_t *mh) {
+    int k = subst_index(e, m);
+    if (k >= 0) return mh[k];
+    uint64_t h = node_hash(e);
+    for (int i = 0; i < e->nargs; i++) h = hmix(h, subst_hash(e->args[i], m, mh));
+    return h;
+}
+
+/* Whether a equals ir_subst(e, m), node by node as ir_expr_equal. */
+static bool subst_equal(const sc_expr *a, const sc_expr *e, const ir_subst_map *m) {
+    int k = subst_index(e, m);
+    if (k >= 0) return ir_expr_equal(a, m->vals[k]);
+    if (a->kind != e->kind || a->type != e->type || a->nargs != e->nargs) return false;
+    switch (a->kind) {
+    case E_CONST:
+        if (a->type == SC_F32 ? a->c.f != e->c.f : a->c.i != e->c.i) return false;
+        break;
+    case E_VAR: if (strcmp(a->name, e->name)) return false; break;
+    case E_RVAR:
+        if (strcmp(a->rdom->name, e->rdom->name) || a->dim != e->dim) return false;
+        break;
+    case E_PARAM: if (strcmp(a->param->name, e->param->name)) return false; break;
+    case E_CALL: if (strcmp(a->func->name, e->func->name)) return false; break;
+    case E_BINARY: case E_UNARY: case E_MATH:
+        if (a->op != e->op) return false;
+        break;
+    default: break;
+    }
+    for (int i = 0; i < a->nargs; i++)
+        if (!subst_equal(a->args[i], e->args[i], m)) return false;
+    return true;
+}
+
+/* Room for one more call. */
+static void call_room(call_set *cs) {
+    if (2 * (cs->calls.n + 1) <= cs->cap) return;
+    cs->cap = cs->cap ? 2 * cs->cap : 64;
+    free(cs->slot);
+    cs->slot = base_calloc((size_t)cs->cap, sizeof(int));
+    cs->hash = realloc(cs->hash, sizeof(uint64_t) * (size_t)cs->cap);
+    if (!cs->hash) abort();
+    for (int i = 0; i < cs->cap; i++) cs->slot[i] = -1;
+    for (int k = 0; k < cs->calls.n; k++) {
+        int i = (int)(cs->hash[k] & (uint64_t)(cs->cap - 1));
+        while (cs->slot[i] >= 0) i = (i + 1) & (cs->cap - 1);
+        cs->slot[i] = k;
+    }
+}
+
+/* Adds c (hash h) at empty slot i. */
+static void call_put(call_set *cs, int i, uint64_t h, sc_expr *c) {
     cs->slot[i] = cs->calls.n;
     cs->hash[cs->calls.n] = h;
     ir_vec_push(cs->a, &cs->calls, c);
+}
+
+static void add_call(call_set *cs, sc_expr *c) {
+    uint64_t h = tree_hash(c);
+    call_room(cs);
+    int i = (int)(h & (uint64_t)(cs->cap - 1));
+    for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
+        if (cs->hash[k] == h && ir_expr_equal(cs->calls.items[k], c)) return;
+    call_put(cs, i, h, c);
+}
+
+/* Adds ir_subst(c, m) (mh: the hashes of m's values), made only when new. */
+static void add_subst(call_set *cs, sc_expr *c, const ir_subst_map *m, const uint64_t *mh) {
+    uint64_t h = subst_hash(c, m, mh);
+    call_room(cs);
+    int i = (int)(h & (uint64_t)(cs->cap - 1));
+    for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
+        if (cs->hash[k] == h && subst_equal(cs->calls.items[k], c, m)) return;
+    call_put(cs, i, h, ir_subst(cs->a, c, m));
 }
 
 static void ensure_calls(inlined_cache *x, const sched_state *s, inlined_stages *e);
@@ -363,11 +459,14 @@ static void walk_calls(inlined_cache *x, const sched_state *s, const sc_expr *e,
         const sc_func *g = e->func;
         inlined_stages *ge = (inlined_stages *)stages_of(x, s, g->id, true);
         ir_subst_map m = { 0 };
+        uint64_t mh[SC_MAX_DIMS];
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
-            m.vals[m.n++] = inline_expr(x, s, e->args[d]);
+            m.vals[m.n] = inline_expr(x, s, e->args[d]);
+            mh[m.n] = tree_hash(m.vals[m.n]);
+            m.n++;
         }
-        for (int i = 0; i < ge->ncalls[0]; i++) add_call(cs, ir_subst(x->arena, (sc_expr *)ge->calls[0][i], &m));
+        for (int i = 0; i < ge->ncalls[0]; i++) add_subst(cs, (sc_expr *)ge->calls[0][i], &m, mh);
         for (int d = 0; d < g->ndims; d++)
             if (ge->uses[d]) walk_calls(x, s, e->args[d], cs);
         return;
