@@ -248,6 +248,17 @@ static uint64_t hash_finish(uint64_t h) {
     return h ^ (h >> 33);
 }
 
+/* r with its rows copied into the arena. */
+static inlined_access keep_rows(inlined_cache *x, inlined_access r, int nd, int nl) {
+    double *c = ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1));
+    double *o = ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1));
+    memcpy(c, r.coef, sizeof(double) * (size_t)(nd * nl + 1));
+    memcpy(o, r.off, sizeof(double) * (size_t)(nd + 1));
+    r.coef = c;
+    r.off = o;
+    return r;
+}
+
 /* The accesses of stage st (see inlined_access).  Plain accesses are matched by
  * a hash of their producer and rows (open addressing over the reps). */
 static void group_accesses(inlined_cache *x, const sc_func *f, int st, inlined_stages *e) {
@@ -259,22 +270,26 @@ static void group_accesses(inlined_cache *x, const sc_func *f, int st, inlined_s
     int *slot = base_calloc((size_t)cap, sizeof(int));   /* rep + 1; 0: empty */
     uint64_t *hash = base_calloc((size_t)nc + 1, sizeof(uint64_t));
     int n = 0;
+    /* a call's rows are worked out here and kept only for a new access
+     * (the kept ones then lie together in the arena) */
+    double coef[SC_MAX_DIMS * 2 * SC_MAX_DIMS + 1], off[SC_MAX_DIMS + 1];
     for (int i = 0; i < nc; i++) {
         const sc_expr *call = e->calls[st][i];
         int nd = call->func->ndims;
-        inlined_access r = { call, i, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
-                      ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1)) };
+        memset(coef, 0, sizeof(double) * (size_t)(nd * nl + 1));
+        memset(off, 0, sizeof(double) * (size_t)(nd + 1));
+        inlined_access r = { call, call->func, i, 1, true, true, coef, off };
         for (int d = 0; d < nd && r.affine; d++) {
             if (shift_row(f, lp, call->args[d], nl, &r.coef[d * nl], &r.off[d])) continue;
-            deps_ratio coef[2 * SC_MAX_DIMS], off;
+            deps_ratio dc[2 * SC_MAX_DIMS], doff;
             bool clamped = false;
-            if (!deps_linearise(f, st, call->args[d], coef, &off, &clamped)) { r.affine = r.plain = false; break; }
+            if (!deps_linearise(f, st, call->args[d], dc, &doff, &clamped)) { r.affine = r.plain = false; break; }
             r.plain &= !clamped;
-            for (int l = 0; l < nl; l++) r.coef[d * nl + l] = (double)coef[l].num / (double)coef[l].den;
-            r.off[d] = (double)off.num / (double)off.den;
+            for (int l = 0; l < nl; l++) r.coef[d * nl + l] = (double)dc[l].num / (double)dc[l].den;
+            r.off[d] = (double)doff.num / (double)doff.den;
         }
         if (!r.plain) {
-            reps[n++] = r;
+            reps[n++] = keep_rows(x, r, nd, nl);
             continue;
         }
         uint64_t h = mix_doubles(1469598103934665603ULL ^ (uint64_t)(uintptr_t)call->func, r.coef, nd * nl);
@@ -282,7 +297,7 @@ static void group_accesses(inlined_cache *x, const sc_func *f, int st, inlined_s
         int q = (int)(h & (uint64_t)(cap - 1)), j = -1;
         for (; slot[q]; q = (q + 1) & (cap - 1)) {
             const inlined_access *o = &reps[slot[q] - 1];
-            if (hash[slot[q] - 1] == h && o->call->func == call->func &&
+            if (hash[slot[q] - 1] == h && o->producer == call->func &&
                 !memcmp(o->coef, r.coef, sizeof(double) * (size_t)(nd * nl)) &&
                 !memcmp(o->off, r.off, sizeof(double) * (size_t)nd)) {
                 j = slot[q] - 1;
@@ -294,7 +309,7 @@ static void group_accesses(inlined_cache *x, const sc_func *f, int st, inlined_s
         } else {
             hash[n] = h;
             slot[q] = n + 1;
-            reps[n++] = r;
+            reps[n++] = keep_rows(x, r, nd, nl);
         }
     }
     free(slot);
@@ -356,7 +371,7 @@ static uint64_t tree_hash(const sc_expr *e) {
 static int subst_index(const sc_expr *e, const ir_subst_map *m) {
     if (e->kind != E_VAR) return -1;
     for (int i = 0; i < m->n; i++)
-        if (!strcmp(m->names[i], e->name)) return i;
+        if (m->names[i] == e->name || !strcmp(m->names[i], e->name)) return i;
     return -1;
 }
 

@@ -56,6 +56,7 @@ typedef struct inlined_stages {
  * the expression, so computed once). */
 typedef struct inlined_access {
     const sc_expr *call;
+    const sc_func *producer;       /* call->func */
     int index;                     /* in the stage's calls */
     int count;
     bool affine, plain;            /* plain: affine and unclamped */

@@ -494,10 +494,9 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     for (int i = 0; i < rec->naccess; i++) {
         nest_access *a = &rec->access[i];
         const inlined_access *rep = &e->acc[st][i];
-        const sc_expr *call = rep->call;
-        const sc_func *g = call->func;
+        const sc_func *g = rep->producer;
         a->producer = g;
-        a->call = call;
+        a->call = rep->call;
         a->calls = rep->count;
         a->ndims = g->ndims;
         const nest_func *m = member(w, g->id);
