@@ -523,13 +523,9 @@ static void ensure_accesses(inlined_cache *x, const sched_state *s, inlined_stag
     ensure_calls(x, s, e);
     if (e->acc || !e->fits) return;
     const sc_func *f = func_at(x->p, e->fid);
+    /* the fallbacks' arrays are made when a coordinate first needs one */
     e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
     e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
-    for (int st = 0; st < f->nstages; st++) {
-        size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
-        e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
-        e->fb_done[st] = ir_alloc(x->arena, m);
-    }
     e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
     e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
     e->prog = ir_alloc(x->arena, sizeof(fp_prog *) * (size_t)f->nstages);
@@ -576,4 +572,20 @@ inlined_stages *inlined_stages_of(inlined_cache *x, const sched_state *s, int fi
     inlined_stages *e = (inlined_stages *)stages_of(x, s, fid, true);
     ensure_accesses(x, s, e);
     return e;
+}
+
+fp_span inlined_fallback(inlined_cache *x, const bounds_result *b, const inlined_stages *e, const fp_box *box,
+                         int call, int d) {
+    int st = box->stage;
+    if (!e->fb[st]) {
+        size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
+        e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
+        e->fb_done[st] = ir_alloc(x->arena, m);
+    }
+    size_t k = (size_t)call * SC_MAX_DIMS + (size_t)d;
+    if (!e->fb_done[st][k]) {
+        e->fb[st][k] = fp_fallback(b, e->calls[st][call]->args[d], box);
+        e->fb_done[st][k] = 1;
+    }
+    return e->fb[st][k];
 }

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "bounds.h"
 #include "footprint.h"
 #include "ir.h"
 #include "sched.h"
@@ -25,8 +26,8 @@
 typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } inlined_loops;
 
 /* A Func's stages after inlining, for one set of inline Funcs (the
- * arrays live in the cache's arena; fb and fb_done are filled by the
- * model as it asks for fallbacks). */
+ * arrays live in the cache's arena; fb and fb_done are made and filled
+ * as inlined_fallback is asked). */
 typedef struct inlined_stages {
     struct inlined_stages *next;
     int fid;
@@ -77,6 +78,12 @@ const inlined_loops *inlined_loops_of(const inlined_cache *c, int fid, int st);
  * decisions, with their calls and accesses (when they fit:
  * size <= NEST_MAX_INLINED).  Cached; the model may fill its fallbacks. */
 inlined_stages *inlined_stages_of(inlined_cache *c, const sched_state *s, int fid);
+
+/* fp_fallback (footprint.h) of coordinate d of call `call` of stage
+ * box->stage of e over box: it depends on the expression and the
+ * consumer's region only, so it is computed once and kept in e. */
+fp_span inlined_fallback(inlined_cache *c, const bounds_result *b, const inlined_stages *e, const fp_box *box,
+                         int call, int d);
 
 /* Lookups since the cache was made: found, and built. */
 void inlined_cache_stats(const inlined_cache *c, int64_t *hits, int64_t *misses);

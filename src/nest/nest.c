@@ -236,13 +236,7 @@ static nest_func *member(build *w, int id) {
 typedef struct { build *w; const inlined_stages *const *e; const fp_box *const *box; const int *idx; } fb_user;
 
 static fp_span fallback_of(build *w, const inlined_stages *e, const fp_box *box, int call, int d) {
-    int st = box->stage;
-    size_t k = (size_t)call * SC_MAX_DIMS + (size_t)d;
-    if (!e->fb_done[st][k]) {
-        e->fb[st][k] = fp_fallback(w->x->b, e->calls[st][call]->args[d], box);
-        e->fb_done[st][k] = 1;
-    }
-    return e->fb[st][k];
+    return inlined_fallback(w->x->inl, w->x->b, e, box, call, d);
 }
 
 static fp_span cached_fallback(void *user, int i, int d) {
