@@ -141,6 +141,15 @@ struct feat_warp_pool {
     int *next;                        /* chain in its bucket, -1 ends */
     int n, cap;
     int head[POOL_BUCKETS];           /* first pattern + 1; 0: none */
+    /* scratch of one feat_warp_access at a time, kept between calls (not
+     * counted in feat_warp_pool_bytes): its per-call arrays, and the
+     * reuse set, whose slots are empty unless stamped with the call's
+     * generation (so it is never cleared) */
+    void *buf;
+    size_t bufcap;
+    uint64_t *skeys;
+    uint32_t *sgen, scur;
+    int64_t scap;
 };
 
 feat_warp_pool *feat_warp_pool_new(void) { return calloc(1, sizeof(feat_warp_pool)); }
@@ -149,6 +158,9 @@ static void pool_release(feat_warp_pool *pool) {
     free(pool->p);
     free(pool->h);
     free(pool->next);
+    free(pool->buf);
+    free(pool->skeys);
+    free(pool->sgen);
 }
 
 void feat_warp_pool_free(feat_warp_pool *pool) {
@@ -215,11 +227,12 @@ static inline void pattern_cost(const feat_storage *st, pattern *g, int m, int64
     *needed = g->needed[r];
 }
 
-/* A set of 64-bit keys: open addressing, 0 = empty slot.  Two values with
- * the same mixed key would merge; with 64-bit mixing that does not happen
- * in practice. */
+/* A set of 64-bit keys: open addressing, a slot empty unless gen[i] is
+ * cur.  Two values with the same mixed key would merge; with 64-bit
+ * mixing that does not happen in practice. */
 typedef struct {
     uint64_t *keys;
+    uint32_t *gen, cur;
     int64_t mask;
 } key_set;
 
@@ -231,12 +244,46 @@ static uint64_t mix2(uint64_t a, int64_t b) {
 
 static bool set_insert(key_set *s, uint64_t k) {
     for (int64_t i = (int64_t)(k & (uint64_t)s->mask);; i = (i + 1) & s->mask) {
-        if (s->keys[i] == k) return false;
-        if (!s->keys[i]) {
+        if (s->gen[i] != s->cur) {
+            s->gen[i] = s->cur;
             s->keys[i] = k;
             return true;
         }
+        if (s->keys[i] == k) return false;
     }
+}
+
+/* An empty set of at least cap slots (a power of two) from the pool's
+ * scratch; false when out of memory. */
+static bool set_open(feat_warp_pool *pool, int64_t cap, key_set *s) {
+    if (pool->scap < cap) {
+        free(pool->skeys);
+        free(pool->sgen);
+        pool->skeys = malloc(sizeof *pool->skeys * (size_t)cap);
+        pool->sgen = calloc((size_t)cap, sizeof *pool->sgen);
+        pool->scap = pool->skeys && pool->sgen ? cap : 0;
+        pool->scur = 0;
+        if (!pool->scap) return false;
+    }
+    if (++pool->scur == 0) {                  /* the generations wrapped: clear */
+        memset(pool->sgen, 0, sizeof *pool->sgen * (size_t)pool->scap);
+        pool->scur = 1;
+    }
+    s->keys = pool->skeys;
+    s->gen = pool->sgen;
+    s->cur = pool->scur;
+    s->mask = pool->scap - 1;
+    return true;
+}
+
+/* n bytes of the pool's scratch (one call's arrays), or NULL. */
+static void *scratch(feat_warp_pool *pool, size_t n) {
+    if (pool->bufcap < n) {
+        free(pool->buf);
+        pool->buf = malloc(n);
+        pool->bufcap = pool->buf ? n : 0;
+    }
+    return pool->buf;
 }
 
 int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
@@ -266,21 +313,23 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
      * offsets and their pattern are found once per group of equal steps:
      * lane l's address is konst + d_l with d_l = step . base[l], the
      * pattern d_l - d_0 whatever konst is. */
-    int64_t *steps = malloc(sizeof(int64_t) * (size_t)(n * FEAT_MAX_LOOPS));
-    int64_t *b0 = malloc(sizeof(int64_t) * (size_t)n);
-    int *pat = malloc(sizeof(int) * (size_t)n);
-    int *uid = malloc(sizeof(int) * (size_t)n);
-    int *grp = malloc(sizeof(int) * (size_t)n);
-    /* the groups: first call (its steps name the group), lane 0's d_0, pattern, reuse name */
-    int *gfirst = malloc(sizeof(int) * (size_t)n), *gpat = malloc(sizeof(int) * (size_t)n);
-    int *guid = malloc(sizeof(int) * (size_t)n);
-    int64_t *gd0 = malloc(sizeof(int64_t) * (size_t)n), *goff = malloc(sizeof(int64_t) * (size_t)n);
-    int ng = 0, nl = ln->nloops;
     feat_warp_pool *local = keep ? NULL : calloc(1, sizeof *local), *pool = keep ? keep : local;
-    key_set seen = { NULL, 0 };
+    key_set seen = { NULL, NULL, 0, 0 };
     feat_warp_cost acc = *c;
     int rc = -1;
-    if (!steps || !b0 || !pat || !uid || !grp || !gfirst || !gpat || !guid || !gd0 || !goff || !pool) goto done;
+    /* the arrays, in the pool's scratch: int64 ones first */
+    size_t un = (size_t)n;
+    char *buf = pool ? scratch(pool, sizeof(int64_t) * un * (FEAT_MAX_LOOPS + 3) + sizeof(int) * un * 6) : NULL;
+    if (!buf) goto done;
+    int64_t *steps = (int64_t *)(void *)buf;
+    int64_t *b0 = steps + un * FEAT_MAX_LOOPS;
+    /* the groups: lane 0's d_0, the offset of the current iteration */
+    int64_t *gd0 = b0 + un, *goff = gd0 + un;
+    int *pat = (int *)(void *)(goff + un);
+    int *uid = pat + un, *grp = uid + un;
+    /* the groups: first call (its steps name the group), pattern, reuse name */
+    int *gfirst = grp + un, *gpat = gfirst + un, *guid = gpat + un;
+    int ng = 0, nl = ln->nloops;
     for (int i = 0; i < n; i++) {
         int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
         pat[i] = grp[i] = -1;
@@ -319,9 +368,7 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
         int64_t keys = 0, cap = 64;
         for (int i = 0; i < n; i++) keys += pat[i] >= 0 ? iters : iters * nlanes;
         while (cap < 2 * keys) cap *= 2;
-        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
-        if (!seen.keys) goto done;
-        seen.mask = cap - 1;
+        if (!set_open(pool, cap, &seen)) goto done;
     }
 
     /* the sums in a local (the same additions in the same order; the
@@ -398,17 +445,6 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
     rc = 0;
 done:
     *c = acc;
-    free(steps);
-    free(b0);
-    free(pat);
-    free(uid);
-    free(grp);
-    free(gfirst);
-    free(gpat);
-    free(guid);
-    free(gd0);
-    free(goff);
     feat_warp_pool_free(local);
-    free(seen.keys);
     return rc;
 }
