@@ -171,6 +171,7 @@ struct feat_ctx {
     int *ncallees;                    /* [slot]: distinct Funcs a stage calls */
     int **callees;
     ops_result *ops;
+    int *ops_of;                      /* [slot]: its entry in ops (the last one), or -1 */
     double (*patterns)[FEAT_store_slice + 1];   /* [slot]: the access classes */
     acc_entry *table[ACC_TABLE];
     int *mark, *stack, *sig;          /* scratch for the signatures */
@@ -651,11 +652,11 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     size_t esize = sc_type_size(f->type);
 
     const ops_result *ops = c->x->ops;
-    for (int i = 0; i < ops->n; i++)
-        if (ops->items[i].func == f->id && ops->items[i].stage == st)
-            for (int k = 0; k < OPS_KIND_COUNT; k++)
-                for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
-                    v[k * SC_TYPE_COUNT + ty] = (double)ops->items[i].count[k][ty];
+    int oi = c->x->ops_of[c->x->slot[f->id] + st];
+    if (oi >= 0)
+        for (int k = 0; k < OPS_KIND_COUNT; k++)
+            for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
+                v[k * SC_TYPE_COUNT + ty] = (double)ops->items[oi].count[k][ty];
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;
@@ -1197,6 +1198,13 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->limit = FEAT_CACHE_LIMIT;
     int *list = calloc((size_t)x->n + 1, sizeof *list);
     x->ops = ops_count(p);
+    x->ops_of = malloc(sizeof *x->ops_of * (size_t)(x->nslots + 1));
+    for (int i = 0; x->ops_of && i <= x->nslots; i++) x->ops_of[i] = -1;
+    for (int i = 0; x->ops_of && x->ops && x->slot && i < x->ops->n; i++) {
+        int fid = x->ops->items[i].func, st = x->ops->items[i].stage;
+        if (fid >= 0 && fid < x->n && func_at(p, fid)->kind == FUNC_DEFINED && st >= 0 && st < func_at(p, fid)->nstages)
+            x->ops_of[x->slot[fid] + st] = i;
+    }
     x->head = calloc((size_t)x->nslots + 1, sizeof *x->head);
     x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
@@ -1210,6 +1218,7 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
     x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
+              x->ops_of &&
               x->head && x->kent && x->kstamp && x->rtab && x->last && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
@@ -1263,6 +1272,7 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->stack);
     free(x->sig);
     if (x->ops) ops_free(x->ops);
+    free(x->ops_of);
     free(x);
 }
 

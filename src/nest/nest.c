@@ -357,9 +357,8 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
 
 /* Extents of a box's footprint of one call, clipped (fallback when the
  * algebra cannot follow a coordinate). */
-static int64_t access_box(build *w, const inlined_stages *e, int index, const fp_box *box, int64_t *ext) {
-    const sc_expr *call = e->calls[box->stage][index];
-    const sc_func *prod = call->func;
+static int64_t access_box(build *w, const inlined_stages *e, int index, const sc_func *prod, const fp_box *box,
+                          int64_t *ext) {
     int64_t elems = 1;
     const signed char *lin = &e->lin_k[box->stage][(size_t)index * SC_MAX_DIMS];
     for (int d = 0; d < prod->ndims; d++) {
@@ -504,10 +503,10 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             acc *= si >= 0 ? staged_ext[si][d] : m ? m->extent[d] : x->b->funcs[g->id].extent[d];
         }
         int64_t size = sc_type_size(g->type);
-        a->bytes_point = access_box(w, e, rep->index, &pbox, a->fp_point) * size;
-        a->bytes_thread = access_box(w, e, rep->index, &box, a->fp_thread) * size;
-        a->bytes_block = access_box(w, e, rep->index, &bbox, a->fp_block) * size;
-        a->bytes_realization = access_box(w, e, rep->index, &rbox, a->fp_realization) * size;
+        a->bytes_point = access_box(w, e, rep->index, g, &pbox, a->fp_point) * size;
+        a->bytes_thread = access_box(w, e, rep->index, g, &box, a->fp_thread) * size;
+        a->bytes_block = access_box(w, e, rep->index, g, &bbox, a->fp_block) * size;
+        a->bytes_realization = access_box(w, e, rep->index, g, &rbox, a->fp_realization) * size;
         a->affine = rep->affine;
         a->clamped = rep->affine && !rep->plain;
         double sl[2 * SC_MAX_DIMS] = {0};
