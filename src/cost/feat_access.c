@@ -70,6 +70,12 @@ typedef struct rec {
     bool irregular;                   /* recorded a call with an irregular coordinate */
 } rec;
 
+/* Variable names: the same pointer, or the same text (the first
+ * character tells most apart). */
+static inline bool same_name(const char *a, const char *b) {
+    return a == b || (a[0] == b[0] && !strcmp(a, b));
+}
+
 static bool is_inline(const walk *w, const sc_func *g) {
     if (!w->s || g->kind != FUNC_DEFINED || g == w->f) return false;
     const sched_func *sf = w->s->f[g->id];
@@ -93,13 +99,6 @@ static bool is_const_form(const feat_form *a, int nloops) {
     if (!a->ok) return false;
     for (int j = 0; j < nloops; j++)
         if (a->c[j] != 0) return false;
-    return true;
-}
-
-bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops) {
-    if (!a->ok || !b->ok) return false;
-    for (int j = 0; j < nloops; j++)
-        if (a->c[j] != b->c[j]) return false;
     return true;
 }
 
@@ -142,7 +141,7 @@ static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
         return e->type == SC_F32 ? irregular() : constant((double)e->c.i);
     case E_VAR:
         for (int i = 0; i < v->n; i++)
-            if (v->names[i] == e->name || !strcmp(v->names[i], e->name)) return v->forms[i];
+            if (same_name(v->names[i], e->name)) return v->forms[i];
         return irregular();
     case E_RVAR: {
         const sc_rdom *rd = w->f->stages[w->st].rdom;
@@ -396,7 +395,7 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
     if (w->oom) return 1;
     if (e->kind == E_VAR) {
         for (int i = 0; i < v->n; i++)
-            if (v->names[i] == e->name || !strcmp(v->names[i], e->name)) return v->strahler[i];
+            if (same_name(v->names[i], e->name)) return v->strahler[i];
         return 1;
     }
     int best = 0, ties = 0;

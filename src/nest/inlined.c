@@ -27,6 +27,12 @@ struct inlined_cache {
 
 static sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
 
+/* Variable names: the same pointer, or the same text (the first
+ * character tells most apart). */
+static inline bool same_name(const char *a, const char *b) {
+    return a == b || (a[0] == b[0] && !strcmp(a, b));
+}
+
 /* ---- the pipeline's call graph ---------------------------------------- */
 
 typedef struct { inlined_cache *x; int self; int *list; int n; } callee_walk;
@@ -196,7 +202,7 @@ static void shifts_of(const sc_func *f, int st, inlined_stages *e, ir_arena *a) 
             e->lin_k[st][q] = -1;
             if (var_shift(call->args[d], &v, &c))
                 for (int k = np - 1; k >= 0; k--)
-                    if (!strcmp(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
+                    if (same_name(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
             if (e->lin_k[st][q] < 0) e->prog[st][q] = fp_compile(a, call->args[d], np, names);
         }
     }
@@ -220,7 +226,7 @@ static bool shift_row(const sc_func *f, const inlined_loops *lp, const sc_expr *
     if (e->kind != E_VAR) return false;
     /* deps_linearise's loop of a variable: the first whose dimension has its name */
     for (int k = 0; k < lp->npure; k++)
-        if (f->vars[lp->dims[k]] == e->name || !strcmp(f->vars[lp->dims[k]], e->name)) {
+        if (same_name(f->vars[lp->dims[k]], e->name)) {
             for (int l = 0; l < nl; l++) coef[l] = 0;
             coef[lp->li[k]] = 1;
             *off = (double)c;
@@ -371,7 +377,7 @@ static uint64_t tree_hash(const sc_expr *e) {
 static int subst_index(const sc_expr *e, const ir_subst_map *m) {
     if (e->kind != E_VAR) return -1;
     for (int i = 0; i < m->n; i++)
-        if (m->names[i] == e->name || !strcmp(m->names[i], e->name)) return i;
+        if (same_name(m->names[i], e->name)) return i;
     return -1;
 }
 
@@ -454,7 +460,7 @@ static void ensure_calls(inlined_cache *x, const sched_state *s, inlined_stages 
 
 /* Whether e, once inlined, uses the variable `name`. */
 static bool uses_var(inlined_cache *x, const sched_state *s, const sc_expr *e, const char *name) {
-    if (e->kind == E_VAR) return e->name == name || !strcmp(e->name, name);
+    if (e->kind == E_VAR) return same_name(e->name, name);
     if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
         inlined_stages *ge = (inlined_stages *)stages_of(x, s, e->func->id, true);
         for (int d = 0; d < e->nargs; d++)
