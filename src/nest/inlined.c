@@ -389,26 +389,35 @@ static uint64_t subst_hash(const sc_expr *e, const ir_subst_map *m, const uint64
     return h;
 }
 
-/* Whether a equals ir_subst(e, m), node by node as ir_expr_equal. */
+/* Whether the nodes a and b are equal apart from their arguments, as
+ * ir_expr_equal decides (names compared by pointer first). */
+static bool same_node(const sc_expr *a, const sc_expr *b) {
+    if (a->kind != b->kind || a->type != b->type || a->nargs != b->nargs) return false;
+    switch (a->kind) {
+    case E_CONST: return a->type == SC_F32 ? a->c.f == b->c.f : a->c.i == b->c.i;
+    case E_VAR: return same_name(a->name, b->name);
+    case E_RVAR: return same_name(a->rdom->name, b->rdom->name) && a->dim == b->dim;
+    case E_PARAM: return same_name(a->param->name, b->param->name);
+    case E_CALL: return a->func == b->func || !strcmp(a->func->name, b->func->name);
+    case E_BINARY: case E_UNARY: case E_MATH: return a->op == b->op;
+    default: return true;
+    }
+}
+
+/* ir_expr_equal(a, b). */
+static bool tree_equal(const sc_expr *a, const sc_expr *b) {
+    if (a == b) return true;
+    if (!a || !b || !same_node(a, b)) return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (!tree_equal(a->args[i], b->args[i])) return false;
+    return true;
+}
+
+/* Whether a equals ir_subst(e, m). */
 static bool subst_equal(const sc_expr *a, const sc_expr *e, const ir_subst_map *m) {
     int k = subst_index(e, m);
-    if (k >= 0) return ir_expr_equal(a, m->vals[k]);
-    if (a->kind != e->kind || a->type != e->type || a->nargs != e->nargs) return false;
-    switch (a->kind) {
-    case E_CONST:
-        if (a->type == SC_F32 ? a->c.f != e->c.f : a->c.i != e->c.i) return false;
-        break;
-    case E_VAR: if (strcmp(a->name, e->name)) return false; break;
-    case E_RVAR:
-        if (strcmp(a->rdom->name, e->rdom->name) || a->dim != e->dim) return false;
-        break;
-    case E_PARAM: if (strcmp(a->param->name, e->param->name)) return false; break;
-    case E_CALL: if (strcmp(a->func->name, e->func->name)) return false; break;
-    case E_BINARY: case E_UNARY: case E_MATH:
-        if (a->op != e->op) return false;
-        break;
-    default: break;
-    }
+    if (k >= 0) return tree_equal(a, m->vals[k]);
+    if (!same_node(a, e)) return false;
     for (int i = 0; i < a->nargs; i++)
         if (!subst_equal(a->args[i], e->args[i], m)) return false;
     return true;
@@ -442,7 +451,7 @@ static void add_call(call_set *cs, sc_expr *c) {
     call_room(cs);
     int i = (int)(h & (uint64_t)(cs->cap - 1));
     for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
-        if (cs->hash[k] == h && ir_expr_equal(cs->calls.items[k], c)) return;
+        if (cs->hash[k] == h && tree_equal(cs->calls.items[k], c)) return;
     call_put(cs, i, h, c);
 }
 
