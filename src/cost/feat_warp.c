@@ -45,7 +45,7 @@ static int distinct(int64_t *v, int n) {
 }
 
 /* The serial iteration after s, as per-loop offsets (loop 0 fastest):
- * iteration it is it's digits in the loops' extents. */
+ * iteration number it has the digits of it in the loops' extents. */
 static void next_iteration(const feat_lanes *ln, int64_t *s) {
     for (int j = 0; j < ln->nloops; j++) {
         if (++s[j] < ln->serial[j]) return;
