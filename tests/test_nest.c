@@ -211,6 +211,50 @@ static void multi_consumer_hull(void) {
     sc_pipeline_free(p);
 }
 
+/* What one block computes of a THREAD-level Func with several consumers
+ * is the hull of what their blocks read, as lowering allocates a Func
+ * fused at block level: with a, b and g at thread level of out (16x16
+ * blocks, one point per thread), g's per-block figure is 17x17, the
+ * shared array lowering makes for g when the three sit at block level
+ * (a plain union of a's and b's reads, whose origins are different
+ * symbols, would fall back to g's 65x65 region). */
+static void thread_hull_per_block(void) {
+    sc_pipeline *p = parse(TWO_CONSUMERS);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    char err[512];
+    const sc_func *g = func_named(p, "g"), *af = func_named(p, "a"), *in = func_named(p, "in");
+    sched_state *bs = sched_parse(a, p, "t.sched",
+                                  "schedule t;\nout: root [x=16x1 y=16x1];\na: block of out [x=16 y=16];\n"
+                                  "b: block of out [x=16 y=16];\ng: block of out [x=16 y=16];\n", err, sizeof err);
+    sched_state *ts = sched_parse(a, p, "t.sched",
+                                  "schedule t;\nout: root [x=16x1 y=16x1];\na: thread of out;\nb: thread of out;\n"
+                                  "g: thread of out;\n", err, sizeof err);
+    CHECK(bs != NULL && ts != NULL);
+    lower_program *prog = bs ? lower_schedule(a, p, b, bs, err, sizeof err) : NULL;
+    const lower_alloc *ga = prog && prog->nkernels == 1 ? alloc_of(prog->kernels[0], g->id) : NULL;
+    CHECK(ga != NULL && ga->extent[0] == 17 && ga->extent[1] == 17);
+    nest_ctx *x = nest_ctx_new(p, b);
+    nest *m = ts ? nest_build(x, ts, err, sizeof err) : NULL;
+    CHECK(m != NULL);
+    if (m && ga) {
+        const nest_func *gf = m->funcs[g->id];
+        CHECK(gf && gf->mem == NEST_REGISTER && gf->extent[0] == 2 && gf->extent[1] == 2);
+        const nest_access *gi = gf ? &gf->stages[0]->access[0] : NULL;     /* g reads in(x, y) */
+        CHECK(gi && gi->producer == in);
+        for (int d = 0; gi && d < 2; d++) CHECK(gi->fp_block[d] == ga->extent[d]);
+        CHECK(gi && gi->bytes_block == 17 * 17 * 4);
+        /* a reads g at (x, y) and (x + 1, y) over its 16x16 per block */
+        const nest_access *ag = m->funcs[af->id] ? &m->funcs[af->id]->stages[0]->access[0] : NULL;
+        CHECK(ag && ag->producer == g && ag->fp_block[0] == 16 && ag->fp_block[1] == 16);
+    }
+    nest_free(m);
+    nest_ctx_free(x);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
 static const char *STENCIL =
     "input f32 in(130, 130);\n"
     "blur(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y) + in(x, y + 1) + in(x, y + 2);\n"
@@ -432,6 +476,7 @@ int main(void) {
     RUN(partial_state);
     RUN(transpose_strides);
     RUN(multi_consumer_hull);
+    RUN(thread_hull_per_block);
     RUN(zero_dim_funcs);
     model_equals_kernel_ir();
     CHECK_EXIT();

@@ -70,6 +70,12 @@ typedef struct rec {
     bool irregular;                   /* recorded a call with an irregular coordinate */
 } rec;
 
+/* Variable names: the same pointer, or the same text (the first
+ * character tells most apart). */
+static inline bool same_name(const char *a, const char *b) {
+    return a == b || (a[0] == b[0] && !strcmp(a, b));
+}
+
 static bool is_inline(const walk *w, const sc_func *g) {
     if (!w->s || g->kind != FUNC_DEFINED || g == w->f) return false;
     const sched_func *sf = w->s->f[g->id];
@@ -93,13 +99,6 @@ static bool is_const_form(const feat_form *a, int nloops) {
     if (!a->ok) return false;
     for (int j = 0; j < nloops; j++)
         if (a->c[j] != 0) return false;
-    return true;
-}
-
-bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops) {
-    if (!a->ok || !b->ok) return false;
-    for (int j = 0; j < nloops; j++)
-        if (a->c[j] != b->c[j]) return false;
     return true;
 }
 
@@ -142,7 +141,7 @@ static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
         return e->type == SC_F32 ? irregular() : constant((double)e->c.i);
     case E_VAR:
         for (int i = 0; i < v->n; i++)
-            if (!strcmp(v->names[i], e->name)) return v->forms[i];
+            if (same_name(v->names[i], e->name)) return v->forms[i];
         return irregular();
     case E_RVAR: {
         const sc_rdom *rd = w->f->stages[w->st].rdom;
@@ -203,6 +202,15 @@ static uint64_t mix(uint64_t h, uint64_t x) {
     return h * 0xff51afd7ed558ccdull;
 }
 
+/* The tables take a hash's low bits, and the bits mixed in are mostly
+ * doubles holding small integers, whose low bits are all zero: the high
+ * bits are folded down, or the tables' chains grow with their size. */
+static uint64_t finish(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
 static uint64_t hash_call(const feat_call *c, int nloops) {
     uint64_t h = mix(0, (uint64_t)(uintptr_t)c->prod);
     for (int d = 0; d < c->ndims; d++) {
@@ -217,7 +225,7 @@ static uint64_t hash_call(const feat_call *c, int nloops) {
             h = mix(h, bits);
         }
     }
-    return h;
+    return finish(h);
 }
 
 static bool same_call(const feat_call *a, const feat_call *b, int nloops) {
@@ -339,6 +347,7 @@ static int visit_inline(walk *w, const sc_func *g, const env *inner) {
         memcpy(&bits, &key[i], sizeof bits);
         h = mix(h, bits);
     }
+    h = finish(h);
     if (!w->mtab && !(w->mtab = calloc(MEMO_TABLE, sizeof *w->mtab))) {
         w->oom = true;
         return 1;
@@ -386,7 +395,7 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
     if (w->oom) return 1;
     if (e->kind == E_VAR) {
         for (int i = 0; i < v->n; i++)
-            if (!strcmp(v->names[i], e->name)) return v->strahler[i];
+            if (same_name(v->names[i], e->name)) return v->strahler[i];
         return 1;
     }
     int best = 0, ties = 0;
@@ -434,6 +443,17 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
         out->store[d] = form_of(&w, sg->args[d], &v);
         if (st > 0) visit(&w, sg->args[d], &v);   /* a scatter's coordinates may load */
     }
+    /* the producers, first called first (a stage calls a few producers
+     * through up to hundreds of calls) */
+    out->prods = malloc(sizeof *out->prods * (size_t)(out->n + 1));
+    out->prod_of = malloc(sizeof *out->prod_of * (size_t)(out->n + 1));
+    if (!out->prods || !out->prod_of) w.oom = true;
+    for (int i = 0; !w.oom && i < out->n; i++) {
+        int k = out->nprods - 1;
+        while (k >= 0 && out->prods[k] != out->calls[i].prod) k--;
+        if (k < 0) out->prods[k = out->nprods++] = out->calls[i].prod;
+        out->prod_of[i] = k;
+    }
     free(w.table);
     for (int i = 0; w.mtab && i < MEMO_TABLE; i++)
         for (memo_entry *e = w.mtab[i], *next; e; e = next) {
@@ -457,6 +477,10 @@ int feat_stage_accesses(const sc_pipeline *p, const sched_state *s, const sc_fun
 
 void feat_stage_access_free(feat_stage_access *a) {
     free(a->calls);
+    free(a->prods);
+    free(a->prod_of);
     a->calls = NULL;
-    a->n = a->cap = 0;
+    a->prods = NULL;
+    a->prod_of = NULL;
+    a->n = a->cap = a->nprods = 0;
 }

@@ -45,6 +45,11 @@ typedef struct {
     feat_form store[SC_MAX_DIMS];
     int64_t inlined_calls;            /* calls of inline Funcs per point */
     int strahler;                     /* of the expression with inlining */
+    /* the producers called, in order of first call, and calls[i]'s
+     * producer as an index into them (malloc'd) */
+    int nprods;
+    const sc_func **prods;
+    int *prod_of;
 } feat_stage_access;
 
 /* The accesses of stage st of f; inline Funcs are those s decides inline
@@ -58,6 +63,11 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
                            feat_stage_access *out);
 
 /* Whether two forms have the same coefficients (both regular). */
-bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops);
+static inline bool feat_form_same_coefs(const feat_form *a, const feat_form *b, int nloops) {
+    if (!a->ok || !b->ok) return false;
+    for (int j = 0; j < nloops; j++)
+        if (a->c[j] != b->c[j]) return false;
+    return true;
+}
 
 #endif

@@ -15,13 +15,20 @@
 #include "feat_warp.h"
 
 #define LANES 32
-#define SECTOR 32
+#define SECTOR_LOG2 5
+#define SECTOR (1 << SECTOR_LOG2)
 #define LINE 128
 #define BANKS 32
 
 static int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* log2 of b when b is a power of two (an arithmetic shift right by it is
+ * floor division by b), else -1. */
+static int shift_of(int64_t b) {
+    return b > 0 && (b & (b - 1)) == 0 ? __builtin_ctzll((unsigned long long)b) : -1;
 }
 
 /* The number of distinct values of v[0..n) (n <= LANES); sorts v. */
@@ -37,11 +44,12 @@ static int distinct(int64_t *v, int n) {
     return k;
 }
 
-/* The serial iteration number it as per-loop offsets (loop 0 fastest). */
-static void iteration(const feat_lanes *ln, int64_t it, int64_t *s) {
+/* The serial iteration after s, as per-loop offsets (loop 0 fastest):
+ * iteration number it has the digits of it in the loops' extents. */
+static void next_iteration(const feat_lanes *ln, int64_t *s) {
     for (int j = 0; j < ln->nloops; j++) {
-        s[j] = it % ln->serial[j];
-        it /= ln->serial[j];
+        if (++s[j] < ln->serial[j]) return;
+        s[j] = 0;
     }
 }
 
@@ -87,29 +95,25 @@ static void instruction(const feat_storage *st, const int64_t *addr, int m, doub
     int64_t a[LANES];
     memcpy(a, addr, sizeof(int64_t) * (size_t)m);
     distinct(a, m);
-    int units = m > 0, sectors = m > 0;
+    int units = m > 0, sectors = m > 0, es = shift_of(st->elem);
     for (int l = 1; l < m; l++) {
-        units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
-        sectors += floor_div(a[l], SECTOR) != floor_div(a[l - 1], SECTOR);
+        if (es >= 0) units += (a[l] >> es) != (a[l - 1] >> es);
+        else units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
+        sectors += (a[l] >> SECTOR_LOG2) != (a[l - 1] >> SECTOR_LOG2);
     }
     *needed = (double)units * st->elem;
     if (!st->shared) {
         *trans = sectors;
         return;
     }
-    /* the most distinct 4-byte words any bank serves: sorted by bank,
-     * then word, count the runs */
-    int64_t key[LANES];
+    /* the most distinct 4-byte words any bank serves: the addresses are
+     * sorted, so equal words are neighbours */
+    int count[BANKS] = {0}, worst = 0;
     for (int l = 0; l < m; l++) {
-        int64_t w = floor_div(a[l], 4);
-        key[l] = (((w % BANKS) + BANKS) % BANKS) * ((int64_t)1 << 40) + (w & (((int64_t)1 << 40) - 1));
-    }
-    distinct(key, m);
-    int worst = m > 0, run = 1;
-    for (int l = 1; l < m; l++) {
-        if (key[l] == key[l - 1]) continue;
-        run = (key[l] >> 40) == (key[l - 1] >> 40) ? run + 1 : 1;
-        if (run > worst) worst = run;
+        int64_t w = a[l] >> 2;                                /* floor(a / 4) */
+        if (l && w == a[l - 1] >> 2) continue;
+        int k = ++count[w & (BANKS - 1)];
+        if (k > worst) worst = k;
     }
     *trans = worst;
 }
@@ -137,6 +141,15 @@ struct feat_warp_pool {
     int *next;                        /* chain in its bucket, -1 ends */
     int n, cap;
     int head[POOL_BUCKETS];           /* first pattern + 1; 0: none */
+    /* scratch of one feat_warp_access at a time, kept between calls (not
+     * counted in feat_warp_pool_bytes): its per-call arrays, and the
+     * reuse set, whose slots are empty unless stamped with the call's
+     * generation (so it is never cleared) */
+    void *buf;
+    size_t bufcap;
+    uint64_t *skeys;
+    uint32_t *sgen, scur;
+    int64_t scap;
 };
 
 feat_warp_pool *feat_warp_pool_new(void) { return calloc(1, sizeof(feat_warp_pool)); }
@@ -145,6 +158,9 @@ static void pool_release(feat_warp_pool *pool) {
     free(pool->p);
     free(pool->h);
     free(pool->next);
+    free(pool->buf);
+    free(pool->skeys);
+    free(pool->sgen);
 }
 
 void feat_warp_pool_free(feat_warp_pool *pool) {
@@ -196,23 +212,27 @@ static int find_pattern(feat_warp_pool *pool, const feat_storage *st, const int6
     return pool->n++;
 }
 
-static void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
-    int r = (int)(((b % ALIGN) + ALIGN) % ALIGN);
-    if (!g->have[r]) {
-        int64_t addr[LANES];
-        for (int l = 0; l < m; l++) addr[l] = g->rel[l] + r;
-        instruction(st, addr, m, &g->trans[r], &g->needed[r]);
-        g->have[r] = true;
-    }
+/* The cost of residue r of a pattern, computed on first use. */
+static void pattern_fill(const feat_storage *st, pattern *g, int m, int r) {
+    int64_t addr[LANES];
+    for (int l = 0; l < m; l++) addr[l] = g->rel[l] + r;
+    instruction(st, addr, m, &g->trans[r], &g->needed[r]);
+    g->have[r] = true;
+}
+
+static inline void pattern_cost(const feat_storage *st, pattern *g, int m, int64_t b, double *trans, double *needed) {
+    int r = (int)(b & (ALIGN - 1));                           /* b mod 128, in [0, 128) */
+    if (!g->have[r]) pattern_fill(st, g, m, r);
     *trans = g->trans[r];
     *needed = g->needed[r];
 }
 
-/* A set of 64-bit keys: open addressing, 0 = empty slot.  Two values with
- * the same mixed key would merge; with 64-bit mixing that does not happen
- * in practice. */
+/* A set of 64-bit keys: open addressing, a slot empty unless gen[i] is
+ * cur.  Two values with the same mixed key would merge; with 64-bit
+ * mixing that does not happen in practice. */
 typedef struct {
     uint64_t *keys;
+    uint32_t *gen, cur;
     int64_t mask;
 } key_set;
 
@@ -224,12 +244,46 @@ static uint64_t mix2(uint64_t a, int64_t b) {
 
 static bool set_insert(key_set *s, uint64_t k) {
     for (int64_t i = (int64_t)(k & (uint64_t)s->mask);; i = (i + 1) & s->mask) {
-        if (s->keys[i] == k) return false;
-        if (!s->keys[i]) {
+        if (s->gen[i] != s->cur) {
+            s->gen[i] = s->cur;
             s->keys[i] = k;
             return true;
         }
+        if (s->keys[i] == k) return false;
     }
+}
+
+/* An empty set of at least cap slots (a power of two) from the pool's
+ * scratch; false when out of memory. */
+static bool set_open(feat_warp_pool *pool, int64_t cap, key_set *s) {
+    if (pool->scap < cap) {
+        free(pool->skeys);
+        free(pool->sgen);
+        pool->skeys = malloc(sizeof *pool->skeys * (size_t)cap);
+        pool->sgen = calloc((size_t)cap, sizeof *pool->sgen);
+        pool->scap = pool->skeys && pool->sgen ? cap : 0;
+        pool->scur = 0;
+        if (!pool->scap) return false;
+    }
+    if (++pool->scur == 0) {                  /* the generations wrapped: clear */
+        memset(pool->sgen, 0, sizeof *pool->sgen * (size_t)pool->scap);
+        pool->scur = 1;
+    }
+    s->keys = pool->skeys;
+    s->gen = pool->sgen;
+    s->cur = pool->scur;
+    s->mask = pool->scap - 1;
+    return true;
+}
+
+/* n bytes of the pool's scratch (one call's arrays), or NULL. */
+static void *scratch(feat_warp_pool *pool, size_t n) {
+    if (pool->bufcap < n) {
+        free(pool->buf);
+        pool->buf = malloc(n);
+        pool->bufcap = pool->buf ? n : 0;
+    }
+    return pool->buf;
 }
 
 int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
@@ -254,72 +308,98 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
             base[l][j] = (int64_t)floor(v);
         }
     }
-    /* per call: its linear form, lane-0 address and pattern */
-    int64_t *steps = malloc(sizeof(int64_t) * (size_t)(n * FEAT_MAX_LOOPS));
-    int64_t *b0 = malloc(sizeof(int64_t) * (size_t)n);
-    int *pat = malloc(sizeof(int) * (size_t)n);
-    int *uid = malloc(sizeof(int) * (size_t)n);
+    /* per call: its linear form, lane-0 address and pattern.  Calls with
+     * the same steps (a stencil's taps) have the same lane offsets, so the
+     * offsets and their pattern are found once per group of equal steps:
+     * lane l's address is konst + d_l with d_l = step . base[l], the
+     * pattern d_l - d_0 whatever konst is. */
     feat_warp_pool *local = keep ? NULL : calloc(1, sizeof *local), *pool = keep ? keep : local;
-    key_set seen = { NULL, 0 };
+    key_set seen = { NULL, NULL, 0, 0 };
+    feat_warp_cost acc = *c;
     int rc = -1;
-    if (!steps || !b0 || !pat || !uid || !pool) goto done;
+    /* the arrays, in the pool's scratch: int64 ones first */
+    size_t un = (size_t)n;
+    char *buf = pool ? scratch(pool, sizeof(int64_t) * un * (FEAT_MAX_LOOPS + 3) + sizeof(int) * un * 6) : NULL;
+    if (!buf) goto done;
+    int64_t *steps = (int64_t *)(void *)buf;
+    int64_t *b0 = steps + un * FEAT_MAX_LOOPS;
+    /* the groups: lane 0's d_0, the offset of the current iteration */
+    int64_t *gd0 = b0 + un, *goff = gd0 + un;
+    int *pat = (int *)(void *)(goff + un);
+    int *uid = pat + un, *grp = uid + un;
+    /* the groups: first call (its steps name the group), pattern, reuse name */
+    int *gfirst = grp + un, *gpat = gfirst + un, *guid = gpat + un;
+    int ng = 0, nl = ln->nloops;
     for (int i = 0; i < n; i++) {
         int64_t konst, *step = steps + i * FEAT_MAX_LOOPS;
-        pat[i] = -1;
-        if (!linear(calls[i], st, ln->nloops, &konst, step)) continue;
-        int64_t rel[LANES];
-        for (int l = 0; l < nlanes; l++) {
-            int64_t a = konst;
-            for (int j = 0; j < ln->nloops; j++) a += step[j] * base[l][j];
-            rel[l] = a;
+        pat[i] = grp[i] = -1;
+        if (!linear(calls[i], st, nl, &konst, step)) continue;
+        int g = 0;
+        while (g < ng && memcmp(steps + gfirst[g] * FEAT_MAX_LOOPS, step, sizeof(int64_t) * (size_t)nl)) g++;
+        if (g == ng) {
+            int64_t rel[LANES];
+            for (int l = 0; l < nlanes; l++) {
+                int64_t a = 0;
+                for (int j = 0; j < nl; j++) a += step[j] * base[l][j];
+                rel[l] = a;
+            }
+            gd0[g] = rel[0];
+            for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
+            gpat[g] = find_pattern(pool, st, rel, nlanes);
+            if (gpat[g] < 0) goto done;
+            gfirst[g] = i;
+            ng++;
         }
-        b0[i] = rel[0];
-        for (int l = nlanes - 1; l >= 0; l--) rel[l] -= rel[0];
-        pat[i] = find_pattern(pool, st, rel, nlanes);
-        if (pat[i] < 0) goto done;
+        grp[i] = g;
+        pat[i] = gpat[g];
+        b0[i] = konst + gd0[g];
     }
     /* the reuse set's name of a call's pattern: the first call with it
      * (below n, apart from the lanes' names n + l) */
-    for (int i = 0; i < n; i++) {
-        uid[i] = i;
-        for (int q = 0; q < i && uid[i] == i; q++)
-            if (pat[q] >= 0 && pat[q] == pat[i]) uid[i] = q;
+    for (int g = 0; g < ng; g++) {
+        guid[g] = gfirst[g];
+        for (int h = 0; h < ng; h++)
+            if (gpat[h] == gpat[g] && gfirst[h] < guid[g]) guid[g] = gfirst[h];
     }
+    for (int i = 0; i < n; i++) uid[i] = pat[i] >= 0 ? guid[grp[i]] : i;
     if (unrolled) {
         /* at most one key per iteration of a linear call, one per lane
          * and iteration of another: the set at most half full */
         int64_t keys = 0, cap = 64;
         for (int i = 0; i < n; i++) keys += pat[i] >= 0 ? iters : iters * nlanes;
         while (cap < 2 * keys) cap *= 2;
-        seen.keys = calloc((size_t)cap, sizeof *seen.keys);
-        if (!seen.keys) goto done;
-        seen.mask = cap - 1;
+        if (!set_open(pool, cap, &seen)) goto done;
     }
 
-    for (int64_t it = 0; it < iters; it++) {
-        int64_t s[FEAT_MAX_LOOPS];
-        iteration(ln, it, s);
+    /* the sums in a local (the same additions in the same order; the
+     * pool's stores cannot reach it) */
+    int64_t s[FEAT_MAX_LOOPS] = {0};
+    for (int64_t it = 0; it < iters; it++, next_iteration(ln, s)) {
+        for (int g = 0; g < ng; g++) {
+            const int64_t *step = steps + gfirst[g] * FEAT_MAX_LOOPS;
+            int64_t o = 0;
+            for (int j = 0; j < nl; j++) o += step[j] * s[j];
+            goff[g] = o;
+        }
         for (int i = 0; i < n; i++) {
             double trans, needed;
             if (pat[i] >= 0) {
-                const int64_t *step = steps + i * FEAT_MAX_LOOPS;
-                int64_t b = b0[i];
-                for (int j = 0; j < ln->nloops; j++) b += step[j] * s[j];
+                int64_t b = b0[i] + goff[grp[i]];
                 /* a lane reloads nothing it has loaded: with a shared
                  * pattern, an instruction is new exactly when its lane-0
                  * address is new for the pattern */
                 if (unrolled && !set_insert(&seen, mix2((uint64_t)uid[i], b))) continue;
                 if (it == 0 && !st->shared) {
-                    c->lift_lines += pool->p[pat[i]].lift;
-                    c->lift_n++;
+                    acc.lift_lines += pool->p[pat[i]].lift;
+                    acc.lift_n++;
                 }
                 pattern_cost(st, &pool->p[pat[i]], nlanes, b, &trans, &needed);
             } else if (irregular(calls[i], st)) {
                 /* every lane in a sector and line of its own, never
                  * reused: a gather */
                 if (it == 0 && !st->shared) {
-                    c->lift_lines += nlanes;
-                    c->lift_n++;
+                    acc.lift_lines += nlanes;
+                    acc.lift_n++;
                 }
                 trans = nlanes;
                 needed = (double)nlanes * st->elem;
@@ -344,8 +424,8 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                     int g = find_pattern(pool, st, rel, nlanes);
                     if (g < 0) goto done;
                     if (it == 0 && !st->shared) {
-                        c->lift_lines += pool->p[g].lift;
-                        c->lift_n++;
+                        acc.lift_lines += pool->p[g].lift;
+                        acc.lift_n++;
                     }
                     pattern_cost(st, &pool->p[g], nlanes, addr[0], &trans, &needed);
                 } else {
@@ -357,18 +437,14 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
                     needed *= k;
                 }
             }
-            c->trans += scale * trans;
-            c->needed += scale * needed;
-            c->moved += scale * trans * (st->shared ? LINE : SECTOR);
+            acc.trans += scale * trans;
+            acc.needed += scale * needed;
+            acc.moved += scale * trans * (st->shared ? LINE : SECTOR);
         }
     }
     rc = 0;
 done:
-    free(steps);
-    free(b0);
-    free(pat);
-    free(uid);
+    *c = acc;
     feat_warp_pool_free(local);
-    free(seen.keys);
     return rc;
 }

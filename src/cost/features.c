@@ -171,6 +171,7 @@ struct feat_ctx {
     int *ncallees;                    /* [slot]: distinct Funcs a stage calls */
     int **callees;
     ops_result *ops;
+    int *ops_of;                      /* [slot]: its entry in ops (the last one), or -1 */
     double (*patterns)[FEAT_store_slice + 1];   /* [slot]: the access classes */
     acc_entry *table[ACC_TABLE];
     int *mark, *stack, *sig;          /* scratch for the signatures */
@@ -253,16 +254,16 @@ static const int64_t *stored_extent(const ctx *c, const sc_func *g) {
     return mem_of(c, g) == MEM_G ? region_of(c, g) : c->fp[g->id].nf->extent;
 }
 
-/* The union box of all calls of producer g by a stage over box: extents
- * per dimension, clipped to lim. */
-static void footprint(const stage_pic *sp, const sc_func *g, const int64_t *box, const int64_t *lim,
-                      int64_t *out) {
+/* The union box of all calls of producer q (acc->prods[q]) by a stage
+ * over box: extents per dimension, clipped to lim. */
+static void footprint(const stage_pic *sp, int q, const int64_t *box, const int64_t *lim, int64_t *out) {
     const feat_form *dims[256];
-    for (int d = 0; d < g->ndims; d++) {
+    const feat_stage_access *a = sp->acc;
+    for (int d = 0; d < a->prods[q]->ndims; d++) {
         int n = 0;
-        for (int i = 0; i < sp->acc->n && n < 256; i++)
-            if (sp->acc->calls[i].prod == g) dims[n++] = &sp->acc->calls[i].dim[d];
-        out[d] = n ? span(dims, n, sp->acc->nloops, box, lim[d]) : 0;
+        for (int i = 0; i < a->n && n < 256; i++)
+            if (a->prod_of[i] == q) dims[n++] = &a->calls[i].dim[d];
+        out[d] = n ? span(dims, n, a->nloops, box, lim[d]) : 0;
     }
 }
 
@@ -306,7 +307,8 @@ static const feat_stage_access *stage_accesses(ctx *c, const sc_func *f, int st)
         return NULL;
     }
     memcpy(e->sig, x->sig, sizeof(int) * (size_t)nsig);
-    x->bytes += sizeof *e + sizeof(int) * (size_t)(nsig + 1) + sizeof(feat_call) * (size_t)e->acc.cap;
+    x->bytes += sizeof *e + sizeof(int) * (size_t)(nsig + 1) + sizeof(feat_call) * (size_t)e->acc.cap +
+                (sizeof(sc_func *) + sizeof(int)) * (size_t)(e->acc.n + 1);
     e->h = h;
     e->fid = f->id;
     e->st = st;
@@ -595,17 +597,14 @@ static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first,
     const feat_stage_access *a = sp->acc;
     const feat_form **calls = malloc(sizeof *calls * (size_t)(a->n + 1));
     if (!calls) return -1;
-    bool *done = calloc((size_t)a->n + 1, 1);
-    if (!done) { free(calls); return -1; }
     int rc = 0;
-    for (int i = 0; i < a->n && !rc; i++) {
-        if (done[i]) continue;
-        const sc_func *g = a->calls[i].prod;
+    for (int p = 0; p < a->nprods && !rc; p++) {
+        const sc_func *g = a->prods[p];
         mem_kind m = mem_of(c, g);
-        int n = 0;
-        for (int q = i; q < a->n; q++)
-            if (a->calls[q].prod == g) { calls[n++] = a->calls[q].dim; done[q] = true; }
         if (m == MEM_R) continue;
+        int n = 0;
+        for (int q = 0; q < a->n; q++)
+            if (a->prod_of[q] == p) calls[n++] = a->calls[q].dim;
         feat_storage st;
         storage_of(c, g, &st);
         rc = warp_access(c, &sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
@@ -618,7 +617,6 @@ static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first,
         rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
     }
     free(calls);
-    free(done);
     return rc;
 }
 
@@ -654,11 +652,11 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     size_t esize = sc_type_size(f->type);
 
     const ops_result *ops = c->x->ops;
-    for (int i = 0; i < ops->n; i++)
-        if (ops->items[i].func == f->id && ops->items[i].stage == st)
-            for (int k = 0; k < OPS_KIND_COUNT; k++)
-                for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
-                    v[k * SC_TYPE_COUNT + ty] = (double)ops->items[i].count[k][ty];
+    int oi = c->x->ops_of[c->x->slot[f->id] + st];
+    if (oi >= 0)
+        for (int k = 0; k < OPS_KIND_COUNT; k++)
+            for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
+                v[k * SC_TYPE_COUNT + ty] = (double)ops->items[oi].count[k][ty];
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;
@@ -722,17 +720,14 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     static const int alloc[3] = { FEAT_global_allocation_bytes_read_per_realization,
                                   FEAT_shared_allocation_bytes_read_per_realization,
                                   FEAT_register_allocation_bytes_read_per_realization };
-    for (int i = 0; i < a->n; i++) {
-        const sc_func *g = a->calls[i].prod;
-        bool first = true;
-        for (int q = 0; q < i && first; q++) first = a->calls[q].prod != g;
-        if (!first) continue;
+    for (int q = 0; q < a->nprods; q++) {
+        const sc_func *g = a->prods[q];
         mem_kind m = mem_of(c, g);
         const int64_t *lim = stored_extent(c, g);
         int64_t ext[SC_MAX_DIMS];
         double gsize = (double)sc_type_size(g->type);
         for (int level = 0; level < 2; level++) {
-            footprint(sp, g, level ? sp->serial : sp->extent, lim, ext);
+            footprint(sp, q, level ? sp->serial : sp->extent, lim, ext);
             double bytes = gsize, lines = 1;
             for (int d = 0; d < g->ndims; d++) {
                 bytes *= (double)ext[d];
@@ -944,8 +939,8 @@ static int key_func(ctx *c, int nkey, const sc_func *f, int only) {
 /* Whether a stage of kernel (root slot `ks`) reads a shared or register
  * Func that is not in the kernel (its rows would then read outside it). */
 static bool reads_outside(const ctx *c, const stage_pic *sp, int ks) {
-    for (int i = 0; sp->acc && i < sp->acc->n; i++) {
-        const sc_func *g = sp->acc->calls[i].prod;
+    for (int i = 0; sp->acc && i < sp->acc->nprods; i++) {
+        const sc_func *g = sp->acc->prods[i];
         if (mem_of(c, g) == MEM_G) continue;
         const func_pic *gp = &c->fp[g->id];
         const nest_stage *r = NULL;
@@ -1203,6 +1198,13 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->limit = FEAT_CACHE_LIMIT;
     int *list = calloc((size_t)x->n + 1, sizeof *list);
     x->ops = ops_count(p);
+    x->ops_of = malloc(sizeof *x->ops_of * (size_t)(x->nslots + 1));
+    for (int i = 0; x->ops_of && i <= x->nslots; i++) x->ops_of[i] = -1;
+    for (int i = 0; x->ops_of && x->ops && x->slot && i < x->ops->n; i++) {
+        int fid = x->ops->items[i].func, st = x->ops->items[i].stage;
+        if (fid >= 0 && fid < x->n && func_at(p, fid)->kind == FUNC_DEFINED && st >= 0 && st < func_at(p, fid)->nstages)
+            x->ops_of[x->slot[fid] + st] = i;
+    }
     x->head = calloc((size_t)x->nslots + 1, sizeof *x->head);
     x->kent = calloc((size_t)x->nslots + 1, sizeof *x->kent);
     x->kstamp = calloc((size_t)x->nslots + 1, sizeof *x->kstamp);
@@ -1216,6 +1218,7 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->fps = calloc((size_t)x->n + 1, sizeof *x->fps);
     x->pics = calloc((size_t)x->nslots + 1, sizeof *x->pics);
     bool ok = x->slot && x->ncallees && x->callees && x->patterns && x->mark && x->stack && x->sig && list && x->ops &&
+              x->ops_of &&
               x->head && x->kent && x->kstamp && x->rtab && x->last && x->fpart && x->fstamp && x->nextm && x->pool && x->fps && x->pics;
     for (int i = 0; ok && i < x->n; i++) {
         const sc_func *f = func_at(p, i);
@@ -1269,6 +1272,7 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->stack);
     free(x->sig);
     if (x->ops) ops_free(x->ops);
+    free(x->ops_of);
     free(x);
 }
 

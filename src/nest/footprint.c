@@ -238,14 +238,6 @@ bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr 
     return true;
 }
 
-int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s) {
-    int64_t rext = b->funcs[prod->id].extent[d];
-    int64_t e = s->hi - s->lo + 1;
-    if (e > rext) e = rext;
-    if (e < 1) e = 1;
-    return e;
-}
-
 sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d,
                         const fp_span *s, int64_t ext, int64_t *value) {
     int64_t rmin = b->funcs[prod->id].min[d], rmax = rmin + b->funcs[prod->id].extent[d] - 1;

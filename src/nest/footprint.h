@@ -85,8 +85,15 @@ int fp_union(ir_arena *arena, const bounds_result *b, const sc_func *prod, int n
 bool fp_affine_union(ir_arena *arena, const sc_func *prod, int n, const sc_expr *const *calls,
                      const fp_box *box, fp_span *dims, const fp_hooks *hooks);
 
-/* The clipped extent of span s in dimension d of prod's region. */
-int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s);
+/* The clipped extent of span s in dimension d of prod's region (inline:
+ * the model asks it for every access of every box). */
+static inline int64_t fp_clip_extent(const bounds_result *b, const sc_func *prod, int d, const fp_span *s) {
+    int64_t rext = b->funcs[prod->id].extent[d];
+    int64_t e = s->hi - s->lo + 1;
+    if (e > rext) e = rext;
+    if (e < 1) e = 1;
+    return e;
+}
 /* The clipped origin: an expression (arena given; a constant node when s
  * has no symbol) or, without arena, NULL with *value set when constant. */
 sc_expr *fp_clip_origin(ir_arena *arena, const bounds_result *b, const sc_func *prod, int d,

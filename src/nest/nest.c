@@ -15,49 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base.h"
-#include "analysis.h"
 #include "footprint.h"
 #include "fusion.h"
 #include "hull.h"
+#include "inlined.h"
 #include "nest.h"
 
-#define TABLE 4096   /* hash buckets (chained) */
-
-/* A Func's stages after inlining, for one set of inline Funcs. */
-typedef struct sexpr {
-    struct sexpr *next;
-    int fid;
-    int nsig;
-    int *sig;                      /* the inline Funcs it expands, DFS order */
-    uint64_t h;
-    double size;                   /* largest stage, in tree nodes */
-    bool fits;                     /* size <= NEST_MAX_INLINED */
-    sc_expr *val0;                 /* stage 0's value, inlined (made on demand) */
-    bool *uses;                    /* [d]: stage 0's inlined value uses variable d */
-    int *ncalls;                   /* [stage] distinct calls, first seen first */
-    const sc_expr ***calls;
-    fp_span **fb;                  /* [stage][call * SC_MAX_DIMS + d] fallback spans */
-    signed char **lin_k;           /* [stage][call * SC_MAX_DIMS + d]: the coordinate is
-                                      pure loop k's variable + lin_c, or -1 */
-    int64_t **lin_c;
-    fp_prog **prog;                /* [stage][call * SC_MAX_DIMS + d]: the others compiled */
-    unsigned char **fb_done;
-    int *nacc;                     /* [stage] accesses: calls distinct by value */
-    struct acc_rep **acc;
-} sexpr;
-
-/* One access: a call standing for `count` structurally distinct calls
- * with the same producer and the same affine, unclamped Jacobian rows and
- * offsets (x - 2 - 2 and x - 4), with its Jacobian (a pure function of
- * the expression, so computed once). */
-typedef struct acc_rep {
-    const sc_expr *call;
-    int index;                     /* in the stage's calls */
-    int count;
-    bool affine, plain;            /* plain: affine and unclamped */
-    double *coef;                  /* [d * nloops + l] */
-    double *off;                   /* [d] */
-} acc_rep;
+#define KERNEL_TABLE 4096   /* the kernel table's first size (buckets, chained) */
 
 /* A kernel (root stage and the Funcs fused into it), for one key. */
 typedef struct kentry {
@@ -81,19 +45,16 @@ typedef struct {
     kentry *e;                     /* NULL: none */
 } klast;
 
-/* A stage's loops (ir_stage_loops), computed once. */
-typedef struct { int nloops, npure; int dims[SC_MAX_DIMS], li[SC_MAX_DIMS]; } loops_info;
+/* A tile or footprint origin: h == 0: the constant v; else an opaque
+ * symbol (with, while a kernel with a hull is built, its variable). */
+typedef struct org { uint64_t h; int64_t v; sc_expr *sym; } org;
 
 struct nest_ctx {
     const sc_pipeline *p;
-    loops_info **loops;            /* [fid][stage] */
     const bounds_result *b;
-    ir_arena *arena;               /* call graph, stage expressions */
+    inlined_cache *inl;            /* stages after inlining */
     ir_arena *karena;              /* cached kernels (nest_ctx_flush) */
     int n;
-    int *ndirect;                  /* [fid] distinct Funcs called, any stage */
-    int **direct;
-    sexpr *etab[TABLE];
     kentry **ktab;                 /* chained, kcap buckets (a power of two), grown with kn */
     size_t kcap, kn;
     int *kslot;                    /* [fid] its stage 0's klast */
@@ -103,9 +64,12 @@ struct nest_ctx {
     fusion_graph *graph;           /* the consumer graph and the fusion rules */
     fusion_use *uses;              /* fusion_max_uses entries */
     /* scratch, sized n (one build at a time per ctx) */
-    int *mark, *stack, *sig;
+    int *ints;                     /* a build's per-Func ints (build: cstage .. next_mem) */
+    const struct inlined_stages **se;
+    int *mem_ids;
+    org *fmin, *bmin;              /* a build's footprints, written before they are read */
+    int64_t *fext, *bext;
     uintptr_t *key;                /* a kernel key: every decision with all its tiles */
-    int stamp;
 };
 
 static sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -114,67 +78,29 @@ const char *nest_mem_name(nest_mem m) {
     return m == NEST_GLOBAL ? "global" : m == NEST_SHARED ? "shared" : "register";
 }
 
-/* ---- the pipeline's call graph ---------------------------------------- */
-
-typedef struct { nest_ctx *x; int self; int *list; int n; } callee_walk;
-
-static void note_callee(const sc_expr *e, void *user) {
-    callee_walk *w = user;
-    if (e->kind != E_CALL || e->func->kind != FUNC_DEFINED || e->func->id == w->self) return;
-    for (int i = 0; i < w->n; i++) if (w->list[i] == e->func->id) return;
-    w->list[w->n++] = e->func->id;
-}
-
 nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     nest_ctx *x = base_calloc(1, sizeof *x);
     x->p = p;
     x->b = b;
-    x->arena = ir_arena_new();
+    x->inl = inlined_cache_new(p);
     x->karena = ir_arena_new();
-    x->kcap = TABLE;
+    x->kcap = KERNEL_TABLE;
     x->ktab = base_calloc(x->kcap, sizeof *x->ktab);
     x->kslot = base_calloc((size_t)p->funcs.n + 1, sizeof *x->kslot);
     for (int i = 0; i < p->funcs.n; i++) x->kslot[i + 1] = x->kslot[i] + func_at(p, i)->nstages;
     x->last = base_calloc((size_t)x->kslot[p->funcs.n] + 1, sizeof *x->last);
     x->n = p->funcs.n;
     size_t n = (size_t)x->n + 1;
-    x->ndirect = base_calloc(n, sizeof(int));
-    x->direct = base_calloc(n, sizeof(int *));
-    x->mark = base_calloc(n, sizeof(int));
-    x->stack = base_calloc(n, sizeof(int));
-    x->sig = base_calloc(n, sizeof(int));
+    x->ints = base_calloc(8 * n, sizeof(int));
+    x->se = base_calloc(n, sizeof *x->se);
+    x->mem_ids = base_calloc(n, sizeof(int));
+    x->fmin = base_calloc(n * SC_MAX_DIMS, sizeof(org));
+    x->bmin = base_calloc(n * SC_MAX_DIMS, sizeof(org));
+    x->fext = base_calloc(n * SC_MAX_DIMS, sizeof(int64_t));
+    x->bext = base_calloc(n * SC_MAX_DIMS, sizeof(int64_t));
     size_t words = 8;
     for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
     x->key = base_calloc(words, sizeof(uintptr_t));
-    x->loops = ir_alloc(x->arena, sizeof(loops_info *) * n);
-    for (int i = 0; i < x->n; i++) {
-        const sc_func *f = func_at(p, i);
-        x->loops[i] = ir_alloc(x->arena, sizeof(loops_info) * (size_t)(f->nstages + 1));
-        for (int st = 0; st < f->nstages; st++) {
-            loops_info *l = &x->loops[i][st];
-            int which[2 * SC_MAX_DIMS];
-            l->nloops = ir_stage_loops(f, st, which);
-            for (int k = 0; k < l->nloops; k++)
-                if (which[k] >= 0) {
-                    l->li[l->npure] = k;
-                    l->dims[l->npure++] = which[k];
-                }
-        }
-    }
-    int *tmp = base_calloc(n, sizeof(int));
-    for (int i = 0; i < x->n; i++) {
-        const sc_func *f = func_at(p, i);
-        if (f->kind != FUNC_DEFINED) continue;
-        callee_walk w = { x, i, tmp, 0 };
-        for (int s = 0; s < f->nstages; s++) {
-            ir_visit(f->stages[s].value, note_callee, &w);
-            for (int d = 0; d < f->stages[s].nargs; d++) ir_visit(f->stages[s].args[d], note_callee, &w);
-        }
-        x->ndirect[i] = w.n;
-        x->direct[i] = ir_alloc(x->arena, sizeof(int) * (size_t)(w.n + 1));
-        memcpy(x->direct[i], tmp, sizeof(int) * (size_t)w.n);
-    }
-    free(tmp);
     x->graph = fusion_graph_new(p);
     x->uses = base_calloc((size_t)fusion_max_uses(x->graph) + 1, sizeof(fusion_use));
     return x;
@@ -182,24 +108,30 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
 
 void nest_ctx_free(nest_ctx *x) {
     if (!x) return;
-    ir_arena_free(x->arena);
+    inlined_cache_free(x->inl);
     ir_arena_free(x->karena);
     free(x->ktab);
     for (int i = 0; i < x->kslot[x->n]; i++) free(x->last[i].key);
     free(x->last);
     free(x->kslot);
-    free(x->ndirect);
-    free(x->direct);
-    free(x->mark);
-    free(x->stack);
-    free(x->sig);
+    free(x->ints);
+    free(x->se);
+    free(x->mem_ids);
+    free(x->fmin);
+    free(x->bmin);
+    free(x->fext);
+    free(x->bext);
     free(x->key);
     fusion_graph_free(x->graph);
     free(x->uses);
     free(x);
 }
 
-nest_stats nest_ctx_stats(const nest_ctx *x) { return x->stats; }
+nest_stats nest_ctx_stats(const nest_ctx *x) {
+    nest_stats st = x->stats;
+    inlined_cache_stats(x->inl, &st.expr_hits, &st.expr_misses);
+    return st;
+}
 
 void nest_ctx_cache_kernels(nest_ctx *x, bool on) { x->no_kernel_cache = !on; }
 
@@ -211,300 +143,12 @@ void nest_ctx_flush(nest_ctx *x) {
     for (int i = 0; i < x->kslot[x->n]; i++) x->last[i].e = NULL;
 }
 
-static bool is_inline(const sched_state *s, int id) {
-    return s->f[id] && s->f[id]->loc == SCHED_INLINE;
-}
-
-/* ---- stages after inlining ------------------------------------------------ */
-
-/* The inline Funcs reachable from fid through inline Funcs, in DFS
- * order, into x->sig; returns the count. */
-static int inline_sig(nest_ctx *x, const sched_state *s, int fid) {
-    int top = 0, n = 0;
-    x->stamp++;
-    x->stack[top++] = fid;
-    x->mark[fid] = x->stamp;
-    while (top) {
-        int g = x->stack[--top];
-        for (int i = 0; i < x->ndirect[g]; i++) {
-            int h = x->direct[g][i];
-            if (x->mark[h] == x->stamp || !is_inline(s, h)) continue;
-            x->mark[h] = x->stamp;
-            x->sig[n++] = h;
-            x->stack[top++] = h;
-        }
-    }
-    return n;
-}
-
-static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls);
-
-/* An inline Func's size with its own inline calls expanded: its cached
- * sexpr (under the same state, so the same inline set). */
-typedef struct { nest_ctx *x; const sched_state *s; } size_user;
-
-static double inline_func_size(void *user, const sc_func *g) {
-    size_user *u = user;
-    return stages_of(u->x, u->s, g->id, false)->size;
-}
-
-/* Calls of inline Funcs replaced by their (inlined) values, as lowering's
- * inline_expr does. */
-static sc_expr *inline_expr(nest_ctx *x, const sched_state *s, sc_expr *e) {
-    sc_expr *r = e;
-    for (int i = 0; i < e->nargs; i++) {
-        sc_expr *v = inline_expr(x, s, e->args[i]);
-        if (v != e->args[i]) {
-            if (r == e) r = ir_copy_node(x->arena, e);
-            r->args[i] = v;
-        }
-    }
-    if (r->kind == E_CALL && r->func->kind == FUNC_DEFINED && is_inline(s, r->func->id)) {
-        const sc_func *g = r->func;
-        sexpr *ge = (sexpr *)stages_of(x, s, g->id, false);
-        assert(ge->fits);         /* no larger than the caller, which fits */
-        if (!ge->val0) ge->val0 = inline_expr(x, s, g->stages[0].value);
-        ir_subst_map m = { 0 };
-        for (int d = 0; d < g->ndims; d++) {
-            m.names[m.n] = g->vars[d];
-            m.vals[m.n++] = r->args[d];
-        }
-        return ir_subst(x->arena, ge->val0, &m);
-    }
-    return r;
-}
-
-static uint64_t sig_hash(int fid, int n, const int *sig) {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)fid;
-    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)sig[i]) * 1099511628211ULL;
-    return h;
-}
-
-/* Whether e is a pure variable plus a constant, built with + and - of
- * constants only (then fp_arg's span is the variable's, shifted). */
-static bool var_shift(const sc_expr *e, const char **var, int64_t *c) {
-    if (e->kind == E_VAR) { *var = e->name; *c = 0; return true; }
-    if (e->kind != E_BINARY || (e->op != SC_ADD && e->op != SC_SUB)) return false;
-    const sc_expr *k = e->args[1];
-    if (k->kind != E_CONST || k->type == SC_F32 || !var_shift(e->args[0], var, c)) return false;
-    *c += e->op == SC_ADD ? k->c.i : -k->c.i;
-    return true;
-}
-
-static void shifts_of(const sc_func *f, int st, sexpr *e, ir_arena *a) {
-    size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
-    e->lin_k[st] = ir_alloc(a, m);
-    e->lin_c[st] = ir_alloc(a, sizeof(int64_t) * m);
-    e->prog[st] = ir_alloc(a, sizeof(fp_prog) * m);
-    int dims[SC_MAX_DIMS], np = fusion_pure_dims(f, st, dims);
-    const char *names[SC_MAX_DIMS];
-    for (int k = 0; k < np; k++) names[k] = f->vars[dims[k]];
-    for (int i = 0; i < e->ncalls[st]; i++) {
-        const sc_expr *call = e->calls[st][i];
-        for (int d = 0; d < call->nargs && d < SC_MAX_DIMS; d++) {
-            size_t q = (size_t)i * SC_MAX_DIMS + (size_t)d;
-            const char *v;
-            int64_t c;
-            e->lin_k[st][q] = -1;
-            if (var_shift(call->args[d], &v, &c))
-                for (int k = np - 1; k >= 0; k--)
-                    if (!strcmp(f->vars[dims[k]], v)) { e->lin_k[st][q] = (signed char)k; e->lin_c[st][q] = c; }
-            if (e->lin_k[st][q] < 0) e->prog[st][q] = fp_compile(a, call->args[d], np, names);
-        }
-    }
-}
-
-/* The accesses of stage st (see acc_rep). */
-static void group_accesses(nest_ctx *x, const sc_func *f, int st, sexpr *e) {
-    int which[2 * SC_MAX_DIMS], nl = ir_stage_loops(f, st, which), nc = e->ncalls[st];
-    acc_rep *reps = ir_alloc(x->arena, sizeof(acc_rep) * (size_t)(nc + 1));
-    int n = 0;
-    for (int i = 0; i < nc; i++) {
-        const sc_expr *call = e->calls[st][i];
-        int nd = call->func->ndims;
-        acc_rep r = { call, i, 1, true, true, ir_alloc(x->arena, sizeof(double) * (size_t)(nd * nl + 1)),
-                      ir_alloc(x->arena, sizeof(double) * (size_t)(nd + 1)) };
-        for (int d = 0; d < nd && r.affine; d++) {
-            deps_ratio coef[2 * SC_MAX_DIMS], off;
-            bool clamped = false;
-            if (!deps_linearise(f, st, call->args[d], coef, &off, &clamped)) { r.affine = r.plain = false; break; }
-            r.plain &= !clamped;
-            for (int l = 0; l < nl; l++) r.coef[d * nl + l] = (double)coef[l].num / (double)coef[l].den;
-            r.off[d] = (double)off.num / (double)off.den;
-        }
-        int j = 0;
-        if (r.plain)
-            for (; j < n; j++)
-                if (reps[j].plain && reps[j].call->func == call->func &&
-                    !memcmp(reps[j].coef, r.coef, sizeof(double) * (size_t)(nd * nl)) &&
-                    !memcmp(reps[j].off, r.off, sizeof(double) * (size_t)nd))
-                    break;
-        if (r.plain && j < n) reps[j].count++;
-        else reps[n++] = r;
-    }
-    e->nacc[st] = n;
-    e->acc[st] = reps;
-}
-
-/* Distinct calls, first seen first; slot: open addressing over them by
- * hash (a stage may have hundreds), malloc'd. */
-typedef struct {
-    ir_vec calls;
-    uint64_t *hash;
-    int *slot, cap;
-    ir_arena *a;
-} call_set;
-
-/* The slot of call c (hash h), or the empty slot where it goes; c NULL:
- * the first empty slot. */
-static int call_slot(const call_set *cs, uint64_t h, const sc_expr *c) {
-    int i = (int)(h & (uint64_t)(cs->cap - 1));
-    for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
-        if (c && cs->hash[k] == h && ir_expr_equal(cs->calls.items[k], c)) return i;
-    return i;
-}
-
-static void add_call(call_set *cs, sc_expr *c) {
-    uint64_t h = ir_expr_hash(c);
-    if (2 * (cs->calls.n + 1) > cs->cap) {
-        cs->cap = cs->cap ? 2 * cs->cap : 64;
-        free(cs->slot);
-        cs->slot = base_calloc((size_t)cs->cap, sizeof(int));
-        cs->hash = realloc(cs->hash, sizeof(uint64_t) * (size_t)cs->cap);
-        if (!cs->hash) abort();
-        for (int i = 0; i < cs->cap; i++) cs->slot[i] = -1;
-        for (int k = 0; k < cs->calls.n; k++) cs->slot[call_slot(cs, cs->hash[k], NULL)] = k;
-    }
-    int i = call_slot(cs, h, c);
-    if (cs->slot[i] >= 0) return;
-    cs->slot[i] = cs->calls.n;
-    cs->hash[cs->calls.n] = h;
-    ir_vec_push(cs->a, &cs->calls, c);
-}
-
-static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e);
-
-/* Whether e, once inlined, uses the variable `name`. */
-static bool uses_var(nest_ctx *x, const sched_state *s, const sc_expr *e, const char *name) {
-    if (e->kind == E_VAR) return !strcmp(e->name, name);
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
-        sexpr *ge = (sexpr *)stages_of(x, s, e->func->id, true);
-        for (int d = 0; d < e->nargs; d++)
-            if (ge->uses[d] && uses_var(x, s, e->args[d], name)) return true;
-        return false;
-    }
-    for (int i = 0; i < e->nargs; i++)
-        if (uses_var(x, s, e->args[i], name)) return true;
-    return false;
-}
-
-/* The distinct calls of e once inlined, first seen first, composed from
- * the inline Funcs' own call lists rather than from the inlined tree
- * (which can be thousands of times larger). */
-static void walk_calls(nest_ctx *x, const sched_state *s, const sc_expr *e, call_set *cs) {
-    if (e->kind == E_CALL && e->func->kind == FUNC_DEFINED && is_inline(s, e->func->id)) {
-        const sc_func *g = e->func;
-        sexpr *ge = (sexpr *)stages_of(x, s, g->id, true);
-        ir_subst_map m = { 0 };
-        for (int d = 0; d < g->ndims; d++) {
-            m.names[m.n] = g->vars[d];
-            m.vals[m.n++] = inline_expr(x, s, e->args[d]);
-        }
-        for (int i = 0; i < ge->ncalls[0]; i++) add_call(cs, ir_subst(x->arena, (sc_expr *)ge->calls[0][i], &m));
-        for (int d = 0; d < g->ndims; d++)
-            if (ge->uses[d]) walk_calls(x, s, e->args[d], cs);
-        return;
-    }
-    if (e->kind == E_CALL) add_call(cs, inline_expr(x, s, (sc_expr *)e));
-    for (int i = 0; i < e->nargs; i++) walk_calls(x, s, e->args[i], cs);
-}
-
-/* The calls of e's stages (and, for stage 0, which variables it uses). */
-static void ensure_calls(nest_ctx *x, const sched_state *s, sexpr *e) {
-    if (e->calls || !e->fits) return;
-    const sc_func *f = func_at(x->p, e->fid);
-    int *ncalls = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-    const sc_expr ***calls = ir_alloc(x->arena, sizeof(sc_expr **) * (size_t)f->nstages);
-    for (int st = 0; st < f->nstages; st++) {
-        const ir_stage *sg = &f->stages[st];
-        call_set cs = { {0}, NULL, NULL, 0, x->arena };
-        walk_calls(x, s, sg->value, &cs);
-        for (int d = 0; d < sg->nargs; d++) walk_calls(x, s, sg->args[d], &cs);
-        ncalls[st] = cs.calls.n;
-        calls[st] = (const sc_expr **)cs.calls.items;
-        free(cs.slot);
-        free(cs.hash);
-    }
-    e->uses = ir_alloc(x->arena, sizeof(bool) * (size_t)(f->ndims + 1));
-    for (int d = 0; d < f->ndims; d++) e->uses[d] = uses_var(x, s, f->stages[0].value, f->vars[d]);
-    e->ncalls = ncalls;
-    e->calls = calls;
-}
-
-/* The fallbacks, shortcuts and accesses of e's stages (non-inline use). */
-static void ensure_accesses(nest_ctx *x, const sched_state *s, sexpr *e) {
-    ensure_calls(x, s, e);
-    if (e->acc || !e->fits) return;
-    const sc_func *f = func_at(x->p, e->fid);
-    e->fb = ir_alloc(x->arena, sizeof(fp_span *) * (size_t)f->nstages);
-    e->fb_done = ir_alloc(x->arena, sizeof(unsigned char *) * (size_t)f->nstages);
-    for (int st = 0; st < f->nstages; st++) {
-        size_t m = (size_t)(e->ncalls[st] + 1) * SC_MAX_DIMS;
-        e->fb[st] = ir_alloc(x->arena, sizeof(fp_span) * m);
-        e->fb_done[st] = ir_alloc(x->arena, m);
-    }
-    e->lin_k = ir_alloc(x->arena, sizeof(signed char *) * (size_t)f->nstages);
-    e->lin_c = ir_alloc(x->arena, sizeof(int64_t *) * (size_t)f->nstages);
-    e->prog = ir_alloc(x->arena, sizeof(fp_prog *) * (size_t)f->nstages);
-    for (int st = 0; st < f->nstages; st++) shifts_of(f, st, e, x->arena);
-    e->nacc = ir_alloc(x->arena, sizeof(int) * (size_t)f->nstages);
-    acc_rep **acc = ir_alloc(x->arena, sizeof(acc_rep *) * (size_t)f->nstages);
-    e->acc = acc;
-    for (int st = 0; st < f->nstages; st++) group_accesses(x, f, st, e);
-}
-
-/* f's stages after inlining under s (cached), with their calls when
- * `calls`.  An inline Func's entry serves the Funcs that inline it. */
-static const sexpr *stages_of(nest_ctx *x, const sched_state *s, int fid, bool calls) {
-    int n = inline_sig(x, s, fid);
-    uint64_t h = sig_hash(fid, n, x->sig);
-    for (sexpr *e = x->etab[h % TABLE]; e; e = e->next)
-        if (e->h == h && e->fid == fid && e->nsig == n && !memcmp(e->sig, x->sig, sizeof(int) * (size_t)n)) {
-            x->stats.expr_hits++;
-            if (calls) ensure_calls(x, s, e);
-            return e;
-        }
-    x->stats.expr_misses++;
-    const sc_func *f = func_at(x->p, fid);
-    sexpr *e = ir_alloc(x->arena, sizeof *e);
-    e->fid = fid;
-    e->nsig = n;
-    e->h = h;
-    e->sig = ir_alloc(x->arena, sizeof(int) * (size_t)(n + 1));
-    memcpy(e->sig, x->sig, sizeof(int) * (size_t)n);
-    /* (recursion below reuses the scratch signature: it is copied) */
-    for (int st = 0; st < f->nstages; st++) {
-        size_user u = { x, s };
-        double v = fusion_inlined_size(s, f->stages[st].value, inline_func_size, &u);
-        if (v > e->size) e->size = v;
-    }
-    e->fits = e->size <= NEST_MAX_INLINED;
-    e->next = x->etab[h % TABLE];
-    x->etab[h % TABLE] = e;
-    if (calls) ensure_calls(x, s, e);
-    return e;
-}
-
 /* ---- one build ----------------------------------------------------------- */
-
-/* A tile or footprint origin: h == 0: the constant v; else an opaque
- * symbol (with, while a kernel with a hull is built, its variable). */
-typedef struct { uint64_t h; int64_t v; sc_expr *sym; } org;
 
 typedef struct {
     nest_ctx *x;
     const sched_state *s;
-    const sexpr **se;              /* [fid] for decided non-inline Funcs */
+    const struct inlined_stages **se;       /* [fid] for decided non-inline Funcs */
     int *cstage;                   /* fused: the stage of its `at` it is computed in */
     int *root, *kstage;            /* fused: the root of its chain and its stage */
     int *owner, *ostage;           /* fused: the stage whose group it is in (lower.c) */
@@ -537,7 +181,7 @@ static int failf(build *w, const char *fmt, ...) {
 }
 
 static int pure_loops(const nest_ctx *x, const sc_func *f, int st, int *dims, int *li) {
-    const loops_info *l = &x->loops[f->id][st];
+    const inlined_loops *l = inlined_loops_of(x->inl, f->id, st);
     memcpy(dims, l->dims, sizeof(int) * (size_t)l->npure);
     if (li) memcpy(li, l->li, sizeof(int) * (size_t)l->npure);
     return l->npure;
@@ -587,18 +231,12 @@ static nest_func *member(build *w, int id) {
     return NULL;
 }
 
-/* fp_fallback of call idx[i] of a stage, remembered in its sexpr (it
+/* fp_fallback of call idx[i] of a stage, remembered in its inlined_stages (it
  * depends on the expression and the consumer's region only). */
-typedef struct { build *w; const sexpr *const *e; const fp_box *const *box; const int *idx; } fb_user;
+typedef struct { build *w; const inlined_stages *const *e; const fp_box *const *box; const int *idx; } fb_user;
 
-static fp_span fallback_of(build *w, const sexpr *e, const fp_box *box, int call, int d) {
-    int st = box->stage;
-    size_t k = (size_t)call * SC_MAX_DIMS + (size_t)d;
-    if (!e->fb_done[st][k]) {
-        e->fb[st][k] = fp_fallback(w->x->b, e->calls[st][call]->args[d], box);
-        e->fb_done[st][k] = 1;
-    }
-    return e->fb[st][k];
+static fp_span fallback_of(build *w, const inlined_stages *e, const fp_box *box, int call, int d) {
+    return inlined_fallback(w->x->inl, w->x->b, e, box, call, d);
 }
 
 static fp_span cached_fallback(void *user, int i, int d) {
@@ -607,7 +245,7 @@ static fp_span cached_fallback(void *user, int i, int d) {
 }
 
 /* fp_arg of coordinate d of call `call` of the stage over box. */
-static fp_span arg_of(const sexpr *e, const fp_box *box, int call, int d) {
+static fp_span arg_of(const inlined_stages *e, const fp_box *box, int call, int d) {
     size_t q = (size_t)call * SC_MAX_DIMS + (size_t)d;
     int k = e->lin_k[box->stage][q];
     if (k < 0) return fp_run(&e->prog[box->stage][q], e->calls[box->stage][call]->args[d], box);
@@ -632,14 +270,14 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
     for (int j = 0; j < nb; j++) nc += w->se[cboxes[j]->f->id]->ncalls[cboxes[j]->stage];
     const sc_expr **calls = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
     const fp_box **boxes = base_calloc((size_t)nc + 1, sizeof(fp_box *));
-    const sexpr **es = base_calloc((size_t)nc + 1, sizeof(sexpr *));
+    const inlined_stages **es = base_calloc((size_t)nc + 1, sizeof(inlined_stages *));
     int *idx = base_calloc((size_t)nc + 1, sizeof(int));
     int n = 0;
     for (int j = 0; j < nb; j++) {
         const fp_box *box = cboxes[j];
-        const sexpr *e = w->se[box->f->id];
+        const inlined_stages *e = w->se[box->f->id];
         for (int i = 0; i < e->ncalls[box->stage]; i++)
-            if (e->calls[box->stage][i]->func == prod) {
+            if (e->callee[box->stage][i] == prod) {
                 idx[n] = i;
                 es[n] = e;
                 calls[n] = e->calls[box->stage][i];
@@ -676,34 +314,36 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
  * mode, as lowering's footprint_union: per box the union of its calls;
  * per dimension, when every box reads at the same symbol, the union of
  * the spans, else the hull of the spans (each clamped into prod's region)
- * with its extent evaluated over the kernel's blocks (and threads), or
- * the whole region; then clipped.  Origins get their definitions. */
-static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, org *mins, int64_t *ext) {
+ * with its extent evaluated over the kernel's blocks (and, per_thread,
+ * its threads), or the whole region; then clipped.  Origins get their
+ * definitions.  per_thread: boxes of a thread tile (a THREAD Func's
+ * realization); else boxes of what a block computes. */
+static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, bool per_thread, org *mins,
+                           int64_t *ext) {
     if (nb == 0) return failf(w, "nothing uses %s where it is computed", prod->name);
     fp_span *sp = base_calloc((size_t)nb * SC_MAX_DIMS, sizeof(fp_span));
     int rc = 0;
     for (int j = 0; j < nb && !rc; j++) {
         const fp_box *box = &boxes[j];
-        const sexpr *e = w->se[box->f->id];
+        const inlined_stages *e = w->se[box->f->id];
         int nc = e->ncalls[box->stage], n = 0;
         const sc_expr **calls = base_calloc((size_t)nc + 1, sizeof(sc_expr *));
         const fp_box **bx = base_calloc((size_t)nc + 1, sizeof(fp_box *));
         for (int i = 0; i < nc; i++)
-            if (e->calls[box->stage][i]->func == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
+            if (e->callee[box->stage][i] == prod) { calls[n] = e->calls[box->stage][i]; bx[n++] = box; }
         if (!n) rc = failf(w, "%s does not call %s", box->f->name, prod->name);
         else if (fp_union(w->hs.xa, w->x->b, prod, n, calls, bx, &sp[j * SC_MAX_DIMS], NULL, w->err, w->errlen))
             rc = -1, w->failed = true;
         free(calls);
         free(bx);
     }
-    bool thread = w->s->f[prod->id]->loc == SCHED_THREAD;
     sc_expr **lo = base_calloc((size_t)nb, sizeof(sc_expr *)), **hi = base_calloc((size_t)nb, sizeof(sc_expr *));
     for (int d = 0; d < prod->ndims && !rc; d++) {
         fp_span u;
         sc_expr *least;
         if (!fp_same_union(w->hs.xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
             u = fp_hull_span(w->x->b, prod, d, least,
-                             hull_extent(&w->hs, w->ke->k.nblocks, thread ? w->ke->k.nthreads : 0,
+                             hull_extent(&w->hs, w->ke->k.nblocks, per_thread ? w->ke->k.nthreads : 0,
                                          &w->x->b->funcs[prod->id], d, nb, &sp[d], SC_MAX_DIMS));
         ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(w->hs.xa, w->x->b, prod, d, &u, ext[d], NULL);
@@ -717,11 +357,18 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
 
 /* Extents of a box's footprint of one call, clipped (fallback when the
  * algebra cannot follow a coordinate). */
-static int64_t access_box(build *w, const sexpr *e, int index, const fp_box *box, int64_t *ext) {
-    const sc_expr *call = e->calls[box->stage][index];
-    const sc_func *prod = call->func;
+static int64_t access_box(build *w, const inlined_stages *e, int index, const sc_func *prod, const fp_box *box,
+                          int64_t *ext) {
     int64_t elems = 1;
+    const signed char *lin = &e->lin_k[box->stage][(size_t)index * SC_MAX_DIMS];
     for (int d = 0; d < prod->ndims; d++) {
+        if (lin[d] >= 0) {
+            /* a loop variable plus a constant: the box's extent in that loop */
+            fp_span s = { true, true, NULL, 0, box->lo[lin[d]], box->hi[lin[d]] };
+            ext[d] = fp_clip_extent(w->x->b, prod, d, &s);
+            elems *= ext[d];
+            continue;
+        }
         fp_span s = arg_of(e, box, index, d);
         if (!s.ok) s = fallback_of(w, e, box, index, d);
         if (!s.ok) {
@@ -769,7 +416,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             rec->red[rec->nred++] = stg->rdom->extent[d];
         }
     rec->unrolled = total < 16;
-    const sexpr *e = w->se[f->id];
+    const inlined_stages *e = w->se[f->id];
     int nc = e->ncalls[st];
     const sc_expr *const *calls = e->calls[st];
     /* register staging, as lowering's stage_producers */
@@ -785,7 +432,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
         const sc_func **prod = base_calloc((size_t)nc + 1, sizeof(sc_func *));
         int *pcalls = base_calloc((size_t)nc + 1, sizeof(int)), nprod = 0;
         for (int i = 0; i < nc; i++) {
-            const sc_func *g = calls[i]->func;
+            const sc_func *g = e->callee[st][i];
             int j = nprod - 1;
             while (j >= 0 && prod[j] != g) j--;
             if (j >= 0) pcalls[j]++;
@@ -804,9 +451,9 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             int *gi = base_calloc((size_t)nc + 1, sizeof(int));
             int ng = 0;
             for (int i = 0; i < nc; i++)
-                if (calls[i]->func == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
+                if (e->callee[st][i] == cand[j]) { gi[ng] = i; gc[ng++] = calls[i]; }
             fp_span sp[SC_MAX_DIMS];
-            const sexpr **ges = base_calloc((size_t)nc + 1, sizeof(sexpr *));
+            const inlined_stages **ges = base_calloc((size_t)nc + 1, sizeof(inlined_stages *));
             const fp_box **gbx = base_calloc((size_t)nc + 1, sizeof(fp_box *));
             for (int i = 0; i < ng; i++) { ges[i] = e; gbx[i] = &box; }
             fb_user u = { w, ges, gbx, gi };
@@ -834,16 +481,15 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     for (int k = 0; k < SC_MAX_DIMS; k++) one[k] = 1;
     fp_box pbox = make_box(w->x, f, st, tb, one);
     fp_box rbox = make_box(w->x, f, st, real, realn);
-    int nloops = x->loops[f->id][st].nloops;
+    int nloops = inlined_loops_of(x->inl, f->id, st)->nloops;
     rec->naccess = e->nacc[st];
     rec->access = ir_alloc(w->ka, sizeof(nest_access) * (size_t)(rec->naccess + 1));
     for (int i = 0; i < rec->naccess; i++) {
         nest_access *a = &rec->access[i];
-        const acc_rep *rep = &e->acc[st][i];
-        const sc_expr *call = rep->call;
-        const sc_func *g = call->func;
+        const inlined_access *rep = &e->acc[st][i];
+        const sc_func *g = rep->producer;
         a->producer = g;
-        a->call = call;
+        a->call = rep->call;
         a->calls = rep->count;
         a->ndims = g->ndims;
         const nest_func *m = member(w, g->id);
@@ -857,10 +503,10 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             acc *= si >= 0 ? staged_ext[si][d] : m ? m->extent[d] : x->b->funcs[g->id].extent[d];
         }
         int64_t size = sc_type_size(g->type);
-        a->bytes_point = access_box(w, e, rep->index, &pbox, a->fp_point) * size;
-        a->bytes_thread = access_box(w, e, rep->index, &box, a->fp_thread) * size;
-        a->bytes_block = access_box(w, e, rep->index, &bbox, a->fp_block) * size;
-        a->bytes_realization = access_box(w, e, rep->index, &rbox, a->fp_realization) * size;
+        a->bytes_point = access_box(w, e, rep->index, g, &pbox, a->fp_point) * size;
+        a->bytes_thread = access_box(w, e, rep->index, g, &box, a->fp_thread) * size;
+        a->bytes_block = access_box(w, e, rep->index, g, &bbox, a->fp_block) * size;
+        a->bytes_realization = access_box(w, e, rep->index, g, &rbox, a->fp_realization) * size;
         a->affine = rep->affine;
         a->clamped = rep->affine && !rep->plain;
         double sl[2 * SC_MAX_DIMS] = {0};
@@ -923,13 +569,15 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         int64_t *fe = &w->fext[g->id * SC_MAX_DIMS], *be = &w->bext[g->id * SC_MAX_DIMS];
         int rc;
         if (w->hs.xa) {
-            rc = footprint_exact(w, g, nu, boxes, fm, fe);
+            rc = footprint_exact(w, g, nu, boxes, level == SCHED_THREAD, fm, fe);
         } else {
             const fp_box *one = &boxes[0];
             rc = nu == 1 ? footprint(w, g, 1, &one, fm, fe) : failf(w, "%s: several consumers", g->name);
         }
         if (!rc && level == SCHED_THREAD) {
-            rc = footprint(w, g, nu, bptr, bm, be);
+            /* what a block computes of it: with several consumers the hull
+             * of theirs, as lowering would allocate it per block */
+            rc = w->hs.xa ? footprint_exact(w, g, nu, bboxes, false, bm, be) : footprint(w, g, nu, bptr, bm, be);
         } else if (!rc) {
             memcpy(bm, fm, sizeof(org) * SC_MAX_DIMS);
             memcpy(be, fe, sizeof(int64_t) * SC_MAX_DIMS);
@@ -1144,7 +792,7 @@ static void finish_stage(nest_stage *rec, int64_t nblocks, bool root) {
 
 /* A decision's content, appended to a kernel key (records are compared
  * by value: a state's arena may be freed and its addresses reused). */
-static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, const sexpr *se, int only) {
+static int key_decision(uintptr_t *key, int nkey, int id, const sched_func *sf, const inlined_stages *se, int only) {
     key[nkey++] = (uintptr_t)id;
     key[nkey++] = (uintptr_t)se;
     key[nkey++] = (uintptr_t)sf->loc | (uintptr_t)(sf->at + 1) << 8;
@@ -1337,8 +985,11 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     ir_arena *own = x->no_kernel_cache ? ir_arena_new() : NULL;
     w.ka = own ? own : x->karena;
     size_t nn = (size_t)n + 1;
-    w.se = base_calloc(nn, sizeof(sexpr *));
-    int *ints = base_calloc(8 * nn, sizeof(int));
+    /* the ctx's scratch: se cleared, the ints set below, the footprints
+     * written before they are read */
+    w.se = x->se;
+    memset(w.se, 0, sizeof *w.se * nn);
+    int *ints = x->ints;
     w.first = ints + 6 * nn;
     w.next_mem = ints + 7 * nn;
     w.cstage = ints + nn;
@@ -1346,12 +997,12 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.kstage = ints + 3 * nn;
     w.owner = ints + 4 * nn;
     w.ostage = ints + 5 * nn;
-    w.fmin = base_calloc(nn * SC_MAX_DIMS, sizeof(org));
-    w.bmin = base_calloc(nn * SC_MAX_DIMS, sizeof(org));
-    w.fext = base_calloc(nn * SC_MAX_DIMS, sizeof(int64_t));
-    w.bext = base_calloc(nn * SC_MAX_DIMS, sizeof(int64_t));
+    w.fmin = x->fmin;
+    w.bmin = x->bmin;
+    w.fext = x->fext;
+    w.bext = x->bext;
     uintptr_t *key = x->key;
-    int *mem_ids = base_calloc(nn, sizeof(int));
+    int *mem_ids = x->mem_ids;
     nest *out = NULL;
     /* stages after inlining, and consumers */
     for (int i = 0; i < n; i++) {
@@ -1360,8 +1011,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         const sched_func *sf = s->f[i];
         if (func_at(p, i)->kind != FUNC_DEFINED || !sf || sf->loc == SCHED_UNDECIDED || sf->loc == SCHED_INLINE)
             continue;
-        w.se[i] = stages_of(x, s, i, true);
-        ensure_accesses(x, s, (sexpr *)w.se[i]);
+        w.se[i] = inlined_stages_of(x->inl, s, i);
         if (w.se[i]->size > NEST_MAX_INLINED) {
             failf(&w, "inlining makes the expression of %s %.3g nodes large (the limit is %d): compute some of "
                   "its producers at root or fused", func_at(p, i)->name, w.se[i]->size, NEST_MAX_INLINED);
@@ -1401,18 +1051,21 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     out->own_arena = own;
     out->nfuncs = n;
     out->funcs = base_calloc(nn, sizeof(nest_func *));
-    int nk = 0;
+    int nk = 0, nr = 0;
     for (int i = 0; i < n; i++)
-        if (s->f[i] && s->f[i]->loc == SCHED_ROOT) nk += func_at(p, i)->nstages;
+        if (s->f[i] && s->f[i]->loc == SCHED_ROOT) {
+            nk += func_at(p, i)->nstages;
+            nr++;
+        }
     out->kernels = base_calloc((size_t)nk + 1, sizeof(nest_kernel *));
-    nest_func *roots = base_calloc(nn, sizeof(nest_func));
+    nest_func *roots = base_calloc((size_t)nr + 1, sizeof(nest_func));
     const nest_stage **sp = base_calloc((size_t)nk + 1, sizeof(nest_stage *));
-    int used = 0;
+    int used = 0, nroot = 0;
     for (int i = 0; i < p->order.n; i++) {
         const sc_func *f = ir_order_at(p, i);
         const sched_func *sf = f->kind == FUNC_DEFINED ? s->f[f->id] : NULL;
         if (!sf || sf->loc != SCHED_ROOT) continue;
-        nest_func *rf = &roots[f->id];
+        nest_func *rf = &roots[nroot++];
         rf->func = f;
         rf->loc = SCHED_ROOT;
         rf->at = rf->at_stage = -1;
@@ -1460,14 +1113,7 @@ done_roots:
     }
 done:
     if (!out && own) ir_arena_free(own);
-    free(w.se);
-    free(ints);
-    free(w.fmin);
-    free(w.bmin);
-    free(w.fext);
-    free(w.bext);
     hull_free(&w.hs);
-    free(mem_ids);
     return out;
 }
 

@@ -95,8 +95,10 @@ typedef struct {
      * the producer's region: at one point of the stage's pure loops (its
      * reduction loops whole), in one thread's serial tile, in one block
      * (root: the block's tile; block level: its realization; thread
-     * level: the union of its realizations in one block), in one
-     * realization of the stage. */
+     * level: what one block computes of it, the union of its
+     * realizations there, or with several consumers the hull of theirs
+     * as lowering allocates it at block level), in one realization of
+     * the stage. */
     int64_t fp_point[SC_MAX_DIMS], fp_thread[SC_MAX_DIMS];
     int64_t fp_block[SC_MAX_DIMS], fp_realization[SC_MAX_DIMS];
     int64_t bytes_point, bytes_thread, bytes_block, bytes_realization;
