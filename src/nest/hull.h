@@ -1,6 +1,6 @@
 /*
  * hull.h - the hull of several consumers' footprints of a fused Func,
- * found as lowering finds it (lower.c, footprint_union): the largest
+ * the extent lowering allocates (lower.c reads it from the model): the largest
  * extent of the hull of the consumers' spans over every block (and, at
  * thread level, every thread) of the kernel.
  *

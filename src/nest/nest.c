@@ -1,12 +1,12 @@
 /*
  * nest.c - the loop-nest model (nest.h).
  *
- * The kernel walk below follows lowering's construction step by step
- * (lower.c: build_kernel, emit_block_child, emit_stage, emit_thread_child,
- * thread_bases, stage_producers) but keeps numbers instead of statements:
- * every tile origin is a constant or a fresh opaque symbol exactly where
- * lowering has a constant or a fresh variable, so the footprint algebra
- * (footprint.h) gives the same extents in both.
+ * The kernel walk below decides what lowering writes out (lower.c reads
+ * the kernels, extents, allocations and staging from these records) and
+ * keeps numbers instead of statements: every tile origin is a constant or
+ * a fresh opaque symbol exactly where lowering makes a constant or a fresh
+ * variable for its origin expressions, so the footprint algebra
+ * (footprint.h) gives the same extents in both (lowering asserts it).
  */
 #include <assert.h>
 #include <math.h>
