@@ -154,6 +154,11 @@ bool ir_expr_equal(const sc_expr *a, const sc_expr *b);
 /* A structural hash: equal expressions hash alike (to compare hashes
  * before calling ir_expr_equal). */
 uint64_t ir_expr_hash(const sc_expr *e);
+/* Its parts, for a hash of a tree that is not built (a substitution's):
+ * ir_expr_hash(e) folds, with ir_hash_mix, ir_expr_node_hash(e) (the node
+ * without its arguments) and each argument's ir_expr_hash in order. */
+uint64_t ir_expr_node_hash(const sc_expr *e);
+uint64_t ir_hash_mix(uint64_t h, uint64_t v);
 
 /* A substitution of pure variables by name (names[i] -> vals[i]) and of
  * the dimensions of one reduction domain (rvar d of rdom -> rvals[d]; NULL

@@ -161,23 +161,28 @@ static uint64_t hmix(uint64_t h, uint64_t v) {
     return h * 0xff51afd7ed558ccdULL;
 }
 
-uint64_t ir_expr_hash(const sc_expr *e) {
+uint64_t ir_hash_mix(uint64_t h, uint64_t v) { return hmix(h, v); }
+
+uint64_t ir_expr_node_hash(const sc_expr *e) {
     uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
     switch (e->kind) {
     case E_CONST: {
         uint64_t v;
         if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
         else v = (uint64_t)e->c.i;
-        h = hmix(h, v);
-        break;
+        return hmix(h, v);
     }
-    case E_VAR: h = hmix(h, str_hash(e->name)); break;
-    case E_RVAR: h = hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim); break;
-    case E_PARAM: h = hmix(h, str_hash(e->param->name)); break;
-    case E_CALL: h = hmix(h, str_hash(e->func->name)); break;
-    case E_BINARY: case E_UNARY: case E_MATH: h = hmix(h, (uint64_t)e->op); break;
-    default: break;
+    case E_VAR: return hmix(h, str_hash(e->name));
+    case E_RVAR: return hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim);
+    case E_PARAM: return hmix(h, str_hash(e->param->name));
+    case E_CALL: return hmix(h, str_hash(e->func->name));
+    case E_BINARY: case E_UNARY: case E_MATH: return hmix(h, (uint64_t)e->op);
+    default: return h;
     }
+}
+
+uint64_t ir_expr_hash(const sc_expr *e) {
+    uint64_t h = ir_expr_node_hash(e);
     for (int i = 0; i < e->nargs; i++) h = hmix(h, ir_expr_hash(e->args[i]));
     return h;
 }

@@ -333,46 +333,6 @@ typedef struct {
     ir_arena *a;
 } call_set;
 
-/* The call set's structural hash (equal trees hash alike): a node's own
- * part, then its arguments'.  subst_hash gives tree_hash(ir_subst(e, m))
- * without building the tree, from the hashes of m's values, so that a
- * call an inline Func's call list gives again (most of a stencil chain's)
- * is found without being made. */
-static uint64_t hmix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdULL;
-}
-
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static uint64_t node_hash(const sc_expr *e) {
-    uint64_t h = hmix((uint64_t)e->kind * 131 + (uint64_t)e->type, (uint64_t)e->nargs);
-    switch (e->kind) {
-    case E_CONST: {
-        uint64_t v;
-        if (e->type == SC_F32) memcpy(&v, &e->c.f, sizeof v);
-        else v = (uint64_t)e->c.i;
-        return hmix(h, v);
-    }
-    case E_VAR: return hmix(h, str_hash(e->name));
-    case E_RVAR: return hmix(hmix(h, str_hash(e->rdom->name)), (uint64_t)e->dim);
-    case E_PARAM: return hmix(h, str_hash(e->param->name));
-    case E_CALL: return hmix(h, str_hash(e->func->name));
-    case E_BINARY: case E_UNARY: case E_MATH: return hmix(h, (uint64_t)e->op);
-    default: return h;
-    }
-}
-
-static uint64_t tree_hash(const sc_expr *e) {
-    uint64_t h = node_hash(e);
-    for (int i = 0; i < e->nargs; i++) h = hmix(h, tree_hash(e->args[i]));
-    return h;
-}
-
 /* The entry of m that ir_subst puts in place of e, or -1. */
 static int subst_index(const sc_expr *e, const ir_subst_map *m) {
     if (e->kind != E_VAR) return -1;
@@ -381,11 +341,16 @@ static int subst_index(const sc_expr *e, const ir_subst_map *m) {
     return -1;
 }
 
+/* The call set hashes calls with ir_expr_hash.  subst_hash gives
+ * ir_expr_hash(ir_subst(e, m)) without building the tree, from the hashes
+ * of m's values (mh) and ir_expr_hash's parts, so that a call an inline
+ * Func's call list gives again (most of a stencil chain's) is found
+ * without being made. */
 static uint64_t subst_hash(const sc_expr *e, const ir_subst_map *m, const uint64_t *mh) {
     int k = subst_index(e, m);
     if (k >= 0) return mh[k];
-    uint64_t h = node_hash(e);
-    for (int i = 0; i < e->nargs; i++) h = hmix(h, subst_hash(e->args[i], m, mh));
+    uint64_t h = ir_expr_node_hash(e);
+    for (int i = 0; i < e->nargs; i++) h = ir_hash_mix(h, subst_hash(e->args[i], m, mh));
     return h;
 }
 
@@ -447,7 +412,7 @@ static void call_put(call_set *cs, int i, uint64_t h, sc_expr *c) {
 }
 
 static void add_call(call_set *cs, sc_expr *c) {
-    uint64_t h = tree_hash(c);
+    uint64_t h = ir_expr_hash(c);
     call_room(cs);
     int i = (int)(h & (uint64_t)(cs->cap - 1));
     for (int k; (k = cs->slot[i]) >= 0; i = (i + 1) & (cs->cap - 1))
@@ -493,7 +458,7 @@ static void walk_calls(inlined_cache *x, const sched_state *s, const sc_expr *e,
         for (int d = 0; d < g->ndims; d++) {
             m.names[m.n] = g->vars[d];
             m.vals[m.n] = inline_expr(x, s, e->args[d]);
-            mh[m.n] = tree_hash(m.vals[m.n]);
+            mh[m.n] = ir_expr_hash(m.vals[m.n]);
             m.n++;
         }
         for (int i = 0; i < ge->ncalls[0]; i++) add_subst(cs, (sc_expr *)ge->calls[0][i], &m, mh);
