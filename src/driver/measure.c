@@ -57,21 +57,17 @@ measure_limits measure_limits_for(int run_ms) {
  * ms, 1 past 200 ms). */
 static int runs_for(double est) { return est > 200 ? 1 : est > 20 ? 3 : 10; }
 
-/* In-turn pairs (r, s) are taken until MEASURE_AGREEING of their ratios
- * s / r lie within MEASURE_AGREE of the median ratio (at least 3 pairs,
- * at most MEASURE_MAX_SAMPLES): on a loaded machine one pair in three can
- * be hit by another process, and a ratio of two least samples taken at
- * different moments mixes two loads (docs/samples.md). */
-#define MEASURE_AGREEING 3
-#define MEASURE_AGREE 0.10
+/* The rule of in-turn pairs (measure.h, MEASURE_AGREEING): on a loaded
+ * machine one pair in three can be hit by another process, and a ratio of
+ * two least samples taken at different moments mixes two loads
+ * (docs/samples.md). */
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-/* The median of ratio[0..n) and how many lie within MEASURE_AGREE of it. */
-static double median_agreeing(const double *ratio, int n, int *agreeing) {
+double measure_median_agreeing(const double *ratio, int n, int *agreeing) {
     double sorted[MEASURE_MAX_SAMPLES];
     memcpy(sorted, ratio, sizeof(double) * (size_t)n);
     qsort(sorted, (size_t)n, sizeof(double), cmp_double);
@@ -111,7 +107,7 @@ static void time_session(exec_session *x, exec_session *rx, measure_limits lim, 
             if (o->nsamples < 3) continue;
             if (!rx) break;
             int agreeing;
-            double med = median_agreeing(ratio, o->nsamples, &agreeing);
+            double med = measure_median_agreeing(ratio, o->nsamples, &agreeing);
             o->ref_ms = o->ms / med;
             if (agreeing >= MEASURE_AGREEING) break;
         }

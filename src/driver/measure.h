@@ -58,6 +58,15 @@ int measure_buffers_new(sc_pipeline *p, uint64_t seed, sc_buffer ***in, sc_buffe
 /* Frees both arrays and what they hold (either may be NULL). */
 void measure_buffers_free(const sc_pipeline *p, sc_buffer **in, sc_buffer **ref);
 
+/* In-turn pairs (r, s) are timed until MEASURE_AGREEING of their ratios
+ * s / r lie within MEASURE_AGREE of the median ratio (at least 3 pairs, at
+ * most MEASURE_MAX_SAMPLES; docs/samples.md). */
+#define MEASURE_AGREEING 3
+#define MEASURE_AGREE 0.10
+/* The median of ratio[0..n) (1 <= n <= MEASURE_MAX_SAMPLES) and in
+ * *agreeing how many lie within MEASURE_AGREE of it. */
+double measure_median_agreeing(const double *ratio, int n, int *agreeing);
+
 /* Time limits: the checked first run (which also warms up: some drivers
  * finish compiling at the first launch) and each timed run. */
 typedef struct { int first_ms, run_ms; } measure_limits;
