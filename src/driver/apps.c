@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "apps.h"
+#include "measure.h"
 
 static int compare_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -64,19 +65,10 @@ int app_load(const char *dir, const char *name, bool small, uint64_t seed, app_c
         return -1;
     }
     c->b = bounds_infer(c->p);
-    int nin = c->p->inputs.n, nout = c->p->outputs.n;
-    c->in = calloc((size_t)nin + 1, sizeof *c->in);
-    c->ref = calloc((size_t)nout + 1, sizeof *c->ref);
-    if (!c->in || !c->ref) abort();
-    for (int i = 0; c->b && i < nin; i++)
-        if (!(c->in[i] = sc_input_random(c->p, i, seed))) {
-            snprintf(err, errlen, "%s: cannot allocate input %d", path, i);
-            app_free(c);
-            return -1;
-        }
-    if (!c->b || sc_evaluate(c->p, c->in, seed, c->ref) != 0) {
-        snprintf(err, errlen, "%s: %s", path,
-                 sc_error_count(c->p) ? sc_error_message(c->p, 0) : "the reference evaluator failed");
+    char why[512];
+    if (!c->b || measure_buffers_new(c->p, seed, &c->in, &c->ref, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", path, c->b ? why : sc_error_count(c->p) ? sc_error_message(c->p, 0)
+                                                                               : "bounds inference failed");
         app_free(c);
         return -1;
     }
@@ -85,12 +77,7 @@ int app_load(const char *dir, const char *name, bool small, uint64_t seed, app_c
 }
 
 void app_free(app_case *c) {
-    if (c->p) {
-        for (int i = 0; c->in && i < c->p->inputs.n; i++) sc_buffer_free(c->in[i]);
-        for (int i = 0; c->ref && i < c->p->outputs.n; i++) sc_buffer_free(c->ref[i]);
-    }
-    free(c->in);
-    free(c->ref);
+    if (c->p) measure_buffers_free(c->p, c->in, c->ref);
     if (c->b) bounds_free(c->b);
     if (c->p) sc_pipeline_free(c->p);
     memset(c, 0, sizeof *c);

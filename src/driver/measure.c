@@ -33,7 +33,11 @@ int measure_buffers_new(sc_pipeline *p, uint64_t seed, sc_buffer ***in, sc_buffe
     *in = calloc((size_t)nin + 1, sizeof **in);
     *ref = calloc((size_t)nout + 1, sizeof **ref);
     if (!*in || !*ref) abort();
-    for (int i = 0; i < nin; i++) (*in)[i] = sc_input_random(p, i, seed);
+    for (int i = 0; i < nin; i++)
+        if (!((*in)[i] = sc_input_random(p, i, seed))) {
+            snprintf(err, errlen, "cannot allocate input %s", ((const sc_func *)p->inputs.items[i])->name);
+            return -1;
+        }
     if (sc_evaluate(p, *in, seed, *ref) != 0) {
         snprintf(err, errlen, "the reference evaluator failed: %s", sc_error_count(p) ? sc_error_message(p, 0) : "?");
         return -1;
