@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apps.h"
 #include "bounds.h"
 #include "ir.h"
 #include "rt.h"
@@ -63,7 +64,7 @@ static inline void fixture_unload(fixture *fx) {
 typedef struct { const rt_ops *ops; rt_device *dev; } fixture_device;
 
 /* Opens the back ends of C and OpenCL whose names the environment's
- * BACKENDS holds (default "c,opencl"), C first; one that does not open is
+ * BACKENDS lists (comma-separated, default "c,opencl"), C first; one that does not open is
  * a failed case.  Returns how many opened; fixture_close_devices them. */
 static inline int fixture_open_devices(fixture_device devs[2]) {
     const char *backends = getenv("BACKENDS") ? getenv("BACKENDS") : "c,opencl";
@@ -71,7 +72,7 @@ static inline int fixture_open_devices(fixture_device devs[2]) {
     char err[1024];
     int n = 0;
     for (int i = 0; i < 2; i++) {
-        if (!strstr(backends, all[i]->name)) continue;
+        if (!apps_wanted(backends, all[i]->name)) continue;
         rt_device *dv = all[i]->open(err, sizeof err);
         if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
         devs[n].ops = all[i];

@@ -16,10 +16,9 @@
 #include "exec.h"
 #include "space.h"
 
-typedef struct { const rt_ops *ops; rt_device *dev; } device;
-static device devs[2];
+static fixture_device devs[2];
 static int ndevs;
-static device cuda;
+static fixture_device cuda;
 
 /* Checks, lowers and runs `text` on every device against ref. */
 static void run_schedule(const char *name, sc_pipeline *p, const bounds_result *b, sc_buffer **in, sc_buffer **ref,
@@ -223,13 +222,7 @@ static void test_diamond(void) {
 
 int main(void) {
     char err[1024];
-    const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
-    for (int i = 0; i < 2; i++) {
-        rt_device *d = all[i]->open(err, sizeof err);
-        if (!d) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
-        devs[ndevs].ops = all[i];
-        devs[ndevs++].dev = d;
-    }
+    ndevs = fixture_open_devices(devs);
     cuda.ops = &rt_cuda_ops;
     cuda.dev = rt_cuda_ops.open(err, sizeof err);
     if (!cuda.dev) printf("PASS cuda (skipped: %s)\n", err);
@@ -237,7 +230,7 @@ int main(void) {
     RUN(test_diamond);
     RUN(test_refused);
     RUN(test_enumerator_offers_lca);
-    for (int d = 0; d < ndevs; d++) devs[d].ops->close(devs[d].dev);
+    fixture_close_devices(devs, ndevs);
     if (cuda.dev) cuda.ops->close(cuda.dev);
     CHECK_EXIT();
 }

@@ -26,6 +26,7 @@
 #include "check.h"
 #include <stdio.h>
 #include "exec.h"
+#include "fixtures.h"
 #include "space.h"
 
 static int nseeds;
@@ -48,7 +49,7 @@ static void parse_seeds(void) {
 }
 
 
-typedef struct { const rt_ops *ops; rt_device *dev; } device;
+typedef fixture_device device;
 
 /* With fast math: for each ulp bound N, the floor (times the largest
  * |value|) that the points beyond N ulps would need; written to buf. */
@@ -128,17 +129,8 @@ int main(void) {
         return 1;
     }
     char err[4096];
-    device devs[3];
-    int ndev = 0;
-    device cuda = {0};
-    const rt_ops *all[] = { &rt_c_ops, &rt_opencl_ops };
-    for (int i = 0; i < 2; i++) {
-        if (!apps_wanted(backends, all[i]->name)) continue;
-        rt_device *dv = all[i]->open(err, sizeof err);
-        if (!dv) { check_report(false, "open %s: %s", all[i]->name, err); continue; }
-        devs[ndev].ops = all[i];
-        devs[ndev++].dev = dv;
-    }
+    device devs[2], cuda = {0};
+    int ndev = fixture_open_devices(devs);
     if (apps_wanted(backends, "cuda")) {
         cuda.dev = rt_cuda_ops.open(err, sizeof err);
         cuda.ops = &rt_cuda_ops;
@@ -201,7 +193,7 @@ int main(void) {
         app_free(&ac);
     }
     apps_free_names(names, napps);
-    for (int d = 0; d < ndev; d++) devs[d].ops->close(devs[d].dev);
+    fixture_close_devices(devs, ndev);
     if (cuda.dev) cuda.ops->close(cuda.dev);
     CHECK_EXIT();
 }
