@@ -34,16 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base.h"
 #include "apps.h"
 #include "costmodel.h"
 #include "space.h"
 #include "train_load.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static const char *DEFAULT_APPS = "camera_pipe,harris,local_laplacian,unsharp,bilateral_grid";
 
@@ -98,11 +93,11 @@ static int bench_speed(const nn_model *w, const char *apps, int nstates, double 
     /* the plug-in, one batched call over every state */
     cost_model *cm = cost_learned_new(w, &t);
     int reps = 0;
-    double t0 = now_s(), el;
+    double t0 = base_now_s(), el;
     do {
         cost_predict(cm, ns, fr, ms, err, sizeof err);
         reps++;
-    } while ((el = now_s() - t0) < min_s);
+    } while ((el = base_now_s() - t0) < min_s);
     cost_free(cm);
     double rate = (double)rows * reps / el;
     printf("cost model (batched, per-stage cache): %.0f stage evaluations/s, %.0f states/s\n", rate,
@@ -123,18 +118,18 @@ static int bench_speed(const nn_model *w, const char *apps, int nstates, double 
     nn_tape tape;
     nn_tape_init(&tape);
     reps = 0;
-    t0 = now_s();
+    t0 = base_now_s();
     do {
         nn_forward(w, &nr, &tape, cost);
         reps++;
-    } while ((el = now_s() - t0) < min_s);
+    } while ((el = base_now_s() - t0) < min_s);
     printf("network forward pass (inputs prepared, no cache): %.0f stage evaluations/s\n", (double)rows * reps / el);
 
     /* the schedule layer (rows x NN_SCHED_IN times NN_SCHED_IN x NN_H2):
      * the loop nn.c runs against a BLAS */
     double *c = calloc((size_t)rows * NN_H2, sizeof(double));
     reps = 0;
-    t0 = now_s();
+    t0 = base_now_s();
     do {
         for (long r = 0; r < rows; r++) {
             double *cr = c + r * NN_H2;
@@ -147,20 +142,20 @@ static int bench_speed(const nn_model *w, const char *apps, int nstates, double 
             }
         }
         reps++;
-    } while ((el = now_s() - t0) < min_s);
+    } while ((el = base_now_s() - t0) < min_s);
     printf("schedule layer, loops of nn.c: %.0f rows/s\n", (double)rows * reps / el);
     void *lib = dlopen("libblas.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!lib) lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     dgemm_fn gemm = lib ? (dgemm_fn)(uintptr_t)dlsym(lib, "cblas_dgemm") : NULL;
     if (gemm) {
         reps = 0;
-        t0 = now_s();
+        t0 = base_now_s();
         do {
             /* row-major (101), no transposes (111) */
             gemm(101, 111, 111, (int)rows, NN_H2, NN_SCHED_IN, 1.0, sched, NN_SCHED_IN, w->w + NN_OFF_W2, NN_H2, 0.0,
                  c, NN_H2);
             reps++;
-        } while ((el = now_s() - t0) < min_s);
+        } while ((el = base_now_s() - t0) < min_s);
         printf("schedule layer, cblas_dgemm (%s): %.0f rows/s\n", dlopen("libopenblas.so.0", RTLD_NOLOAD) ? "OpenBLAS" : "libblas.so.3",
                (double)rows * reps / el);
     } else {

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "base.h"
 #include "apps.h"
 #include "beam.h"
 #include "costmodel.h"
@@ -51,12 +52,6 @@ typedef struct {
     long long featurized, costed;
     char err[512];
 } child_report;
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int count_stages(const sc_pipeline *p) {
     int n = 0;
@@ -119,7 +114,7 @@ static int bench_app(const bench_opts *o, const char *app, row *out) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     fflush(stdout);
-    double t0 = now_s();
+    double t0 = base_now_s();
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
@@ -144,7 +139,7 @@ static int bench_app(const bench_opts *o, const char *app, row *out) {
     struct rusage ru;
     while (wait4(pid, &status, 0, &ru) < 0)
         if (errno != EINTR) return -1;
-    out->wall_s = now_s() - t0;
+    out->wall_s = base_now_s() - t0;
     if (got != sizeof out->r || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         out->r.ok = 0;
         snprintf(out->r.err, sizeof out->r.err, "the child failed (status %d)", status);

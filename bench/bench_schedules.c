@@ -28,17 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base.h"
 #include "apps.h"
 #include "exec.h"
 #include "floor.h"
 #include "measure.h"
 #include "space.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static const char *cell(char *buf, size_t n, const measure_outcome *o) {
     static const char *word[] = { "", "failed", "WRONG", "timeout" };
@@ -92,7 +87,7 @@ int main(int argc, char **argv) {
            cg_math_options(be, d.math),
            exec_tol_describe(&tol, how, sizeof how), timeout_ms, cut);
     fflush(stdout);
-    double t_all = now_s();
+    double t_all = base_now_s();
     measure_outcome co;
     double bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co);
     if (bw > 0) printf("copy kernel: 4096x4096 f32 in %.3f ms = %.2f GB/s (read + write)\n\n", co.ms, bw);
@@ -105,7 +100,7 @@ int main(int argc, char **argv) {
     if (napps < 0) { fprintf(stderr, "%s\n", err); return 1; }
     for (int ai = 0; ai < napps; ai++) {
         if (!apps_wanted(apps, names[ai])) continue;
-        double t0 = now_s();
+        double t0 = base_now_s();
         app_case ac;
         if (app_load("apps", names[ai], small, 1, &ac, err, sizeof err) != 0) {
             printf("%-26s %s\n", names[ai], err);
@@ -159,7 +154,7 @@ int main(int argc, char **argv) {
         printf("%-26s %6d %10s %10s %10s %5d %9s %9s  %d/%d/%d/%d/%d [%.0f s]\n", names[ai], ac.stages,
                cell(c1, sizeof c1, &root), cell(c2, sizeof c2, &base), best_seed < 0 ? "none" : cell(c3, sizeof c3, &best), best_seed,
                r1, r2, count[MEASURE_OK], count[MEASURE_WRONG], count[MEASURE_FAILED], count[MEASURE_TIMEOUT], ncut,
-               now_s() - t0);
+               base_now_s() - t0);
         fflush(stdout);
         ir_arena_free(a);
         app_free(&ac);
@@ -168,6 +163,6 @@ int main(int argc, char **argv) {
     /* again at the end: how steady the device was over the run */
     bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co);
     if (bw > 0) printf("\ncopy kernel again: %.3f ms = %.2f GB/s\n", co.ms, bw);
-    printf("wall time: %.0f s\n", now_s() - t_all);
+    printf("wall time: %.0f s\n", base_now_s() - t_all);
     return 0;
 }

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include "base.h"
 
 void *base_calloc(size_t n, size_t size) {
@@ -22,4 +23,10 @@ int base_fail(char *err, size_t errlen, const char *fmt, ...) {
     if (err && errlen) vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+double base_now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }

@@ -1,6 +1,6 @@
 /*
  * base.h - what every layer shares: allocation that cannot fail quietly,
- * and the one error convention of the library.
+ * the one error convention of the library, and a clock.
  *
  * Errors: a function that can meet a user error takes (char *err, size_t
  * errlen), returns -1 (or NULL) and writes one line into err that names the
@@ -17,4 +17,7 @@ void *base_realloc(void *p, size_t size);
 
 /* Formats the message into err (when err and errlen are set); returns -1. */
 int base_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Seconds of the monotonic clock (for intervals: its origin is arbitrary). */
+double base_now_s(void);
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base.h"
 #include "collect.h"
 #include "beam.h"
 #include "space.h"
@@ -31,18 +32,12 @@ static volatile sig_atomic_t stop_requested;
 
 void collect_request_stop(void) { stop_requested = 1; }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t errlen) {
     collect_ctx *c = calloc(1, sizeof *c);
     if (!c) abort();
     c->st = st;
     c->o = *o;
-    c->t0 = now_s();
+    c->t0 = base_now_s();
     if (!measure_device_by_name(o->device, o->math, &c->dev)) {
         snprintf(err, errlen, "unknown device '%s' (expected opencl, c or cuda)", o->device);
         free(c);
@@ -76,7 +71,7 @@ collect_totals collect_get_totals(const collect_ctx *c) { return c->tot; }
 void collect_plan(collect_ctx *c, int64_t n) { c->tot.planned += n; }
 
 bool collect_stopped(const collect_ctx *c) {
-    return stop_requested || (c->o.budget_s > 0 && now_s() - c->t0 >= c->o.budget_s);
+    return stop_requested || (c->o.budget_s > 0 && base_now_s() - c->t0 >= c->o.budget_s);
 }
 
 static void fmt_duration(char *buf, size_t len, double s) {
@@ -100,7 +95,7 @@ static void progress(collect_ctx *c, const char *what) {
     if (!c->o.log) return;
     collect_totals *t = &c->tot;
     int64_t done = t->measured + t->failed + t->wrong + t->timeout;
-    double el = now_s() - c->t0, rate = el > 0 ? done / (el / 60) : 0;
+    double el = base_now_s() - c->t0, rate = el > 0 ? done / (el / 60) : 0;
     int64_t left = t->planned > done ? t->planned - done : 0;
     double eta = rate > 0 ? left / rate * 60 : -1;
     if (c->o.budget_s > 0 && (eta < 0 || eta > c->o.budget_s - el)) eta = c->o.budget_s - el;

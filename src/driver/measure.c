@@ -13,13 +13,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "base.h"
 #include "measure.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
     d->ops = rt_ops_by_name(name);
@@ -141,7 +136,7 @@ static void measure_here(const measure_device *d, sc_pipeline *p, const bounds_r
                          measure_outcome *o) {
     memset(o, 0, sizeof *o);
     o->kind = MEASURE_FAILED;
-    double t0 = now_s();
+    double t0 = base_now_s();
     ir_arena *a = ir_arena_new();
     rt_device *dev = d->ops->open(o->msg, sizeof o->msg);
     lower_program *prog = dev ? lower_schedule(a, p, b, s, o->msg, sizeof o->msg) : NULL;
@@ -151,7 +146,7 @@ static void measure_here(const measure_device *d, sc_pipeline *p, const bounds_r
         exec_diff diff;
         x = exec_open_checked(d->ops, dev, prog, d->math, NULL, in, ref, lim.first_ms, &diff, o->msg,
                               sizeof o->msg);
-        o->compile_s = now_s() - t0;
+        o->compile_s = base_now_s() - t0;
         if (x && diff.mismatches) {
             o->kind = MEASURE_WRONG;
             snprintf(o->msg, sizeof o->msg,
@@ -179,7 +174,7 @@ static void measure_here(const measure_device *d, sc_pipeline *p, const bounds_r
 static size_t read_until(int fd, void *dst, size_t n, double deadline) {
     size_t got = 0;
     while (got < n) {
-        int left = (int)((deadline - now_s()) * 1000);
+        int left = (int)((deadline - base_now_s()) * 1000);
         if (left <= 0) break;
         struct pollfd pf = { fd, POLLIN, 0 };
         int r = poll(&pf, 1, left);
@@ -223,7 +218,7 @@ void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_resu
     }
     close(fd[1]);
     double allow = 300.0 + (lim.first_ms + (rs ? 64.0 : 32.0) * lim.run_ms) / 1000.0;
-    double deadline = now_s() + allow;
+    double deadline = base_now_s() + allow;
     measure_outcome theirs;
     size_t got = read_until(fd[0], &theirs, sizeof theirs, deadline);
     close(fd[0]);
@@ -231,7 +226,7 @@ void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_resu
     if (got < sizeof theirs) kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     if (got == sizeof theirs) *o = theirs;
-    else if (now_s() >= deadline) {
+    else if (base_now_s() >= deadline) {
         o->kind = MEASURE_TIMEOUT;
         snprintf(o->msg, sizeof o->msg, "killed after %.0f s", allow);
     } else if (WIFSIGNALED(status))
@@ -372,7 +367,7 @@ int measure_find_target(const char *devname, target *t, char *desc, size_t descl
         _exit(w == (ssize_t)sizeof r ? 0 : 1);
     }
     close(fd[1]);
-    size_t got = read_until(fd[0], &r, sizeof r, now_s() + 120);
+    size_t got = read_until(fd[0], &r, sizeof r, base_now_s() + 120);
     close(fd[0]);
     if (pid > 0) {
         if (got != sizeof r) kill(pid, SIGKILL);

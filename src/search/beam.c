@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base.h"
 #include "beam.h"
 #include "features.h"
 #include "legal.h"
@@ -150,12 +151,6 @@ void search_free(search_ctx *c) {
 
 search_stats search_ctx_stats(const search_ctx *c) {
     return c->st;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static sched_state *copy_state(ir_arena *a, const sc_pipeline *p, const sched_state *s) {
@@ -667,7 +662,7 @@ static int run_pass(search_ctx *c, ir_arena *a, int beam, int pass, space_rng *r
 
 sched_state *search_run(search_ctx *c, ir_arena *a, int beam, int passes, uint64_t seed, double *ms, char *err,
                         size_t errlen) {
-    double t0 = now_s();
+    double t0 = base_now_s();
     space_rng rng = { seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull };
     hmap blessed;
     hmap_init(&blessed, 256);
@@ -694,7 +689,7 @@ sched_state *search_run(search_ctx *c, ir_arena *a, int beam, int passes, uint64
     hmap_free(&blessed);
     if (out && ms) *ms = out_ms;
     c->st.samples++;
-    c->st.wall_s += now_s() - t0;
+    c->st.wall_s += base_now_s() - t0;
     return out;
 }
 
@@ -785,7 +780,7 @@ int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
 
 int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o, int samples,
                  search_sample *out, search_stats *st, char *err, size_t errlen) {
-    double t0 = now_s();
+    double t0 = base_now_s();
     search_ctx *c = search_new(p, b, o, err, errlen);
     if (!c) return -1;
     int ndef = 0;
@@ -815,7 +810,7 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
     }
     if (st) {
         *st = c->st;
-        st->wall_s = now_s() - t0;
+        st->wall_s = base_now_s() - t0;
     }
     search_free(c);
     if (rc != 0) {
