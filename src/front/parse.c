@@ -62,8 +62,7 @@ typedef struct {
     int body_start, body_end;   /* token range of the body */
 } template_def;
 
-/* Template-local names: a Func or rdom defined inside an instance is
- * named "<result>_<local>". */
+/* Template-local names: a Func or rdom defined inside an instance is "<result>_<local>". */
 typedef struct {
     const char *tname;     /* template name, which stands for the result */
     const char *result;    /* the result's full name */
