@@ -1,6 +1,6 @@
 /*
  * base.h - what every layer shares: allocation that cannot fail quietly,
- * the one error convention of the library, and a clock.
+ * the one error convention of the library, a clock and a median.
  *
  * Errors: a function that can meet a user error takes (char *err, size_t
  * errlen), returns -1 (or NULL) and writes one line into err that names the
@@ -17,6 +17,12 @@ void *base_realloc(void *p, size_t size);
 
 /* Formats the message into err (when err and errlen are set); returns -1. */
 int base_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* qsort's comparison of doubles, ascending. */
+int base_cmp_double(const void *a, const void *b);
+/* The median of v[0..n) (n >= 1; the mean of the two middle values when n
+ * is even); sorts v in place. */
+double base_median(double *v, int n);
 
 /* Seconds of the monotonic clock (for intervals: its origin is arbitrary). */
 double base_now_s(void);

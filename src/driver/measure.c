@@ -60,17 +60,10 @@ static int runs_for(double est) { return est > 200 ? 1 : est > 20 ? 3 : 10; }
  * machine one pair in three can be hit by another process, and a ratio of
  * two least samples taken at different moments mixes two loads
  * (docs/samples.md). */
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double measure_median_agreeing(const double *ratio, int n, int *agreeing) {
     double sorted[MEASURE_MAX_SAMPLES];
     memcpy(sorted, ratio, sizeof(double) * (size_t)n);
-    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
-    double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    double med = base_median(sorted, n);
     *agreeing = 0;
     for (int i = 0; i < n; i++)
         if (fabs(ratio[i] / med - 1) <= MEASURE_AGREE) ++*agreeing;

@@ -390,11 +390,6 @@ void train_opts_default(train_opts *o) {
     o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
 }
 
-static int train_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void train_neighbour_predict(const train_data *d, int w, double *pred) {
     double *v = base_calloc((size_t)(2 * (w > 0 ? w : 0)) + 1, sizeof(double));
     for (int i = 0; i < d->nsamples; i++) {
@@ -413,8 +408,7 @@ void train_neighbour_predict(const train_data *d, int w, double *pred) {
             pred[i] = 0;
             continue;
         }
-        qsort(v, (size_t)n, sizeof(double), train_cmp_double);
-        pred[i] = exp(n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+        pred[i] = exp(base_median(v, n));
     }
     free(v);
 }
@@ -461,7 +455,7 @@ void train_calibrate(const train_data *d, nn_model *m) {
         if (d->pipes[d->samples[i].pipe].role == TRAIN_ROLE_TRAIN && pred[i] > 0)
             ratio[n++] = d->samples[i].ms / pred[i];
     if (n) {
-        qsort(ratio, (size_t)n, sizeof(double), train_cmp_double);
+        qsort(ratio, (size_t)n, sizeof(double), base_cmp_double);
         m->w[NN_OFF_SCALE] = log(ratio[n / 2]);
     }
     free(pred);
