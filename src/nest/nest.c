@@ -888,6 +888,8 @@ static kentry *find_kernel(build *w, const sc_func *r, int st, const uintptr_t *
         m->loc = w->s->f[g->id]->loc;
         m->at = w->s->f[g->id]->at;
         m->at_stage = w->cstage[g->id];
+        m->owner = w->owner[g->id];
+        m->owner_stage = w->ostage[g->id];
         m->nstages = g->nstages;
         m->stages = ir_alloc(w->ka, sizeof(nest_stage *) * (size_t)g->nstages);
         for (int s = 0; s < g->nstages; s++) m->stages[s] = ir_alloc(w->ka, sizeof(nest_stage));
@@ -1068,7 +1070,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
         nest_func *rf = &roots[nroot++];
         rf->func = f;
         rf->loc = SCHED_ROOT;
-        rf->at = rf->at_stage = -1;
+        rf->at = rf->at_stage = rf->owner = rf->owner_stage = -1;
         rf->mem = NEST_GLOBAL;
         rf->ndims = f->ndims;
         rf->elems = 1;

@@ -140,6 +140,7 @@ typedef struct {
     sched_loc loc;                 /* ROOT, BLOCK or THREAD */
     int at;                        /* consumer (BLOCK, THREAD), else -1 */
     int at_stage;                  /* the consumer's stage that calls it */
+    int owner, owner_stage;        /* fused: the stage that computes its group (nest_owner) */
     nest_mem mem;                  /* its allocation */
     int ndims;
     int64_t extent[SC_MAX_DIMS];   /* ROOT: its region; fused: per realization */

@@ -7,10 +7,8 @@ void nest_owner(const nest *n, int fid, int *owner, int *owner_stage) {
     *owner = *owner_stage = -1;
     const nest_func *f = fid >= 0 && fid < n->nfuncs ? n->funcs[fid] : NULL;
     if (!f || (f->loc != SCHED_BLOCK && f->loc != SCHED_THREAD)) return;
-    const nest_func *h = f;
-    while (n->funcs[h->at] && n->funcs[h->at]->loc == f->loc) h = n->funcs[h->at];
-    *owner = h->at;
-    *owner_stage = h->at_stage;
+    *owner = f->owner;
+    *owner_stage = f->owner_stage;
 }
 
 int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
