@@ -125,8 +125,10 @@ static void print_help(const char *cmd) {
                "                 random data)\n"
                "  -o NAME=FILE   write output NAME to a .png or .npy file (-o FILE for the\n"
                "                 first output); every output is summarised on stdout\n"
-               "  --seed N       seed of the random inputs (default 1)\n"
-               "With --schedule or --strategy, runs the scheduled code on a device:\n"
+               "  --seed N       seed of the random inputs (default 1; with --strategy, also\n"
+               "                 the strategy's seed)\n"
+               "With --schedule or --strategy, runs the scheduled code on a device (-i\n"
+               "and -o as above: -o writes what the device computed, even on a mismatch):\n"
                "  --device D     %s (default: the best found)\n"
                "  --check        compare every output with the reference evaluator\n"
                "  --target T     the target the schedule is made and checked for\n"
@@ -509,25 +511,24 @@ static void summarise(const sc_func *f, const sc_buffer *b) {
     printf(": min %.6g, max %.6g, mean %.6g\n", lo, hi, n ? sum / (double)n : 0.0);
 }
 
-static int cmd_run(sc_pipeline *p, const options *o) {
+/* The inputs of p: the files of -i where given (checked against the
+ * input's type and extents), seeded random data (--seed) for the rest,
+ * in in[0 .. inputs.n - 1]; and, in out_idx, the output each -o names.
+ * Returns EXIT_OK or EXIT_INPUT with a message. */
+static int run_inputs_outputs(sc_pipeline *p, const options *o, sc_buffer **in, int *out_idx) {
     int nin = p->inputs.n, nout = p->outputs.n;
-    sc_buffer **in = calloc((size_t)nin + 1, sizeof *in);
-    sc_buffer **out = calloc((size_t)nout + 1, sizeof *out);
-    if (!in || !out) abort();
-    int rc = EXIT_OK;
     char err[512];
-    for (int k = 0; k < o->nin && rc == EXIT_OK; k++) {
+    for (int k = 0; k < o->nin; k++) {
         int idx = -1;
         for (int i = 0; i < nin; i++)
             if (!strcmp(((sc_func *)p->inputs.items[i])->name, o->in_names[k])) idx = i;
         if (idx < 0) {
             fprintf(stderr, "stagecraft: -i %s: %s has no input named %s\n", o->in_names[k], o->pipe, o->in_names[k]);
-            rc = EXIT_INPUT;
-            break;
+            return EXIT_INPUT;
         }
         const sc_func *f = p->inputs.items[idx];
         sc_buffer *b = io_load(o->in_files[k], err, sizeof err);
-        if (!b) { fprintf(stderr, "stagecraft: %s\n", err); rc = EXIT_INPUT; break; }
+        if (!b) { fprintf(stderr, "stagecraft: %s\n", err); return EXIT_INPUT; }
         bool dims_ok = b->ndims == f->ndims;
         for (int d = 0; dims_ok && d < f->ndims; d++) dims_ok = b->extent[d] == f->extent[d];
         if (b->type != f->type || !dims_ok) {
@@ -537,22 +538,53 @@ static int cmd_run(sc_pipeline *p, const options *o) {
             for (int d = 0; d < b->ndims; d++) fprintf(stderr, "%s%d", d ? "x" : "", b->extent[d]);
             fprintf(stderr, " (change the sizes with --set)\n");
             sc_buffer_free(b);
-            rc = EXIT_INPUT;
-            break;
+            return EXIT_INPUT;
         }
         sc_buffer_free(in[idx]);
         in[idx] = b;
     }
-    int out_idx[MAX_FILES];
-    for (int k = 0; k < o->nout && rc == EXIT_OK; k++) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i] && !(in[i] = sc_input_random(p, i, o->seed))) abort();
+    for (int k = 0; k < o->nout; k++) {
         out_idx[k] = o->out_names[k] ? -1 : 0;
         for (int i = 0; i < nout && o->out_names[k]; i++)
             if (!strcmp(((sc_func *)p->outputs.items[i])->name, o->out_names[k])) out_idx[k] = i;
         if (out_idx[k] < 0) {
             fprintf(stderr, "stagecraft: -o %s: %s has no output named %s\n", o->out_names[k], o->pipe, o->out_names[k]);
-            rc = EXIT_INPUT;
+            return EXIT_INPUT;
         }
     }
+    return EXIT_OK;
+}
+
+/* Summarises every output and writes those -o names. */
+static int run_write_outputs(sc_pipeline *p, const options *o, sc_buffer **out, const int *out_idx) {
+    char err[512];
+    int rc = EXIT_OK;
+    for (int i = 0; i < p->outputs.n; i++) summarise(p->outputs.items[i], out[i]);
+    for (int k = 0; k < o->nout; k++) {
+        if (io_save(o->out_files[k], out[out_idx[k]], err, sizeof err) != 0) {
+            fprintf(stderr, "stagecraft: %s\n", err);
+            rc = EXIT_INPUT;
+        } else {
+            printf("wrote %s\n", o->out_files[k]);
+        }
+    }
+    return rc;
+}
+
+static void free_buffers(sc_buffer **b, int n) {
+    for (int i = 0; i < n && b; i++) sc_buffer_free(b[i]);
+    free(b);
+}
+
+static int cmd_run(sc_pipeline *p, const options *o) {
+    int nin = p->inputs.n, nout = p->outputs.n;
+    sc_buffer **in = calloc((size_t)nin + 1, sizeof *in);
+    sc_buffer **out = calloc((size_t)nout + 1, sizeof *out);
+    int out_idx[MAX_FILES];
+    if (!in || !out) abort();
+    int rc = run_inputs_outputs(p, o, in, out_idx);
     if (rc == EXIT_OK) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -564,21 +596,11 @@ static int cmd_run(sc_pipeline *p, const options *o) {
         if (rc == EXIT_OK) {
             double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
             printf("%s: evaluated by the reference evaluator in %.1f ms\n", p->name, ms);
-            for (int i = 0; i < nout; i++) summarise(p->outputs.items[i], out[i]);
-            for (int k = 0; k < o->nout; k++) {
-                if (io_save(o->out_files[k], out[out_idx[k]], err, sizeof err) != 0) {
-                    fprintf(stderr, "stagecraft: %s\n", err);
-                    rc = EXIT_INPUT;
-                } else {
-                    printf("wrote %s\n", o->out_files[k]);
-                }
-            }
+            rc = run_write_outputs(p, o, out, out_idx);
         }
     }
-    for (int i = 0; i < nin; i++) sc_buffer_free(in[i]);
-    for (int i = 0; i < nout; i++) sc_buffer_free(out[i]);
-    free(in);
-    free(out);
+    free_buffers(in, nin);
+    free_buffers(out, nout);
     return rc;
 }
 
@@ -723,8 +745,15 @@ static int cmd_device_run(const options *o, bool bench) {
             fputs(text, stdout);
             free(text);
         }
+        int nin = d.p->inputs.n, nout = d.p->outputs.n;
+        sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **out = calloc((size_t)nout + 1, sizeof *out);
+        int out_idx[MAX_FILES];
+        if (!in || !out) abort();
+        rc = run_inputs_outputs(d.p, o, in, out_idx);
         driver_run_opts ro = { o->device, o->check || bench, o->warmup, o->runs, bench ? o->samples : 0,
-                               o->timeout_ms, command_math(o), o->arch, stdout, NULL };
+                               o->timeout_ms, command_math(o), o->arch, stdout, NULL, in, o->seed,
+                               bench ? NULL : out };
+        if (rc == EXIT_OK) {
         printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
         for (int i = 0; i < d.p->outputs.n; i++) {
             const sc_func *f = d.p->outputs.items[i];
@@ -735,6 +764,12 @@ static int cmd_device_run(const options *o, bool bench) {
         printf("\n");
         int r = driver_run(&d, &ro, stderr);
         rc = r == 0 ? EXIT_OK : EXIT_INPUT;
+        /* the outputs of a run that ran, matched or not (a mismatch is
+         * worth looking at) */
+        if (!bench && out[0] && run_write_outputs(d.p, o, out, out_idx) != EXIT_OK) rc = EXIT_INPUT;
+        }
+        free_buffers(in, nin);
+        free_buffers(out, nout);
     }
     driver_free(&d);
     return rc;

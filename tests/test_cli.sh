@@ -101,6 +101,22 @@ printf 'not an image' >"$tmp/junk.npy"
 case_ run_input_junk 1 -e 'junk.npy' -- "$sc" run "$app" --small -i "in=$tmp/junk.npy"
 case_ run_input_no_name 2 -e '-i expects NAME=FILE' -- "$sc" run "$app" --small -i "$tmp/out.npy"
 
+# ---- run on a device: -i and -o as for the reference evaluator -----------
+# The device's outputs are written; given the same input file, C and
+# OpenCL (exact math) write the reference evaluator's bytes.
+for d in c opencl; do
+    case_ "run_${d}_writes" 0 -o "wrote $tmp/$d.npy" -- \
+        "$sc" run "$app" --small --strategy baseline --device "$d" --check -i "in=$tmp/out.npy" -o "out=$tmp/$d.npy"
+    ok "run_${d}_same_bytes" "$(cmp -s "$tmp/a.npy" "$tmp/$d.npy"; echo $?)"
+done
+case_ run_device_seed 0 -o "wrote $tmp/cseed2.npy" -- \
+    "$sc" run "$app" --small --strategy baseline --device c --seed 2 -o "out=$tmp/cseed2.npy"
+ok run_device_seed_as_reference "$(cmp -s "$tmp/seed2.npy" "$tmp/cseed2.npy"; echo $?)"
+case_ run_device_unknown_output 1 -e 'has no output named nope' -- \
+    "$sc" run "$app" --small --strategy baseline --device c -o "nope=$tmp/x.npy"
+case_ run_device_input_wrong_size 1 -e "input in expects u16 65x48" -- \
+    "$sc" run "$app" --small --set W=65 --strategy baseline --device c -i "in=$tmp/out.npy"
+
 # ---- floor: the traffic floor and class of a pipeline (no device with --balance)
 case_ floor_help 0 -o 'usage: stagecraft floor' -- "$sc" floor --help
 # box_blur small: 64 x 48 u16 read and written, 6,144 bytes each way

@@ -55,13 +55,14 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
     int ref_rc = measure_buffers_new(p, seed, &in, &ref, err, sizeof err);
     ir_arena *arena = ir_arena_new();
     bool ok = false;
+    sched_state *s = NULL;
     int kernels = 0;
     char on[64] = "lowered only";
     const char *failed_on = "";
     if (ref_rc != 0) goto done;
     space_opts so = { &tgt, prune };
     space_search_args args = { .weights = "weights/pocl.weights", .samples = samples };
-    sched_state *s = space_strategy_by_name("oneshot")->make(arena, p, b, &so, &args, seed, err, sizeof err);
+    s = space_strategy_by_name("oneshot")->make(arena, p, b, &so, &args, seed, err, sizeof err);
     if (!s) goto done;
     char cerr[512];
     if (sched_check(p, b, s, &tgt, false, cerr, sizeof cerr) != 0) {
@@ -91,6 +92,11 @@ done:
                  ok ? "" : ": ",
                  failed_on, *failed_on ? ": " : "", ok ? "" : err);
     if (!ok) fprintf(stderr, "---- %s ----\n%s\n", name, text);
+    if (!ok && s) {
+        char *st = sched_to_text(p, s);
+        fprintf(stderr, "---- %s: its schedule ----\n%s\n", name, st ? st : "?");
+        free(st);
+    }
     ir_arena_free(arena);
     measure_buffers_free(p, in, ref);
     bounds_free(b);

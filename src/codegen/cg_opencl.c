@@ -53,7 +53,13 @@ const cg_target cg_target_opencl = {
     .fmax = "fmax",
     .inf = "INFINITY",
     .nan = "NAN",
-    .unroll = "#pragma unroll",
+    /* No unroll pragma: PoCL 3.1's default work-group method (loopvec)
+     * miscompiles loops that carry one when their start depends on the
+     * work-item (an in-place scan read rows not yet stored; a stencil read
+     * a __local array before its phase had filled it).  Its compiler still
+     * unrolls these loops of constant trip count on its own.
+     * tests/test_opencl_shapes.c keeps both shapes. */
+    .unroll = NULL,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,
     .phase_open = cg_gpu_phase_open,

@@ -171,14 +171,14 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
     sc_buffer **in = calloc((size_t)nin + 1, sizeof *in), **ref = calloc((size_t)nout + 1, sizeof *ref);
     if (!in || !ref) abort();
     for (int i = 0; i < nin; i++) {
-        in[i] = sc_input_random(d->p, i, 1);
+        in[i] = o->inputs ? o->inputs[i] : sc_input_random(d->p, i, o->seed);
         if (!in[i]) abort();
     }
     /* A wrong result is never timed: timing implies the check. */
     bool check = o->check || o->samples > 0;
     if (check) {
         exec_diff diff;
-        if (sc_evaluate(d->p, in, 1, ref) != 0) {
+        if (sc_evaluate(d->p, in, o->seed, ref) != 0) {
             print_errors(d->p, err_out);
             rc = -1;
         } else if (!(s = exec_open_checked(ops, dev, d->prog, o->math, opt, in, ref, o->timeout_ms, &diff,
@@ -206,6 +206,13 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
             fprintf(o->out, "ran (not checked against the reference: add --check)\n");
         }
     }
+    if (rc >= 0 && o->outputs) {
+        if (exec_download(s, o->outputs, err, sizeof err) != 0) {
+            fprintf(err_out, "%s\n", err);
+            for (int i = 0; i < nout; i++) { sc_buffer_free(o->outputs[i]); o->outputs[i] = NULL; }
+            rc = -1;
+        }
+    }
     if (rc == 0 && o->samples > 0) {
         double ms = exec_time(s, o->warmup, o->runs, o->samples, o->timeout_ms, err, sizeof err);
         if (ms < 0) { fprintf(err_out, "%s\n", err); rc = -1; }
@@ -215,7 +222,7 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
             if (o->time_ms) *o->time_ms = ms;
         }
     }
-    for (int i = 0; i < nin; i++) sc_buffer_free(in[i]);
+    for (int i = 0; i < nin && !o->inputs; i++) sc_buffer_free(in[i]);
     for (int i = 0; i < nout; i++) sc_buffer_free(ref[i]);
     free(in);
     free(ref);

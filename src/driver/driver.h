@@ -49,7 +49,8 @@ char *driver_read_text(const char *path, char *err, size_t errlen);
  * reference evaluator; fast: the device's own f32 functions, checked within
  * exec_tolerance); with check, compares every output with the reference
  * evaluator and prints how far apart they are; with timing > 0 also times
- * it (warmup, runs, samples).  Returns 0 if everything ran (and matched). */
+ * it (warmup, runs, samples).  Returns 0 if everything ran (and matched),
+ * 1 on a mismatch (the outputs are still handed back), -1 on an error. */
 typedef struct {
     const char *device;
     bool check;
@@ -59,6 +60,12 @@ typedef struct {
     const char *arch;             /* CUDA: "sm_80" ... */
     FILE *out;
     double *time_ms;              /* out: the measured time, if timed */
+    sc_buffer *const *inputs;     /* the inputs, or NULL: seeded random data */
+    uint64_t seed;                /* the seed of the random inputs and of
+                                   * the reference's missing ones */
+    sc_buffer **outputs;          /* if not NULL: out, the device's outputs
+                                   * (the caller frees them); left NULL
+                                   * where the program did not run */
 } driver_run_opts;
 
 int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out);
