@@ -746,6 +746,30 @@ void search_pick_free(const sc_pipeline *p, const double *cost, int k, bool *is_
     }
 }
 
+/* The predicted time of the complete state s, in *ms.  0, or -1 with err. */
+static int predict_state(search_ctx *c, const sched_state *s, double *ms, char *err, size_t errlen) {
+    feat_result fr = { 0 };
+    if (featurize(c, s, &fr, err, errlen) != 0) return -1;
+    const feat_result *fs = &fr;
+    int rc = cost_predict(c->o.model, 1, &fs, ms, err, errlen);
+    c->st.predict_calls++;
+    feat_free(&fr);
+    return rc;
+}
+
+/* The hand-made schedules of p that pass the target's rules (the baseline
+ * and root, space_reference), in a, to out[0..1]; returns how many.  The
+ * rules, not the pruning's warp multiples: pruning narrows what the
+ * search enumerates, and these are not enumerated. */
+static int hand_made(search_ctx *c, ir_arena *a, sched_state *out[2]) {
+    sched_state *fixed[2];
+    space_reference(a, c->p, c->b, c->o.t, false, fixed);
+    int n = 0;
+    for (int i = 0; i < 2; i++)
+        if (fixed[i]) out[n++] = fixed[i];
+    return n;
+}
+
 int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
     const sc_pipeline *p = c->p;
     for (int i = 0; i < p->funcs.n; i++) c->frozen[i] = NULL;
@@ -806,6 +830,27 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
         while (at > 0 && out[at - 1].ms > m) at--;
         memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
         out[at] = (search_sample){ s, m, text, i };
+        n++;
+    }
+    /* The baseline and root join the batch with their predictions (sample
+     * -1): a batch never lacks a schedule the model prefers to them. */
+    sched_state *hm[2];
+    int nhm = rc == 0 ? hand_made(c, a, hm) : 0;
+    for (int i = 0; i < nhm && rc == 0; i++) {
+        double m;
+        if ((rc = predict_state(c, hm[i], &m, err, errlen)) != 0) break;
+        char *text = sched_to_text(p, hm[i]);
+        bool dup = false;
+        for (int k = 0; k < n && !dup; k++) dup = !strcmp(out[k].text, text);
+        if (dup || (n == samples && m >= out[n - 1].ms)) {
+            free(text);
+            continue;
+        }
+        if (n == samples) free(out[--n].text);   /* room: the worst predicted goes */
+        int at = n;
+        while (at > 0 && out[at - 1].ms > m) at--;
+        memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
+        out[at] = (search_sample){ hm[i], m, text, -1 };
         n++;
     }
     if (st) {
