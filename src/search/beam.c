@@ -757,17 +757,12 @@ static int predict_state(search_ctx *c, const sched_state *s, double *ms, char *
     return rc;
 }
 
-/* The hand-made schedules of p that pass the target's rules (the baseline
- * and root, space_reference), in a, to out[0..1]; returns how many.  The
- * rules, not the pruning's warp multiples: pruning narrows what the
- * search enumerates, and these are not enumerated. */
-static int hand_made(search_ctx *c, ir_arena *a, sched_state *out[2]) {
-    sched_state *fixed[2];
-    space_reference(a, c->p, c->b, c->o.t, false, fixed);
-    int n = 0;
-    for (int i = 0; i < 2; i++)
-        if (fixed[i]) out[n++] = fixed[i];
-    return n;
+/* The hand-made schedule of p that joins every batch: the baseline, else
+ * root, whichever first passes the target's rules (space_reference; the
+ * rules, not the pruning's warp multiples: pruning narrows what the search
+ * enumerates, and this one is not enumerated); NULL when neither does. */
+static sched_state *hand_made(search_ctx *c, ir_arena *a) {
+    return space_reference(a, c->p, c->b, c->o.t, false, NULL);
 }
 
 int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
@@ -832,26 +827,24 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
         out[at] = (search_sample){ s, m, text, i };
         n++;
     }
-    /* The baseline and root join the batch with their predictions (sample
-     * -1): a batch never lacks a schedule the model prefers to them. */
-    sched_state *hm[2];
-    int nhm = rc == 0 ? hand_made(c, a, hm) : 0;
-    for (int i = 0; i < nhm && rc == 0; i++) {
-        double m;
-        if ((rc = predict_state(c, hm[i], &m, err, errlen)) != 0) break;
-        char *text = sched_to_text(p, hm[i]);
+    /* The baseline (else root) joins the batch with its prediction (sample
+     * -1): a batch never lacks a schedule the model prefers to it. */
+    sched_state *hm = rc == 0 ? hand_made(c, a) : NULL;
+    double hm_ms = INFINITY;
+    if (hm && (rc = predict_state(c, hm, &hm_ms, err, errlen)) == 0) {
+        char *text = sched_to_text(p, hm);
         bool dup = false;
         for (int k = 0; k < n && !dup; k++) dup = !strcmp(out[k].text, text);
-        if (dup || (n == samples && m >= out[n - 1].ms)) {
+        if (dup || (n == samples && hm_ms >= out[n - 1].ms)) {
             free(text);
-            continue;
+        } else {
+            if (n == samples) free(out[--n].text);   /* room: the worst predicted goes */
+            int at = n;
+            while (at > 0 && out[at - 1].ms > hm_ms) at--;
+            memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
+            out[at] = (search_sample){ hm, hm_ms, text, -1 };
+            n++;
         }
-        if (n == samples) free(out[--n].text);   /* room: the worst predicted goes */
-        int at = n;
-        while (at > 0 && out[at - 1].ms > m) at--;
-        memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
-        out[at] = (search_sample){ hm[i], m, text, -1 };
-        n++;
     }
     if (st) {
         *st = c->st;
