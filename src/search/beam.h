@@ -119,7 +119,8 @@ int search_func_costs(search_ctx *c, const sched_state *s, double *cost, char *e
 void search_pick_free(const sc_pipeline *p, const double *cost, int k, bool *is_free);
 
 /* One schedule of a batch: the state (in the caller's arena), its
- * prediction, its text (malloc'd) and which sample found it first. */
+ * prediction, its text (malloc'd) and which sample found it first (-1:
+ * the baseline, which joins every batch). */
 typedef struct {
     sched_state *s;
     double ms;
@@ -129,8 +130,11 @@ typedef struct {
 
 /* The batch of §8: one beam search (o->beam, o->passes, seed o->seed) and
  * samples - 1 greedy ones (beam 1, 1 pass, seeds o->seed + i), with
- * o->dropout for diversity.  The distinct schedules found (by text) go to
- * out (room for `samples`), fastest predicted first; returns how many, or
+ * o->dropout for diversity, and the baseline (else root, whichever passes
+ * the target's rules; docs/search.md).  The distinct schedules (by text) go
+ * to out (room for `samples`; the baseline displaces the worst predicted
+ * when it is better and there is no room), fastest predicted first;
+ * returns how many, or
  * -1 with err (nothing to free then).  search_samples_free frees the
  * texts. */
 int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o, int samples,
@@ -138,8 +142,9 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
 void search_samples_free(search_sample *s, int n);
 
 /* One-shot mode (§8): one beam search (o->beam, o->passes) plus
- * samples - 1 greedy ones (beam 1, 1 pass, seeds o->seed + i); the best by
- * the model, in arena a, its prediction in *ms, the statistics in *st. */
+ * samples - 1 greedy ones (beam 1, 1 pass, seeds o->seed + i), and the
+ * baseline; the best by the model, in arena a, its prediction in *ms, the
+ * statistics in *st. */
 sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o,
                             int samples, double *ms, search_stats *st, char *err, size_t errlen);
 
