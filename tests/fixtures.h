@@ -11,6 +11,7 @@
 #include <string.h>
 #include "apps.h"
 #include "bounds.h"
+#include "exec.h"
 #include "ir.h"
 #include "rt.h"
 #include "stagecraft.h"
@@ -83,5 +84,23 @@ static inline int fixture_open_devices(fixture_device devs[2]) {
 
 static inline void fixture_close_devices(fixture_device *devs, int n) {
     for (int d = 0; d < n; d++) devs[d].ops->close(devs[d].dev);
+}
+
+/* Runs prog on d with exact math (at most timeout_ms) and compares its
+ * outputs with ref: true when no point is outside the exact tolerance and,
+ * with bitwise, none differs from ref at all (NaN equal to NaN).  Else err
+ * says why it did not run, or how many points differ. */
+static inline bool fixture_run_exact(const fixture_device *d, const lower_program *prog, sc_buffer *const *in,
+                                     sc_buffer *const *ref, int timeout_ms, bool bitwise, char *err, size_t errlen) {
+    exec_diff df;
+    memset(&df, 0, sizeof df);
+    exec_session *es = exec_open_checked(d->ops, d->dev, prog, CG_MATH_EXACT, NULL, in, ref, timeout_ms, &df, err,
+                                         errlen);
+    bool ok = es && df.mismatches == 0 && (!bitwise || df.differ == 0);
+    if (es && !ok)
+        snprintf(err, errlen, "%lld of %lld points differ (max %lld ulp)",
+                 (long long)(bitwise ? df.differ : df.mismatches), (long long)df.points, (long long)df.max_ulp);
+    exec_close(es);
+    return ok;
 }
 #endif

@@ -74,16 +74,8 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
     kernels = prog->nkernels;
     ok = true;
     for (int d = 0; d < nd && ok; d++) {
-        exec_diff df;
-        memset(&df, 0, sizeof df);
-        exec_session *es = exec_open_checked(devs[d].ops, devs[d].dev, prog, CG_MATH_EXACT, NULL, in, ref, 120000,
-                                             &df, err, sizeof err);
-        ok = es && df.mismatches == 0 && df.differ == 0;
-        if (es && !ok)
-            snprintf(err, sizeof err, "%lld of %lld points differ (max %lld ulp)", (long long)df.differ,
-                     (long long)df.points, (long long)df.max_ulp);
+        ok = fixture_run_exact(&devs[d], prog, in, ref, 120000, true, err, sizeof err);
         if (!ok) failed_on = devs[d].ops->name;
-        exec_close(es);
     }
 done:
     if (nd > 0)

@@ -87,16 +87,8 @@ static void run_shape(const char *name, const char *pipe, const char *sched) {
     for (int d = 0; d < ndev; d++) {
         int times = strcmp(devs[d].ops->name, "opencl") ? 1 : 3;
         for (int t = 0; t < times; t++) {
-            exec_diff df;
-            memset(&df, 0, sizeof df);
-            exec_session *es = exec_open_checked(devs[d].ops, devs[d].dev, prog, CG_MATH_EXACT, NULL, in, ref,
-                                                 60000, &df, err, sizeof err);
-            bool ok = es && df.mismatches == 0 && df.differ == 0;
-            if (es && !ok)
-                snprintf(err, sizeof err, "%lld of %lld points differ (max %lld ulp)", (long long)df.differ,
-                         (long long)df.points, (long long)df.max_ulp);
+            bool ok = fixture_run_exact(&devs[d], prog, in, ref, 60000, true, err, sizeof err);
             check_report(ok, "%s on %s, run %d%s%s", name, devs[d].ops->name, t + 1, ok ? "" : ": ", ok ? "" : err);
-            exec_close(es);
         }
     }
     measure_buffers_free(fx.p, in, ref);

@@ -193,17 +193,10 @@ static void schedules(void) {
                     continue;
                 }
                 for (int d = 0; d < ndev; d++) {
-                    exec_diff df;
-                    memset(&df, 0, sizeof df);
-                    exec_session *es = exec_open_checked(devs[d].ops, devs[d].dev, prog, CG_MATH_EXACT, NULL,
-                                                         in, ref, 120000, &df, err, sizeof err);
-                    bool ok = es && df.mismatches == 0;
-                    if (es && !ok) snprintf(err, sizeof err, "%lld of %lld points differ (max %lld ulp)",
-                                            (long long)df.mismatches, (long long)df.points, (long long)df.max_ulp);
+                    bool ok = fixture_run_exact(&devs[d], prog, in, ref, 120000, false, err, sizeof err);
                     check_report(ok, "random_%llu/sched%llu/%s (%d Funcs, %d kernels)%s%s",
                                  (unsigned long long)seed, (unsigned long long)sseed, devs[d].ops->name,
                                  info.funcs, prog->nkernels, ok ? "" : ": ", ok ? "" : err);
-                    exec_close(es);
                 }
                 ir_arena_free(arena);
             }
