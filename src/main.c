@@ -753,22 +753,20 @@ static int cmd_device_run(const options *o, bool bench) {
         if (!in || !out) abort();
         rc = run_inputs_outputs(d.p, o, in, out_idx);
         driver_run_opts ro = { o->device, o->check || bench, o->warmup, o->runs, bench ? o->samples : 0,
-                               o->timeout_ms, command_math(o), o->arch, stdout, NULL, in, o->seed,
-                               bench ? NULL : out };
+                               o->timeout_ms, command_math(o), o->arch, stdout, NULL, in, bench ? NULL : out };
         if (rc == EXIT_OK) {
-        printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
-        for (int i = 0; i < d.p->outputs.n; i++) {
-            const sc_func *f = d.p->outputs.items[i];
-            printf(" %s(", f->name);
-            for (int k = 0; k < f->ndims; k++) printf("%s%d", k ? "x" : "", f->out_extent[k]);
-            printf(")");
-        }
-        printf("\n");
-        int r = driver_run(&d, &ro, stderr);
-        rc = r == 0 ? EXIT_OK : EXIT_INPUT;
-        /* the outputs of a run that ran, matched or not (a mismatch is
-         * worth looking at) */
-        if (!bench && out[0] && run_write_outputs(d.p, o, out, out_idx) != EXIT_OK) rc = EXIT_INPUT;
+            printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
+            for (int i = 0; i < d.p->outputs.n; i++) {
+                const sc_func *f = d.p->outputs.items[i];
+                printf(" %s(", f->name);
+                for (int k = 0; k < f->ndims; k++) printf("%s%d", k ? "x" : "", f->out_extent[k]);
+                printf(")");
+            }
+            printf("\n");
+            rc = driver_run(&d, &ro, stderr) == 0 ? EXIT_OK : EXIT_INPUT;
+            /* the outputs of a run that ran, matched or not (a mismatch is
+             * worth looking at) */
+            if (!bench && out[0] && run_write_outputs(d.p, o, out, out_idx) != EXIT_OK) rc = EXIT_INPUT;
         }
         free_buffers(in, nin);
         free_buffers(out, nout);

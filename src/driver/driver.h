@@ -60,9 +60,7 @@ typedef struct {
     const char *arch;             /* CUDA: "sm_80" ... */
     FILE *out;
     double *time_ms;              /* out: the measured time, if timed */
-    sc_buffer *const *inputs;     /* the inputs, or NULL: seeded random data */
-    uint64_t seed;                /* the seed of the random inputs and of
-                                   * the reference's missing ones */
+    sc_buffer **inputs;           /* every input of the pipeline (the caller's) */
     sc_buffer **outputs;          /* if not NULL: out, the device's outputs
                                    * (the caller frees them); left NULL
                                    * where the program did not run */
