@@ -757,12 +757,26 @@ static int predict_state(search_ctx *c, const sched_state *s, double *ms, char *
     return rc;
 }
 
-/* The hand-made schedule of p that joins every batch: the baseline, else
- * root, whichever first passes the target's rules (space_reference; the
- * rules, not the pruning's warp multiples: pruning narrows what the search
- * enumerates, and this one is not enumerated); NULL when neither does. */
-static sched_state *hand_made(search_ctx *c, ir_arena *a) {
-    return space_reference(a, c->p, c->b, c->o.t, false, NULL);
+/* Adds s (predicted ms, found by sample) to the batch out[0..*n) of room
+ * `room`, in order of prediction (equal predictions keep the order they
+ * were found in), unless its text is there already; when the batch is
+ * full, s displaces the worst predicted only if it is better.  The batch
+ * owns the text it keeps. */
+static void batch_add(const sc_pipeline *p, search_sample *out, int *n, int room, sched_state *s, double ms,
+                      int sample) {
+    char *text = sched_to_text(p, s);
+    bool dup = false;
+    for (int k = 0; k < *n && !dup; k++) dup = !strcmp(out[k].text, text);
+    if (dup || (*n == room && ms >= out[*n - 1].ms)) {
+        free(text);
+        return;
+    }
+    if (*n == room) free(out[--*n].text);
+    int at = *n;
+    while (at > 0 && out[at - 1].ms > ms) at--;
+    memmove(out + at + 1, out + at, sizeof *out * (size_t)(*n - at));
+    out[at] = (search_sample){ s, ms, text, sample };
+    ++*n;
 }
 
 int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
@@ -812,40 +826,16 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
         sched_state *s = i == 0 ? search_run(c, a, c->o.beam, c->o.passes, o->seed, &m, err, errlen)
                                 : search_run(c, a, 1, 1, o->seed + (uint64_t)i, &m, err, errlen);
         if (!s) { rc = -1; break; }
-        char *text = sched_to_text(p, s);
-        bool dup = false;
-        for (int k = 0; k < n && !dup; k++) dup = !strcmp(out[k].text, text);
-        if (dup) {
-            free(text);
-            continue;
-        }
-        /* insertion in order of prediction; equal predictions keep the
-         * order they were found in */
-        int at = n;
-        while (at > 0 && out[at - 1].ms > m) at--;
-        memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
-        out[at] = (search_sample){ s, m, text, i };
-        n++;
+        batch_add(p, out, &n, samples, s, m, i);
     }
-    /* The baseline (else root) joins the batch with its prediction (sample
-     * -1): a batch never lacks a schedule the model prefers to it. */
-    sched_state *hm = rc == 0 ? hand_made(c, a) : NULL;
-    double hm_ms = INFINITY;
-    if (hm && (rc = predict_state(c, hm, &hm_ms, err, errlen)) == 0) {
-        char *text = sched_to_text(p, hm);
-        bool dup = false;
-        for (int k = 0; k < n && !dup; k++) dup = !strcmp(out[k].text, text);
-        if (dup || (n == samples && hm_ms >= out[n - 1].ms)) {
-            free(text);
-        } else {
-            if (n == samples) free(out[--n].text);   /* room: the worst predicted goes */
-            int at = n;
-            while (at > 0 && out[at - 1].ms > hm_ms) at--;
-            memmove(out + at + 1, out + at, sizeof *out * (size_t)(n - at));
-            out[at] = (search_sample){ hm, hm_ms, text, -1 };
-            n++;
-        }
-    }
+    /* The baseline (else root, whichever first passes the target's rules:
+     * space_reference; the rules, not the pruning's warp multiples, which
+     * narrow what the search enumerates) joins the batch with its
+     * prediction (sample -1): a batch never lacks a schedule the model
+     * prefers to it. */
+    sched_state *hm = rc == 0 ? space_reference(a, p, b, c->o.t, false, NULL) : NULL;
+    double hm_ms;
+    if (hm && (rc = predict_state(c, hm, &hm_ms, err, errlen)) == 0) batch_add(p, out, &n, samples, hm, hm_ms, -1);
     if (st) {
         *st = c->st;
         st->wall_s = base_now_s() - t0;
