@@ -565,6 +565,16 @@ static void test_access_memo(void) {
                                 ok = same_form(&x.calls[i].dim[d], &y.calls[i].dim[d], x.nloops);
                         }
                         for (int d = 0; ok && d < x.nstore; d++) ok = same_form(&x.store[d], &y.store[d], x.nloops);
+                        /* the calls of each inline Func: the same, adding up to the total,
+                         * each of a Func the state inlines */
+                        int64_t sum = 0;
+                        ok = ok && x.ninl == y.ninl;
+                        for (int i = 0; ok && i < x.ninl; i++) {
+                            ok = x.inl[i] == y.inl[i] && x.inl_calls[i] == y.inl_calls[i] && x.inl_calls[i] > 0 &&
+                                 q->f[x.inl[i]->id] && q->f[x.inl[i]->id]->loc == SCHED_INLINE;
+                            sum += x.inl_calls[i];
+                        }
+                        ok = ok && sum == x.inlined_calls;
                         if (!ok && bad++ < 3) fprintf(stderr, "  %s: %s stage %d differs (calls %d/%d, inline %lld/%lld, strahler %d/%d)\n", names[ai], f->name, st, x.n, y.n, (long long)x.inlined_calls, (long long)y.inlined_calls, x.strahler, y.strahler);
                         inlined += x.inlined_calls;
                         stages++;
@@ -580,6 +590,40 @@ static void test_access_memo(void) {
         app_free(&c);
     }
     apps_free_names(names, napps);
+}
+
+/* An inline Func's operations count in its consumer's, as many times per
+ * point as it is called: g = in * 2 + 1 (one f32 multiply, one add)
+ * called twice per point of out = g(x) + g(x + 1) (one add): with g
+ * inline, out's histogram is its own plus twice g's (2 multiplies, 3
+ * adds); with g at root, out's own (no multiply, 1 add). */
+static void test_inline_ops(void) {
+    const char *src =
+        "pipeline inl;\n"
+        "input f32 in(130, 64);\n"
+        "g(x, y) = in(x, y) * 2.0 + 1.0;\n"
+        "out(x, y) = g(x, y) + g(x + 1, y);\n"
+        "output out(128, 64);\n";
+    featured in, root;
+    bool a = featurize(&in, src, "schedule inl;\nout: root [x=32x1 y=1x1];\ng: inline;\n");
+    bool b = featurize(&root, src, "schedule inl;\nout: root [x=32x1 y=1x1];\ng: root [x=32x1 y=1x1];\n");
+    CHECK(a && b);
+    if (a && b) {
+        EXPECT(&in, "out", "op_mul_f32", 2);
+        EXPECT(&in, "out", "op_add_f32", 3);
+        EXPECT(&root, "out", "op_mul_f32", 0);
+        EXPECT(&root, "out", "op_add_f32", 1);
+        EXPECT(&in, "out", "inlined_calls", 2);
+        int bad = 0;
+        for (int i = 0; i < FEAT_HIST_COUNT; i++) {
+            double want = fv(&root, "out", feat_name(i)) + 2 * fv(&root, "g", feat_name(i));
+            if (fv(&in, "out", feat_name(i)) != want && bad++ < 3)
+                fprintf(stderr, "  %s: %g, expected %g\n", feat_name(i), fv(&in, "out", feat_name(i)), want);
+        }
+        CHECK(bad == 0);
+    }
+    featured_free(&in);
+    featured_free(&root);
 }
 
 int main(void) {
@@ -600,5 +644,6 @@ int main(void) {
     RUN(test_apps);
     RUN(test_cache_identical);
     RUN(test_access_memo);
+    RUN(test_inline_ops);
     CHECK_EXIT();
 }

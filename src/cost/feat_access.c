@@ -36,6 +36,7 @@ typedef struct {
     bool memo;                        /* memoize inline expansions (memo below) */
     struct memo_entry **mtab;         /* [MEMO_TABLE] */
     struct rec *rec;                  /* the innermost recording, NULL: none */
+    int64_t *fcalls;                  /* [func id]: inline calls of each Func so far */
 } walk;
 
 /* Memoized inline expansions.  Expanding an inline Func g with the same
@@ -58,6 +59,9 @@ typedef struct memo_entry {
     double *key;
     int strahler;
     int64_t inlined;
+    int nf;                           /* the inline calls it made, per Func: ids and counts */
+    int *fid;
+    int64_t *fn;
     int n;
     int *calls;
 } memo_entry;
@@ -357,26 +361,49 @@ static int visit_inline(walk *w, const sc_func *g, const env *inner) {
         if (e->h == h && e->nkey == m && !memcmp(e->key, key, sizeof(double) * (size_t)m)) {
             for (int i = 0; i < e->n; i++) rec_touch(w, w->rec, e->calls[i]);
             w->out->inlined_calls += e->inlined;
+            for (int i = 0; i < e->nf; i++) w->fcalls[e->fid[i]] += e->fn[i];
             return e->strahler;
         }
     rec r = { w->rec, 0, 0, NULL, NULL, 0, false };
     w->rec = &r;
     int64_t inl0 = w->out->inlined_calls;
+    int nfuncs = (int)w->p->funcs.n;
+    int64_t *f0 = malloc(sizeof *f0 * (size_t)nfuncs);
+    if (!f0) {
+        w->oom = true;
+        return 1;
+    }
+    memcpy(f0, w->fcalls, sizeof *f0 * (size_t)nfuncs);
     int st = visit(w, g->stages[0].value, inner);
     w->rec = r.up;
     for (int i = 0; i < r.n; i++) rec_touch(w, w->rec, r.list[i]);
     free(r.set);
     if (r.irregular) {
         free(r.list);
+        free(f0);
         return st;
     }
+    int nf = 0;
+    for (int i = 0; i < nfuncs; i++) nf += w->fcalls[i] != f0[i];
     memo_entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->key = malloc(sizeof(double) * (size_t)m))) {
+    if (!e || !(e->key = malloc(sizeof(double) * (size_t)m)) || !(e->fid = malloc(sizeof *e->fid * (size_t)(nf + 1))) ||
+        !(e->fn = malloc(sizeof *e->fn * (size_t)(nf + 1)))) {
+        if (e) {
+            free(e->key);
+            free(e->fid);
+        }
         free(e);
         free(r.list);
+        free(f0);
         w->oom = true;
         return st;
     }
+    for (int i = 0; i < nfuncs; i++)
+        if (w->fcalls[i] != f0[i]) {
+            e->fid[e->nf] = i;
+            e->fn[e->nf++] = w->fcalls[i] - f0[i];
+        }
+    free(f0);
     memcpy(e->key, key, sizeof(double) * (size_t)m);
     e->h = h;
     e->nkey = m;
@@ -408,6 +435,7 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
     }
     if (e->kind == E_CALL && is_inline(w, e->func)) {
         w->out->inlined_calls++;
+        w->fcalls[e->func->id]++;
         env inner = { .n = e->func->ndims };
         for (int i = 0; i < e->func->ndims; i++) {
             inner.names[i] = e->func->vars[i];
@@ -425,7 +453,8 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
                            feat_stage_access *out) {
     memset(out, 0, sizeof *out);
     out->nloops = ir_stage_loops(f, st, out->which);
-    walk w = { p, s, f, st, out, false, NULL, 0, memo, NULL, NULL };
+    walk w = { p, s, f, st, out, false, NULL, 0, memo, NULL, NULL, NULL };
+    if (!(w.fcalls = calloc((size_t)p->funcs.n + 1, sizeof *w.fcalls))) return -1;
     env v = { 0 };
     for (int j = 0; j < out->nloops; j++) {
         if (out->which[j] < 0) continue;
@@ -454,11 +483,27 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
         if (k < 0) out->prods[k = out->nprods++] = out->calls[i].prod;
         out->prod_of[i] = k;
     }
+    /* the inline Funcs expanded, in order of first call: the walk visits
+     * a call's arguments before it, so order by the Funcs' ids is as
+     * good a canonical order (and the same for the same expansion) */
+    int ninl = 0;
+    for (int i = 0; i < p->funcs.n; i++) ninl += w.fcalls[i] != 0;
+    out->inl = malloc(sizeof *out->inl * (size_t)(ninl + 1));
+    out->inl_calls = malloc(sizeof *out->inl_calls * (size_t)(ninl + 1));
+    if (!out->inl || !out->inl_calls) w.oom = true;
+    for (int i = 0; !w.oom && i < p->funcs.n; i++)
+        if (w.fcalls[i]) {
+            out->inl[out->ninl] = p->funcs.items[i];
+            out->inl_calls[out->ninl++] = w.fcalls[i];
+        }
+    free(w.fcalls);
     free(w.table);
     for (int i = 0; w.mtab && i < MEMO_TABLE; i++)
         for (memo_entry *e = w.mtab[i], *next; e; e = next) {
             next = e->next;
             free(e->key);
+            free(e->fid);
+            free(e->fn);
             free(e->calls);
             free(e);
         }
@@ -479,8 +524,12 @@ void feat_stage_access_free(feat_stage_access *a) {
     free(a->calls);
     free(a->prods);
     free(a->prod_of);
+    free(a->inl);
+    free(a->inl_calls);
     a->calls = NULL;
     a->prods = NULL;
     a->prod_of = NULL;
-    a->n = a->cap = a->nprods = 0;
+    a->inl = NULL;
+    a->inl_calls = NULL;
+    a->n = a->cap = a->nprods = a->ninl = 0;
 }

@@ -44,6 +44,12 @@ typedef struct {
     int nstore;                       /* the left-hand side, as forms */
     feat_form store[SC_MAX_DIMS];
     int64_t inlined_calls;            /* calls of inline Funcs per point */
+    /* the inline Funcs expanded, each once in order of first call, and
+     * the calls of each per point (malloc'd; counts add up to
+     * inlined_calls): the featurizer adds their operations to the stage's */
+    int ninl;
+    const sc_func **inl;
+    int64_t *inl_calls;
     int strahler;                     /* of the expression with inlining */
     /* the producers called, in order of first call, and calls[i]'s
      * producer as an index into them (malloc'd) */

@@ -657,6 +657,17 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
         for (int k = 0; k < OPS_KIND_COUNT; k++)
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[k * SC_TYPE_COUNT + ty] = (double)ops->items[oi].count[k][ty];
+    /* the operations of the inline Funcs the stage expands, as many times
+     * per point as it calls them: what the generated code computes per
+     * point (without them an inlined producer's work would be visible
+     * only as a count of calls) */
+    for (int i = 0; i < a->ninl; i++) {
+        int gi = c->x->ops_of[c->x->slot[a->inl[i]->id]];
+        if (gi < 0) continue;
+        for (int k = 0; k < OPS_KIND_COUNT; k++)
+            for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
+                v[k * SC_TYPE_COUNT + ty] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
+    }
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;

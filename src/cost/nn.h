@@ -39,9 +39,11 @@
 #define NN_H1 8
 #define NN_H2 24
 #define NN_COEF 32
-/* Bumped whenever the cost terms (costmodel.c) change meaning: it enters
- * the layout hash, so older weights files are refused. */
-#define NN_TERMS_VERSION 1
+/* Bumped whenever the cost terms (costmodel.c) or the inputs change
+ * meaning: it enters the layout hash, so older weights files are refused.
+ * 2: a stage's operation counts include those of the inline Funcs it
+ * expands. */
+#define NN_TERMS_VERSION 2
 
 #define NN_OFF_W1 0                                      /* [NN_ALGO_IN][NN_H1], squashed by a sigmoid */
 #define NN_OFF_B1 (NN_OFF_W1 + NN_ALGO_IN * NN_H1)
