@@ -195,10 +195,11 @@ static void bytes_predict(const train_data *d, double *pred) {
 typedef struct {
     int n;
     double acc, rho, ratio;
+    double apart;                     /* pairwise accuracy on pairs measured > TRAIN_APART apart */
 } figures;
 
 static figures rank_app(const train_data *d, const double *pred) {
-    figures f = { 0, NAN, NAN, NAN };
+    figures f = { 0, NAN, NAN, NAN, NAN };
     double *p = calloc((size_t)d->nsamples + 1, sizeof(double)), *m = calloc((size_t)d->nsamples + 1, sizeof(double));
     for (int i = 0; i < d->nsamples; i++)
         if (d->pipes[d->samples[i].pipe].role == TRAIN_ROLE_VALID) {
@@ -210,6 +211,7 @@ static figures rank_app(const train_data *d, const double *pred) {
     f.acc = rk.pairs ? (double)rk.correct / (double)rk.pairs : NAN;
     f.rho = rk.rho;
     f.ratio = rk.best_ms / rk.min_ms;
+    f.apart = rk.pairs_apart ? (double)rk.correct_apart / (double)rk.pairs_apart : NAN;
     free(p);
     free(m);
     return f;
@@ -239,8 +241,8 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
     /* per predictor: sums of pairwise, rho, log ratio; how many of each
      * were finite (an app of one sample has no pairs); apps with a ratio
      * within 1.2x */
-    double sum[4][3] = { { 0 } };
-    int cnt[4][3] = { { 0 } }, within[4] = { 0 };
+    double sum[4][3] = { { 0 } }, apart[4] = { 0 };
+    int cnt[4][3] = { { 0 } }, within[4] = { 0 }, napart[4] = { 0 };
     int counted = 0;
     for (int a = 0; a < n; a++) {
         if (!apps_wanted(apps, names[a])) continue;
@@ -269,11 +271,11 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
             train_lsq_predict(&d, coef, pred);
             f[2] = rank_app(&d, pred);
         } else {
-            f[2] = (figures){ 0, NAN, NAN, NAN };
+            f[2] = (figures){ 0, NAN, NAN, NAN, NAN };
         }
         /* no features: the times of the samples measured just before and
          * after (store order; an exchange file's is not the measurement's) */
-        f[3] = (figures){ 0, NAN, NAN, NAN };
+        f[3] = (figures){ 0, NAN, NAN, NAN, NAN };
         if (db) {
             train_neighbour_predict(&d, 3, pred);
             f[3] = rank_app(&d, pred);
@@ -285,6 +287,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
             for (int j = 0; j < 3; j++)
                 if (isfinite(v[j]) && isfinite(f[k].acc)) sum[k][j] += v[j], cnt[k][j]++;
             if (isfinite(f[k].acc) && f[k].ratio <= 1.2) within[k]++;
+            if (isfinite(f[k].apart)) apart[k] += f[k].apart, napart[k]++;
         }
         printf("\n");
         fflush(stdout);
@@ -296,7 +299,11 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
             printf(" | %5.3f %6.3f %7.3fx", sum[k][0] / cnt[k][0], sum[k][1] / cnt[k][1], exp(sum[k][2] / cnt[k][2]));
         printf("\n%-26s %5s", "top pick within 1.2x", "");
         for (int k = 0; k < 4; k++) printf(" | %2d of %2d apps        ", within[k], cnt[k][0]);
-        printf("\n(means and counts over the apps with pairs to rank)\n");
+        printf("\n%-26s %5s", "pairs > 10% apart", "");
+        for (int k = 0; k < 4; k++) printf(" | %5.3f                ", napart[k] ? apart[k] / napart[k] : NAN);
+        printf("\n(means and counts over the apps with pairs to rank; the last line: the mean pairwise\n"
+               "accuracy on the pairs whose measured times differ by more than 10%%, beyond the\n"
+               "in-turn measurement's agreement band)\n");
     }
     apps_free_names(names, n);
     free(pred);

@@ -447,6 +447,12 @@ static void test_rejects(void) {
     train_rank rk;
     train_rank_of(3, pred, ms, &rk);
     CHECK(rk.pairs == 3 && rk.correct == 2 && fabs(rk.rho - 0.5) < 1e-12 && rk.best_ms == 1 && rk.min_ms == 1);
+    /* pairs apart: of times 1, 1.05, 2 and 2.1, the pairs (1, 1.05) and (2, 2.1)
+     * lie within 10%; the four others are apart, and the prediction
+     * orders three of them right (it swaps 1.05 and 2) */
+    double pred4[] = { 1, 3, 2, 4 }, ms4[] = { 1, 1.05, 2, 2.1 };
+    train_rank_of(4, pred4, ms4, &rk);
+    CHECK(rk.pairs == 6 && rk.correct == 5 && rk.pairs_apart == 4 && rk.correct_apart == 3);
     for (int i = 0; i < 2; i++) feat_free(&keep[i]);
     train_data_free(&d);
 }

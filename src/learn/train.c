@@ -275,7 +275,12 @@ void train_rank_of(int n, const double *pred, const double *ms, train_rank *out)
         for (int j = i + 1; j < n; j++) {
             if (ms[i] == ms[j]) continue;
             out->pairs++;
-            if ((pred[i] - pred[j]) * (ms[i] - ms[j]) > 0) out->correct++;
+            bool right = (pred[i] - pred[j]) * (ms[i] - ms[j]) > 0;
+            out->correct += right;
+            if (fmax(ms[i], ms[j]) > TRAIN_APART * fmin(ms[i], ms[j])) {
+                out->pairs_apart++;
+                out->correct_apart += right;
+            }
         }
     }
     out->best_ms = ms[best];

@@ -27,6 +27,11 @@
 #define TRAIN_ABSURD 1e14
 #define TRAIN_MAX_MS 1e7              /* 10^4 s: no measured sample runs that long */
 #define TRAIN_BATCH 64
+/* Pairs whose times differ by more than this factor are "apart": beyond
+ * the 10% within which the in-turn rule takes a measurement's ratios to
+ * agree (docs/samples.md), so that their order is the measurement's and
+ * not its noise. */
+#define TRAIN_APART 1.1
 
 typedef enum { TRAIN_ROLE_TRAIN, TRAIN_ROLE_VALID, TRAIN_ROLE_SKIP } train_role;
 
@@ -92,6 +97,7 @@ void train_opts_default(train_opts *o);
 /* Ranking figures of one pipeline's (or a set's) predictions. */
 typedef struct {
     int64_t pairs, correct;           /* pairs of samples with different times; ordered right */
+    int64_t pairs_apart, correct_apart; /* the same, of pairs measured more than TRAIN_APART apart */
     double rho;                       /* Spearman's rho (NAN for fewer than 2 samples) */
     double best_ms;                   /* measured time of the sample predicted fastest */
     double min_ms;                    /* the fastest measured sample */
