@@ -88,6 +88,9 @@ grep '^predicted' "$out" >"$tmp/p1"
 case_ predict_schedule 0 -o '^predicted: ' -- "$sc" predict "$app" --small --schedule "$tmp/r.sched" --weights "$tmp/c.weights" --target a100
 grep '^predicted' "$out" >"$tmp/p2"
 ok predict_same_schedule_same_time "$(cmp -s "$tmp/p1" "$tmp/p2"; echo $?)"
+# weights trained on both devices of the data name both
+case_ predict_mixed 0 -o '^predicted: ' -- "$sc" predict "$app" --small --strategy root --weights "$tmp/all.weights"
+grep -qF "weights: $tmp/all.weights (device mixed: '$ckey', 'opencl:pocl-test:test-cpu'; " "$out"; ok predict_names_devices $?
 case_ predict_missing_pipe 1 -e "$tmp/none.pipe" -- "$sc" predict "$tmp/none.pipe" --weights "$tmp/c.weights"
 case_ predict_missing_schedule 1 -e "$tmp/none.sched" -- \
     "$sc" predict "$app" --small --schedule "$tmp/none.sched" --weights "$tmp/c.weights"

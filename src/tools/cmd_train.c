@@ -173,6 +173,12 @@ int tool_train(int argc, char **argv) {
         goto done;
     }
     snprintf(m->device, sizeof m->device, "%s", device ? device : d.device);
+    if (!m->device[0]) {
+        /* samples of several devices: the weights say which */
+        char keys[NN_DEVICE_MAX - 8];
+        if (train_device_keys(db, data, keys, sizeof keys, err, sizeof err) > 1)
+            snprintf(m->device, sizeof m->device, "mixed: %s", keys);
+    }
     train_summary(&d, &o, &vm, m->summary, sizeof m->summary);
     if (init) {
         size_t at = strlen(m->summary);
