@@ -13,7 +13,7 @@ LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train clean
+.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train holdout-weights clean
 all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest \
      $(BUILD)/bench_costmodel $(BUILD)/bench_autosched $(BUILD)/bench_oneshot
 
@@ -75,6 +75,20 @@ train: $(BUILD)/stagecraft
 	@mkdir -p weights
 	./$(BUILD)/stagecraft train --data data/samples.txt.xz -o weights/pocl.weights --epochs $(TRAIN_EPOCHS) \
 		--seed 1 $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)')
+
+# Hold-one-app-out weights for bench_autosched --weights-dir: for every
+# bundled app, HOLDOUT_DIR/APP.weights trained on the committed dataset
+# without that app's samples (18 trainings; TRAIN_EPOCHS=N to shorten).
+HOLDOUT_DIR ?= $(BUILD)/holdout
+HOLDOUT_APPS = $(patsubst apps/%.pipe,%,$(wildcard apps/*.pipe))
+holdout-weights: $(BUILD)/stagecraft
+	@mkdir -p $(HOLDOUT_DIR)
+	@for a in $(HOLDOUT_APPS); do \
+		./$(BUILD)/stagecraft train --data data/samples.txt.xz -o $(HOLDOUT_DIR)/$$a.weights \
+			--epochs $(TRAIN_EPOCHS) --seed 1 --hold-out $$a $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
+			>$(HOLDOUT_DIR)/$$a.log 2>&1 || { tail -n 5 $(HOLDOUT_DIR)/$$a.log; exit 1; }; \
+		tail -n 1 $(HOLDOUT_DIR)/$$a.log; \
+	done
 
 test: deps all
 	@bash tests/run.sh $(BUILD)

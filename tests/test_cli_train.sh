@@ -62,9 +62,13 @@ ok train_seed_matters "$(! cmp -s "$tmp/c.weights" "$tmp/c3.weights"; echo $?)"
 case_ train_hold_out 0 -o 'held out: [1-9]' -- \
     "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur
 case_ train_hold_out_list 0 -o 'held out: [1-9]' -- \
-    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris,blur
-case_ train_hold_out_none 0 -o 'note: --hold-out left nothing out' -- \
-    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out harris
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur,blur
+# a name with no pipeline in the data (a misspelling would otherwise be
+# trained on): an error naming it and the data's apps, before any training
+rm -f "$tmp/h.weights"
+case_ train_hold_out_none 2 -e "--hold-out 'harris': no pipeline of that app in $data \(its apps: blur\)" -- \
+    "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur,harris
+ok train_hold_out_none_wrote_nothing "$([ ! -e "$tmp/h.weights" ]; echo $?)"
 case_ train_rank_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/r.weights" --epochs 2 --loss rank
 case_ train_throughput_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/t.weights" --epochs 2 --loss throughput
 case_ train_fine_tune 0 -o 'fine-tuned from' -- \

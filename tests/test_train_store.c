@@ -117,7 +117,7 @@ static void test_from_store(void) {
     /* the C device: its good samples, one absurd time per pipeline */
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0 };
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == good);
     CHECK(d.npipes == NPIPES);
@@ -143,9 +143,11 @@ static void test_from_store(void) {
 
     /* the exchange file: the same samples; the app held out */
     train_data_init(&d);
-    const char *hold[] = { "blur" };
-    train_load_opts oh = { C_KEY, 1, hold, NULL, 0 };
+    const char *hold[] = { "blur", "blurr" };
+    int hold_pipes[2] = { 0, 0 };
+    train_load_opts oh = { C_KEY, 2, hold, NULL, 0, hold_pipes };
     CHECK(train_load(&d, NULL, xz, &oh, err, sizeof err) == 0);
+    CHECK(hold_pipes[0] == 1 && hold_pipes[1] == 0);   /* the app's one pipeline; the misspelt name none */
     CHECK(d.nsamples == good - per_pipe[2]);
     CHECK(d.held_out == per_pipe[2] + absurd[2]);      /* its absurd sample too */
     CHECK(d.npipes == NPIPES - 1);

@@ -44,9 +44,13 @@ static void loader_drop(loader *L) {
 
 static bool loader_held(const loader *L, const char *source) {
     if (strncmp(source, "app:", 4)) return false;
+    bool held = false;
     for (int i = 0; i < L->o->nhold; i++)
-        if (!strcmp(source + 4, L->o->hold[i])) return true;
-    return false;
+        if (!strcmp(source + 4, L->o->hold[i])) {
+            if (L->o->hold_pipes) L->o->hold_pipes[i]++;   /* every copy of a repeated name */
+            held = true;
+        }
+    return held;
 }
 
 /* A new pipeline: parsed, bounded, with fresh contexts. */

@@ -18,6 +18,7 @@ typedef struct {
     const char *const *hold;          /* apps left out: pipelines whose source is "app:NAME" */
     FILE *log;                        /* why pipelines or devices are skipped (NULL: quiet) */
     int64_t pipeline;                 /* only this pipeline's samples (the store's id; 0: all) */
+    int *hold_pipes;                  /* NULL, or nhold counts: the pipelines each hold name left out */
 } train_load_opts;
 
 /* Appends the store's samples to d.  0, or -1 with err. */

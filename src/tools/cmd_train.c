@@ -59,10 +59,34 @@ static bool parse_double(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
+/* The apps of the loaded data, comma-separated in buf: those trained on
+ * and those held out. */
+static void data_apps(const train_data *d, const char *const *hold, const int *hold_pipes, int nhold, char *buf,
+                      size_t len) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < d->npipes + nhold; i++) {
+        const char *name;
+        if (i < d->npipes) {
+            if (strncmp(d->pipes[i].source, "app:", 4)) continue;
+            name = d->pipes[i].source + 4;
+        } else {
+            if (!hold_pipes[i - d->npipes]) continue;
+            name = hold[i - d->npipes];
+        }
+        size_t n = strlen(name);
+        bool seen = false;
+        for (const char *q = strstr(buf, name); q && !seen; q = strstr(q + 1, name))
+            seen = (q == buf || q[-1] == ' ') && (q[n] == ',' || q[n] == 0);
+        if (!seen && at + n + 3 < len) at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", name);
+    }
+}
+
 int tool_train(int argc, char **argv) {
     const char *cmd = "train", *db = NULL, *data = NULL, *out = NULL, *device = NULL, *init = NULL;
     /* --hold-out names: split at commas, in one copy of each value */
     const char **hold = calloc((size_t)argc * 2 + 1, sizeof *hold);
+    int *hold_pipes = NULL;        /* per name, the pipelines it left out */
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10;
@@ -131,13 +155,24 @@ int tool_train(int argc, char **argv) {
         rc = TOOL_INPUT;
         goto done;
     }
-    train_load_opts lo = { device, nhold, hold, stderr, 0 };
+    hold_pipes = calloc((size_t)nhold + 1, sizeof *hold_pipes);
+    train_load_opts lo = { device, nhold, hold, stderr, 0, hold_pipes };
     if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
         goto done;
     }
     const char *from = db ? db : data;
+    for (int k = 0; k < nhold; k++)
+        if (hold_pipes[k] == 0) {
+            /* a misspelt app would otherwise be trained on, silently */
+            char apps[1024];
+            data_apps(&d, hold, hold_pipes, nhold, apps, sizeof apps);
+            fprintf(stderr, "stagecraft train: --hold-out '%s': no pipeline of that app in %s (its apps: %s)\n",
+                    hold[k], from, apps[0] ? apps : "none");
+            rc = TOOL_USAGE;
+            goto done;
+        }
     printf("loaded %d samples of %d pipelines from %s (device %s)\n", d.nsamples, d.npipes, from,
            device ? device : d.device[0] ? d.device : "mixed");
     printf("rejected: %lld with absurd features, %lld with absurd times, %lld unreadable; held out: %lld\n",
@@ -155,7 +190,6 @@ int tool_train(int argc, char **argv) {
         rc = TOOL_INPUT;
         goto done;
     }
-    if (nhold && d.held_out == 0) printf("note: --hold-out left nothing out (no samples of those apps)\n");
     train_split_by_hash(&d, (int)valid);
     train_opts o;
     train_opts_default(&o);
@@ -196,6 +230,7 @@ done:
     for (int k = 0; k < ncopies; k++) free(copies[k]);
     free(copies);
     free(hold);
+    free(hold_pipes);
     return rc;
 }
 
