@@ -91,7 +91,9 @@ static void cell(char *buf, size_t n, result r) {
 }
 
 static void tsv_row(FILE *f, const char *app, const char *mode, result r) {
-    if (f && r.ms < INFINITY) fprintf(f, "%s\t%s\t%.6g\t%.4f\n", app, mode, r.ms, r.speedup);
+    if (!f || r.ms == INFINITY) return;
+    if (r.speedup > 0) fprintf(f, "%s\t%s\t%.6g\t%.4f\n", app, mode, r.ms, r.speedup);
+    else fprintf(f, "%s\t%s\t%.6g\t-\n", app, mode, r.ms);   /* no baseline to compare with */
 }
 
 int main(int argc, char **argv) {
