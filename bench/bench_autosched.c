@@ -16,12 +16,14 @@
  * load of a shared machine cancels; the ms shown are the mode's own.
  * Top-K measures the K best predicted of the one-shot batch, one-shot's
  * schedule among them (its measurement is shared), so top-K is never
- * slower than one-shot in this table by construction of the mode.  A mode
- * whose schedule is the baseline itself gets a speed-up of exactly 1 (its
- * in-turn ratio to itself is noise).  A baseline that cannot be timed in
- * turn (past the first run's limit: timed once alone with a longer one;
- * or unable to run on the device) leaves every mode timed alone, its
- * speed-up against that one time (or none), and the row says so.
+ * slower than one-shot in this table by construction of the mode.
+ *
+ * A mode whose schedule is the baseline itself gets the baseline's time
+ * and a speed-up of exactly 1 (its in-turn ratio to itself would be
+ * noise).  A baseline that cannot be timed in turn (past the first run's
+ * limit: timed once alone with a longer one; or unable to run on the
+ * device) leaves every mode timed alone, its speed-up against that one
+ * time (or none), and the row says so.
  *
  * Hold-one-app-out: with --weights-dir D the weights for app X are
  * D/X.weights (trained without X: `make holdout-weights`); an app without
@@ -237,10 +239,11 @@ int main(int argc, char **argv) {
             measure_precompile(&d, ac.p, ac.b, ts, top, jobs);
             char *base_text = base ? sched_to_text(ac.p, base) : NULL;
             for (int i = 0; i < top; i++) {
-                result r = measure(&d, &ac, bt[i].s, turn, rb.ms, timeout_ms, why, sizeof why);
-                /* the baseline itself: its ratio to itself is noise, 1 */
-                bool is_base = base_text && !strcmp(bt[i].text, base_text);
-                if (is_base && r.speedup > 0) r.speedup = 1;
+                /* the baseline itself: its own time, not timed against
+                 * itself (that ratio is noise) */
+                bool is_base = base_text && !strcmp(bt[i].text, base_text) && rb.ms < INFINITY;
+                result r = is_base ? (result){ rb.ms, 1 }
+                                   : measure(&d, &ac, bt[i].s, turn, rb.ms, timeout_ms, why, sizeof why);
                 if (i == 0) {
                     ro = r;
                     picked_base = is_base;
