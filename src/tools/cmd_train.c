@@ -59,26 +59,28 @@ static bool parse_double(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
-/* The apps of the loaded data, comma-separated in buf: those trained on
- * and those held out. */
+/* The i-th app name of the loaded data (NULL: pipeline i is not an app,
+ * or a held-out name that matched nothing): the pipelines trained on, then
+ * the held-out names that matched. */
+static const char *data_app(const train_data *d, const char *const *hold, const int *hold_pipes, int i) {
+    if (i >= d->npipes) return hold_pipes[i - d->npipes] ? hold[i - d->npipes] : NULL;
+    return strncmp(d->pipes[i].source, "app:", 4) ? NULL : d->pipes[i].source + 4;
+}
+
+/* The apps of the loaded data, each once, comma-separated in buf. */
 static void data_apps(const train_data *d, const char *const *hold, const int *hold_pipes, int nhold, char *buf,
                       size_t len) {
     size_t at = 0;
     buf[0] = 0;
     for (int i = 0; i < d->npipes + nhold; i++) {
-        const char *name;
-        if (i < d->npipes) {
-            if (strncmp(d->pipes[i].source, "app:", 4)) continue;
-            name = d->pipes[i].source + 4;
-        } else {
-            if (!hold_pipes[i - d->npipes]) continue;
-            name = hold[i - d->npipes];
-        }
-        size_t n = strlen(name);
+        const char *name = data_app(d, hold, hold_pipes, i);
         bool seen = false;
-        for (const char *q = strstr(buf, name); q && !seen; q = strstr(q + 1, name))
-            seen = (q == buf || q[-1] == ' ') && (q[n] == ',' || q[n] == 0);
-        if (!seen && at + n + 3 < len) at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", name);
+        for (int j = 0; name && j < i && !seen; j++) {
+            const char *other = data_app(d, hold, hold_pipes, j);
+            seen = other && !strcmp(other, name);
+        }
+        if (name && !seen && at + strlen(name) + 3 < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", name);
     }
 }
 
