@@ -149,8 +149,11 @@ static void print_help(const char *cmd) {
             printf("                   %-9s %s%s\n", space_strategy_at(i)->name, space_strategy_at(i)->summary,
                    space_strategy_at(i)->seeded ? " (--seed)" : "");
         printf("  --seed N       the seed of a seeded strategy (default 1)\n"
-               "  --target T     a100 (default when no OpenCL device), v100, h100,\n"
-               "                 rtx2080ti, or host-opencl (the OpenCL device's limits)\n"
+               "  --target T     a100, v100, h100, rtx2080ti, host-cuda (this machine's\n"
+               "                 GPU's limits) or host-opencl (the OpenCL device's); a\n"
+               "                 comma-separated list takes the first there.  Default:\n"
+               "                 host-cuda,host-opencl,a100 (host-cuda,a100 for --device\n"
+               "                 cuda or --backend cuda)\n"
                "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
                "  --halide       also print the equivalent Halide schedule\n"
                "With --strategy oneshot (docs/search.md; the prediction and the search's\n"
@@ -179,7 +182,7 @@ static void print_help(const char *cmd) {
                "schedule).  CUDA and C code end with a host entry point, PIPELINE_run(inputs,\n"
                "params, outputs) on arrays in host memory, declared in PIPELINE.h.  For cuda,\n"
                "also compiles it with NVRTC and prints registers and spills per kernel\n"
-               "(--arch sm_80 by default).\n"
+               "(--arch: the target's architecture by default, sm_80 for a100).\n"
                "  --dump=kernels   also print the kernel IR\n"
                "  --math M         exact (default) or fast (the device's own f32 functions,\n"
                "                   contraction allowed; the build options are printed)\n");
@@ -620,9 +623,10 @@ static cg_math command_math(const options *o) {
 static int load_scheduled(driver_state *d, const options *o) {
     sc_parse_options po = { o->small, o->nsets, o->set_names, o->set_values };
     if (driver_load(d, o->pipe, &po, stderr) != 0) return EXIT_INPUT;
-    /* CUDA code is made for a CUDA GPU's limits unless a target is named */
+    /* CUDA code is made for this machine's GPU (host-cuda), else for a100,
+     * unless a target is named */
     bool cuda = (o->backend && !strcmp(o->backend, "cuda")) || (o->device && !strcmp(o->device, "cuda"));
-    const char *tname = o->target ? o->target : cuda || !strcmp(o->cmd, "features") ? "a100" : NULL;
+    const char *tname = o->target ? o->target : cuda ? "host-cuda,a100" : !strcmp(o->cmd, "features") ? "a100" : NULL;
     space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
                              o->explain, stdout, NULL, NULL };
     /* top-K measures on the device of --device (schedule) */
@@ -713,7 +717,8 @@ static int cmd_compile(const options *o) {
             rc = EXIT_INPUT;
         } else {
             char opts[160];
-            snprintf(opts, sizeof opts, "%s -arch=%s", cg_math_options(CG_CUDA, math), o->arch ? o->arch : "sm_80");
+            const char *arch = o->arch ? o->arch : d.t.cuda_arch[0] ? d.t.cuda_arch : "sm_80";
+            snprintf(opts, sizeof opts, "%s -arch=%s", cg_math_options(CG_CUDA, math), arch);
             rt_module *m = rt_cuda_ops.compile(dev, src, opts, err, sizeof err);
             if (!m) {
                 fprintf(stderr, "stagecraft: NVRTC failed:\n%s\n", err);
@@ -721,7 +726,7 @@ static int cmd_compile(const options *o) {
             } else {
                 rt_kernel_info *info = NULL;
                 int n = rt_cuda_ops.kernel_info(m, &info);
-                printf("compiled for %s with NVRTC: %d kernel%s\n", o->arch ? o->arch : "sm_80", n, n == 1 ? "" : "s");
+                printf("compiled for %s with NVRTC: %d kernel%s\n", arch, n, n == 1 ? "" : "s");
                 for (int i = 0; i < n; i++)
                     printf("  %-32s %3d registers, %d bytes spill stores, %d bytes spill loads, %d bytes shared, %d bytes stack\n",
                            info[i].name, info[i].registers, info[i].spill_store_bytes, info[i].spill_load_bytes,

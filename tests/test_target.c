@@ -1,3 +1,4 @@
+#include <math.h>
 /*
  * test_target.c - target files: the four shipped targets load with their
  * published numbers, broken files give FILE:LINE errors, a printed target
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "rt.h"
 #include "target.h"
 
 static char tmpdir[64];
@@ -219,6 +221,47 @@ static void test_host_opencl(void) {
     CHECK(!strcmp(u.name, "host-opencl") && u.sm_count == t.sm_count);
 }
 
+/* host-cuda from an H100 SXM's attributes as its driver reports them
+ * (132 SMs, 1980 MHz, HBM3 at 2619 MHz on 5120 bits): the rates are the
+ * datasheet's, the limits the driver's; then the fallbacks and refusals. */
+static void test_from_cuda(void) {
+    rt_cuda_limits l = { "NVIDIA H100 80GB HBM3", 9, 0, 132, 32, 1024, 2048, 32, 49152, 233472, 1024,
+                         65536, 52428800, 1980000, 2619000, 5120 };
+    target t;
+    char err[512] = "";
+    CHECK(target_from_cuda(&l, &t, err, sizeof err) == 0);
+    CHECK(!strcmp(t.name, "host-cuda") && !strcmp(t.cuda_arch, "sm_90"));
+    CHECK(t.sm_count == 132 && t.max_threads_per_sm == 2048 && t.max_blocks_per_sm == 32);
+    CHECK(t.shared_mem_per_block == 49152 && t.shared_mem_per_sm == 233472 && t.shared_mem_reserved_per_block == 1024);
+    CHECK(fabs(t.mem_bandwidth_gbs - 3352.3) < 0.1);              /* datasheet: 3350 */
+    CHECK(fabs(t.peak_gflops - 66908.2) < 0.1);                    /* datasheet: 67000 */
+    target h;
+    CHECK(target_by_name("h100", NULL, &h, err, sizeof err) == 0);
+    CHECK(h.sm_count == t.sm_count && h.registers_per_sm == t.registers_per_sm && h.l2_bytes == t.l2_bytes);
+    /* prints as a loadable file */
+    char buf[2048];
+    target_print(&t, buf, sizeof buf);
+    target u;
+    CHECK(target_load(write_file("cuda.target", buf), &u, err, sizeof err) == 0 && !strcmp(u.cuda_arch, "sm_90"));
+    /* an A100 has 64 FP32 lanes per SM; no clocks: the nominal rates */
+    rt_cuda_limits a = { "NVIDIA A100", 8, 0, 108, 32, 1024, 2048, 32, 49152, 167936, 1024, 65536, 41943040, 0, 0, 0 };
+    CHECK(target_from_cuda(&a, &t, err, sizeof err) == 0 && !strcmp(t.cuda_arch, "sm_80"));
+    CHECK(fabs(t.peak_gflops - 108 * 64 * 2 * 1.5) < 1e-6 && t.mem_bandwidth_gbs == 1000);
+    /* no SMs, or a block larger than an SM: refused, and said why */
+    rt_cuda_limits bad = l;
+    bad.sm_count = 0;
+    CHECK(target_from_cuda(&bad, &t, err, sizeof err) != 0 && strstr(err, "host-cuda: ") && strstr(err, "no SMs"));
+    bad = l;
+    bad.shared_per_sm = 1024;
+    CHECK(target_from_cuda(&bad, &t, err, sizeof err) != 0 && strstr(err, "shared_mem_per_block (49152) is larger"));
+    /* without a GPU, host-cuda says so */
+    rt_device *d = rt_cuda_ops.open(err, sizeof err);
+    bool gpu = d && rt_cuda_ops.can_run(d);
+    if (d) rt_cuda_ops.close(d);
+    if (!gpu) CHECK(target_by_name("host-cuda", NULL, &t, err, sizeof err) != 0 && strstr(err, "host-cuda: "));
+    else CHECK(target_by_name("host-cuda", NULL, &t, err, sizeof err) == 0 && t.cuda_arch[0]);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sc_target_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -230,6 +273,7 @@ int main(void) {
     RUN(test_print_round_trip);
     RUN(test_shipped);
     RUN(test_host_opencl);
+    RUN(test_from_cuda);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -60,14 +60,19 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
     /* The OpenCL device is queried in a child process (measure.h): a
      * process that opened PoCL cannot fork measurements (top-K's) later,
      * as its threads do not survive fork. */
-    const char *tname = o->target;
+    const char *names = o->target ? o->target : "host-cuda,host-opencl,a100";
     char desc[1024], key[512];
-    int trc;
-    if (!tname || !strcmp(tname, "host-opencl")) {
-        trc = measure_find_target("opencl", &d->t, desc, sizeof desc, key, sizeof key, err, sizeof err);
-        if (trc != 0 && !tname) trc = target_by_name("a100", o->targets_dir, &d->t, err, sizeof err);
-    } else {
-        trc = target_by_name(tname, o->targets_dir, &d->t, err, sizeof err);
+    int trc = -1;
+    /* the first of the comma-separated names that is there */
+    for (const char *n = names; trc != 0 && *n;) {
+        size_t len = strcspn(n, ",");
+        char tname[128];
+        snprintf(tname, sizeof tname, "%.*s", (int)len, n);
+        if (!strcmp(tname, "host-opencl") || !strcmp(tname, "host-cuda"))
+            trc = measure_find_target(tname + 5, &d->t, desc, sizeof desc, key, sizeof key, err, sizeof err);
+        else
+            trc = target_by_name(tname, o->targets_dir, &d->t, err, sizeof err);
+        n += len + (n[len] == ',');
     }
     if (trc != 0) {
         fprintf(err_out, "%s\n", err);
@@ -149,8 +154,13 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
     const rt_ops *ops;
     rt_device *dev = open_device(o->device, &ops, err, sizeof err);
     if (!dev) { fprintf(err_out, "%s\n", err); return -1; }
+    /* CUDA: the named architecture; else the GPU's own where it runs, the
+     * target's where it only compiles */
     char options[64] = "";
-    if (!strcmp(ops->name, "cuda")) snprintf(options, sizeof options, "-arch=%s", o->arch ? o->arch : "sm_80");
+    if (!strcmp(ops->name, "cuda")) {
+        const char *arch = o->arch ? o->arch : ops->can_run(dev) ? NULL : d->t.cuda_arch[0] ? d->t.cuda_arch : "sm_80";
+        if (arch) snprintf(options, sizeof options, "-arch=%s", arch);
+    }
     const char *opt = options[0] ? options : NULL;
     fprintf(o->out, "device: %s: %s\n", ops->name, ops->describe(dev));
     fprintf(o->out, "math: %s\n", cg_math_name(o->math));

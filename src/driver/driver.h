@@ -23,7 +23,10 @@ typedef struct {
     const char *schedule_path;    /* a .sched file, or NULL */
     const char *strategy;         /* a name in strategy.h's table (when no file) */
     uint64_t seed;
-    const char *target;           /* target name; NULL = host-opencl if it exists, else a100 */
+    const char *target;           /* a target name, or several, comma-separated: the first
+                                   * there is used (host-cuda and host-opencl need their
+                                   * device); NULL = "host-cuda,host-opencl,a100", the
+                                   * best device's own */
     const char *targets_dir;      /* NULL = "targets" */
     bool prune;
     const space_search_args *search;  /* a searching strategy's options, or NULL */
@@ -57,7 +60,8 @@ typedef struct {
     int warmup, runs, samples;    /* samples == 0: no timing */
     int timeout_ms;
     cg_math math;
-    const char *arch;             /* CUDA: "sm_80" ... */
+    const char *arch;             /* CUDA: "sm_80" ...; NULL: the GPU's own, or the
+                                   * target's where kernels cannot run */
     FILE *out;
     double *time_ms;              /* out: the measured time, if timed */
     sc_buffer **inputs;           /* every input of the pipeline (the caller's) */

@@ -327,20 +327,38 @@ static void device_key(const char *devname, const char *desc, char *key, size_t 
     snprintf(key, keylen, "%s:%s:%s", devname, driver, hw);
 }
 
+/* In a child: the target of the forked device devname ("opencl": the
+ * OpenCL device's own limits; "cuda": the GPU's) and its description. */
+static void find_target_child(const char *devname, int rc_fd) {
+    struct { int rc; target t; char desc[1024], err[1024]; } r;
+    memset(&r, 0, sizeof r);
+    bool cuda = !strcmp(devname, "cuda");
+    const rt_ops *ops = cuda ? &rt_cuda_ops : &rt_opencl_ops;
+    rt_device *dev = ops->open(r.err, sizeof r.err);
+    if (!dev) {
+        r.rc = -1;
+    } else {
+        snprintf(r.desc, sizeof r.desc, "%s", ops->describe(dev));
+        if (cuda && !ops->can_run(dev)) {
+            snprintf(r.err, sizeof r.err, "cuda: this device compiles but cannot run kernels here (%.900s)", r.desc);
+            r.rc = -1;
+        }
+        ops->close(dev);
+        if (!r.rc) r.rc = target_by_name(cuda ? "host-cuda" : "host-opencl", NULL, &r.t, r.err, sizeof r.err);
+    }
+    ssize_t w = write(rc_fd, &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? 0 : 1);
+}
+
 int measure_find_target(const char *devname, target *t, char *desc, size_t desclen, char *key, size_t keylen,
                         char *err, size_t errlen) {
-    if (strcmp(devname, "opencl")) {
-        const rt_ops *ops = rt_ops_by_name(devname);
-        if (!ops) { snprintf(err, errlen, "unknown device '%s' (expected opencl, c or cuda)", devname); return -1; }
+    const rt_ops *ops = rt_ops_by_name(devname);
+    if (!ops) { snprintf(err, errlen, "unknown device '%s' (expected opencl, c or cuda)", devname); return -1; }
+    if (!strcmp(devname, "c")) {
         rt_device *dev = ops->open(err, errlen);
         if (!dev) return -1;
         snprintf(desc, desclen, "%s", ops->describe(dev));
-        bool runs = ops->can_run(dev);
         ops->close(dev);
-        if (!runs) {
-            snprintf(err, errlen, "%s: this device compiles but cannot run kernels here (%s)", devname, desc);
-            return -1;
-        }
         device_key(devname, desc, key, keylen);
         return target_by_name("a100", NULL, t, err, errlen);
     }
@@ -351,13 +369,8 @@ int measure_find_target(const char *devname, target *t, char *desc, size_t descl
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-        memset(&r, 0, sizeof r);
-        r.rc = target_by_name("host-opencl", NULL, &r.t, r.err, sizeof r.err);
-        rt_device *dev = r.rc ? NULL : rt_opencl_ops.open(r.err, sizeof r.err);
-        if (dev) snprintf(r.desc, sizeof r.desc, "%s", rt_opencl_ops.describe(dev));
-        else r.rc = -1;
-        ssize_t w = write(fd[1], &r, sizeof r);
-        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+        close(fd[0]);
+        find_target_child(devname, fd[1]);
     }
     close(fd[1]);
     size_t got = read_until(fd[0], &r, sizeof r, base_now_s() + 120);
@@ -366,7 +379,7 @@ int measure_find_target(const char *devname, target *t, char *desc, size_t descl
         if (got != sizeof r) kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
-    if (got != sizeof r) { snprintf(err, errlen, "opencl: the device query process failed"); return -1; }
+    if (got != sizeof r) { snprintf(err, errlen, "%s: the device query process failed", devname); return -1; }
     if (r.rc) { snprintf(err, errlen, "%s", r.err); return -1; }
     *t = r.t;
     snprintf(desc, desclen, "%s", r.desc);

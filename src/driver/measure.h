@@ -111,9 +111,9 @@ bool measure_exact_retry(const measure_device *d, sc_pipeline *p, const bounds_r
 int measure_precompile(const measure_device *d, sc_pipeline *p, const bounds_result *b,
                        const sched_state *const *s, int n, int jobs);
 
-/* The target schedules are made for on a device (the OpenCL device's own
- * limits, queried in a child so that the parent never opens the device;
- * a100 for the others), its description, and the key samples are stored
+/* The target schedules are made for on a device (the OpenCL device's or
+ * the CUDA GPU's own limits, host-opencl or host-cuda, queried in a child
+ * so that the parent never opens the device; a100 for c), its description, and the key samples are stored
  * under: "BACKEND:DRIVER:HARDWARE" (e.g. "opencl:pocl-3.1:pthread-skylake-
  * avx512-Intel(R) Xeon(R) Processor").  0, or -1 with err. */
 int measure_find_target(const char *devname, target *t, char *desc, size_t desclen, char *key, size_t keylen,

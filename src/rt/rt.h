@@ -115,6 +115,30 @@ typedef struct {
  * a usable OpenCL device. */
 int rt_opencl_query(rt_device *d, rt_device_limits *out);
 
+/* What a CUDA GPU says of itself through the driver's attributes, for
+ * the `host-cuda` target.  Fields the driver does not report are 0. */
+typedef struct rt_cuda_limits {
+    char name[200];
+    int cc_major, cc_minor;
+    int sm_count;
+    int warp_size;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int max_blocks_per_sm;
+    int shared_per_block;           /* bytes, without opting in */
+    int shared_per_sm;
+    int shared_reserved_per_block;
+    int registers_per_sm;
+    int l2_bytes;
+    int clock_khz;                  /* 0 where the driver no longer says */
+    int mem_clock_khz;
+    int bus_width_bits;
+} rt_cuda_limits;
+
+/* Fills *out for a device opened with rt_cuda_ops that can run kernels;
+ * 0, or -1 (compile-only, or not a CUDA device). */
+int rt_cuda_query(rt_device *d, rt_cuda_limits *out);
+
 /* For the back ends: formats a message into err (nothing if err is NULL
  * or errlen 0). */
 void rt_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

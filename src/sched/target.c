@@ -287,6 +287,75 @@ static int host_opencl(target *t, char *err, size_t errlen) {
     return 0;
 }
 
+/* ---- host-cuda ------------------------------------------------------------ */
+
+/* FP32 lanes per SM: 64 on compute capability 6.0, 7.x and 8.0 (P100,
+ * V100, T4, A100), 128 on the others from 6.1 on (CUDA C++ Programming
+ * Guide, "Arithmetic Instructions" throughput table). */
+static int cuda_fp32_lanes(int major, int minor) {
+    if (major == 7 || (major == 6 && minor == 0) || (major == 8 && minor == 0)) return 64;
+    return 128;
+}
+
+/* Nominal rates for a driver that no longer reports the clocks. */
+enum { CUDA_NOMINAL_CLOCK_KHZ = 1500000, CUDA_NOMINAL_BANDWIDTH_GBS = 1000 };
+
+/* Every limit is the driver's; what it does not report is the CUDA
+ * occupancy calculator's rule for compute capability 8.0 and later
+ * (registers in units of 256 per warp over 4 schedulers, shared memory in
+ * units of 128 bytes, 255 registers per thread); peak FLOP/s = SMs x FP32
+ * lanes x 2 (FMA) x the clock; bandwidth = 2 (double data rate) x the
+ * memory clock x the bus width; without clocks, the nominal rates above. */
+int target_from_cuda(const struct rt_cuda_limits *l, target *t, char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "host-cuda");
+    if (l->cc_major <= 0 || l->sm_count <= 0) {
+        snprintf(err, errlen, "host-cuda: the GPU reports no compute capability or no SMs");
+        return -1;
+    }
+    t->sm_count = l->sm_count;
+    t->warp_size = l->warp_size > 0 ? l->warp_size : 32;
+    t->max_threads_per_block = l->max_threads_per_block > 0 ? l->max_threads_per_block : 1024;
+    t->max_threads_per_sm = l->max_threads_per_sm > 0 ? l->max_threads_per_sm : 2 * t->max_threads_per_block;
+    t->shared_mem_per_block = l->shared_per_block > 0 ? l->shared_per_block : 49152;
+    t->shared_mem_per_sm = l->shared_per_sm > 0 ? l->shared_per_sm : t->shared_mem_per_block;
+    t->registers_per_sm = l->registers_per_sm > 0 ? l->registers_per_sm : 65536;
+    t->registers_per_thread = 255;
+    t->max_blocks_per_sm = l->max_blocks_per_sm > 0 ? l->max_blocks_per_sm : 16;
+    t->l2_bytes = l->l2_bytes > 0 ? l->l2_bytes : 1 << 20;
+    t->reg_alloc_unit = 256;
+    t->warp_alloc_granularity = 4;
+    t->shared_mem_alloc_unit = 128;
+    t->shared_mem_reserved_per_block = l->shared_reserved_per_block > 0 ? l->shared_reserved_per_block : 0;
+    double clock_ghz = (l->clock_khz > 0 ? l->clock_khz : CUDA_NOMINAL_CLOCK_KHZ) * 1e-6;
+    t->peak_gflops = t->sm_count * cuda_fp32_lanes(l->cc_major, l->cc_minor) * 2.0 * clock_ghz;
+    t->mem_bandwidth_gbs = l->mem_clock_khz > 0 && l->bus_width_bits > 0
+                               ? 2.0 * l->mem_clock_khz * 1e3 * (l->bus_width_bits / 8.0) * 1e-9
+                               : CUDA_NOMINAL_BANDWIDTH_GBS;
+    snprintf(t->cuda_arch, sizeof t->cuda_arch, "sm_%d%d", l->cc_major, l->cc_minor);
+    if (consistent(t, err, errlen) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "host-cuda: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+static int host_cuda(target *t, char *err, size_t errlen) {
+    char msg[512] = "";
+    rt_device *d = rt_cuda_ops.open(msg, sizeof msg);
+    if (!d) {
+        snprintf(err, errlen, "host-cuda: no CUDA (%s)", msg[0] ? msg : "NVRTC not found");
+        return -1;
+    }
+    rt_cuda_limits l;
+    int rc = rt_cuda_query(d, &l);
+    if (rc < 0) snprintf(err, errlen, "host-cuda: no CUDA GPU to query (%s)", rt_cuda_ops.describe(d));
+    rt_cuda_ops.close(d);
+    return rc < 0 ? -1 : target_from_cuda(&l, t, err, errlen);
+}
+
 static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The shipped target names under dir, space-separated. */
@@ -346,6 +415,7 @@ int target_by_name(const char *name, const char *dir, target *t, char *err, size
         return -1;
     }
     if (!strcmp(name, "host-opencl")) return host_opencl(t, err, errlen);
+    if (!strcmp(name, "host-cuda")) return host_cuda(t, err, errlen);
     char dirbuf[PATH_MAX + 16];
     if (!dir) dir = default_dir(dirbuf, sizeof dirbuf);
     if (!is_word(name) || name[0] == '.') {
@@ -358,7 +428,7 @@ int target_by_name(const char *name, const char *dir, target *t, char *err, size
     if (!f) {
         char list[1024];
         list_targets(dir, list, sizeof list);
-        snprintf(err, errlen, "unknown target '%s' (no file %s; known: %shost-opencl)", name, path, list);
+        snprintf(err, errlen, "unknown target '%s' (no file %s; known: %shost-opencl host-cuda)", name, path, list);
         return -1;
     }
     fclose(f);

@@ -3,8 +3,9 @@
  *
  * A target file (targets/NAME.target) is `key = value` lines with '#'
  * comments; every key below is required (shared_mem_reserved_per_block may
- * be 0, every other number is positive).  The `host-opencl` target is not a
- * file: it is filled in from the OpenCL device's own queries.
+ * be 0, every other number is positive).  The `host-opencl` and
+ * `host-cuda` targets are not files: they are filled in from the OpenCL
+ * device's, or the first CUDA GPU's, own queries.
  */
 #ifndef SC_TARGET_H
 #define SC_TARGET_H
@@ -40,8 +41,13 @@ int target_load(const char *path, target *t, char *err, size_t errlen);
 int target_parse(const char *what, const char *text, target *t, char *err, size_t errlen);
 /* By name: targets/NAME.target under dir (NULL: $STAGECRAFT_TARGETS,
  * else ./targets, else the targets/ folder beside the program's folder), or
- * "host-opencl" from the OpenCL device.  0, or -1 with err. */
+ * "host-opencl" from the OpenCL device, or "host-cuda" from the first CUDA GPU.  0, or -1 with err. */
 int target_by_name(const char *name, const char *dir, target *t, char *err, size_t errlen);
+/* The `host-cuda` target from what a CUDA GPU reports (rt.h); the rates
+ * the driver does not give are derived as target.c says.  0, or -1 with
+ * err when the limits are inconsistent. */
+struct rt_cuda_limits;
+int target_from_cuda(const struct rt_cuda_limits *l, target *t, char *err, size_t errlen);
 /* Writes the target in file form. */
 void target_print(const target *t, char *buf, size_t len);
 
