@@ -453,8 +453,10 @@ static void cuda_compile_for(const char *arch)
         CHECK(k->local_bytes >= 0);
     }
     free(info);
-    if (rt_cuda_ops.can_run(d) && strcmp(arch, "sm_80") == 0) {
-        run_saxpy(&rt_cuda_ops, d, m);
+    char own[40];
+    snprintf(own, sizeof own, "(%s)", arch);
+    if (rt_cuda_ops.can_run(d) && strstr(rt_cuda_ops.describe(d), own)) {
+        run_saxpy(&rt_cuda_ops, d, m);     /* the GPU's own architecture */
     } else if (!rt_cuda_ops.can_run(d)) {
         char err[256] = "";
         CHECK(rt_cuda_ops.alloc(d, 16, err, sizeof err) == NULL);
@@ -535,6 +537,89 @@ static void test_cuda_errors(void)
     rt_cuda_ops.close(d);
 }
 
+/* The size of a file, -1 if absent. */
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* The one *.nvrtc file in dir, or "" (count in *n). */
+static void cache_file(const char *dir, char *path, size_t len, int *n)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s/*.nvrtc 2>/dev/null", dir);
+    FILE *p = popen(cmd, "r");
+    path[0] = 0;
+    *n = 0;
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!(*n)++) snprintf(path, len, "%s", line);
+    }
+    if (p) pclose(p);
+}
+
+/* The compile cache: a second compile of the same source and options reads
+ * what the first wrote (the same kernel report); a cut file is compiled
+ * again and rewritten whole; "off" writes nothing; other options, another
+ * file. */
+static void test_cuda_cache(void)
+{
+    rt_device *d = cu_open_or_skip("test_cuda_cache");
+    if (!d) return;
+    char dir[] = "/tmp/sc_cucache_XXXXXX", log[8192], path[512];
+    CHECK(mkdtemp(dir) != NULL);
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/nested", dir);
+    setenv("STAGECRAFT_CUDA_CACHE", sub, 1);
+    rt_kernel_info *a = NULL, *b = NULL;
+    rt_module *m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_80", log, sizeof log);
+    CHECK(m != NULL && rt_cuda_ops.kernel_info(m, &a) == 1);
+    rt_cuda_ops.module_free(m);
+    int n = 0;
+    cache_file(sub, path, sizeof path, &n);
+    CHECK(n == 1);
+    long whole = file_size(path);
+    CHECK(whole > 100);
+    double t0 = now_ms();
+    m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_80", log, sizeof log);
+    printf("# cuda: a cached compile took %.1f ms\n", now_ms() - t0);
+    CHECK(m != NULL && rt_cuda_ops.kernel_info(m, &b) == 1);
+    if (a && b) CHECK(a[0].registers == b[0].registers && b[0].shared_bytes == 1024 && !strcmp(b[0].name, "saxpy"));
+    if (m && rt_cuda_ops.can_run(d) && strstr(rt_cuda_ops.describe(d), "(sm_80)")) run_saxpy(&rt_cuda_ops, d, m);
+    rt_cuda_ops.module_free(m);
+    free(b);
+    b = NULL;
+    CHECK(truncate(path, whole / 2) == 0);
+    m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_80", log, sizeof log);
+    CHECK(m != NULL && rt_cuda_ops.kernel_info(m, &b) == 1 && b && b[0].registers == a[0].registers);
+    rt_cuda_ops.module_free(m);
+    CHECK(file_size(path) == whole);
+    m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_90", log, sizeof log);
+    CHECK(m != NULL);
+    rt_cuda_ops.module_free(m);
+    cache_file(sub, path, sizeof path, &n);
+    CHECK(n == 2);
+    setenv("STAGECRAFT_CUDA_CACHE", "off", 1);
+    m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_75", log, sizeof log);
+    CHECK(m != NULL);
+    rt_cuda_ops.module_free(m);
+    cache_file(sub, path, sizeof path, &n);
+    CHECK(n == 2);
+    unsetenv("STAGECRAFT_CUDA_CACHE");
+    free(a);
+    free(b);
+    rt_cuda_ops.close(d);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     char no_cl[512] = "", no_cu[512] = "";
@@ -559,6 +644,7 @@ int main(void)
     RUN_IF(have_cu, no_cu, test_cuda_spills);
     RUN_IF(have_cu, no_cu, test_cuda_virtual_arch);
     RUN_IF(have_cu, no_cu, test_cuda_errors);
+    RUN_IF(have_cu, no_cu, test_cuda_cache);
     RUN(test_c_timeout_infinite);
     CHECK_EXIT();
 }

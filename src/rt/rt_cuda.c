@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +48,18 @@ enum {
     CUDA_ERROR_NOT_READY_ = 600,
     CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
     CU_ATTR_MAX_GRID_DIM_X = 5,
+    CU_ATTR_SHARED_PER_BLOCK = 8,
+    CU_ATTR_WARP_SIZE = 10,
+    CU_ATTR_CLOCK_KHZ = 13,
+    CU_ATTR_SM_COUNT = 16,
+    CU_ATTR_MEM_CLOCK_KHZ = 36,
+    CU_ATTR_BUS_WIDTH = 37,
+    CU_ATTR_L2_BYTES = 38,
+    CU_ATTR_MAX_THREADS_PER_SM = 39,
+    CU_ATTR_SHARED_PER_SM = 81,
+    CU_ATTR_REGISTERS_PER_SM = 82,
+    CU_ATTR_MAX_BLOCKS_PER_SM = 106,
+    CU_ATTR_SHARED_RESERVED_PER_BLOCK = 111,
     CU_ATTR_CC_MAJOR = 75,
     CU_ATTR_CC_MINOR = 76,
     NVRTC_SUCCESS_ = 0,
@@ -291,6 +305,37 @@ static rt_device *cuda_open(char *err, size_t errlen)
                  d->why_not);
     }
     return d;
+}
+
+/* One attribute, 0 where the driver does not report it. */
+static int cuda_attr(rt_device *d, int attr)
+{
+    int v = 0;
+    if (cu.DeviceGetAttribute(&v, attr, d->dev) != CUDA_SUCCESS_) v = 0;
+    return v;
+}
+
+int rt_cuda_query(rt_device *d, rt_cuda_limits *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!d || !d->can_run || d->broken || !cu.lib) return -1;
+    cu.DeviceGetName(out->name, sizeof out->name, d->dev);
+    out->cc_major = d->cc_major;
+    out->cc_minor = d->cc_minor;
+    out->sm_count = cuda_attr(d, CU_ATTR_SM_COUNT);
+    out->warp_size = cuda_attr(d, CU_ATTR_WARP_SIZE);
+    out->max_threads_per_block = d->max_threads;
+    out->max_threads_per_sm = cuda_attr(d, CU_ATTR_MAX_THREADS_PER_SM);
+    out->max_blocks_per_sm = cuda_attr(d, CU_ATTR_MAX_BLOCKS_PER_SM);
+    out->shared_per_block = cuda_attr(d, CU_ATTR_SHARED_PER_BLOCK);
+    out->shared_per_sm = cuda_attr(d, CU_ATTR_SHARED_PER_SM);
+    out->shared_reserved_per_block = cuda_attr(d, CU_ATTR_SHARED_RESERVED_PER_BLOCK);
+    out->registers_per_sm = cuda_attr(d, CU_ATTR_REGISTERS_PER_SM);
+    out->l2_bytes = cuda_attr(d, CU_ATTR_L2_BYTES);
+    out->clock_khz = cuda_attr(d, CU_ATTR_CLOCK_KHZ);
+    out->mem_clock_khz = cuda_attr(d, CU_ATTR_MEM_CLOCK_KHZ);
+    out->bus_width_bits = cuda_attr(d, CU_ATTR_BUS_WIDTH);
+    return 0;
 }
 
 static void cuda_dev_release(rt_device *d)
@@ -592,6 +637,97 @@ static nvrtcResult cuda_nvrtc(const char *source, char **opts, int nopts, nvrtcP
     return rc;
 }
 
+/* ---- the compile cache ------------------------------------------------------
+ * NVRTC keeps nothing between processes, and the measurements compile each
+ * schedule in a child of its own (after measure_precompile compiled it in
+ * parallel), so what NVRTC gave (PTX, CUBIN, log) is kept in a file named
+ * by a hash of the source, the options and NVRTC's version: in
+ * $STAGECRAFT_CUDA_CACHE ("off": none), else $XDG_CACHE_HOME/stagecraft/cuda,
+ * else ~/.cache/stagecraft/cuda.  A file that does not read back whole is
+ * ignored (compiled again and rewritten); files are written under a
+ * temporary name and renamed, so readers never see half of one. */
+
+static const char cache_magic[8] = "SCCUBIN1";
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* mkdir -p of path's folders (path ends in a file name) */
+static void cache_mkdirs(char *path)
+{
+    for (char *c = path + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        mkdir(path, 0700);
+        *c = '/';
+    }
+}
+
+/* The cache file for this compile in path; 0 when caching is off. */
+static int cache_path(const char *source, char **opts, int nopts, char *path, size_t len)
+{
+    const char *dir = getenv("STAGECRAFT_CUDA_CACHE"), *base = NULL, *sub = "";
+    if (dir && !strcmp(dir, "off")) return 0;
+    if (!dir || !*dir) {
+        base = getenv("XDG_CACHE_HOME");
+        sub = "/stagecraft/cuda";
+        if (!base || !*base) { base = getenv("HOME"); sub = "/.cache/stagecraft/cuda"; }
+        if (!base || !*base) return 0;
+    }
+    uint64_t h = fnv1a(0xcbf29ce484222325ULL, source, strlen(source) + 1);
+    for (int i = 0; i < nopts; i++) h = fnv1a(h, opts[i], strlen(opts[i]) + 1);
+    int ver[2] = {nv.major, nv.minor};
+    h = fnv1a(h, ver, sizeof ver);
+    int w = snprintf(path, len, "%s%s/%016llx.nvrtc", base ? base : dir, sub, (unsigned long long)h);
+    return w > 0 && (size_t)w < len;
+}
+
+/* Reads the three parts (each malloc'd, NUL-terminated); 1 if whole. */
+static int cache_load(const char *path, char **ptx, char **cubin, char **log)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char magic[8];
+    uint64_t n[3];
+    char *part[3] = {NULL, NULL, NULL};
+    int ok = fread(magic, 1, 8, f) == 8 && !memcmp(magic, cache_magic, 8) && fread(n, sizeof n[0], 3, f) == 3;
+    for (int i = 0; ok && i < 3; i++) {
+        ok = n[i] < ((uint64_t)1 << 31) && (part[i] = malloc((size_t)n[i] + 1)) != NULL &&
+             fread(part[i], 1, (size_t)n[i], f) == n[i];
+        if (ok) part[i][n[i]] = 0;
+    }
+    ok = ok && fgetc(f) == EOF && n[0] > 0;
+    fclose(f);
+    if (!ok) {
+        for (int i = 0; i < 3; i++) free(part[i]);
+        return 0;
+    }
+    *ptx = part[0];
+    if (n[1]) *cubin = part[1];
+    else free(part[1]);
+    *log = part[2];
+    return 1;
+}
+
+static void cache_store(const char *path, const char *ptx, const char *cubin, size_t cubin_len, const char *log)
+{
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    cache_mkdirs(tmp);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return;
+    uint64_t n[3] = {strlen(ptx), cubin ? cubin_len : 0, log ? strlen(log) : 0};
+    int ok = fwrite(cache_magic, 1, 8, f) == 8 && fwrite(n, sizeof n[0], 3, f) == 3 &&
+             fwrite(ptx, 1, n[0], f) == n[0] && (!n[1] || fwrite(cubin, 1, n[1], f) == n[1]) &&
+             (!n[2] || fwrite(log, 1, n[2], f) == n[2]);
+    if (fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
 /* Compiles CUDA C++ with NVRTC.  Options are NVRTC's; -arch defaults to the
  * GPU's own (sm_80 without one), -default-device is added.  For a real
  * architecture the CUBIN is kept and ptxas's report read. */
@@ -628,30 +764,36 @@ static rt_module *cuda_compile(rt_device *d, const char *source, const char *opt
     m->d = d;
     snprintf(m->arch, sizeof m->arch, "%.31s", arch);
 
-    nvrtcResult rc = cuda_nvrtc(source, all, nopts + nextra, &prog, &nvlog);
-    if (rc == NVRTC_ERROR_INVALID_OPTION_ && real) {
-        /* An NVRTC that does not take -Xptxas: ptxas is run by hand below. */
-        if (prog) nv.DestroyProgram(&prog);
-        free(nvlog);
-        rc = cuda_nvrtc(source, all, nopts + nextra - 1, &prog, &nvlog);
-    }
-    if (rc != NVRTC_SUCCESS_) {
-        rt_error(log, loglen, "NVRTC failed (%s):\n%s", nv.GetErrorString(rc),
-                 nvlog && *nvlog ? nvlog : "(no log)");
-        goto fail;
+    char cpath[PATH_MAX + 64] = "";
+    if (!cache_path(source, all, nopts + nextra, cpath, sizeof cpath)) cpath[0] = 0;
+    if (!cpath[0] || !cache_load(cpath, &m->ptx, &m->cubin, &nvlog)) {
+        nvrtcResult rc = cuda_nvrtc(source, all, nopts + nextra, &prog, &nvlog);
+        if (rc == NVRTC_ERROR_INVALID_OPTION_ && real) {
+            /* An NVRTC that does not take -Xptxas: ptxas is run by hand below. */
+            if (prog) nv.DestroyProgram(&prog);
+            free(nvlog);
+            rc = cuda_nvrtc(source, all, nopts + nextra - 1, &prog, &nvlog);
+        }
+        if (rc != NVRTC_SUCCESS_) {
+            rt_error(log, loglen, "NVRTC failed (%s):\n%s", nv.GetErrorString(rc),
+                     nvlog && *nvlog ? nvlog : "(no log)");
+            goto fail;
+        }
+        size_t n = 0;
+        if (nv.GetPTXSize(prog, &n) != NVRTC_SUCCESS_ || !(m->ptx = calloc(n + 1, 1)) ||
+            nv.GetPTX(prog, m->ptx) != NVRTC_SUCCESS_) {
+            rt_error(log, loglen, "NVRTC gave no PTX");
+            goto fail;
+        }
+        size_t cubin_len = 0;
+        if (real && nv.GetCUBINSize && nv.GetCUBINSize(prog, &cubin_len) == NVRTC_SUCCESS_ && cubin_len > 0 &&
+            (m->cubin = malloc(cubin_len)) != NULL && nv.GetCUBIN(prog, m->cubin) != NVRTC_SUCCESS_) {
+            free(m->cubin);
+            m->cubin = NULL;
+        }
+        if (cpath[0]) cache_store(cpath, m->ptx, m->cubin, cubin_len, nvlog);
     }
     rt_error(log, loglen, "%s", nvlog ? nvlog : "");
-    size_t n = 0;
-    if (nv.GetPTXSize(prog, &n) != NVRTC_SUCCESS_ || !(m->ptx = calloc(n + 1, 1)) ||
-        nv.GetPTX(prog, m->ptx) != NVRTC_SUCCESS_) {
-        rt_error(log, loglen, "NVRTC gave no PTX");
-        goto fail;
-    }
-    if (real && nv.GetCUBINSize && nv.GetCUBINSize(prog, &n) == NVRTC_SUCCESS_ && n > 0 &&
-        (m->cubin = malloc(n)) != NULL && nv.GetCUBIN(prog, m->cubin) != NVRTC_SUCCESS_) {
-        free(m->cubin);
-        m->cubin = NULL;
-    }
     if (!nvlog || !cuda_parse_ptxas(m, nvlog)) {
         /* No report in the log: ask ptxas itself, for compute_XX as sm_XX. */
         char sm[40] = "";
