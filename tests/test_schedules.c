@@ -188,6 +188,7 @@ int main(void) {
             prog->schedule_text = "";
             for (int d = 0; d < ndev; d++) run_on(app, seeds[k], &devs[d], prog, in, ref);
             if (cuda.dev && k < cuda_seeds) cuda_compile(app, seeds[k], &cuda, prog);
+            if (cuda.dev && cuda.ops->can_run(cuda.dev)) run_on(app, seeds[k], &cuda, prog, in, ref);
             ir_arena_free(arena);
         }
         app_free(&ac);
