@@ -89,8 +89,10 @@ int main(int argc, char **argv) {
     fflush(stdout);
     double t_all = base_now_s();
     measure_outcome co;
-    double bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co);
-    if (bw > 0) printf("copy kernel: 4096x4096 f32 in %.3f ms = %.2f GB/s (read + write)\n\n", co.ms, bw);
+    char which[128];
+    double bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co,
+                                     which, sizeof which);
+    if (bw > 0) printf("copy kernel: 4096x4096 f32 in %.3f ms = %.2f GB/s (read + write; %s)\n\n", co.ms, bw, which);
     else printf("copy kernel: %s\n\n", co.msg);
     printf("%-26s %6s %10s %10s %10s %5s %9s %9s  %s\n", "app", "stages", "root", "baseline", "best-rand",
            "seed", "root/best", "base/best", "random: ok/wrong/failed/timeout/cut [wall]");
@@ -161,8 +163,9 @@ int main(int argc, char **argv) {
     }
     apps_free_names(names, napps);
     /* again at the end: how steady the device was over the run */
-    bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co);
-    if (bw > 0) printf("\ncopy kernel again: %.3f ms = %.2f GB/s\n", co.ms, bw);
+    bw = floor_copy_bandwidth(&d, &t, (int64_t)64 << 20, (measure_limits){ timeout_ms, timeout_ms }, &co,
+                              which, sizeof which);
+    if (bw > 0) printf("\ncopy kernel again: %.3f ms = %.2f GB/s (%s)\n", co.ms, bw, which);
     printf("wall time: %.0f s\n", base_now_s() - t_all);
     return 0;
 }

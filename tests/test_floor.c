@@ -153,14 +153,25 @@ static void test_floor_measure_pocl(void) {
     if (rc != 0) { fprintf(stderr, "%s\n", err); return; }
     measure_limits lim = { 60000, 60000 };
     measure_outcome o;
-    double gbs = floor_copy_bandwidth(&d, &t, 256 << 10, lim, &o);
+    char which[128] = "";
+    double gbs = floor_copy_bandwidth(&d, &t, 256 << 10, lim, &o, which, sizeof which);
     if (!(gbs > 0)) fprintf(stderr, "copy: %s\n", o.msg);
     CHECK(gbs > 0 && isfinite(gbs));
-    printf("# copy bandwidth, 256 KiB each way: %.2f GB/s (%.3f ms)\n", gbs, o.ms);
-    double gops = floor_peak_ops(&d, &t, 512 * 32, lim, &o);
+    CHECK(!strcmp(which, "baseline") || !strncmp(which, "root [x=", 8));
+    printf("# copy bandwidth, 256 KiB each way: %.2f GB/s (%.3f ms, %s)\n", gbs, o.ms, which);
+    /* blocks of at most 64 threads: only the 64-thread tilings (and the
+     * baseline) are legal, and one of them is the fastest */
+    target small = t;
+    small.max_threads_per_block = 64;
+    if (small.warp_size > 64) small.warp_size = 64;
+    gbs = floor_copy_bandwidth(&d, &small, 256 << 10, lim, &o, which, sizeof which);
+    CHECK(gbs > 0);
+    CHECK(!strcmp(which, "baseline") || !strncmp(which, "root [x=64x", 11));
+    printf("# with 64 threads a block: %.2f GB/s (%s)\n", gbs, which);
+    double gops = floor_peak_ops(&d, &t, 512 * 32, lim, &o, which, sizeof which);
     if (!(gops > 0)) fprintf(stderr, "peak: %s\n", o.msg);
     CHECK(gops > 0 && isfinite(gops));
-    printf("# arithmetic rate, 512 x 32 points: %.2f Gop/s (%.3f ms)\n", gops, o.ms);
+    printf("# arithmetic rate, 512 x 32 points: %.2f Gop/s (%.3f ms, %s)\n", gops, o.ms, which);
 }
 
 int main(void) {

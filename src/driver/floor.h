@@ -37,14 +37,15 @@
 
 #include "measure.h"
 
-/* The balance measured on PoCL 3.1 on the development machine's two
- * cores, rounded: the median of eleven runs of `stagecraft floor` (7.6)
- * at a load of 5-7 from other jobs, which ranged from 5.2 to 15.2
- * operations per byte (35-119 Gop/s, 4.6-10.8 GB/s); for reports that
- * want a class that does not move with the machine's load
- * (docs/benchmarks.md).  The GPU targets' nominal figures for comparison:
- * a100 19,500 GFLOP/s / 1,555 GB/s = 12.5, h100 20. */
-#define FLOOR_BALANCE_POCL 7.5
+/* The balance measured on PoCL 3.1 on the development machine's two AMD
+ * EPYC cores with the machine otherwise idle, rounded: the median of five
+ * runs of `stagecraft floor` (2.07; 1.99-3.02 operations per byte, copy
+ * 39-59 GB/s, 113-118 Gop/s, each the fastest of the tilings that the
+ * measurements try); for reports that want a class that does not move
+ * with the machine's load (docs/benchmarks.md).  The GPU targets'
+ * nominal figures for comparison: a100 19,500 GFLOP/s / 1,555 GB/s =
+ * 12.5, h100 20. */
+#define FLOOR_BALANCE_POCL 2.1
 
 /* The least bytes any schedule of p must move (see above).  b from
  * bounds_infer(p). */
@@ -69,19 +70,23 @@ double floor_time_ms(const sc_pipeline *p, const bounds_result *b, double gbs);
 
 /* The device's copy bandwidth in GB/s, bytes read + written: the pipeline
  * out(x, y) = in(x, y) over f32 rows of 4096 points, `bytes` each way
- * (rounded down to whole rows, at least one), scheduled with `baseline`
- * for t and measured with measure_schedule within lim.  *o is the
- * measurement; -1 (o->msg says why) when it did not run and check. */
+ * (rounded down to whole rows, at least one), under each of a few
+ * schedules (the baseline, and tilings of 64-256 threads with 1-16 points
+ * each along x or y; those legal for t), each measured with
+ * measure_schedule within lim: the fastest's.  *o is its measurement and
+ * `which` (may be NULL) gets its schedule ("baseline" or "root [x=...]");
+ * -1 (o->msg says why) when none ran and checked. */
 double floor_copy_bandwidth(const measure_device *d, const target *t, int64_t bytes, measure_limits lim,
-                            measure_outcome *o);
+                            measure_outcome *o, char *which, size_t whichlen);
 
 /* The device's arithmetic rate in Gop/s on a compute-bound pipeline: per
  * point of a 512-wide f32 image of `points` points (rounded down to whole
  * rows, at least one), 32 independent chains of 32 steps v * a + b on the
  * input (so a device that has the units can overlap them), added: 2,079
- * operations as floor_ops counts them; scheduled with `baseline` and
- * measured as above.  -1 when it did not run and check. */
+ * operations as floor_ops counts them; the fastest of the same schedules
+ * as the copy's, measured as above (`which` as above).  -1 when none ran
+ * and checked. */
 double floor_peak_ops(const measure_device *d, const target *t, int64_t points, measure_limits lim,
-                      measure_outcome *o);
+                      measure_outcome *o, char *which, size_t whichlen);
 
 #endif

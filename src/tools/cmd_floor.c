@@ -97,10 +97,12 @@ int tool_floor(int argc, char **argv) {
         printf("device: %s: %s (%s math)\n", devname, desc, cg_math_name(math));
         measure_limits lim = { 60000, 60000 };
         measure_outcome o;
-        gbs = floor_copy_bandwidth(&d, &t, mib << 20, lim, &o);
-        if (gbs > 0) printf("copy: %lld MiB each way in %.3f ms: %.2f GB/s (read + write)\n", mib, o.ms, gbs);
-        double gops = floor_peak_ops(&d, &t, 512 * 512, lim, &o);
-        if (gops > 0) printf("arithmetic: %.3f ms: %.2f Gop/s\n", o.ms, gops);
+        char which[128];
+        gbs = floor_copy_bandwidth(&d, &t, mib << 20, lim, &o, which, sizeof which);
+        if (gbs > 0) printf("copy: %lld MiB each way in %.3f ms: %.2f GB/s (read + write; the fastest copy schedule: %s)\n",
+                            mib, o.ms, gbs, which);
+        double gops = floor_peak_ops(&d, &t, 512 * 512, lim, &o, which, sizeof which);
+        if (gops > 0) printf("arithmetic: %.3f ms: %.2f Gop/s (the fastest schedule: %s)\n", o.ms, gops, which);
         if (!(gbs > 0) || !(gops > 0)) {
             fprintf(stderr, "stagecraft floor: the device measurement failed: %s\n", o.msg);
             free(files);
