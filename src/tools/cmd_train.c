@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "beam.h"
 #include "costmodel.h"
 #include "driver.h"
 #include "tools.h"
@@ -249,13 +250,14 @@ static void predict_usage(FILE *out) {
             "  --strategy S      make one instead (root, baseline, random)\n"
             "  --seed N          the random strategy's seed (default 1)\n"
             "  --target T        the GPU it is predicted for (default: host-opencl, else a100)\n"
-            "  --small           the pipeline's small test sizes\n");
+            "  --small           the pipeline's small test sizes\n"
+            "  --explain         also each stage's predicted cost and its largest terms\n");
 }
 
 int tool_predict(int argc, char **argv) {
     const char *cmd = "predict", *pipe = NULL, *weights = NULL, *sched = NULL, *strategy = NULL, *tname = NULL;
     long long seed = 1;
-    bool small = false;
+    bool small = false, explain = false;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
         const char *a = argv[i], *v;
@@ -265,6 +267,7 @@ int tool_predict(int argc, char **argv) {
             return TOOL_OK;
         }
         if (!strcmp(a, "--small")) small = true;
+        else if (!strcmp(a, "--explain")) explain = true;
         else if ((v = opt_value(argc, argv, &i, "--weights", &missing))) weights = v;
         else if ((v = opt_value(argc, argv, &i, "--schedule", &missing))) sched = v;
         else if ((v = opt_value(argc, argv, &i, "--strategy", &missing))) strategy = v;
@@ -321,6 +324,10 @@ int tool_predict(int argc, char **argv) {
             printf("predicted: %.6g ms\n", ms);
             printf("weights: %s (device %s; %s)\n", weights, m->device[0] ? m->device : "unknown", m->summary);
             printf("target: %s, %d stages featurized\n", d.t.name, r.n);
+            if (explain && search_explain(stdout, d.p, d.b, d.s, &d.t, m, err, sizeof err) != 0) {
+                fprintf(stderr, "stagecraft predict: %s\n", err);
+                rc = TOOL_INPUT;
+            }
             /* until samples from a real GPU exist, a CUDA target borrows
              * weights trained elsewhere: said, not hidden */
             if (d.t.cuda_arch[0] && strncmp(m->device, "cuda:", 5))
