@@ -211,9 +211,66 @@ static void test_neighbours(void) {
     train_data_free(&d);
 }
 
+/* A sample timed once against a reference before the fix of the cold
+ * reference (train_load.h) is rejected as such; one timed once after it,
+ * or one timed in several samples before it, or one without a reference,
+ * is loaded. */
+static void test_cold_reference(void) {
+    char db[128], err[2048], tt[4096];
+    snprintf(db, sizeof db, "/tmp/test_train_cold_%d.db", (int)getpid());
+    remove(db);
+    store *st = store_open(db, STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    target_print(&A100, tt, sizeof tt);
+    store_device dev = { C_KEY, "exact", "the C back end", tt };
+    int64_t devc = store_put_device(st, &dev, err, sizeof err);
+    fixture fx = fixture_load(PIPES[0]);
+    char *text = sc_pipeline_to_text(fx.p);
+    int64_t pid = store_put_pipeline(st, sc_pipeline_name(fx.p), text, "random:seed=1", err, sizeof err);
+    free(text);
+    CHECK(devc >= 0 && pid >= 0);
+    space_opts so = { &A100, true };
+    double one[1] = { 1500 }, three[3] = { 1500, 1510, 1490 };
+    struct { const double *samples; int n; double ref_ms; const char *date; } cases[] = {
+        { one, 1, 900, "2026-11-25T10:00:00Z" },      /* cold: rejected */
+        { one, 1, 900, "2026-11-27T02:00:00Z" },      /* after the fix */
+        { three, 3, 900, "2026-11-25T10:00:00Z" },    /* timed in turn, several pairs */
+        { one, 1, 900, NULL },                         /* now */
+    };
+    int put = 0;
+    for (int c = 0, seed = 1; c < 4 && seed < 50; seed++) {
+        sched_state *sc = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)seed, err, sizeof err);
+        char *stext = sc ? sched_to_text(fx.p, sc) : NULL;
+        if (!stext) continue;
+        store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
+                             .ms = cases[c].samples[0], .ref_ms = cases[c].ref_ms, .nsamples = cases[c].n,
+                             .samples_ms = cases[c].samples, .runs = 1, .kernels = 1, .check = "exact",
+                             .sizes = "", .date = cases[c].date, .version = "test" };
+        for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
+        int r = store_put_result(st, &res, err, sizeof err);
+        free(stext);
+        if (r == 1) {
+            put++;
+            c++;
+        }
+    }
+    CHECK(put == 4);
+    store_close(st);
+    train_data d;
+    train_data_init(&d);
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == 3 && d.rejected_cold == 1);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    remove(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
     RUN(test_neighbours);
+    RUN(test_cold_reference);
     CHECK_EXIT();
 }

@@ -111,6 +111,11 @@ static int loader_sample(const store_sample *s, void *ud) {
         d->rejected_input++;
         return 0;
     }
+    if (s->ref_ms > 0 && s->one_sample && s->date && !strncmp(s->date, "20", 2) &&
+        strcmp(s->date, TRAIN_COLD_REFERENCE_FIXED) < 0) {
+        d->rejected_cold++;
+        return 0;
+    }
     char err[1024];
     sched_state *st = sched_parse(L->a, L->p, "schedule", s->schedule_text, err, sizeof err);
     if (!st || !sched_complete(L->p, st)) {

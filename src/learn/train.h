@@ -62,6 +62,7 @@ typedef struct {
     int capp, caps, capr, capa;
     /* what was left out, and why */
     int64_t rejected_features, rejected_time, rejected_input, held_out;
+    int64_t rejected_cold;        /* timed once against a cold reference (train_load.h) */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
 } train_data;
 

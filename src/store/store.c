@@ -452,7 +452,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
                       size_t errlen) {
     sqlite3_stmt *q = store_prepare(st,
         "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms,"
-        " coalesce(m.ref_ms, 0)"
+        " coalesce(m.ref_ms, 0), instr(m.samples, ',') = 0, m.date"
         " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
         " JOIN devices d ON m.device = d.id WHERE (?1 IS NULL OR d.key = ?1)"
         /* times without a reference are not comparable with those with one */
@@ -470,6 +470,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
             (const char *)sqlite3_column_text(q, 6), (const char *)sqlite3_column_text(q, 7),
             (const char *)sqlite3_column_text(q, 8), (const char *)sqlite3_column_text(q, 9),
             sqlite3_column_double(q, 10), sqlite3_column_double(q, 11),
+            sqlite3_column_int(q, 12) != 0, (const char *)sqlite3_column_text(q, 13),
         };
         if ((r = fn(&s, ud)) != 0) break;
     }

@@ -162,6 +162,8 @@ typedef struct {
     const char *target_text;      /* the device's target, target_print form */
     double ms;
     double ref_ms;                /* 0: measured without a reference */
+    bool one_sample;              /* timed once (its samples list has one entry) */
+    const char *date;             /* when it was measured, "2026-11-27T01:00:00Z" */
 } store_sample;
 
 /* Calls fn on every successful measurement (of devices whose key is
