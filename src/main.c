@@ -153,7 +153,8 @@ static void print_help(const char *cmd) {
                "                 GPU's limits) or host-opencl (the OpenCL device's); a\n"
                "                 comma-separated list takes the first there.  Default:\n"
                "                 host-cuda,host-opencl,a100 (host-cuda,a100 for --device\n"
-               "                 cuda or --backend cuda)\n"
+               "                 cuda or --backend cuda, host-opencl,a100 for --device\n"
+               "                 opencl or c)\n"
                "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
                "  --halide       also print the equivalent Halide schedule\n"
                "With --strategy oneshot (docs/search.md; the prediction and the search's\n"
@@ -626,7 +627,11 @@ static int load_scheduled(driver_state *d, const options *o) {
     /* CUDA code is made for this machine's GPU (host-cuda), else for a100,
      * unless a target is named */
     bool cuda = (o->backend && !strcmp(o->backend, "cuda")) || (o->device && !strcmp(o->device, "cuda"));
-    const char *tname = o->target ? o->target : cuda ? "host-cuda,a100" : !strcmp(o->cmd, "features") ? "a100" : NULL;
+    const char *tname = o->target ? o->target
+                        : cuda ? "host-cuda,a100"
+                        : !strcmp(o->cmd, "features") ? "a100"
+                        : o->device ? "host-opencl,a100"   /* opencl or c: not the GPU's limits */
+                        : NULL;
     space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
                              o->explain, stdout, NULL, NULL };
     /* top-K measures on the device of --device (schedule) */
