@@ -599,7 +599,10 @@ static void test_cuda_cache(void)
     m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_80", log, sizeof log);
     CHECK(m != NULL && rt_cuda_ops.kernel_info(m, &b) == 1 && b && b[0].registers == a[0].registers);
     rt_cuda_ops.module_free(m);
-    CHECK(file_size(path) == whole);
+    /* rewritten whole: the size of the first write, give or take ptxas'
+     * log, which states its own compile time */
+    long again = file_size(path);
+    CHECK(again > whole / 2 && labs(again - whole) < 64);
     m = rt_cuda_ops.compile(d, cu_saxpy_src, "-arch=sm_90", log, sizeof log);
     CHECK(m != NULL);
     rt_cuda_ops.module_free(m);
