@@ -57,9 +57,9 @@ char *driver_read_text(const char *path, char *err, size_t errlen) {
 
 int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) {
     char err[2048];
-    /* The OpenCL device is queried in a child process (measure.h): a
-     * process that opened PoCL cannot fork measurements (top-K's) later,
-     * as its threads do not survive fork. */
+    /* host-opencl and host-cuda are queried in a child process
+     * (measure.h): a process that opened PoCL or CUDA cannot fork
+     * measurements (top-K's) later. */
     const char *names = o->target ? o->target : "host-cuda,host-opencl,a100";
     char desc[1024], key[512];
     int trc = -1;

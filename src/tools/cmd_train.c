@@ -250,7 +250,8 @@ static void predict_usage(FILE *out) {
             "  --schedule FILE   the schedule (default: --strategy baseline)\n"
             "  --strategy S      make one instead (root, baseline, random)\n"
             "  --seed N          the random strategy's seed (default 1)\n"
-            "  --target T        the GPU it is predicted for (default: host-opencl, else a100)\n"
+            "  --target T        the GPU it is predicted for (default: host-cuda, else host-opencl,\n"
+            "                    else a100)\n"
             "  --small           the pipeline's small test sizes\n"
             "  --explain         also each stage's predicted cost and its largest terms\n");
 }
