@@ -30,7 +30,7 @@ typedef struct {
     bool ok;
 } featured;
 
-static bool featurize(featured *x, const char *src, const char *sched) {
+static bool featurize_for(featured *x, const char *src, const char *sched, const target *t) {
     memset(x, 0, sizeof *x);
     x->p = sc_parse_string("t.pipe", src, strlen(src), NULL);
     if (sc_error_count(x->p)) {
@@ -45,17 +45,19 @@ static bool featurize(featured *x, const char *src, const char *sched) {
         fprintf(stderr, "  %s\n", err);
         return false;
     }
-    if (sched_check(x->p, x->b, x->s, &A100, false, err, sizeof err) != 0) {
+    if (sched_check(x->p, x->b, x->s, t, false, err, sizeof err) != 0) {
         fprintf(stderr, "  %s\n", err);
         return false;
     }
-    if (feat_compute(x->p, x->b, x->s, &A100, &x->r, err, sizeof err) != 0) {
+    if (feat_compute(x->p, x->b, x->s, t, &x->r, err, sizeof err) != 0) {
         fprintf(stderr, "  %s\n", err);
         return false;
     }
     x->ok = true;
     return true;
 }
+
+static bool featurize(featured *x, const char *src, const char *sched) { return featurize_for(x, src, sched, &A100); }
 
 static void featured_free(featured *x) {
     feat_free(&x->r);
@@ -626,6 +628,66 @@ static void test_inline_ops(void) {
     featured_free(&root);
 }
 
+/* A CPU's warp (target kind cpu: feat_warp.h) counts the distinct sectors
+ * it touches over its iterations and calls.  The copy with 32x8 threads:
+ * lane l reads in(8l .. 8l + 7, y); on the GPU each of the 8 unrolled
+ * instructions has its 32 lanes 32 bytes apart, 32 sectors for 4 useful
+ * bytes each (256 a warp, efficiency 1/8); on the CPU the warp's 256
+ * floats are 1024 bytes, 32 sectors, every byte used.  A 3-tap row
+ * stencil with 32x1 threads: the GPU counts 4 + 5 + 5 = 14 sectors (the
+ * taps at +4 and +8 bytes straddle one more), the CPU the 136 bytes of
+ * x .. x + 33 once: 5 sectors, 34 floats of 160 bytes used. */
+static const char *HSTENCIL =
+    "pipeline hstencil;\n"
+    "input f32 in(258, 64);\n"
+    "out(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y);\n"
+    "output out(256, 64);\n";
+
+static void test_cpu_cached_warp(void) {
+    target cpu = A100;
+    cpu.cpu = true;
+    featured x;
+    const char *serial8 = "schedule copy;\nout: root [x=32x8 y=1x1];\n";
+    if (featurize(&x, COPY, serial8)) {
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 256);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 0.125);
+        EXPECT(&x, "out", "global_mem_store_efficiency", 0.125);
+    }
+    featured_free(&x);
+    if (featurize_for(&x, COPY, serial8, &cpu)) {
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 32);
+        EXPECT(&x, "out", "num_global_mem_loads_per_block", 32);
+        EXPECT(&x, "out", "num_global_mem_stores_per_block", 32);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 1);
+        EXPECT(&x, "out", "global_mem_store_efficiency", 1);
+        /* lane 0 and lane 31 are 31 * 32 bytes apart: 8 lines */
+        EXPECT(&x, "out", "global_lines_per_warp_access", 8);
+    }
+    featured_free(&x);
+    /* one point a thread: the same figures as the GPU's */
+    if (featurize_for(&x, COPY, "schedule copy;\nout: root [x=32x1 y=1x1];\n", &cpu)) {
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 4);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 1);
+    }
+    featured_free(&x);
+    const char *row = "schedule hstencil;\nout: root [x=32x1 y=1x1];\n";
+    if (featurize(&x, HSTENCIL, row)) EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 14);
+    featured_free(&x);
+    if (featurize_for(&x, HSTENCIL, row, &cpu)) {
+        EXPECT(&x, "out", "global_mem_loads_per_regular_warp", 5);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 34.0 * 4 / 160);
+    }
+    featured_free(&x);
+    /* a serial loop past FEAT_WARP_CACHED_ITERS: 16 of 64 iterations
+     * enumerated (lane l's 16 floats from 64l: 2 sectors) and scaled by 4 */
+    if (featurize_for(&x, COPY, "schedule copy;\nout: root [x=4x64 y=1x1];\n", &cpu)) {
+        EXPECT(&x, "out", "num_threads_per_block", 4);
+        EXPECT(&x, "out", "global_mem_loads_per_tail_warp", 4 * 4 * 2);
+        EXPECT(&x, "out", "global_mem_load_efficiency", 1);
+    }
+    featured_free(&x);
+}
+
 int main(void) {
     char err[512];
     if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
@@ -645,5 +707,6 @@ int main(void) {
     RUN(test_cache_identical);
     RUN(test_access_memo);
     RUN(test_inline_ops);
+    RUN(test_cpu_cached_warp);
     CHECK_EXIT();
 }

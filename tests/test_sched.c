@@ -19,7 +19,7 @@
 #include "stagecraft.h"
 
 static const target A100 = {
-    "a100", 108, 32, 1024, 2048, 49152, 167936, 65536, 255, 32, 1555, 19500, 41943040, "sm_80", 256, 4, 128, 1024,
+    "a100", 108, 32, 1024, 2048, 49152, 167936, 65536, 255, 32, 1555, 19500, 41943040, "sm_80", 256, 4, 128, 1024, false,
 };
 
 /* blur: a boundary helper, a horizontal and a vertical 3-tap blur. */

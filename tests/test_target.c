@@ -262,6 +262,44 @@ static void test_from_cuda(void) {
     else CHECK(target_by_name("host-cuda", NULL, &t, err, sizeof err) == 0 && t.cuda_arch[0]);
 }
 
+/* kind: gpu when absent, cpu or gpu when given, anything else refused;
+ * a host-opencl text written before the key existed is a CPU exactly
+ * when it has the CPU's one block per SM and allocation units of 1. */
+static void test_kind(void) {
+    target t;
+    char err[512] = "", text[2048], buf[2048];
+    CHECK(target_load(write_file("k1.target", GOOD), &t, err, sizeof err) == 0 && !t.cpu);
+    snprintf(text, sizeof text, "%skind = cpu\n", GOOD);
+    CHECK(target_load(write_file("k2.target", text), &t, err, sizeof err) == 0 && t.cpu);
+    target_print(&t, buf, sizeof buf);
+    CHECK(strstr(buf, "kind = cpu\n") != NULL);
+    target u;
+    CHECK(target_parse("stored", buf, &u, err, sizeof err) == 0 && u.cpu && !memcmp(&t, &u, sizeof t));
+    snprintf(text, sizeof text, "%skind = gpu\n", GOOD);
+    CHECK(target_load(write_file("k3.target", text), &t, err, sizeof err) == 0 && !t.cpu);
+    snprintf(text, sizeof text, "%skind = tpu\n", GOOD);
+    CHECK(load_fails("k4.target", text, ":20: expected gpu or cpu for kind, got 'tpu'"));
+    snprintf(text, sizeof text, "%skind = cpu\nkind = gpu\n", GOOD);
+    CHECK(load_fails("k5.target", text, ":21: duplicate key kind (first set on line 20)"));
+    /* the legacy inference: a CPU's host-opencl text without `kind` */
+    static const char *OLD_CPU =
+        "name = host-opencl\nsm_count = 2\nwarp_size = 8\nmax_threads_per_block = 4096\n"
+        "max_threads_per_sm = 4096\nshared_mem_per_block = 2097152\nshared_mem_per_sm = 2097152\n"
+        "registers_per_sm = 65536\nregisters_per_thread = 255\nmax_blocks_per_sm = 1\n"
+        "mem_bandwidth_gbs = 50\npeak_gflops = 166.4\nl2_bytes = 503316480\ncuda_arch =\n"
+        "reg_alloc_unit = 1\nwarp_alloc_granularity = 1\nshared_mem_alloc_unit = 1\n"
+        "shared_mem_reserved_per_block = 0\n";
+    CHECK(target_parse("stored", OLD_CPU, &t, err, sizeof err) == 0 && t.cpu);
+    snprintf(text, sizeof text, "%skind = gpu\n", OLD_CPU);
+    CHECK(target_parse("stored", text, &t, err, sizeof err) == 0 && !t.cpu);
+    /* the same limits under another name are a GPU file's */
+    snprintf(text, sizeof text, "%s", OLD_CPU + strlen("name = host-opencl\n"));
+    CHECK(target_parse("stored", text, &t, err, sizeof err) == 0 && !t.cpu);
+    /* host-opencl on PoCL's CPU device says cpu */
+    if (target_by_name("host-opencl", NULL, &t, err, sizeof err) == 0 && t.max_blocks_per_sm == 1)
+        CHECK(t.cpu);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sc_target_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -274,6 +312,7 @@ int main(void) {
     RUN(test_shipped);
     RUN(test_host_opencl);
     RUN(test_from_cuda);
+    RUN(test_kind);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -286,16 +286,19 @@ static void *scratch(feat_warp_pool *pool, size_t n) {
     return pool->buf;
 }
 
-int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
-                     int64_t first, int nlanes, bool unrolled, feat_warp_pool *keep, feat_warp_cost *c) {
-    if (n == 0 || nlanes <= 0) return 0;
+/* The serial iterations enumerated: all of them when unrolled or at most
+ * cap, else cap, with *scale the factor to all of them. */
+static int64_t iterations(const feat_lanes *ln, bool unrolled, int64_t cap, double *scale) {
     int64_t total = 1;
     for (int j = 0; j < ln->nloops; j++) total *= ln->serial[j];
-    int64_t iters = unrolled || total <= FEAT_WARP_ITERS ? total : FEAT_WARP_ITERS;
-    double scale = (double)total / (double)iters;
+    int64_t iters = unrolled || total <= cap ? total : cap;
+    *scale = (double)total / (double)iters;
+    return iters;
+}
 
-    /* lane origins: x_j without the serial offset */
-    int64_t base[LANES][FEAT_MAX_LOOPS];
+/* The lane origins (x_j without the serial offset) of lanes first ..
+ * first + nlanes - 1. */
+static void lane_origins(const feat_lanes *ln, int64_t first, int nlanes, int64_t base[][FEAT_MAX_LOOPS]) {
     for (int l = 0; l < nlanes; l++) {
         int64_t tid = first + l, t[SC_MAX_DIMS];
         for (int k = 0; k < ln->nlayout; k++) {
@@ -308,6 +311,113 @@ int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls,
             base[l][j] = (int64_t)floor(v);
         }
     }
+}
+
+/* The cached warp of a CPU (feat_warp.h): the distinct sectors and
+ * elements of the warp's regular accesses over its iterations (at most
+ * FEAT_WARP_CACHED_ITERS of them enumerated, the counts scaled), plus a
+ * sector per lane and iteration for a gather.  Calls with linear
+ * addresses and the same steps (a stencil's taps) have the same lane
+ * offsets, so an instruction of theirs is its lane-0 address: one already
+ * seen adds nothing, and only a new one's lanes are counted (a lane whose
+ * sector or element is its left neighbour's is not looked up again). */
+static int warp_cached(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                       int64_t first, int nlanes, bool unrolled, feat_warp_pool *keep, feat_warp_cost *c) {
+    double scale;
+    int64_t iters = iterations(ln, unrolled, FEAT_WARP_CACHED_ITERS, &scale);
+    int64_t base[LANES][FEAT_MAX_LOOPS];
+    lane_origins(ln, first, nlanes, base);
+    feat_warp_pool *local = keep ? NULL : calloc(1, sizeof *local), *pool = keep ? keep : local;
+    int nl = ln->nloops, rc = -1;
+    size_t un = (size_t)n;
+    /* per call: its steps, constant and group (the first call with its
+     * steps, -1 when not linear); per group: the lanes' offsets */
+    char *buf = pool ? scratch(pool, sizeof(int64_t) * un * (FEAT_MAX_LOOPS + 2 + LANES) + sizeof(int) * un) : NULL;
+    int64_t cap = 64;
+    while (cap < 4 * iters * n * (nlanes + 1)) cap *= 2;
+    key_set seen;
+    if (!buf || !set_open(pool, cap, &seen)) goto done;
+    int64_t *steps = (int64_t *)(void *)buf, *konst = steps + un * FEAT_MAX_LOOPS, *goff = konst + un;
+    int64_t *lanes = goff + un;                       /* [n][LANES], used for group leaders */
+    int *grp = (int *)(void *)(lanes + un * LANES);
+    for (int i = 0; i < n; i++) {
+        int64_t *step = steps + i * FEAT_MAX_LOOPS;
+        grp[i] = -1;
+        if (!linear(calls[i], st, nl, &konst[i], step)) continue;
+        int g = 0;
+        while (g < i && (grp[g] != g || memcmp(steps + g * FEAT_MAX_LOOPS, step, sizeof(int64_t) * (size_t)nl))) g++;
+        grp[i] = g;
+        if (g == i)
+            for (int l = 0; l < nlanes; l++) {
+                int64_t a = 0;
+                for (int j = 0; j < nl; j++) a += step[j] * base[l][j];
+                lanes[i * LANES + l] = a;
+            }
+    }
+    double sectors = 0, units = 0, gather = 0;
+    int es = shift_of(st->elem);
+    int64_t s[FEAT_MAX_LOOPS] = {0};
+    for (int64_t it = 0; it < iters; it++, next_iteration(ln, s)) {
+        for (int i = 0; i < n; i++)
+            if (grp[i] == i) {
+                int64_t o = 0;
+                for (int j = 0; j < nl; j++) o += steps[i * FEAT_MAX_LOOPS + j] * s[j];
+                goff[i] = o;
+            }
+        for (int i = 0; i < n; i++) {
+            int64_t addr[LANES];
+            if (grp[i] >= 0) {
+                const int64_t *d = lanes + grp[i] * LANES;
+                int64_t b = konst[i] + goff[grp[i]];
+                if (!set_insert(&seen, mix2(2 + (uint64_t)grp[i], b + d[0])) && it > 0) continue;
+                for (int l = 0; l < nlanes; l++) addr[l] = b + d[l];
+            } else if (irregular(calls[i], st)) {
+                gather += nlanes;
+                if (it == 0) {
+                    c->lift_lines += nlanes;
+                    c->lift_n++;
+                }
+                continue;
+            } else {
+                for (int l = 0; l < nlanes; l++) {
+                    int64_t x[FEAT_MAX_LOOPS];
+                    for (int j = 0; j < nl; j++) x[j] = base[l][j] + s[j];
+                    addr[l] = address(calls[i], st, nl, x);
+                }
+            }
+            int64_t lines[LANES], ps = 0, pe = 0;
+            for (int l = 0; l < nlanes; l++) {
+                int64_t a = addr[l], sec = a >> SECTOR_LOG2, el = es >= 0 ? a >> es : floor_div(a, st->elem);
+                lines[l] = floor_div(a - addr[0], LINE);
+                if (!l || sec != ps) sectors += set_insert(&seen, mix2(0, sec));
+                if (!l || el != pe) units += set_insert(&seen, mix2(1, el));
+                ps = sec;
+                pe = el;
+            }
+            if (it == 0) {
+                c->lift_lines += distinct(lines, nlanes);
+                c->lift_n++;
+            }
+        }
+    }
+    c->trans += scale * (sectors + gather);
+    c->needed += scale * (units + gather) * st->elem;
+    c->moved += scale * (sectors + gather) * SECTOR;
+    rc = 0;
+done:
+    feat_warp_pool_free(local);
+    return rc;
+}
+
+int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                     int64_t first, int nlanes, bool unrolled, bool cached, feat_warp_pool *keep, feat_warp_cost *c) {
+    if (n == 0 || nlanes <= 0) return 0;
+    if (cached) return warp_cached(ln, n, calls, st, first, nlanes, unrolled, keep, c);
+    double scale;
+    int64_t iters = iterations(ln, unrolled, FEAT_WARP_ITERS, &scale);
+
+    int64_t base[LANES][FEAT_MAX_LOOPS];
+    lane_origins(ln, first, nlanes, base);
     /* per call: its linear form, lane-0 address and pattern.  Calls with
      * the same steps (a stencil's taps) have the same lane offsets, so the
      * offsets and their pattern are found once per group of equal steps:

@@ -26,6 +26,19 @@
  * access with fractional coefficients, a resampling) and the counts
  * scaled.  An irregular coordinate (a gather) puts every lane in a sector
  * and line of its own and, in shared memory, a wavefront of its own.
+ *
+ * A CPU (`cached`: target.h `kind = cpu`) runs a work-group's work-items
+ * as a loop, vectorized over neighbouring ones, and its L1 keeps the lines
+ * a warp of work-items has touched while the warp runs its serial
+ * iterations and its calls, where a GPU issues each instruction to memory.
+ * There the warp's transactions are the distinct 32-byte sectors its
+ * regular accesses touch over all its iterations and calls (in global and
+ * local memory alike: a CPU has no banks), the bytes it needs the distinct
+ * elements, and a gather still a sector per lane and iteration; at most
+ * FEAT_WARP_CACHED_ITERS iterations are enumerated and the counts scaled.
+ * So a thread that computes 8 neighbouring points costs on a CPU what 8
+ * neighbouring threads cost, where on a GPU its warp's instructions are
+ * strided (8 times the sectors), and a stencil's taps share their lines.
  */
 #ifndef SC_FEAT_WARP_H
 #define SC_FEAT_WARP_H
@@ -35,6 +48,7 @@
 
 #define FEAT_WARP_ITERS 64
 #define FEAT_WARP_SLOW_ITERS 8      /* accesses with fractional coefficients */
+#define FEAT_WARP_CACHED_ITERS 16   /* a cached warp (a CPU) */
 
 typedef struct {
     int nloops;
@@ -74,9 +88,9 @@ size_t feat_warp_pool_bytes(const feat_warp_pool *pool);
 
 /* The cost for one warp whose lanes are threads first .. first + nlanes - 1
  * (nlanes <= 32) of the layout, of the accesses calls[0..n) (each an array
- * of st->ndims forms) to one producer.  Adds into *c.  0, or -1 when out
- * of memory. */
+ * of st->ndims forms) to one producer; cached for a CPU's warp (above).
+ * Adds into *c.  0, or -1 when out of memory. */
 int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
-                     int64_t first, int nlanes, bool unrolled, feat_warp_pool *pool, feat_warp_cost *c);
+                     int64_t first, int nlanes, bool unrolled, bool cached, feat_warp_pool *pool, feat_warp_cost *c);
 
 #endif

@@ -504,7 +504,8 @@ static uint64_t hash_words(const uint64_t *k, int n) {
 /* Everything feat_warp_access reads, as numbers (all exact in a double):
  * the lanes, the storage, the forms; NULL when out of memory. */
 static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const feat_form *const *calls,
-                              const feat_storage *st, int64_t first, int nlanes, bool unrolled, int *nkey) {
+                              const feat_storage *st, int64_t first, int nlanes, bool unrolled, bool cached,
+                              int *nkey) {
     int need = 8 + SC_MAX_DIMS + ln->nloops * (2 + ln->nlayout) + 2 * st->ndims + n * st->ndims * (2 + ln->nloops);
     if (need > x->wkeycap) {
         int cap = x->wkeycap ? x->wkeycap : 256;
@@ -518,7 +519,7 @@ static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const fe
     int m = 0;
     k[m++] = (double)first;
     k[m++] = nlanes;
-    k[m++] = unrolled;
+    k[m++] = unrolled + 2 * cached;
     k[m++] = n;
     k[m++] = ln->nloops;
     k[m++] = ln->nlayout;
@@ -549,14 +550,14 @@ static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const fe
  * the ctx's cache when the same key was priced before.  Both paths add the
  * same figures, so cached and fresh rows are bit-identical. */
 static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
-                       int64_t first, int nlanes, bool unrolled, feat_warp_cost *out) {
+                       int64_t first, int nlanes, bool unrolled, bool cached, feat_warp_cost *out) {
     feat_ctx *x = c->x;
     feat_warp_cost d;
     memset(&d, 0, sizeof d);
     warp_entry *e = NULL, **b = NULL;
     int nkey = 0;
     uint64_t h = 0;
-    const double *key = x->no_row_cache ? NULL : warp_key(x, ln, n, calls, st, first, nlanes, unrolled, &nkey);
+    const double *key = x->no_row_cache ? NULL : warp_key(x, ln, n, calls, st, first, nlanes, unrolled, cached, &nkey);
     if (key) {
         h = hash_words((const uint64_t *)(const void *)key, nkey);
         b = &x->wtab[h % WARP_TABLE];
@@ -566,7 +567,7 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
     if (e) {
         d = e->cost;
     } else {
-        if (feat_warp_access(ln, n, calls, st, first, nlanes, unrolled, x->no_row_cache ? NULL : x->pool, &d) < 0)
+        if (feat_warp_access(ln, n, calls, st, first, nlanes, unrolled, cached, x->no_row_cache ? NULL : x->pool, &d) < 0)
             return -1;
         if (key && (e = malloc(sizeof *e)) != NULL) {
             if ((e->key = malloc(sizeof(double) * (size_t)nkey)) != NULL) {
@@ -592,7 +593,7 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
 
 /* Loads and stores of one warp (lanes first .. first + nlanes - 1). */
 static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
-                   warp_costs *w) {
+                   bool cached, warp_costs *w) {
     memset(w, 0, sizeof *w);
     const feat_stage_access *a = sp->acc;
     const feat_form **calls = malloc(sizeof *calls * (size_t)(a->n + 1));
@@ -607,14 +608,14 @@ static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first,
             if (a->prod_of[q] == p) calls[n++] = a->calls[q].dim;
         feat_storage st;
         storage_of(c, g, &st);
-        rc = warp_access(c, &sp->lanes, n, calls, &st, first, nlanes, unrolled, &w->load[m == MEM_S]);
+        rc = warp_access(c, &sp->lanes, n, calls, &st, first, nlanes, unrolled, cached, &w->load[m == MEM_S]);
     }
     mem_kind own = mem_of(c, f);
     if (!rc && own != MEM_R) {
         feat_storage st;
         storage_of(c, f, &st);
         calls[0] = a->store;
-        rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, &w->store[own == MEM_S]);
+        rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, cached, &w->store[own == MEM_S]);
     }
     free(calls);
     return rc;
@@ -786,13 +787,14 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     v[FEAT_AT(FEAT_idle_lane_wastage)] = (ws * active_warps - (double)threads) / t->max_threads_per_block;
 
     /* memory transactions: a regular warp and the tail warp (NVIDIA's
-     * 32-lane warps, 32-byte sectors, 32 banks) */
+     * 32-lane warps, 32-byte sectors, 32 banks; on a CPU, the sectors a
+     * warp touches over its iterations: feat_warp.h) */
     int64_t full = threads / 32, tail = threads % 32;
     warp_costs reg, tl;
     memset(&reg, 0, sizeof reg);
     memset(&tl, 0, sizeof tl);
-    if (full && warp_of(c, f, sp, 0, 32, unrolled, &reg) < 0) return fail(c, "out of memory", f);
-    if (tail && warp_of(c, f, sp, full * 32, (int)tail, unrolled, &tl) < 0) return fail(c, "out of memory", f);
+    if (full && warp_of(c, f, sp, 0, 32, unrolled, t->cpu, &reg) < 0) return fail(c, "out of memory", f);
+    if (tail && warp_of(c, f, sp, full * 32, (int)tail, unrolled, t->cpu, &tl) < 0) return fail(c, "out of memory", f);
     double nfull = (double)full, ntail = tail ? 1 : 0;
     v[FEAT_AT(FEAT_num_global_mem_loads_per_block)] = nfull * reg.load[0].trans + ntail * tl.load[0].trans;
     v[FEAT_AT(FEAT_num_shared_mem_loads_per_block)] = nfull * reg.load[1].trans + ntail * tl.load[1].trans;

@@ -42,8 +42,9 @@
 /* Bumped whenever the cost terms (costmodel.c) or the inputs change
  * meaning: it enters the layout hash, so older weights files are refused.
  * 2: a stage's operation counts include those of the inline Funcs it
- * expands. */
-#define NN_TERMS_VERSION 2
+ * expands.  3: on a CPU target a warp's memory transactions are the
+ * distinct sectors it touches over its iterations (feat_warp.h). */
+#define NN_TERMS_VERSION 3
 
 #define NN_OFF_W1 0                                      /* [NN_ALGO_IN][NN_H1], squashed by a sigmoid */
 #define NN_OFF_B1 (NN_OFF_W1 + NN_ALGO_IN * NN_H1)

@@ -3,7 +3,8 @@
  *
  * A target file is `key = value` lines; '#' starts a comment that runs to
  * the end of the line.  Every key of the table below is required except
- * `name`, which defaults to the file's base name (a100.target -> "a100").
+ * `name`, which defaults to the file's base name (a100.target -> "a100"),
+ * and `kind` (gpu or cpu; target.h says what it is when absent).
  * Integer keys take positive decimal integers (shared_mem_reserved_per_block
  * may be 0), the two rates positive
  * numbers, cuda_arch a word such as sm_80 (empty for a GPU that is not a
@@ -24,14 +25,14 @@
 #include "rt.h"
 #include "target.h"
 
-typedef enum { K_STR, K_INT, K_INT0, K_DBL } key_type;
+typedef enum { K_STR, K_INT, K_INT0, K_DBL, K_KIND } key_type;
 
 typedef struct {
     const char *key;
     key_type type;
     size_t offset;
     size_t size;        /* K_STR: buffer size */
-    bool optional;      /* only `name` */
+    bool optional;      /* `name` and `kind` */
 } key_info;
 
 #define KS(k) { #k, K_STR, offsetof(target, k), sizeof(((target *)0)->k), false }
@@ -47,8 +48,10 @@ static const key_info keys[] = {
     KI(registers_per_thread), KI(max_blocks_per_sm), KD(mem_bandwidth_gbs),
     KD(peak_gflops), KI(l2_bytes), KS(cuda_arch), KI(reg_alloc_unit),
     KI(warp_alloc_granularity), KI(shared_mem_alloc_unit), KZ(shared_mem_reserved_per_block),
+    { "kind", K_KIND, offsetof(target, cpu), sizeof(bool), true },
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
+#define KEY_KIND (NKEYS - 1)   /* `kind` is last */
 
 static void key_list(char *buf, size_t len) {
     buf[0] = 0;
@@ -75,6 +78,14 @@ static bool is_word(const char *s) {
 /* The value of one key into t; 0, or -1 with err (no FILE:LINE prefix). */
 static int set_value(const key_info *k, const char *v, target *t, char *err, size_t errlen) {
     char *p = (char *)t + k->offset;
+    if (k->type == K_KIND) {
+        if (strcmp(v, "gpu") && strcmp(v, "cpu")) {
+            snprintf(err, errlen, "expected gpu or cpu for kind, got '%s'", v);
+            return -1;
+        }
+        *(bool *)(void *)p = !strcmp(v, "cpu");
+        return 0;
+    }
     if (k->type == K_STR) {
         if (strlen(v) >= k->size || !is_word(v)) {
             snprintf(err, errlen, "expected a word of at most %zu letters, digits, '_', '-' or '.' for %s, got '%s'",
@@ -199,6 +210,11 @@ static int read_target(FILE *f, const char *path, target *t, char *err, size_t e
             return -1;
         }
     if (!set_on[0]) base_name(path, t->name, sizeof t->name);
+    /* a host-opencl text from before `kind`: fill_from_opencl gave CPUs
+     * (and only them) one block per SM and allocation units of 1 */
+    if (!set_on[KEY_KIND])
+        t->cpu = !strcmp(t->name, "host-opencl") && t->max_blocks_per_sm == 1 && t->reg_alloc_unit == 1 &&
+                 t->warp_alloc_granularity == 1 && t->shared_mem_alloc_unit == 1;
     char msg[300];
     if (consistent(t, msg, sizeof msg) < 0) {
         snprintf(err, errlen, "%s: %s", path, msg);
@@ -267,6 +283,7 @@ static void fill_from_opencl(const rt_device_limits *l, target *t) {
     t->mem_bandwidth_gbs = l->is_gpu ? 500 : 50;
     t->l2_bytes = clamp_int(l->global_cache_bytes, 1 << 20);
     t->cuda_arch[0] = 0;
+    t->cpu = !l->is_gpu;
 }
 
 static int host_opencl(target *t, char *err, size_t errlen) {
@@ -452,6 +469,7 @@ void target_print(const target *t, char *buf, size_t len) {
             snprintf(buf + n, len - n, "%s = %d\n", k->key, v);
             break;
         }
+        case K_KIND: snprintf(buf + n, len - n, "%s = %s\n", k->key, t->cpu ? "cpu" : "gpu"); break;
         case K_DBL: {
             double v;
             memcpy(&v, p, sizeof v);

@@ -10,6 +10,7 @@
 #ifndef SC_TARGET_H
 #define SC_TARGET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
@@ -32,6 +33,14 @@ typedef struct {
     int warp_alloc_granularity;   /* warps the register file is allocated to, per step */
     int shared_mem_alloc_unit;    /* bytes; a block's shared memory is rounded up to it */
     int shared_mem_reserved_per_block;  /* bytes the system takes per block (>= 0) */
+    /* `kind = gpu|cpu` (optional, gpu when absent): a CPU keeps the cache
+     * lines a warp has touched in its L1 across the warp's serial
+     * iterations and accesses, so the featurizer counts a warp's
+     * transactions as the distinct sectors it touches (feat_warp.h).  A
+     * host-opencl text written before the key existed is a CPU exactly
+     * when it has one block per SM and allocation units of 1, as
+     * fill_from_opencl wrote CPUs. */
+    bool cpu;
 } target;
 
 /* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */
