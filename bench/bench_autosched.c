@@ -29,6 +29,9 @@
  * Hold-one-app-out: with --weights-dir D the weights for app X are
  * D/X.weights (trained without X: `make holdout-weights`); an app without
  * one uses --weights (default weights/pocl.weights) and is marked '*'.
+ * --weights and --weights-dir take comma-separated lists: one-shot and
+ * top-K then search with the mean of the models (cost_learned_mean_new),
+ * autotuning fine-tunes the first.
  */
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +57,28 @@
 /* A baseline past the in-turn limits gets this many times the run limit,
  * once, alone (lens_blur's and nl_means' at paper size on PoCL). */
 enum { BASELINE_ALONE_FACTOR = 12 };
+
+/* The held-out weights of app under each folder of the comma-separated
+ * list dirs (D/APP.weights), as a comma-separated list in buf; false
+ * when a folder lacks them. */
+static bool held_out_weights(const char *dirs, const char *app, char *buf, size_t len) {
+    buf[0] = 0;
+    const char *d = dirs;
+    while (*d) {
+        size_t n = strcspn(d, ","), u = strlen(buf);
+        snprintf(buf + u, len - u, "%s%.*s/%s.weights", u ? "," : "", (int)n, d, app);
+        if (access(buf + u + (u ? 1 : 0), R_OK) != 0) return false;
+        d += n + (d[n] == ',');
+    }
+    return buf[0] != 0;
+}
+
+/* The first path of a comma-separated list (NULL stays NULL). */
+static const char *wfirst(const char *list, char *buf, size_t len) {
+    if (!list) return NULL;
+    snprintf(buf, len, "%.*s", (int)strcspn(list, ","), list);
+    return buf;
+}
 
 static double cpu_s(void) {
     struct timespec t;
@@ -234,16 +259,18 @@ int main(int argc, char **argv) {
         char wpath[4200], used[4300];
         bool held = false;
         const char *w = weights;
-        if (wdir) {
-            snprintf(wpath, sizeof wpath, "%s/%s.weights", wdir, names[ai]);
-            if (access(wpath, R_OK) == 0) { w = wpath; held = true; }
+        if (wdir && held_out_weights(wdir, names[ai], wpath, sizeof wpath)) {
+            w = wpath;
+            held = true;
         }
-        nn_model *m = space_load_weights(w, "bench_autosched", used, sizeof used, err, sizeof err);
+        nn_model *ms[SPACE_MAX_WEIGHTS];
+        int nm = space_load_weights_list(w, "bench_autosched", ms, used, sizeof used, err, sizeof err);
+        nn_model *m = nm > 0 ? ms[0] : NULL;
         result ro = { INFINITY, 0 }, rk = { INFINITY, 0 };
         bool picked_base = false;
         double search_s = NAN;
         if (m) {
-            cost_model *cm = cost_learned_new(m, &t);
+            cost_model *cm = cost_learned_mean_new((const nn_model *const *)ms, nm, &t);
             search_opts o;
             search_opts_default(&o, &t, cm);
             search_sample *bt = malloc(sizeof *bt * (size_t)samples);
@@ -279,7 +306,7 @@ int main(int argc, char **argv) {
          * continues), the best after each */
         result ra = { INFINITY, 0 };
         if (tuned && apps_wanted(tuned, names[ai]) && m) {
-            char db[256], wo[256];
+            char db[256], wo[256], wone[4200];
             snprintf(db, sizeof db, "/tmp/bench_autosched_%d_%s.db", (int)getpid(), names[ai]);
             snprintf(wo, sizeof wo, "/tmp/bench_autosched_%d_%s.weights", (int)getpid(), names[ai]);
             char path[512];
@@ -296,7 +323,7 @@ int main(int argc, char **argv) {
                 ao.measure.log = NULL;
                 ao.iterations = it;
                 ao.batch = batch;
-                ao.weights = w;
+                ao.weights = wfirst(w, wone, sizeof wone);      /* fine-tuning starts from one model */
                 ao.weights_out = wo;
                 ao.small = small;
                 autotune_result r;
@@ -314,7 +341,7 @@ int main(int argc, char **argv) {
             remove(db);
             remove(wo);
         }
-        free(m);
+        for (int k = 0; k < nm; k++) free(ms[k]);
         char cb[40], cr[40], co[40], ck[40], ca[40];
         cell(cb, sizeof cb, rb);
         cell(cr, sizeof cr, rr);

@@ -106,7 +106,7 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
-               "       [--weights W] [--beam 32] [--passes 5] [--samples 80] [--explain]\n"
+               "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain]\n"
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
@@ -160,7 +160,8 @@ static void print_help(const char *cmd) {
                "With --strategy oneshot (docs/search.md; the prediction and the search's\n"
                "statistics are printed as '#' lines):\n"
                "  --weights W    the learned model's weights (default weights/pocl.weights,\n"
-               "                 here or beside the program)\n"
+               "                 here or beside the program); W1,W2,... searches with the\n"
+               "                 mean of their predictions (--explain shows W1's terms)\n"
                "  --beam N       states of the beam search (default 32)\n"
                "  --passes N     its passes (default 5)\n"
                "  --samples N    one beam search and N - 1 greedy ones (default 80); the\n"

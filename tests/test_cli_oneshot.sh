@@ -29,6 +29,19 @@ case_ oneshot_explain 0 -o '^#   out +root +[0-9.e+-]+ ms +[0-9.]+%  \[' -- \
     "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --explain
 grep -q '^# predicted cost per stage' "$out"; ok oneshot_explain_header $?
 
+# a mean of two models: named in the report, deterministic, and checked
+case_ oneshot_train2 0 -- "$sc" train --data "$data" -o "$tmp/w2.weights" --epochs 10 --seed 2
+mopts=(--small --target a100 --weights "$w,$tmp/w2.weights" --beam 8 --passes 2 --samples 5 --seed 4)
+case_ oneshot_mean_of_models 0 -o "^# oneshot: predicted [0-9.e+-]+ ms \\(weights $w,$tmp/w2.weights\\)" -- \
+    "$sc" schedule "$app" --strategy oneshot "${mopts[@]}" -o "$tmp/m.sched"
+case_ oneshot_mean_runs 0 -o 'check: matches the reference' -- \
+    "$sc" run "$app" --small --target a100 --schedule "$tmp/m.sched" --device c --check
+case_ oneshot_mean_bad_file 1 -e "$tmp/none.weights: cannot open weights" -- \
+    "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$tmp/none.weights"
+case_ oneshot_mean_no_file 1 -e "names no file" -- "$sc" schedule "$app" --small --strategy oneshot --weights ,
+case_ oneshot_mean_too_many 1 -e "at most 8 weights files" -- \
+    "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$w,$w,$w,$w,$w,$w,$w,$w"
+
 # written, read back, run and checked on the C back end
 case_ oneshot_write 0 -o "wrote $tmp/h.sched \\(target a100\\)" -- \
     "$sc" schedule "$app" --strategy oneshot "${opts[@]}" -o "$tmp/h.sched"

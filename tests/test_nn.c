@@ -78,7 +78,20 @@ static void test_layout(void) {
     cost_terms(v, &A100, T);
     CHECK(T[24] == v[FEAT_AT(FEAT_num_realizations)]);
     CHECK(T[9] == v[FEAT_AT(FEAT_working_set_at_thread)]);
-    CHECK(T[10] == 0 && T[12] == 0 && T[14] == 0 && T[15] == 0 && T[23] == 0 && T[30] == 0 && T[31] == 0);
+    CHECK(T[10] == 0 && T[12] == 0 && T[14] == 0 && T[15] == 0 && T[23] == 0);
+    /* the instruction terms: num_scalars x the per-point histogram's
+     * arithmetic (casts included) and loads, times the same wastage as
+     * term 1 (T[1] / num_scalars) */
+    double arith = 0, loads = 0;
+    for (int ty = 0; ty < SC_TYPE_COUNT; ty++) {
+        arith += v[OPS_CAST * SC_TYPE_COUNT + ty];
+        for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[k * SC_TYPE_COUNT + ty];
+        for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[k * SC_TYPE_COUNT + ty];
+    }
+    double ns = v[FEAT_AT(FEAT_num_scalars)];
+    CHECK(arith > 0 && loads > 0 && ns > 0 && v[FEAT_AT(FEAT_inlined_calls)] == 0);
+    CHECK(fabs(T[30] - T[1] * arith) <= 1e-9 * T[30] && fabs(T[31] - T[1] * loads) <= 1e-9 * T[31]);
+    CHECK(cost_term_name(30) && cost_term_name(31));
     CHECK(cost_term_name(1) && !cost_term_name(10));
     for (int i = 0; i < 2; i++) feat_free(&keep[i]);
     train_data_free(&d);
@@ -292,6 +305,24 @@ static void test_costmodel(void) {
         CHECK(cost_predict(cm, 1, &fr[i], &one, err, sizeof err) == 0 && one == ms[i]);
     }
     cost_free(cm);
+    /* the mean of two models is the mean of their predictions; of one
+     * model, that model */
+    nn_model *m2 = calloc(1, sizeof *m2);
+    nn_init(m2, 10);
+    train_calibrate(&d, m2);
+    const nn_model *both[2] = { m, m2 };
+    cost_model *c1 = cost_learned_new(m2, &A100), *cmean = cost_learned_mean_new(both, 2, &A100);
+    cost_model *cone = cost_learned_mean_new(both, 1, &A100);
+    double ms2[N], msm[N], ms1[N];
+    CHECK(cost_predict(c1, N, fr, ms2, err, sizeof err) == 0 && cost_predict(cmean, N, fr, msm, err, sizeof err) == 0);
+    CHECK(cost_predict(cone, N, fr, ms1, err, sizeof err) == 0 && !memcmp(ms1, ms, sizeof ms));
+    bool mean_ok = true;
+    for (int i = 0; i < N; i++) mean_ok &= fabs(msm[i] - (ms[i] + ms2[i]) / 2) <= 1e-12 * msm[i] && ms[i] != ms2[i];
+    CHECK(mean_ok);
+    cost_free(c1);
+    cost_free(cmean);
+    cost_free(cone);
+    free(m2);
     /* fine-tuning moves the given weights, keeps their term scales */
     nn_model *f = calloc(1, sizeof *f);
     *f = *m;
@@ -317,7 +348,7 @@ static int by_key(const void *a, const void *b) {
 /* Every state of random walks over an app (partial ones included),
  * featurized by one feat_ctx: rows with one key are equal, and the memo
  * gives cost_predict's predictions bit for bit, batch after batch. */
-static void memo_app(const char *app, const nn_model *m) {
+static void memo_app(const char *app, cost_model *cm) {
     char path[256], err[512];
     snprintf(path, sizeof path, "apps/%s.pipe", app);
     sc_pipeline *p = sc_parse_file(path, NULL);
@@ -328,7 +359,6 @@ static void memo_app(const char *app, const nn_model *m) {
     legal_ctx *x = space_legal(p, b, &o);
     nest_ctx *nx = nest_ctx_new(p, b);
     feat_ctx *fx = feat_ctx_new(p, b);
-    cost_model *cm = cost_learned_new(m, &A100);
     cost_memo *memo = cost_memo_new();
     ir_arena *a = ir_arena_new();
     enum { CAP = 600 };
@@ -390,7 +420,8 @@ static void memo_app(const char *app, const nn_model *m) {
         }
     cost_memo_stats st = cost_memo_get_stats(memo);
     check_report(same && n > 50 && equal > 0 && st.hits > st.misses,
-                 "cost memo %s (%d states, %d rows, %lld parts found, %lld costed, %lld unkeyed)", app, n, nrows,
+                 "cost memo %s%s (%d states, %d rows, %lld parts found, %lld costed, %lld unkeyed)", app,
+                 strcmp(cm->ops->name, "learned") ? ", a mean of models" : "", n, nrows,
                  (long long)st.hits, (long long)st.misses, (long long)st.unkeyed);
     free(rows);
     for (int i = 0; i < n; i++) {
@@ -401,7 +432,6 @@ static void memo_app(const char *app, const nn_model *m) {
     free(refs);
     ir_arena_free(a);
     cost_memo_free(memo);
-    cost_free(cm);
     feat_ctx_free(fx);
     nest_ctx_free(nx);
     legal_free(x);
@@ -413,7 +443,19 @@ static void test_cost_memo(void) {
     nn_model *m = calloc(1, sizeof *m);
     nn_init(m, 11);
     static const char *apps[] = { "harris", "camera_pipe", "conv_layer", "local_laplacian", "bilateral_grid" };
-    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) memo_app(apps[i], m);
+    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) {
+        cost_model *cm = cost_learned_new(m, &A100);
+        memo_app(apps[i], cm);
+        cost_free(cm);
+    }
+    /* the mean of models is a sum over rows too */
+    nn_model *m2 = calloc(1, sizeof *m2);
+    nn_init(m2, 12);
+    const nn_model *both[2] = { m, m2 };
+    cost_model *cm = cost_learned_mean_new(both, 2, &A100);
+    memo_app("harris", cm);
+    cost_free(cm);
+    free(m2);
     free(m);
 }
 

@@ -26,7 +26,10 @@
  *  - working_set is working_set_at_thread;
  *  - unique_{bytes,lines}_read_per_{point,task} (coefficients 10, 12, 14,
  *    15) have no feature here, and 23 (Halide's disabled register
- *    occupancy) and 30, 31 are unused, as in Halide. */
+ *    occupancy) is unused, as in Halide;
+ *  - 30 and 31 (unused in Halide) are ours: the arithmetic and the load
+ *    instructions the stage executes, so that the work of inlined
+ *    producers enters a term and not only the coefficients. */
 void cost_terms(const double *v, const target *t, double *T) {
     for (int k = 0; k < NN_COEF; k++) T[k] = 0;
     bool inl = F(inlined_calls) != 0;
@@ -75,6 +78,17 @@ void cost_terms(const double *v, const target *t, double *T) {
     T[25] = ip > 1 ? F(num_productions) : 0;
     T[26] = F(num_productions) * (ip > 1 ? ip - 1 : 0);
     T[9] = F(working_set_at_thread);
+
+    /* instructions: the arithmetic and the loads the stage's body
+     * executes, inline Funcs' included (the op histogram is per point) */
+    double arith = 0, loads = 0;
+    for (int ty = 0; ty < SC_TYPE_COUNT; ty++) {
+        for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[k * SC_TYPE_COUNT + ty];
+        arith += v[OPS_CAST * SC_TYPE_COUNT + ty];
+        for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[k * SC_TYPE_COUNT + ty];
+    }
+    T[30] = F(num_scalars) * arith * w;
+    T[31] = F(num_scalars) * loads * w;
 }
 
 static const char *const term_names[NN_COEF] = {
@@ -103,6 +117,8 @@ static const char *const term_names[NN_COEF] = {
     [27] = "load: num_blocks x num_shared_mem_loads_per_block",
     [28] = "load: num_blocks x num_global_mem_loads_per_block / efficiency",
     [29] = "store: num_blocks x num_shared_mem_stores_per_block",
+    [30] = "compute: num_scalars x arithmetic operations per point x idle core / lane wastage",
+    [31] = "load: num_scalars x load instructions per point x idle core / lane wastage",
 };
 
 const char *cost_term_name(int k) { return k >= 0 && k < NN_COEF ? term_names[k] : NULL; }
@@ -208,6 +224,70 @@ cost_model *cost_learned_new(const nn_model *w, const target *t) {
     L->t = *t;
     nn_squash(&L->w, L->sw1);
     return &L->base;
+}
+
+/* ---- the mean of several learned models ---- */
+
+/* Each row's part is the mean over the models of the row's scaled cost,
+ * so a state's prediction (the sum of its rows' parts) is the mean of the
+ * models' predictions and stays a sum over rows for the memo. */
+typedef struct {
+    cost_model base;
+    int n;
+    learned **m;
+} learned_mean;
+
+static double mean_row(learned_mean *E, const feat_row *row) {
+    double sum = 0;
+    for (int k = 0; k < E->n; k++) sum += learned_finish(&E->m[k]->base, learned_row(E->m[k], row));
+    return sum / E->n;
+}
+
+static double mean_finish(cost_model *m, double sum) {
+    (void)m;
+    return sum;
+}
+
+static int mean_predict(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    for (int i = 0; i < n; i++) {
+        double sum = 0;
+        for (int r = 0; r < feats[i]->n; r++) sum += mean_row((learned_mean *)m, &feats[i]->rows[r]);
+        ms[i] = sum;
+    }
+    return 0;
+}
+
+static int mean_row_parts(cost_model *m, int n, const feat_row *const *rows, double *parts, char *err,
+                          size_t errlen) {
+    (void)err, (void)errlen;
+    for (int i = 0; i < n; i++) parts[i] = mean_row((learned_mean *)m, rows[i]);
+    return 0;
+}
+
+static void mean_free(cost_model *m) {
+    learned_mean *E = (learned_mean *)m;
+    for (int k = 0; k < E->n; k++) learned_free(&E->m[k]->base);
+    free(E->m);
+    free(E);
+}
+
+static const cost_ops mean_ops = {
+    .name = "learned mean",
+    .predict = mean_predict,
+    .free = mean_free,
+    .row_parts = mean_row_parts,
+    .finish = mean_finish,
+};
+
+cost_model *cost_learned_mean_new(const nn_model *const *ws, int n, const target *t) {
+    if (n == 1) return cost_learned_new(ws[0], t);
+    learned_mean *E = base_calloc(1, sizeof *E);
+    E->base.ops = &mean_ops;
+    E->n = n;
+    E->m = base_calloc((size_t)n, sizeof *E->m);
+    for (int k = 0; k < n; k++) E->m[k] = (learned *)cost_learned_new(ws[k], t);
+    return &E->base;
 }
 
 /* ---- the memo of row parts ---- */

@@ -83,5 +83,10 @@ int cost_predict_memo(cost_model *m, cost_memo *memo, int n, const feat_refs *co
  * the row's features on every use), and its scratch: a call allocates
  * only when it meets a stage it has not seen. */
 cost_model *cost_learned_new(const nn_model *w, const target *t);
+/* The mean of n >= 1 learned models' predictions (the same network
+ * trained with other seeds or data: their errors differ, so the best
+ * predicted state of a search is less often one model's mistake).  With
+ * n == 1 it is cost_learned_new(ws[0], t). */
+cost_model *cost_learned_mean_new(const nn_model *const *ws, int n, const target *t);
 
 #endif

@@ -43,8 +43,9 @@
  * meaning: it enters the layout hash, so older weights files are refused.
  * 2: a stage's operation counts include those of the inline Funcs it
  * expands.  3: on a CPU target a warp's memory transactions are the
- * distinct sectors it touches over its iterations (feat_warp.h). */
-#define NN_TERMS_VERSION 3
+ * distinct sectors it touches over its iterations (feat_warp.h).  4: terms
+ * 30 and 31, the arithmetic and load instructions the stage executes. */
+#define NN_TERMS_VERSION 4
 
 #define NN_OFF_W1 0                                      /* [NN_ALGO_IN][NN_H1], squashed by a sigmoid */
 #define NN_OFF_B1 (NN_OFF_W1 + NN_ALGO_IN * NN_H1)

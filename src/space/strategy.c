@@ -77,6 +77,35 @@ nn_model *space_load_weights(const char *path, const char *who, char *used, size
     return m;
 }
 
+int space_load_weights_list(const char *paths, const char *who, nn_model **ms, char *used, size_t usedlen,
+                            char *err, size_t errlen) {
+    if (!paths) return (ms[0] = space_load_weights(NULL, who, used, usedlen, err, errlen)) ? 1 : -1;
+    char *list = strdup(paths), *save = NULL;
+    if (!list) abort();
+    int n = 0;
+    used[0] = 0;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char one[PATH_MAX + 64];
+        if (n == SPACE_MAX_WEIGHTS) {
+            snprintf(err, errlen, "%s: at most %d weights files in --weights, got more", who, SPACE_MAX_WEIGHTS);
+        } else if ((ms[n] = space_load_weights(tok, who, one, sizeof one, err, errlen)) != NULL) {
+            size_t u = strlen(used);
+            snprintf(used + u, usedlen - u, "%s%s", n ? "," : "", one);
+            n++;
+            continue;
+        }
+        while (n > 0) free(ms[--n]);
+        free(list);
+        return -1;
+    }
+    free(list);
+    if (n == 0) {
+        snprintf(err, errlen, "%s: --weights names no file ('%s')", who, paths);
+        return -1;
+    }
+    return n;
+}
+
 /* One-shot and top-K (Anderson et al. 2021 §8): one beam search and
  * greedy samples (beam.h); one-shot returns the best by the learned model
  * (or what the driver's pick keeps of the batch: the CUDA spill filter),
@@ -93,9 +122,11 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
     }
     char w[PATH_MAX + 64], whom[64];
     snprintf(whom, sizeof whom, "the %s strategy", who);
-    nn_model *m = space_load_weights(sa->weights, whom, w, sizeof w, err, errlen);
-    if (!m) return NULL;
-    cost_model *cm = cost_learned_new(m, o->t);
+    nn_model *ms[SPACE_MAX_WEIGHTS];
+    int nm = space_load_weights_list(sa->weights, whom, ms, w, sizeof w, err, errlen);
+    if (nm < 0) return NULL;
+    nn_model *m = ms[0];
+    cost_model *cm = cost_learned_mean_new((const nn_model *const *)ms, nm, o->t);
     search_opts so;
     search_opts_default(&so, o->t, cm);
     so.seed = seed;
@@ -134,7 +165,7 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
     if (n > 0) search_samples_free(batch, n);
     free(batch);
     cost_free(cm);
-    free(m);
+    for (int k = 0; k < nm; k++) free(ms[k]);
     return s;
 }
 

@@ -60,5 +60,13 @@ const char *space_default_weights(char *buf, size_t len);
  * strategy") when there are none or the file is bad. */
 nn_model *space_load_weights(const char *path, const char *who, char *used, size_t usedlen, char *err,
                              size_t errlen);
+/* The same for a comma-separated list of weights files (NULL: the default
+ * ones), whose mean a learned strategy predicts with
+ * (cost_learned_mean_new): at most SPACE_MAX_WEIGHTS, each malloc'd into
+ * ms; `used` names them all.  Their number, or -1 with err naming the
+ * file (nothing is left allocated). */
+#define SPACE_MAX_WEIGHTS 8
+int space_load_weights_list(const char *paths, const char *who, nn_model **ms, char *used, size_t usedlen,
+                            char *err, size_t errlen);
 
 #endif
