@@ -84,9 +84,9 @@ static void test_layout(void) {
      * term 1 (T[1] / num_scalars) */
     double arith = 0, loads = 0;
     for (int ty = 0; ty < SC_TYPE_COUNT; ty++) {
-        arith += v[OPS_CAST * SC_TYPE_COUNT + ty];
-        for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[k * SC_TYPE_COUNT + ty];
-        for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[k * SC_TYPE_COUNT + ty];
+        arith += v[FEAT_OP(OPS_CAST, ty)];
+        for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[FEAT_OP(k, ty)];
+        for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[FEAT_OP(k, ty)];
     }
     double ns = v[FEAT_AT(FEAT_num_scalars)];
     CHECK(arith > 0 && loads > 0 && ns > 0 && v[FEAT_AT(FEAT_inlined_calls)] == 0);

@@ -83,9 +83,9 @@ void cost_terms(const double *v, const target *t, double *T) {
      * executes, inline Funcs' included (the op histogram is per point) */
     double arith = 0, loads = 0;
     for (int ty = 0; ty < SC_TYPE_COUNT; ty++) {
-        for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[k * SC_TYPE_COUNT + ty];
-        arith += v[OPS_CAST * SC_TYPE_COUNT + ty];
-        for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[k * SC_TYPE_COUNT + ty];
+        for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[FEAT_OP(k, ty)];
+        arith += v[FEAT_OP(OPS_CAST, ty)];
+        for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[FEAT_OP(k, ty)];
     }
     T[30] = F(num_scalars) * arith * w;
     T[31] = F(num_scalars) * loads * w;

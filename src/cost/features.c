@@ -46,7 +46,7 @@ static void make_hist_names(void) {
     if (hist_ready) return;
     for (int k = 0; k < OPS_KIND_COUNT; k++)
         for (int t = 0; t < SC_TYPE_COUNT; t++)
-            snprintf(hist_names[k * SC_TYPE_COUNT + t], sizeof hist_names[0], "op_%s_%s",
+            snprintf(hist_names[FEAT_OP(k, t)], sizeof hist_names[0], "op_%s_%s",
                      ops_kind_name((ops_kind)k), sc_type_name((sc_type)t));
     hist_ready = true;
 }
@@ -657,7 +657,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     if (oi >= 0)
         for (int k = 0; k < OPS_KIND_COUNT; k++)
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
-                v[k * SC_TYPE_COUNT + ty] = (double)ops->items[oi].count[k][ty];
+                v[FEAT_OP(k, ty)] = (double)ops->items[oi].count[k][ty];
     /* the operations of the inline Funcs the stage expands, as many times
      * per point as it calls them: what the generated code computes per
      * point (without them an inlined producer's work would be visible
@@ -667,7 +667,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
         if (gi < 0) continue;
         for (int k = 0; k < OPS_KIND_COUNT; k++)
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
-                v[k * SC_TYPE_COUNT + ty] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
+                v[FEAT_OP(k, ty)] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
     }
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 

@@ -129,6 +129,9 @@ enum {
 };
 
 #define FEAT_HIST_COUNT (OPS_KIND_COUNT * SC_TYPE_COUNT)
+/* The vector index of op_KIND_TYPE, the count of operations of kind k
+ * (ops_kind) and type ty (sc_type) per point. */
+#define FEAT_OP(k, ty) ((k) * SC_TYPE_COUNT + (ty))
 #define FEAT_COUNT (FEAT_HIST_COUNT + FEAT_LIST_COUNT)
 /* The vector index of a FEAT_LIST entry: v[FEAT_AT(FEAT_num_blocks)]. */
 #define FEAT_AT(e) (FEAT_HIST_COUNT + (e))
