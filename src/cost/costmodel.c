@@ -182,22 +182,36 @@ static double learned_finish(cost_model *m, double sum) {
     return exp(L->w.w[NN_OFF_SCALE]) * sum;
 }
 
+/* predict and row_parts of a model that is a sum over rows: one row's
+ * part by `row`, a state's prediction finish(the parts summed in row
+ * order), as cost_ops asks. */
+typedef double (*row_fn)(cost_model *m, const feat_row *row);
+
+static void predict_rows(cost_model *m, row_fn row, int n, const feat_result *const *feats, double *ms) {
+    for (int i = 0; i < n; i++) {
+        double sum = 0;
+        for (int r = 0; r < feats[i]->n; r++) sum += row(m, &feats[i]->rows[r]);
+        ms[i] = m->ops->finish(m, sum);
+    }
+}
+
+static void parts_rows(cost_model *m, row_fn row, int n, const feat_row *const *rows, double *parts) {
+    for (int i = 0; i < n; i++) parts[i] = row(m, rows[i]);
+}
+
+static double learned_row_of(cost_model *m, const feat_row *row) { return learned_row((learned *)m, row); }
+
 static int learned_predict(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err,
                            size_t errlen) {
     (void)err, (void)errlen;
-    learned *L = (learned *)m;
-    for (int i = 0; i < n; i++) {
-        double sum = 0;
-        for (int r = 0; r < feats[i]->n; r++) sum += learned_row(L, &feats[i]->rows[r]);
-        ms[i] = learned_finish(m, sum);
-    }
+    predict_rows(m, learned_row_of, n, feats, ms);
     return 0;
 }
 
 static int learned_row_parts(cost_model *m, int n, const feat_row *const *rows, double *parts, char *err,
                              size_t errlen) {
     (void)err, (void)errlen;
-    for (int i = 0; i < n; i++) parts[i] = learned_row((learned *)m, rows[i]);
+    parts_rows(m, learned_row_of, n, rows, parts);
     return 0;
 }
 
@@ -237,7 +251,8 @@ typedef struct {
     learned **m;
 } learned_mean;
 
-static double mean_row(learned_mean *E, const feat_row *row) {
+static double mean_row(cost_model *m, const feat_row *row) {
+    learned_mean *E = (learned_mean *)m;
     double sum = 0;
     for (int k = 0; k < E->n; k++) sum += learned_finish(&E->m[k]->base, learned_row(E->m[k], row));
     return sum / E->n;
@@ -250,18 +265,14 @@ static double mean_finish(cost_model *m, double sum) {
 
 static int mean_predict(cost_model *m, int n, const feat_result *const *feats, double *ms, char *err, size_t errlen) {
     (void)err, (void)errlen;
-    for (int i = 0; i < n; i++) {
-        double sum = 0;
-        for (int r = 0; r < feats[i]->n; r++) sum += mean_row((learned_mean *)m, &feats[i]->rows[r]);
-        ms[i] = sum;
-    }
+    predict_rows(m, mean_row, n, feats, ms);
     return 0;
 }
 
 static int mean_row_parts(cost_model *m, int n, const feat_row *const *rows, double *parts, char *err,
                           size_t errlen) {
     (void)err, (void)errlen;
-    for (int i = 0; i < n; i++) parts[i] = mean_row((learned_mean *)m, rows[i]);
+    parts_rows(m, mean_row, n, rows, parts);
     return 0;
 }
 
