@@ -385,16 +385,18 @@ static int warp_cached(const feat_lanes *ln, int n, const feat_form *const *call
                     addr[l] = address(calls[i], st, nl, x);
                 }
             }
-            int64_t lines[LANES], ps = 0, pe = 0;
+            int64_t ps = 0, pe = 0;
             for (int l = 0; l < nlanes; l++) {
                 int64_t a = addr[l], sec = a >> SECTOR_LOG2, el = es >= 0 ? a >> es : floor_div(a, st->elem);
-                lines[l] = floor_div(a - addr[0], LINE);
                 if (!l || sec != ps) sectors += set_insert(&seen, mix2(0, sec));
                 if (!l || el != pe) units += set_insert(&seen, mix2(1, el));
                 ps = sec;
                 pe = el;
             }
             if (it == 0) {
+                /* LIFT's lines: the first iteration's, from lane 0 */
+                int64_t lines[LANES];
+                for (int l = 0; l < nlanes; l++) lines[l] = floor_div(addr[l] - addr[0], LINE);
                 c->lift_lines += distinct(lines, nlanes);
                 c->lift_n++;
             }
