@@ -3,8 +3,11 @@
  *
  * The spill filter of Anderson et al. 2021 §8.1 on schedules of
  * lens_blur (paper size) for an A100, compiled here with NVRTC: ptxas
- * reports that a, b and d spill (a the most, b the least) and c spills
- * nothing (tests/data/spills/; they are one-shot samples of lens_blur).
+ * reports that a, b and d spill (b the least) and c spills nothing
+ * (tests/data/spills/: one-shot samples of lens_blur, with the tile of
+ * push_down_1_dx set in b and d so that they still spill once accumulating
+ * updates ran their reductions around the serial tile, which ended the
+ * spills of their blurred.update(0)).
  * The filter takes the best predicted that spills nothing; when all of
  * them spill, the best predicted within 50% of the least spilling.
  */

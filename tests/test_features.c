@@ -688,6 +688,42 @@ static void test_cpu_cached_warp(void) {
     featured_free(&x);
 }
 
+/* The value of a feature of stage st of Func `func`; NAN if absent. */
+static double fv_stage(const featured *x, const char *func, int st, const char *name) {
+    int i = feat_index(name);
+    for (int k = 0; i >= 0 && k < x->r.n; k++) {
+        const sc_func *f = x->p->funcs.items[x->r.rows[k].func];
+        if (!strcmp(f->name, func) && x->r.rows[k].stage == st) return x->r.rows[k].v[i];
+    }
+    return NAN;
+}
+
+/* A matrix product's update whose reduction runs around its unrolled
+ * 2x2 tile (nest_reduction_around_tile): at each reduction step A(i, r)
+ * is loaded once per i of the tile and B(r, j) once per j, 4 loads for 4
+ * points, and the running values stay in registers; the innermost loop
+ * that iterates is the tile's i.  With one point a thread the reduction
+ * is innermost and every point loads A, B and itself. */
+static void test_reduction_tile_loads(void) {
+    const char *src = "pipeline mm;\ninput f32 A(64, 64);\ninput f32 B(64, 64);\nrdom r(0, 64);\n"
+                      "prod(i, j) = 0.0;\nprod(i, j) += A(i, r) * B(r, j);\noutput prod(64, 64);\n";
+    featured tile, one;
+    bool a = featurize(&tile, src, "schedule mm;\nprod: root [i=16x1 j=4x1] [i=16x2 j=4x2];\n");
+    bool b = featurize(&one, src, "schedule mm;\nprod: root [i=16x1 j=4x1] [i=16x1 j=4x1];\n");
+    CHECK(a && b);
+    if (a && b) {
+        CHECK(fv_stage(&tile, "prod", 1, "op_load_input_f32") == 1);
+        CHECK(fv_stage(&tile, "prod", 1, "op_load_self_f32") == 0);
+        CHECK(fv_stage(&tile, "prod", 1, "innermost_loop_extent") == 2);
+        CHECK(fv_stage(&one, "prod", 1, "op_load_input_f32") == 2);
+        CHECK(fv_stage(&one, "prod", 1, "op_load_self_f32") == 1);
+        CHECK(fv_stage(&one, "prod", 1, "innermost_loop_extent") == 64);
+        CHECK(fv_stage(&tile, "prod", 1, "op_mul_f32") == 1);
+    }
+    featured_free(&tile);
+    featured_free(&one);
+}
+
 int main(void) {
     char err[512];
     if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
@@ -708,5 +744,6 @@ int main(void) {
     RUN(test_access_memo);
     RUN(test_inline_ops);
     RUN(test_cpu_cached_warp);
+    RUN(test_reduction_tile_loads);
     CHECK_EXIT();
 }

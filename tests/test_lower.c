@@ -4,8 +4,10 @@
  * thread's unrolled tile reuses a global producer at affine coordinates,
  * counts towards the register estimate, keeps results equal to the
  * reference on the C back end, and (where NVRTC is present) leaves the
- * staged array in registers: no stack frame.
+ * staged array in registers: no stack frame.  And where the reduction
+ * loops of an update go (inside or around the serial tile).
  */
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "exec.h"
@@ -168,7 +170,69 @@ static void test_staging_registers(void) {
     lowered_free(&l);
 }
 
+/* Which updates accumulate in place (ir_stage_accumulates). */
+static void test_accumulates(void) {
+    const char *src = "input f32 in(8, 8);\nrdom r(0, 8);\n"
+                      "acc(x) = 0.0;\nacc(x) += in(x, r);\n"            /* in place */
+                      "mx(x) = 0.0;\nmx(x) = max(mx(x), in(r, x));\n"  /* in place */
+                      "rdom s(1, 7);\nscan(x, y) = in(x, y);\nscan(x, s) = scan(x, s - 1) + scan(x, s);\n"
+                      "h(i) = 0;\nh(clamp(i32(in(r, 0)), 0, 7)) += 1;\n"
+                      "dbl(x) = acc(x);\ndbl(x) = dbl(x) * 2.0;\n"        /* no reduction */
+                      "out(x) = dbl(x) + mx(x) + scan(x, 7) + f32(h(x));\noutput out(8);\n";
+    sc_pipeline *p = sc_parse_string("t.pipe", src, strlen(src), NULL);
+    if (sc_error_count(p)) fprintf(stderr, "%s\n", sc_error_message(p, 0));
+    CHECK(sc_error_count(p) == 0);
+    const char *names[] = { "acc", "mx", "scan", "h", "dbl" };
+    const bool want[] = { true, true, false, false, false };
+    for (int i = 0; i < 5; i++) {
+        const sc_func *f = NULL;
+        for (int k = 0; k < p->funcs.n; k++)
+            if (!strcmp(((sc_func *)p->funcs.items[k])->name, names[i])) f = p->funcs.items[k];
+        CHECK(f && f->nstages == 2);
+        if (!f) continue;
+        if (ir_stage_accumulates(f, 1) != want[i]) fprintf(stderr, "%s: expected %d\n", names[i], want[i]);
+        CHECK(ir_stage_accumulates(f, 1) == want[i]);
+        CHECK(!ir_stage_accumulates(f, 0));
+    }
+    sc_pipeline_free(p);
+}
+
+/* Where the reduction loops go: around the serial tile of a stage that
+ * accumulates in place over a short tile (a matrix product's 4x2 points
+ * a thread), inside it over 16 points or for a scan; each gives the
+ * reference's result bit for bit. */
+static void test_reduction_order(void) {
+    const char *mm = "input f32 A(16, 16);\ninput f32 B(16, 16);\nrdom r(0, 16);\n"
+                     "prod(i, j) = 0.0;\nprod(i, j) += A(i, r) * B(r, j);\noutput prod(16, 16);\n";
+    const char *sc = "input f32 in(16, 16);\nrdom r(1, 15);\n"
+                     "f(x, y) = in(x, y);\nf(x, r) = f(x, r - 1) * 0.5 + f(x, r);\noutput f(16, 16);\n";
+    struct { const char *src, *sched, *kernel, *rloop, *ploop; bool outer; } c[] = {
+        { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x4 j=4x2];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
+          true },
+        /* 16 points a thread: not unrolled, so the reduction stays inside */
+        { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x4 j=4x4];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
+          false },
+        { sc, "schedule t;\nf: root [x=4x4 y=4x1] [x=4x4];\n", "void f_s1(", "f_r_x = ", "f_x = ", false },
+    };
+    for (int i = 0; i < 3; i++) {
+        lowered l;
+        CHECK(lower_text(&l, c[i].src, c[i].sched));
+        if (l.prog) {
+            char *code = cg_generate_math(l.prog, CG_C, CG_MATH_EXACT);
+            const char *k = code ? strstr(code, c[i].kernel) : NULL;
+            const char *rl = k ? strstr(k, c[i].rloop) : NULL, *pl = k ? strstr(k, c[i].ploop) : NULL;
+            CHECK(rl && pl);
+            if (rl && pl) CHECK((rl < pl) == c[i].outer);
+            free(code);
+            CHECK(mismatches_on_c(&l) == 0);
+        }
+        lowered_free(&l);
+    }
+}
+
 int main(void) {
+    RUN(test_accumulates);
+    RUN(test_reduction_order);
     RUN(test_staging_stencil);
     RUN(test_staging_needs_reuse_and_unrolling);
     RUN(test_staging_reduction);

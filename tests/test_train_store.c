@@ -211,25 +211,38 @@ static void test_neighbours(void) {
     train_data_free(&d);
 }
 
+/* A new store at db (removed first) with the C device and the pipeline
+ * of fx: the store, NULL on failure; *devc and *pid get their ids. */
+static store *one_pipeline_store(const char *db, const fixture *fx, int64_t *devc, int64_t *pid) {
+    char err[2048], tt[4096];
+    remove(db);
+    store *st = store_open(db, STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return NULL;
+    target_print(&A100, tt, sizeof tt);
+    store_device dev = { C_KEY, "exact", "the C back end", tt };
+    *devc = store_put_device(st, &dev, err, sizeof err);
+    char *text = sc_pipeline_to_text(fx->p);
+    *pid = store_put_pipeline(st, sc_pipeline_name(fx->p), text, "random:seed=1", err, sizeof err);
+    free(text);
+    CHECK(*devc >= 0 && *pid >= 0);
+    return st;
+}
+
 /* A sample timed once against a reference before the fix of the cold
  * reference (train_load.h) is rejected as such; one timed once after it,
  * or one timed in several samples before it, or one without a reference,
  * is loaded. */
 static void test_cold_reference(void) {
-    char db[128], err[2048], tt[4096];
+    char db[128], err[2048];
     snprintf(db, sizeof db, "/tmp/test_train_cold_%d.db", (int)getpid());
-    remove(db);
-    store *st = store_open(db, STORE_WRITE, err, sizeof err);
-    CHECK(st != NULL);
-    if (!st) return;
-    target_print(&A100, tt, sizeof tt);
-    store_device dev = { C_KEY, "exact", "the C back end", tt };
-    int64_t devc = store_put_device(st, &dev, err, sizeof err);
     fixture fx = fixture_load(PIPES[0]);
-    char *text = sc_pipeline_to_text(fx.p);
-    int64_t pid = store_put_pipeline(st, sc_pipeline_name(fx.p), text, "random:seed=1", err, sizeof err);
-    free(text);
-    CHECK(devc >= 0 && pid >= 0);
+    int64_t devc, pid;
+    store *st = one_pipeline_store(db, &fx, &devc, &pid);
+    if (!st) {
+        fixture_unload(&fx);
+        return;
+    }
     space_opts so = { &A100, true };
     double one[1] = { 1500 }, three[3] = { 1500, 1510, 1490 };
     struct { const double *samples; int n; double ref_ms; const char *date; } cases[] = {
@@ -267,10 +280,61 @@ static void test_cold_reference(void) {
     remove(db);
 }
 
+/* A sample measured before the reduction order changed
+ * (TRAIN_REDUCTION_AROUND_TILE) is rejected where its schedule has a
+ * stage accumulating in place over more than one point per thread, and
+ * loaded where that stage has one point per thread or where it was
+ * measured after the change. */
+static void test_reduction_order(void) {
+    char db[128], err[2048];
+    snprintf(db, sizeof db, "/tmp/test_train_order_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline mm;\ninput f32 A(64, 64);\ninput f32 B(64, 64);\nrdom r(0, 64);\n"
+                              "prod(i, j) = 0.0;\nprod(i, j) += A(i, r) * B(r, j);\n"
+                              "out(i, j) = prod(i, j) * 2.0;\noutput out(64, 64);\n");
+    int64_t devc, pid;
+    store *st = one_pipeline_store(db, &fx, &devc, &pid);
+    if (!st) {
+        fixture_unload(&fx);
+        return;
+    }
+    struct { const char *sched, *date; } cases[] = {
+        { "schedule mm;\nout: root [i=16x1 j=4x1];\nprod: root [i=16x1 j=4x1] [i=16x4 j=4x1];\n",
+          "2026-11-27T05:00:00Z" },                     /* 4 points a thread, before: rejected */
+        { "schedule mm;\nout: root [i=16x1 j=4x1];\nprod: root [i=16x4 j=4x1] [i=16x1 j=4x1];\n",
+          "2026-11-27T05:00:00Z" },                     /* the update 1 point a thread: loaded */
+        { "schedule mm;\nout: root [i=16x1 j=4x1];\nprod: root [i=16x1 j=4x1] [i=16x2 j=4x2];\n",
+          "2026-11-28T10:00:00Z" },                     /* after the change: loaded */
+    };
+    for (int c = 0; c < 3; c++) {
+        sched_state *sc = sched_parse(fx.a, fx.p, "t.sched", cases[c].sched, err, sizeof err);
+        CHECK(sc != NULL);
+        if (!sc) continue;
+        char *stext = sched_to_text(fx.p, sc);
+        double one[1] = { 10 + c };
+        store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
+                             .ms = one[0], .ref_ms = 20, .nsamples = 1, .samples_ms = one, .runs = 1,
+                             .kernels = 2, .check = "exact", .sizes = "", .date = cases[c].date,
+                             .version = "test" };
+        for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
+        CHECK(store_put_result(st, &res, err, sizeof err) == 1);
+        free(stext);
+    }
+    store_close(st);
+    train_data d;
+    train_data_init(&d);
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == 2 && d.rejected_order == 1 && d.rejected_cold == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    remove(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
     RUN(test_neighbours);
     RUN(test_cold_reference);
+    RUN(test_reduction_order);
     CHECK_EXIT();
 }

@@ -26,6 +26,7 @@
 #include "feat_warp.h"
 #include "features.h"
 #include "nest.h"
+#include "nest_query.h"
 #include "occupancy.h"
 
 /* ---- the schema -------------------------------------------------------------- */
@@ -635,6 +636,37 @@ static int64_t running_threads(const ctx *c, const sc_func *f, int st) {
     return nf->stages[st]->threads_used;
 }
 
+/* Whether call c's address moves along stage loop j (an irregular
+ * coordinate counts as moving). */
+static bool call_varies(const feat_call *c, int j) {
+    for (int d = 0; d < c->ndims; d++)
+        if (!c->dim[d].ok || c->dim[d].c[j] != 0) return true;
+    return false;
+}
+
+/* The loads per point of a stage whose reduction loops run around its
+ * unrolled tile (nest_reduction_around_tile), as the generated code does
+ * them: at each reduction step a call is loaded once per distinct address
+ * in the tile, so one that does not move along a pure loop serves the
+ * tile's points along it (sgemm's A(i, r) serves a tile's j), and the
+ * stage's own running values stay in registers. */
+static void reuse_tile_loads(const sc_func *f, const feat_stage_access *a, const stage_pic *sp, double *v) {
+    double pts = 1;
+    for (int k = 0; k < sp->npure; k++) pts *= (double)sp->serial[sp->pure_loop[k]];
+    for (int i = 0; i < a->n; i++) {
+        const feat_call *c = &a->calls[i];
+        ops_kind kind = c->prod == f ? OPS_LOAD_SELF : c->prod->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
+        double distinct = 0;
+        if (kind != OPS_LOAD_SELF) {
+            distinct = 1;
+            for (int k = 0; k < sp->npure; k++)
+                if (call_varies(c, sp->pure_loop[k])) distinct *= (double)sp->serial[sp->pure_loop[k]];
+        }
+        double *slot = &v[FEAT_OP(kind, c->prod->type)];
+        *slot = fmax(0.0, *slot - (1.0 - distinct / pts));
+    }
+}
+
 static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row *row) {
     const func_pic *fp = &c->fp[f->id];
     const nest_func *nf = fp->nf;
@@ -669,6 +701,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[FEAT_OP(k, ty)] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
     }
+    if (nest_reduction_around_tile(rec)) reuse_tile_loads(f, a, sp, v);
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;
@@ -695,7 +728,14 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     v[FEAT_AT(FEAT_bytes_at_realization)] = fbytes;
     v[FEAT_AT(FEAT_bytes_at_production)] = pure_pts * (double)esize;
     v[FEAT_AT(FEAT_bytes_at_root)] = region_bytes;
+    /* the innermost loop that iterates: the first reduction loop, or,
+     * where lowering runs the reduction loops around the serial tile
+     * (nest_reduction_around_tile), the first pure loop of more than one
+     * serial point */
     int inner = -1, inner_pure = sp->npure ? sp->pure_loop[0] : -1;
+    if (rec && nest_reduction_around_tile(rec))
+        for (int j = 0; j < nl && inner < 0; j++)
+            if (a->which[j] >= 0 && sp->serial[j] > 1) inner = j;
     for (int j = 0; j < nl && inner < 0; j++)
         if (a->which[j] < 0) inner = j;
     if (inner < 0) inner = inner_pure;

@@ -863,6 +863,30 @@ int ir_stage_loops(const sc_func *f, int stage, int *which) {
     return n;
 }
 
+typedef struct {
+    const sc_func *f;
+    const ir_stage *s;
+    bool ok;
+} accum_walk;
+
+static void accum_visit(const sc_expr *e, void *user) {
+    accum_walk *w = user;
+    if (e->kind != E_CALL || e->func != w->f) return;
+    for (int d = 0; d < e->nargs && w->ok; d++)
+        if (!ir_expr_equal(e->args[d], w->s->args[d])) w->ok = false;
+}
+
+bool ir_stage_accumulates(const sc_func *f, int stage) {
+    if (stage <= 0 || stage >= f->nstages) return false;
+    const ir_stage *s = &f->stages[stage];
+    if (!s->rdom || s->nargs != f->ndims) return false;
+    for (int d = 0; d < s->nargs; d++)
+        if (s->args[d]->kind != E_VAR || strcmp(s->args[d]->name, f->vars[d])) return false;
+    accum_walk w = { f, s, true };
+    ir_visit(s->value, accum_visit, &w);
+    return w.ok;
+}
+
 sc_rdom *sc_rdom_new(sc_pipeline *p, const char *name, int ndims,
                      const int *mins, const int *extents) {
     if (!check_new_name(p, "reduction domain", name)) return NULL;

@@ -145,6 +145,16 @@ void ir_visit(const sc_expr *e, ir_visit_fn fn, void *user);
  * -1 - d for dimension d of the reduction domain. */
 int ir_stage_loops(const sc_func *f, int stage, int *which);
 
+/* Whether update stage `stage` of f accumulates in place: it has a
+ * reduction domain, writes each point at its own pure variables (f(x, y)
+ * = ..., no coordinate computed from the domain) and reads f only at that
+ * same point. Such a stage keeps a running value per point, and lowering
+ * runs its reduction loops around the serial tile, so that one reduction
+ * step updates every point of a thread's tile (sgemm, convolutions,
+ * maxima); scans (f(x, r) = f(x, r - 1) ...) and scatters (h(v(r)) += 1)
+ * keep their reduction loops innermost. */
+bool ir_stage_accumulates(const sc_func *f, int stage);
+
 /* Expression printing in .pipe syntax (fully explicit); returns a malloc'd
  * string. */
 char *ir_expr_to_string(const sc_expr *e);

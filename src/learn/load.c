@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "base.h"
 #include "stagecraft.h"
+#include "nest_query.h"
 #include "train_load.h"
 
 typedef struct {
@@ -128,6 +129,12 @@ static int loader_sample(const store_sample *s, void *ud) {
         L->since_flush = 0;
     }
     nest *model = nest_build(L->nx, st, err, sizeof err);
+    if (model && s->date && !strncmp(s->date, "20", 2) && strcmp(s->date, TRAIN_REDUCTION_AROUND_TILE) < 0 &&
+        nest_any_reduction_around_tile(model)) {
+        nest_free(model);
+        d->rejected_order++;
+        return 0;
+    }
     feat_result r = { 0 };
     if (!model || feat_compute_ctx(L->fx, st, model, &L->t, &r, err, sizeof err) != 0) {
         if (model) nest_free(model);

@@ -479,10 +479,32 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const nest_stage *r
     return n;
 }
 
+/* The reduction loops of stg (variables rvar) around body, dimension x
+ * innermost; each is unrolled where it and the `total` points of the
+ * serial tile with it are short. */
+static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rvar, int64_t total, kstmt *body) {
+    if (stg->rdom)
+        for (int d = 0; d < stg->rdom->ndims; d++) {
+            kstmt *loop = stmt(c, KS_FOR);
+            loop->var = rvar[d];
+            loop->min = mk_int(c, stg->rdom->min[d]);
+            loop->extent = stg->rdom->extent[d];
+            loop->unroll = stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
+            loop->body = body;
+            body = loop;
+        }
+    return body;
+}
+
 /* Computes stage st of f (its model rec) over the box base[k] + [0,
  * serial[k]) of its pure loops (skipping points at or past limit[k] where
  * limit[k] is set), into dst: thread-level producers first, then the
- * staged copies, the serial loops, the reduction loops and the store. */
+ * staged copies, the serial loops, the reduction loops and the store; a
+ * stage that accumulates in place over a short tile has its reduction
+ * loops around the serial loops instead (nest_reduction_around_tile):
+ * each reduction step updates the whole tile (pure points never
+ * interact), so the tile shares that step's loads and keeps its running
+ * values in registers. */
 static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, lower_alloc *dst, sc_expr **base,
                        sc_expr **limit, kstmt *seq) {
     const int64_t *n = rec->serial;
@@ -519,18 +541,10 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
         store->coords[d] = retarget(c, ir_subst(c->arena, c->lhs[f->id][st][d], &m), nstaged, from, to);
     store->value = retarget(c, ir_subst(c->arena, c->val[f->id][st], &m), nstaged, from, to);
     kstmt *body = store;
-    /* a reduction loop is unrolled where it and the serial tile with it
-     * are short */
-    if (stg->rdom)
-        for (int d = 0; d < stg->rdom->ndims; d++) {
-            kstmt *loop = stmt(c, KS_FOR);
-            loop->var = rvar[d];
-            loop->min = mk_int(c, stg->rdom->min[d]);
-            loop->extent = stg->rdom->extent[d];
-            loop->unroll = stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
-            loop->body = body;
-            body = loop;
-        }
+    /* the reduction loops: innermost, or around the serial tile
+     * (nest_reduction_around_tile) */
+    bool red_outer = nest_reduction_around_tile(rec);
+    if (!red_outer) body = reduction_loops(c, stg, rvar, total, body);
     sc_expr *cond = NULL;
     for (int k = 0; k < np; k++)
         if (limit && limit[k]) {
@@ -552,6 +566,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
         loop->body = body;
         body = loop;
     }
+    if (red_outer) body = reduction_loops(c, stg, rvar, total, body);
     seq_add(c, seq, body);
 }
 

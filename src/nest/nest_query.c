@@ -23,6 +23,22 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
     return n;
 }
 
+bool nest_reduction_around_tile(const nest_stage *rec) {
+    if (!rec->unrolled || !ir_stage_accumulates(rec->func, rec->stage)) return false;
+    int64_t total = 1;
+    for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
+    return total > 1;
+}
+
+bool nest_any_reduction_around_tile(const nest *n) {
+    for (int fid = 0; fid < n->nfuncs; fid++) {
+        const nest_func *f = n->funcs[fid];
+        for (int st = 1; f && st < f->nstages; st++)
+            if (f->stages[st] && nest_reduction_around_tile(f->stages[st])) return true;
+    }
+    return false;
+}
+
 bool nest_hull_whole(const nest_kernel *k, bool thread) {
     double positions = (double)k->nblocks * (double)(thread && k->nthreads > 0 ? k->nthreads : 1);
     return positions > (double)NEST_HULL_POSITIONS;

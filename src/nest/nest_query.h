@@ -32,4 +32,18 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out);
  * extent is the hull's. */
 bool nest_hull_whole(const nest_kernel *k, bool thread);
 
+/* Whether lowering runs the reduction loops of stage rec around its
+ * serial tile rather than inside it: the stage accumulates in place
+ * (ir_stage_accumulates) and its tile has 2 to 15 points, which lowering
+ * unrolls, so that the tile's running values stay in registers while
+ * each reduction step's loads serve the whole tile.  A larger tile keeps
+ * the reduction inside, where each point's running value is one register:
+ * around it, every step would load and store the whole tile. */
+bool nest_reduction_around_tile(const nest_stage *rec);
+
+/* Whether some stage of n has its reduction loops around its tile: code
+ * that lowering made otherwise before TRAIN_REDUCTION_AROUND_TILE
+ * (train_load.h). */
+bool nest_any_reduction_around_tile(const nest *n);
+
 #endif

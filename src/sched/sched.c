@@ -609,11 +609,12 @@ out:
 /* The Halide form, one statement per stage:
  *   root:   per stage, f.compute_root() / f.update(i), then
  *           .split(x, x_o, x_i, T*S, TailStrategy::GuardWithIf).split(x_i, x_t, x_s, S) ...
- *           .reorder(<rvars>, x_s.., x_t.., x_o..)
+ *           .reorder(<rvars>, x_s.., x_t.., x_o..) (x_s.. first where the stage
+ *           accumulates in place over 2 to 15 points a thread, as lowering)
  *           [.fuse(z_o, w_o, z_w_o) ... when more than 3 pure loops]
  *           .gpu_blocks(x_o, ...).gpu_threads(x_t, ...).unroll(x_s) (S > 1)
  *   block:  f.compute_at(C, <C's innermost block var>) per stage
- *           .split(x, x_s, x_t, T, TailStrategy::GuardWithIf) ... .reorder(x_s.., x_t..).gpu_threads(x_t, ...)
+ *           .split(x, x_s, x_t, T, TailStrategy::GuardWithIf) ... .reorder(<rvars>, x_s.., x_t..).gpu_threads(x_t, ...)
  *   thread: f.compute_at(C, <C's innermost thread var>);
  *   inline: a comment.
  * Halide spreads a block-level Func's points over the threads with a
@@ -668,6 +669,19 @@ static void loop_level(char *buf, size_t len, const sc_pipeline *p, const sched_
     else snprintf(buf, len, "%s, %s", c->name, var);
 }
 
+/* The serial loops of a stage, innermost first, for .reorder: the
+ * reduction variables, then the serial pure loops, or the other way round
+ * (outer) where lowering runs the reduction around the tile. */
+static void reorder_serial(sbuf *b, const sc_func *f, int st, const int *dims, int np, bool outer) {
+    const ir_stage *stg = &f->stages[st];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == (outer ? 1 : 0) && stg->rdom)
+            for (int d = 0; d < stg->rdom->ndims; d++) sb_printf(b, "%s.%c, ", stg->rdom->name, "xyzw"[d]);
+        if (pass == (outer ? 0 : 1))
+            for (int k = 0; k < np; k++) sb_printf(b, "%s_s, ", f->vars[dims[k]]);
+    }
+}
+
 static void halide_root_stage(hal *h, const sc_func *f, int st, const sched_tile *t) {
     char hd[200];
     stage_handle(hd, sizeof hd, f, st);
@@ -691,10 +705,10 @@ static void halide_root_stage(hal *h, const sc_func *f, int st, const sched_tile
         }
     }
     sb_printf(b, "\n    .reorder(");
-    const ir_stage *stg = &f->stages[st];
-    if (stg->rdom)
-        for (int d = 0; d < stg->rdom->ndims; d++) sb_printf(b, "%s.%c, ", stg->rdom->name, "xyzw"[d]);
-    for (int k = 0; k < np; k++) sb_printf(b, "%s_s, ", f->vars[dims[k]]);
+    /* as nest_reduction_around_tile: in place, 2 to 15 points a thread */
+    int64_t pts = 1;
+    for (int k = 0; k < np; k++) pts *= t->serial[k];
+    reorder_serial(b, f, st, dims, np, ir_stage_accumulates(f, st) && pts > 1 && pts < 16);
     for (int k = 0; k < np; k++) sb_printf(b, "%s_t, ", f->vars[dims[k]]);
     for (int k = 0; k < np; k++) sb_printf(b, "%s_o%s", f->vars[dims[k]], k + 1 < np ? ", " : ")");
     /* at most 3 GPU dimensions: the 3rd and outer loops are fused */
@@ -745,10 +759,10 @@ static void halide_block_stage(hal *h, const sc_func *f, int st, const sched_til
         declare(h, nm);
     }
     sb_printf(b, "\n    .reorder(");
-    const ir_stage *stg = &f->stages[st];
-    if (stg->rdom)
-        for (int d = 0; d < stg->rdom->ndims; d++) sb_printf(b, "%s.%c, ", stg->rdom->name, "xyzw"[d]);
-    for (int k = 0; k < np; k++) sb_printf(b, "%s_s, ", f->vars[dims[k]]);
+    /* the points a thread computes depend on the footprint, which this form
+     * does not know: the reduction innermost, as lowering does for tiles
+     * of 16 points or more */
+    reorder_serial(b, f, st, dims, np, false);
     for (int k = 0; k < np; k++) sb_printf(b, "%s_t%s", f->vars[dims[k]], k + 1 < np ? ", " : ")");
     char fused[200];
     snprintf(fused, sizeof fused, "%s_t", np > 2 ? f->vars[dims[2]] : "");

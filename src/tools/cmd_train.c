@@ -179,9 +179,9 @@ int tool_train(int argc, char **argv) {
     printf("loaded %d samples of %d pipelines from %s (device %s)\n", d.nsamples, d.npipes, from,
            device ? device : d.device[0] ? d.device : "mixed");
     printf("rejected: %lld with absurd features, %lld with absurd times, %lld unreadable, %lld timed against a "
-           "cold reference; held out: %lld\n",
+           "cold reference, %lld measured before the reduction order changed; held out: %lld\n",
            (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input,
-           (long long)d.rejected_cold, (long long)d.held_out);
+           (long long)d.rejected_cold, (long long)d.rejected_order, (long long)d.held_out);
     if (d.nsamples == 0) {
         if (device) {
             char keys[1024];
