@@ -198,8 +198,8 @@ static void test_accumulates(void) {
 }
 
 /* Where the reduction loops go: around the serial tile of a stage that
- * accumulates in place over a short tile (a matrix product's 4x2 points
- * a thread), inside it over 16 points or for a scan; each gives the
+ * accumulates in place over several points a thread (a matrix product's
+ * 4x2 or 4x4), inside it for one point or for a scan; each gives the
  * reference's result bit for bit. */
 static void test_reduction_order(void) {
     const char *mm = "input f32 A(16, 16);\ninput f32 B(16, 16);\nrdom r(0, 16);\n"
@@ -209,12 +209,15 @@ static void test_reduction_order(void) {
     struct { const char *src, *sched, *kernel, *rloop, *ploop; bool outer; } c[] = {
         { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x4 j=4x2];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
           true },
-        /* 16 points a thread: not unrolled, so the reduction stays inside */
+        /* 16 points a thread, not unrolled: around them too */
         { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x4 j=4x4];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
+          true },
+        /* one point a thread: the same code either way, the reduction inside */
+        { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x1 j=4x1];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
           false },
         { sc, "schedule t;\nf: root [x=4x4 y=4x1] [x=4x4];\n", "void f_s1(", "f_r_x = ", "f_x = ", false },
     };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         lowered l;
         CHECK(lower_text(&l, c[i].src, c[i].sched));
         if (l.prog) {

@@ -645,8 +645,8 @@ static bool call_varies(const feat_call *c, int j) {
 }
 
 /* The loads per point of a stage whose reduction loops run around its
- * unrolled tile (nest_reduction_around_tile), as the generated code does
- * them: at each reduction step a call is loaded once per distinct address
+ * tile (nest_reduction_around_tile) when the tile is unrolled, as the
+ * generated code does them: at each reduction step a call is loaded once per distinct address
  * in the tile, so one that does not move along a pure loop serves the
  * tile's points along it (sgemm's A(i, r) serves a tile's j), and the
  * stage's own running values stay in registers. */
@@ -701,7 +701,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[FEAT_OP(k, ty)] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
     }
-    if (nest_reduction_around_tile(rec)) reuse_tile_loads(f, a, sp, v);
+    if (rec->unrolled && nest_reduction_around_tile(rec)) reuse_tile_loads(f, a, sp, v);
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;

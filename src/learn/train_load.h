@@ -12,8 +12,8 @@
  * by an unknown factor, and they count as rejected_cold.
  *
  * Samples measured before TRAIN_REDUCTION_AROUND_TILE whose schedule has a
- * stage that accumulates in place over an unrolled tile of more than one
- * point (nest_any_reduction_around_tile) ran other code than lowering makes now
+ * stage that accumulates in place over a tile of more than one point
+ * (nest_any_reduction_around_tile) ran other code than lowering makes now
  * (the reduction loops inside the tile, not around it: docs/schedule.md,
  * "Tiling"), and count as rejected_order.  Those samples stay in the
  * store; a schedule measured again by `collect` is used again.
@@ -25,7 +25,7 @@
 #include "train.h"
 
 #define TRAIN_COLD_REFERENCE_FIXED "2026-11-27T01:00:00Z"
-#define TRAIN_REDUCTION_AROUND_TILE "2026-11-27T06:42:00Z"
+#define TRAIN_REDUCTION_AROUND_TILE "2026-11-27T07:06:00Z"
 
 typedef struct {
     const char *device_key;           /* only this device's samples (NULL: all) */

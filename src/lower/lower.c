@@ -500,11 +500,12 @@ static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rv
  * serial[k]) of its pure loops (skipping points at or past limit[k] where
  * limit[k] is set), into dst: thread-level producers first, then the
  * staged copies, the serial loops, the reduction loops and the store; a
- * stage that accumulates in place over a short tile has its reduction
- * loops around the serial loops instead (nest_reduction_around_tile):
- * each reduction step updates the whole tile (pure points never
- * interact), so the tile shares that step's loads and keeps its running
- * values in registers. */
+ * stage that accumulates in place over a tile of several points has its
+ * reduction loops around the serial loops instead
+ * (nest_reduction_around_tile): each reduction step updates the whole
+ * tile (pure points never interact), so that an unrolled tile shares the
+ * step's loads and keeps its running values in registers, and a larger
+ * one runs its innermost loop over contiguous points. */
 static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, lower_alloc *dst, sc_expr **base,
                        sc_expr **limit, kstmt *seq) {
     const int64_t *n = rec->serial;

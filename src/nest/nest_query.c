@@ -24,7 +24,7 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
 }
 
 bool nest_reduction_around_tile(const nest_stage *rec) {
-    if (!rec->unrolled || !ir_stage_accumulates(rec->func, rec->stage)) return false;
+    if (!ir_stage_accumulates(rec->func, rec->stage)) return false;
     int64_t total = 1;
     for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
     return total > 1;

@@ -34,11 +34,11 @@ bool nest_hull_whole(const nest_kernel *k, bool thread);
 
 /* Whether lowering runs the reduction loops of stage rec around its
  * serial tile rather than inside it: the stage accumulates in place
- * (ir_stage_accumulates) and its tile has 2 to 15 points, which lowering
- * unrolls, so that the tile's running values stay in registers while
- * each reduction step's loads serve the whole tile.  A larger tile keeps
- * the reduction inside, where each point's running value is one register:
- * around it, every step would load and store the whole tile. */
+ * (ir_stage_accumulates) and its tile has more than one point.  Each
+ * reduction step then updates the whole tile: an unrolled tile (under 16
+ * points) keeps its running values in registers and shares the step's
+ * loads, a larger one runs its innermost pure loop over contiguous
+ * points, which the device compiler can vectorize. */
 bool nest_reduction_around_tile(const nest_stage *rec);
 
 /* Whether some stage of n has its reduction loops around its tile: code

@@ -610,7 +610,7 @@ out:
  *   root:   per stage, f.compute_root() / f.update(i), then
  *           .split(x, x_o, x_i, T*S, TailStrategy::GuardWithIf).split(x_i, x_t, x_s, S) ...
  *           .reorder(<rvars>, x_s.., x_t.., x_o..) (x_s.. first where the stage
- *           accumulates in place over 2 to 15 points a thread, as lowering)
+ *           accumulates in place over more than one point a thread, as lowering)
  *           [.fuse(z_o, w_o, z_w_o) ... when more than 3 pure loops]
  *           .gpu_blocks(x_o, ...).gpu_threads(x_t, ...).unroll(x_s) (S > 1)
  *   block:  f.compute_at(C, <C's innermost block var>) per stage
@@ -705,10 +705,10 @@ static void halide_root_stage(hal *h, const sc_func *f, int st, const sched_tile
         }
     }
     sb_printf(b, "\n    .reorder(");
-    /* as nest_reduction_around_tile: in place, 2 to 15 points a thread */
+    /* as nest_reduction_around_tile: in place, more than one point a thread */
     int64_t pts = 1;
     for (int k = 0; k < np; k++) pts *= t->serial[k];
-    reorder_serial(b, f, st, dims, np, ir_stage_accumulates(f, st) && pts > 1 && pts < 16);
+    reorder_serial(b, f, st, dims, np, ir_stage_accumulates(f, st) && pts > 1);
     for (int k = 0; k < np; k++) sb_printf(b, "%s_t, ", f->vars[dims[k]]);
     for (int k = 0; k < np; k++) sb_printf(b, "%s_o%s", f->vars[dims[k]], k + 1 < np ? ", " : ")");
     /* at most 3 GPU dimensions: the 3rd and outer loops are fused */
@@ -759,10 +759,10 @@ static void halide_block_stage(hal *h, const sc_func *f, int st, const sched_til
         declare(h, nm);
     }
     sb_printf(b, "\n    .reorder(");
-    /* the points a thread computes depend on the footprint, which this form
-     * does not know: the reduction innermost, as lowering does for tiles
-     * of 16 points or more */
-    reorder_serial(b, f, st, dims, np, false);
+    /* a thread computes ceil(footprint / threads) points of each loop,
+     * which this form does not know: the reduction around them where the
+     * stage accumulates in place, as lowering does for more than one */
+    reorder_serial(b, f, st, dims, np, ir_stage_accumulates(f, st));
     for (int k = 0; k < np; k++) sb_printf(b, "%s_t%s", f->vars[dims[k]], k + 1 < np ? ", " : ")");
     char fused[200];
     snprintf(fused, sizeof fused, "%s_t", np > 2 ? f->vars[dims[2]] : "");
