@@ -646,10 +646,10 @@ static bool call_varies(const feat_call *c, int j) {
 
 /* The loads per point of a stage whose reduction loops run around its
  * tile (nest_reduction_around_tile) when the tile is unrolled, as the
- * generated code does them: at each reduction step a call is loaded once per distinct address
- * in the tile, so one that does not move along a pure loop serves the
- * tile's points along it (sgemm's A(i, r) serves a tile's j), and the
- * stage's own running values stay in registers. */
+ * generated code does them: at each reduction step a call is loaded once
+ * per distinct address in the tile, so one that does not move along a
+ * pure loop serves the tile's points along it (sgemm's A(i, r) serves a
+ * tile's j), and the stage's own running values stay in registers. */
 static void reuse_tile_loads(const sc_func *f, const feat_stage_access *a, const stage_pic *sp, double *v) {
     double pts = 1;
     for (int k = 0; k < sp->npure; k++) pts *= (double)sp->serial[sp->pure_loop[k]];
@@ -733,7 +733,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
      * (nest_reduction_around_tile), the first pure loop of more than one
      * serial point */
     int inner = -1, inner_pure = sp->npure ? sp->pure_loop[0] : -1;
-    if (rec && nest_reduction_around_tile(rec))
+    if (nest_reduction_around_tile(rec))
         for (int j = 0; j < nl && inner < 0; j++)
             if (a->which[j] >= 0 && sp->serial[j] > 1) inner = j;
     for (int j = 0; j < nl && inner < 0; j++)

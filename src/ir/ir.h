@@ -149,9 +149,9 @@ int ir_stage_loops(const sc_func *f, int stage, int *which);
  * reduction domain, writes each point at its own pure variables (f(x, y)
  * = ..., no coordinate computed from the domain) and reads f only at that
  * same point. Such a stage keeps a running value per point, and lowering
- * runs its reduction loops around the serial tile, so that one reduction
- * step updates every point of a thread's tile (sgemm, convolutions,
- * maxima); scans (f(x, r) = f(x, r - 1) ...) and scatters (h(v(r)) += 1)
+ * runs its reduction loops around a serial tile of several points
+ * (nest_reduction_around_tile), so that one reduction step updates every
+ * point of a thread's tile (sgemm, convolutions, maxima); scans (f(x, r) = f(x, r - 1) ...) and scatters (h(v(r)) += 1)
  * keep their reduction loops innermost. */
 bool ir_stage_accumulates(const sc_func *f, int stage);
 

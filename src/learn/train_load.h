@@ -16,7 +16,8 @@
  * (nest_any_reduction_around_tile) ran other code than lowering makes now
  * (the reduction loops inside the tile, not around it: docs/schedule.md,
  * "Tiling"), and count as rejected_order.  Those samples stay in the
- * store; a schedule measured again by `collect` is used again.
+ * store (`collect` skips a schedule that has a result, so it does not
+ * measure them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
