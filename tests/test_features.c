@@ -66,8 +66,9 @@ static void featured_free(featured *x) {
     if (x->p) sc_pipeline_free(x->p);
 }
 
-/* The value of a feature of stage 0 of Func `func`; NAN if absent. */
-static double fv(const featured *x, const char *func, const char *name) {
+/* The value of a feature of stage st of Func `func`; NAN (and a message)
+ * if absent. */
+static double fv_stage(const featured *x, const char *func, int st, const char *name) {
     int i = feat_index(name);
     if (i < 0) {
         fprintf(stderr, "  no feature %s\n", name);
@@ -75,11 +76,14 @@ static double fv(const featured *x, const char *func, const char *name) {
     }
     for (int k = 0; k < x->r.n; k++) {
         const sc_func *f = x->p->funcs.items[x->r.rows[k].func];
-        if (!strcmp(f->name, func) && x->r.rows[k].stage == 0) return x->r.rows[k].v[i];
+        if (!strcmp(f->name, func) && x->r.rows[k].stage == st) return x->r.rows[k].v[i];
     }
-    fprintf(stderr, "  no row for %s\n", func);
+    fprintf(stderr, "  no row for %s stage %d\n", func, st);
     return NAN;
 }
+
+/* The same of stage 0. */
+static double fv(const featured *x, const char *func, const char *name) { return fv_stage(x, func, 0, name); }
 
 /* CHECK that a feature equals a value (to 1e-9 relative), naming it. */
 #define EXPECT(x, func, name, want) do { \
@@ -686,16 +690,6 @@ static void test_cpu_cached_warp(void) {
         EXPECT(&x, "out", "global_mem_load_efficiency", 1);
     }
     featured_free(&x);
-}
-
-/* The value of a feature of stage st of Func `func`; NAN if absent. */
-static double fv_stage(const featured *x, const char *func, int st, const char *name) {
-    int i = feat_index(name);
-    for (int k = 0; i >= 0 && k < x->r.n; k++) {
-        const sc_func *f = x->p->funcs.items[x->r.rows[k].func];
-        if (!strcmp(f->name, func) && x->r.rows[k].stage == st) return x->r.rows[k].v[i];
-    }
-    return NAN;
 }
 
 /* A matrix product's update whose reduction runs around its unrolled

@@ -701,7 +701,9 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[FEAT_OP(k, ty)] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
     }
-    if (rec->unrolled && nest_reduction_around_tile(rec)) reuse_tile_loads(f, a, sp, v);
+    /* asked once: it walks the update's expression */
+    bool around = nest_reduction_around_tile(rec);
+    if (around && rec->unrolled) reuse_tile_loads(f, a, sp, v);
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;
@@ -733,7 +735,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
      * (nest_reduction_around_tile), the first pure loop of more than one
      * serial point */
     int inner = -1, inner_pure = sp->npure ? sp->pure_loop[0] : -1;
-    if (nest_reduction_around_tile(rec))
+    if (around)
         for (int j = 0; j < nl && inner < 0; j++)
             if (a->which[j] >= 0 && sp->serial[j] > 1) inner = j;
     for (int j = 0; j < nl && inner < 0; j++)
