@@ -55,6 +55,7 @@ case_ train_device 0 -o "loaded 28 samples of 3 pipelines from $data \(device $c
     "$sc" train --data "$data" -o "$tmp/c.weights" --device "$ckey" --epochs 5 --seed 4
 grep -q 'rejected: 0 with absurd features, 2 with absurd times, 0 unreadable, 0 timed against a cold reference, 0 measured before the reduction order changed; held out: 0' "$out"; ok train_rejects_counted $?
 grep -q "wrote $tmp/c.weights: " "$out"; ok train_wrote $?
+grep -q "^instruction floor: [0-9.e+-]* ms per instruction" "$out"; ok train_instruction_floor $?
 case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4
 ok train_deterministic "$(cmp -s "$tmp/c.weights" "$tmp/c2.weights"; echo $?)"
 case_ train_other_seed 0 -- "$sc" train --data "$data" -o "$tmp/c3.weights" --device "$ckey" --epochs 5 --seed 5

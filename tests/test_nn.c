@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "check.h"
 #include "fixtures.h"
 #include "costmodel.h"
@@ -97,10 +98,39 @@ static void test_layout(void) {
     train_data_free(&d);
 }
 
+/* The rows of samples 0 .. n-1 of d: their network cost (no floor) over
+ * their instructions (terms 30 + 31), in rate[], scaled to ms; the count. */
+static int row_rates(const train_data *d, const nn_model *m, int n, double *rate) {
+    nn_model bare = *m;
+    bare.floor_ms = 0;
+    int rows = d->samples[n - 1].row0 + d->samples[n - 1].nrows, k = 0;
+    const double **algo = calloc((size_t)rows, sizeof *algo);
+    double *cost = calloc((size_t)rows, sizeof(double));
+    for (int r = 0; r < rows; r++) algo[r] = d->algo + (size_t)d->row_algo[r] * NN_ALGO_IN;
+    nn_rows nr = { rows, algo, d->sched, d->terms };
+    nn_forward(&bare, &nr, NULL, cost);
+    for (int r = 0; r < rows; r++) {
+        double instr = d->terms[(size_t)r * NN_COEF + 30] + d->terms[(size_t)r * NN_COEF + 31];
+        if (instr > 0) rate[k++] = cost[r] * exp(m->w[NN_OFF_SCALE]) / instr;
+    }
+    free(algo);
+    free(cost);
+    return k;
+}
+
+/* A floor between the rows' own rates: about half the rows land on it. */
+static void floor_half_the_rows(const train_data *d, nn_model *m, int n) {
+    double rate[512];
+    int k = row_rates(d, m, n, rate);
+    qsort(rate, (size_t)k, sizeof(double), base_cmp_double);
+    m->floor_ms = sqrt(rate[k / 2 - 1] * rate[k / 2]);
+}
+
 /* The hand-written backward pass against central differences of the
  * minibatch loss, on every parameter (regularizer included: some
- * coefficients are pushed below zero first). */
-static void gradient_check(train_loss kind) {
+ * coefficients are pushed below zero first); with a floor, about half the
+ * rows on it. */
+static void gradient_check(train_loss kind, bool floored) {
     train_data d;
     synthetic(&d, 3, NULL);
     nn_model *m = calloc(1, sizeof *m);
@@ -108,6 +138,7 @@ static void gradient_check(train_loss kind) {
     train_calibrate(&d, m);
     for (int k = 0; k < NN_COEF; k += 5) m->w[NN_OFF_B3 + k] = -0.4;
     m->w[NN_OFF_SCALE] += 0.3;                      /* off the fitted scale: a larger gradient */
+    if (floored) floor_half_the_rows(&d, m, 6);
     int idx[] = { 0, 1, 2, 3, 4, 5 };               /* p0's 3 and p1's 3 samples: two pipelines */
     double reg = 1e-2;
     double *g = calloc(NN_NPARAMS, sizeof(double));
@@ -131,8 +162,9 @@ static void gradient_check(train_loss kind) {
             bad++;
         }
     }
-    printf("  gradient (%s loss): %d parameters, %d nonzero, worst relative error %.2g\n",
-           kind == TRAIN_LOSS_RANK ? "rank" : "throughput", NN_NPARAMS, nonzero, worst);
+    printf("  gradient (%s loss%s): %d parameters, %d nonzero, worst relative error %.2g\n",
+           kind == TRAIN_LOSS_RANK ? "rank" : "throughput", floored ? ", half the rows on the floor" : "",
+           NN_NPARAMS, nonzero, worst);
     CHECK(bad == 0);
     /* every slice takes part */
     int slices[] = { NN_OFF_W1, NN_OFF_B1, NN_OFF_W2, NN_OFF_B2, NN_OFF_W3, NN_OFF_B3, NN_OFF_SCALE, NN_NPARAMS };
@@ -146,8 +178,60 @@ static void gradient_check(train_loss kind) {
     train_data_free(&d);
 }
 
-static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT); }
-static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK); }
+static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT, false); }
+static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK, false); }
+static void test_gradient_floor(void) { gradient_check(TRAIN_LOSS_RANK, true); }
+
+/* The instruction floor: training takes it from its samples, so that the
+ * floor alone predicts none of them (fewer than a thousand) slower than
+ * measured and one exactly; every prediction is at least the floor, also
+ * for a stage whose work is multiplied far past anything trained on. */
+static void test_instruction_floor(void) {
+    train_data d;
+    synthetic(&d, 20, NULL);
+    nn_model *m = calloc(1, sizeof *m);
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 3;
+    char err[256];
+    CHECK(train_run(&d, m, &o, NULL, NULL, err, sizeof err) == 0);
+    CHECK(m->floor_ms > 0 && m->floor_ms == train_instruction_floor(&d));
+    double *pred = calloc((size_t)d.nsamples, sizeof(double));
+    train_predict_all(&d, m, pred);
+    int over = 0, exact = 0, under = 0;
+    for (int i = 0; i < d.nsamples; i++) {
+        const train_sample *sm = &d.samples[i];
+        double instr = 0;
+        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++)
+            instr += d.terms[(size_t)r * NN_COEF + 30] + d.terms[(size_t)r * NN_COEF + 31];
+        double fl = instr * m->floor_ms;
+        over += fl > sm->ms * (1 + 1e-12);
+        exact += fabs(fl - sm->ms) <= 1e-12 * sm->ms;
+        under += pred[i] < fl * (1 - 1e-12);
+    }
+    CHECK(over == 0 && exact >= 1 && under == 0);
+    /* one row's arithmetic and loads times 1000: the row costs at least
+     * the floor of that work, and more than before */
+    const train_sample *s0 = &d.samples[0];
+    double *terms = d.terms + (size_t)s0->row0 * NN_COEF, before = pred[0];
+    terms[30] *= 1000, terms[31] *= 1000;
+    train_predict_all(&d, m, pred);
+    CHECK(pred[0] >= (terms[30] + terms[31]) * m->floor_ms * (1 - 1e-12) && pred[0] > before);
+    /* fine-tuning lowers the floor to what its own samples need, never raises it */
+    nn_model *f = calloc(1, sizeof *f);
+    *f = *m;
+    f->floor_ms = 1e9;
+    o.fine_tune = true;
+    o.epochs = 1;
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == train_instruction_floor(&d));
+    *f = *m;
+    f->floor_ms = 0;                                /* weights of format version 1: none */
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == 0);
+    free(f);
+    free(pred);
+    free(m);
+    train_data_free(&d);
+}
 
 /* Training on the synthetic times: the loss falls well below where it
  * starts and the ranking is nearly right. */
@@ -241,6 +325,7 @@ static void test_weights_file(void) {
     for (int k = 0; k < NN_COEF; k++) m->term_scale[k] = 1.0 / (k + 1);
     snprintf(m->device, sizeof m->device, "c:test-device");
     snprintf(m->summary, sizeof m->summary, "12 samples of 3 pipelines");
+    m->floor_ms = 3.5e-9;
     char path[64], bad[64], err[512];
     snprintf(path, sizeof path, "/tmp/test_nn_%d.weights", (int)getpid());
     snprintf(bad, sizeof bad, "/tmp/test_nn_%d_bad.weights", (int)getpid());
@@ -248,6 +333,7 @@ static void test_weights_file(void) {
     CHECK(nn_load(r, path, err, sizeof err) == 0);
     CHECK(!memcmp(m->w, r->w, sizeof m->w) && !memcmp(m->term_scale, r->term_scale, sizeof m->term_scale));
     CHECK(!strcmp(r->device, "c:test-device") && !strcmp(r->summary, "12 samples of 3 pipelines"));
+    CHECK(r->floor_ms == m->floor_ms);
 
     unsigned char *p;
     long n = file_bytes(path, &p);
@@ -260,10 +346,32 @@ static void test_weights_file(void) {
     put_bytes(bad, p, n);
     CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "not a stagecraft weights file"));
     p[0] ^= 1;
-    p[8] ^= 3;                                      /* the version */
+    p[8] ^= 4;                                      /* the version: 6 */
     put_bytes(bad, p, n);
     CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "format version"));
-    p[8] ^= 3;
+    p[8] ^= 4;
+    /* format version 1: no floor before the checksum; loads with none */
+    unsigned char *v1 = malloc((size_t)n);
+    memcpy(v1, p, (size_t)n - 16);
+    v1[8] = 1;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (long i = 8; i < n - 16; i++) h = (h ^ v1[i]) * 0x100000001b3ull;
+    for (int i = 0; i < 8; i++) v1[n - 16 + i] = (unsigned char)(h >> (8 * i));
+    put_bytes(bad, v1, n - 8);
+    r->floor_ms = 1;
+    CHECK(nn_load(r, bad, err, sizeof err) == 0 && r->floor_ms == 0 && !memcmp(m->w, r->w, sizeof m->w));
+    free(v1);
+    /* a negative floor: refused by name (checksum made to match) */
+    unsigned char *neg = malloc((size_t)n);
+    memcpy(neg, p, (size_t)n);
+    double nf = -1;
+    memcpy(neg + n - 16, &nf, 8);
+    h = 0xcbf29ce484222325ull;
+    for (long i = 8; i < n - 8; i++) h = (h ^ neg[i]) * 0x100000001b3ull;
+    for (int i = 0; i < 8; i++) neg[n - 8 + i] = (unsigned char)(h >> (8 * i));
+    put_bytes(bad, neg, n);
+    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "instruction floor"));
+    free(neg);
     p[24] ^= 0x40;                                  /* the layout hash */
     put_bytes(bad, p, n);
     CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "another feature layout"));
@@ -292,6 +400,7 @@ static void test_costmodel(void) {
     nn_model *m = calloc(1, sizeof *m);
     nn_init(m, 9);
     train_calibrate(&d, m);
+    floor_half_the_rows(&d, m, N);                  /* the plug-in applies it too */
     double *pred = calloc((size_t)d.nsamples, sizeof(double));
     train_predict_all(&d, m, pred);
     cost_model *cm = cost_learned_new(m, &A100);
@@ -504,6 +613,8 @@ int main(void) {
     RUN(test_layout);
     RUN(test_gradient);
     RUN(test_gradient_rank);
+    RUN(test_gradient_floor);
+    RUN(test_instruction_floor);
     RUN(test_learns);
     RUN(test_deterministic);
     RUN(test_weights_file);

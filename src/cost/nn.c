@@ -76,6 +76,7 @@ void nn_tape_reserve(nn_tape *t, int rows) {
     t->e1 = base_realloc(t->e1, sizeof(double) * (size_t)cap * NN_H1);
     t->e2 = base_realloc(t->e2, sizeof(double) * (size_t)cap * NN_H2);
     t->z = base_realloc(t->z, sizeof(double) * (size_t)cap * NN_COEF);
+    t->floored = base_realloc(t->floored, (size_t)cap);
     t->cap = cap;
 }
 
@@ -83,6 +84,7 @@ void nn_tape_free(nn_tape *t) {
     free(t->e1);
     free(t->e2);
     free(t->z);
+    free(t->floored);
     nn_tape_init(t);
 }
 
@@ -145,12 +147,18 @@ static double nn_dot_terms(const nn_model *m, const double *z, const double *ter
     return c;
 }
 
+/* The instruction floor of a row in the model's units (0 without one). */
+static double nn_floor_of(const nn_model *m, const double *terms) {
+    if (!(m->floor_ms > 0)) return 0;
+    return (terms[30] + terms[31]) * m->floor_ms / exp(m->w[NN_OFF_SCALE]);
+}
+
 double nn_row_cost(const nn_model *m, const double *part, const double *sched_log, const double *terms) {
     double e2[NN_H2], z[NN_COEF];
     nn_embed_sched(m, sched_log, e2);
     memcpy(z, part, sizeof z);
     nn_mix(m, NN_H1, NN_H2, e2, z);
-    return nn_dot_terms(m, z, terms);
+    return fmax(nn_dot_terms(m, z, terms), nn_floor_of(m, terms));
 }
 
 void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost) {
@@ -168,7 +176,10 @@ void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost) {
         for (int k = 0; k < NN_COEF; k++) z[k] = m->w[NN_OFF_B3 + k];
         nn_mix(m, 0, NN_H1, e1, z);
         nn_mix(m, NN_H1, NN_H2, e2, z);
-        cost[i] = nn_dot_terms(m, z, r->terms + (size_t)i * NN_COEF);
+        const double *terms = r->terms + (size_t)i * NN_COEF;
+        double c = nn_dot_terms(m, z, terms), fl = nn_floor_of(m, terms);
+        t->floored[i] = fl > c;
+        cost[i] = t->floored[i] ? fl : c;
     }
     if (t == &local) nn_tape_free(&local);
 }
@@ -188,10 +199,10 @@ void nn_backward(const nn_model *m, const nn_rows *r, const nn_tape *t, const do
         const double *e1 = t->e1 + (size_t)i * NN_H1, *e2 = t->e2 + (size_t)i * NN_H2;
         const double *z = t->z + (size_t)i * NN_COEF, *terms = r->terms + (size_t)i * NN_COEF;
         const double *a = r->algo[i], *s = r->sched + (size_t)i * NN_SCHED_IN;
-        /* cost = sum_k relu(z_k) T_k scale_k; reg * max(-z_k, 0) */
-        double dz[NN_COEF];
+        /* cost = sum_k relu(z_k) T_k scale_k, or the floor; reg * max(-z_k, 0) */
+        double dz[NN_COEF], dc = t->floored[i] ? 0 : dcost[i];
         for (int k = 0; k < NN_COEF; k++)
-            dz[k] = z[k] > 0 ? dcost[i] * terms[k] * m->term_scale[k] : (z[k] < 0 ? -reg : 0);
+            dz[k] = z[k] > 0 ? dc * terms[k] * m->term_scale[k] : (z[k] < 0 ? -reg : 0);
         for (int k = 0; k < NN_COEF; k++) grad[NN_OFF_B3 + k] += dz[k];
         double de1[NN_H1], de2[NN_H2];
         for (int j = 0; j < NN_H1; j++) {
@@ -250,7 +261,8 @@ void nn_adam_step(nn_model *m, nn_adam *a, const double *grad, double lr) {
  *   u64 layout hash
  *   u32 length + device key bytes
  *   u32 length + summary bytes
- *   NN_NPARAMS + NN_COEF doubles (IEEE 754 binary64)
+ *   NN_NPARAMS + NN_COEF doubles (IEEE 754 binary64): weights, term scales
+ *   1 double: floor_ms (format version 2; absent, and 0, in version 1)
  *   u64 FNV-1a of every byte after the magic up to here
  * Integers and doubles little-endian. */
 static const char nn_magic[8] = { 'S', 'C', 'W', 'E', 'I', 'G', 'H', 'T' };
@@ -302,6 +314,7 @@ int nn_save(const nn_model *m, const char *path, char *err, size_t errlen) {
     nn_put(&b, m->summary, sl);
     for (int i = 0; i < NN_NPARAMS; i++) nn_put_double(&b, m->w[i]);
     for (int i = 0; i < NN_COEF; i++) nn_put_double(&b, m->term_scale[i]);
+    nn_put_double(&b, m->floor_ms);
     nn_put_u64(&b, nn_fnv(NN_FNV_INIT, b.p + 8, b.n - 8));
     /* a temporary file renamed over the target: never half a file */
     char tmp[4096];
@@ -364,9 +377,9 @@ static int nn_parse(nn_model *m, const char *path, const unsigned char *p, size_
     uint32_t version, np, nc, zero, dl, sl;
     uint64_t hash;
     if (!nn_get_u32(&r, &version)) goto truncated;
-    if (version != NN_FORMAT_VERSION)
-        return base_fail(err, errlen, "%s: weights format version %u, this stagecraft reads version %d", path,
-                         version, NN_FORMAT_VERSION);
+    if (version != 1 && version != NN_FORMAT_VERSION)
+        return base_fail(err, errlen, "%s: weights format version %u, this stagecraft reads versions 1 to %d",
+                         path, version, NN_FORMAT_VERSION);
     if (!nn_get_u32(&r, &np) || !nn_get_u32(&r, &nc) || !nn_get_u32(&r, &zero) || !nn_get_u64(&r, &hash))
         goto truncated;
     if (hash != nn_layout_hash() || np != NN_NPARAMS || nc != NN_COEF)
@@ -384,6 +397,7 @@ static int nn_parse(nn_model *m, const char *path, const unsigned char *p, size_
         if (!nn_get_double(&r, &m->w[i])) goto truncated;
     for (int i = 0; i < NN_COEF; i++)
         if (!nn_get_double(&r, &m->term_scale[i])) goto truncated;
+    if (version >= 2 && !nn_get_double(&r, &m->floor_ms)) goto truncated;
     size_t body = r.at;
     uint64_t sum;
     if (!nn_get_u64(&r, &sum)) goto truncated;
@@ -395,6 +409,9 @@ static int nn_parse(nn_model *m, const char *path, const unsigned char *p, size_
     for (int i = 0; i < NN_COEF; i++)
         if (!isfinite(m->term_scale[i]) || m->term_scale[i] < 0)
             return base_fail(err, errlen, "%s: term scale %d is not a finite non-negative number", path, i);
+    if (!isfinite(m->floor_ms) || m->floor_ms < 0)
+        return base_fail(err, errlen, "%s: the instruction floor (%g ms) is not a finite non-negative number", path,
+                         m->floor_ms);
     return 0;
 truncated:
     return base_fail(err, errlen, "%s: truncated weights file (%zu bytes)", path, n);

@@ -11,12 +11,19 @@
  *   schedule features s (every FEAT_SCHED entry), log(1 + s)
  *       e2 = relu(b2 + W2 log(1 + s))           NN_H2 wide
  *   z = b3 + W3 [e1; e2],  coef = relu(z)       NN_COEF wide
- *   stage cost = sum_k coef_k * term_k * term_scale_k
+ *   stage cost = max(sum_k coef_k * term_k * term_scale_k,
+ *                    (term_30 + term_31) * floor_ms / exp(log_scale))
  *   state time (ms) = exp(log_scale) * sum over its stages of stage cost
  *
  * term_scale is fixed when training starts (1 / the mean of each term over
  * the training rows) so that every coefficient starts near 1 whatever its
- * term's unit; log_scale is trained.  All arithmetic is in double: one
+ * term's unit; log_scale is trained.  floor_ms, the instruction floor, is
+ * not trained: no stage is predicted faster than floor_ms per instruction
+ * it executes (terms 30 and 31, the arithmetic and the loads of its body,
+ * inline producers' included), a rate taken from the training samples
+ * (train_instruction_floor) so that the network cannot extrapolate a
+ * schedule that multiplies the work (inlining a stencil into a stencil) to
+ * near zero cost.  0: no floor.  All arithmetic is in double: one
  * path for inference, training and the gradient check.
  *
  * Parameters are one flat array of NN_NPARAMS doubles with named slices
@@ -63,6 +70,7 @@
 typedef struct {
     double w[NN_NPARAMS];
     double term_scale[NN_COEF];
+    double floor_ms;                  /* ms per instruction of terms 30 + 31 (0: no floor) */
     char device[NN_DEVICE_MAX];       /* the device key trained for ("" unknown) */
     char summary[NN_SUMMARY_MAX];     /* the training set, one line */
 } nn_model;
@@ -89,17 +97,21 @@ typedef struct {
     int cap;
     double sw1[NN_ALGO_IN * NN_H1];   /* sigmoid(W1) */
     double *e1, *e2, *z;              /* per row: NN_H1, NN_H2, NN_COEF */
+    unsigned char *floored;           /* per row: its cost is the instruction floor */
 } nn_tape;
 void nn_tape_init(nn_tape *t);
 void nn_tape_reserve(nn_tape *t, int rows);
 void nn_tape_free(nn_tape *t);
 
-/* cost[r] = the cost of row r in the model's units (before exp(log_scale)).
- * With a tape (reserved for r.n rows) keeps what nn_backward needs. */
+/* cost[r] = the cost of row r in the model's units (before exp(log_scale)),
+ * the instruction floor included.  With a tape (reserved for r.n rows)
+ * keeps what nn_backward needs.  A floored row's cost does not depend on
+ * the network, and its share of the state's time not on log_scale. */
 void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost);
 /* Adds to grad (NN_NPARAMS) the gradient of sum_r dcost[r] * cost[r] +
  * reg * sum_r sum_k max(-z_rk, 0) for the rows of the last nn_forward with
- * tape t.  The regularizer (Halide's) pulls dead coefficients back. */
+ * tape t, log_scale held (the caller adds its part).  The regularizer
+ * (Halide's) pulls dead coefficients back. */
 void nn_backward(const nn_model *m, const nn_rows *r, const nn_tape *t, const double *dcost, double reg,
                  double *grad);
 /* sum over the rows of sum_k max(-z_rk, 0), after nn_forward with t. */
@@ -128,7 +140,7 @@ void nn_adam_step(nn_model *m, nn_adam *a, const double *grad, double lr);
 /* The weights file (docs/costmodel.md): a header (magic, format version,
  * layout hash, device key, training summary), the parameters and the term
  * scales, and a checksum.  0, or -1 with a message naming the file. */
-#define NN_FORMAT_VERSION 1
+#define NN_FORMAT_VERSION 2       /* 2 added floor_ms; version 1 files load with none */
 int nn_save(const nn_model *m, const char *path, char *err, size_t errlen);
 int nn_load(nn_model *m, const char *path, char *err, size_t errlen);
 

@@ -219,11 +219,16 @@ double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, 
                 if (pred[j] > 1e-30) dpred[j] -= sg / pj;
             }
     }
+    /* d pred / d log_scale: the rows at the instruction floor take no part */
     at = 0;
     for (int i = 0; i < n; i++) {
         const train_sample *sm = &d->samples[idx[i]];
-        for (int k = 0; k < sm->nrows; k++) s.dcost[at + k] = dpred[i] * scale;
-        dscale += dpred[i] * pred[i];
+        double scaled = 0;
+        for (int k = 0; k < sm->nrows; k++) {
+            s.dcost[at + k] = dpred[i] * scale;
+            if (!s.tape.floored[at + k]) scaled += s.cost[at + k];
+        }
+        dscale += dpred[i] * scale * scaled;
         at += sm->nrows;
     }
     loss += reg / n * nn_reg_value(&s.tape, s.r.n);
@@ -467,6 +472,27 @@ void train_calibrate(const train_data *d, nn_model *m) {
     free(ratio);
 }
 
+double train_instruction_floor(const train_data *d) {
+    double *rate = base_calloc((size_t)d->nsamples + 1, sizeof(double));
+    int n = 0;
+    for (int i = 0; i < d->nsamples; i++) {
+        const train_sample *sm = &d->samples[i];
+        if (d->pipes[sm->pipe].role != TRAIN_ROLE_TRAIN) continue;
+        double instr = 0;
+        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++)
+            instr += d->terms[(size_t)r * NN_COEF + 30] + d->terms[(size_t)r * NN_COEF + 31];
+        if (instr > 0) rate[n++] = instr / sm->ms;
+    }
+    double floor_ms = 0;
+    if (n) {
+        qsort(rate, (size_t)n, sizeof(double), base_cmp_double);
+        int q = (int)ceil(TRAIN_FLOOR_QUANTILE * n) - 1;
+        floor_ms = 1.0 / rate[q < 0 ? 0 : q];
+    }
+    free(rate);
+    return floor_ms;
+}
+
 static uint64_t train_rand(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -512,9 +538,13 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         return base_fail(err, errlen, "no training samples (%d samples in all, %d of validation pipelines)",
                          d->nsamples, nvalid);
     }
+    double floor_ms = train_instruction_floor(d);
     if (!o->fine_tune) {
         nn_init(m, o->seed);
         train_calibrate(d, m);
+        m->floor_ms = floor_ms;
+    } else if (m->floor_ms > floor_ms) {
+        m->floor_ms = floor_ms;
     }
     int bsize = o->batch > 0 && o->batch <= TRAIN_BATCH ? o->batch : TRAIN_BATCH;
     nn_adam *adam = base_calloc(1, sizeof *adam);

@@ -140,10 +140,23 @@ double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, 
  * of each term, and the median ratio of time to unscaled prediction). */
 void train_calibrate(const train_data *d, nn_model *m);
 
+/* The instruction floor (nn.h) the training pipelines' samples allow: ms
+ * per instruction at the TRAIN_FLOOR_QUANTILE quantile of their rates
+ * (the instructions of terms 30 + 31 summed over a sample's stages, over
+ * its measured time), so that the floor predicts at most one sample in a
+ * thousand slower than measured (for fewer than a thousand samples, none).
+ * A quantile and not the fastest rate, because the op counts are the
+ * source's and a compiler folds some of them away.  0 without samples. */
+#define TRAIN_FLOOR_QUANTILE 0.999
+double train_instruction_floor(const train_data *d);
+
 /* Trains m on the TRAIN_ROLE_TRAIN pipelines (from nn_init(seed), or from
  * m itself when fine-tuning), printing per epoch the training and
- * validation loss, pairwise accuracy and rho.  The final metrics in *train
- * and *valid (may be NULL).  0, or -1 with err (no training samples). */
+ * validation loss, pairwise accuracy and rho.  The instruction floor is
+ * the training samples' (train_instruction_floor); a fine-tuned model
+ * keeps its own where that is lower, and none where it had none.  The
+ * final metrics in *train and *valid (may be NULL).  0, or -1 with err (no
+ * training samples). */
 int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metrics *train, train_metrics *valid,
               char *err, size_t errlen);
 

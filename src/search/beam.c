@@ -907,7 +907,13 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
             part[k] = (z > 0 ? z : 0) * terms[(size_t)i * NN_COEF + k] * m->term_scale[k] * scale;
         }
         int shown = 0;
-        for (int j = 0; j < 3; j++) {
+        if (tape.floored[i]) {
+            /* the network's terms fell below the floor: the floor is the cost */
+            const double *ti = terms + (size_t)i * NN_COEF;
+            fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms", ti[30] + ti[31], m->floor_ms);
+            shown++;
+        }
+        for (int j = 0; j < 3 && !tape.floored[i]; j++) {
             int kb = -1;
             for (int k = 0; k < NN_COEF; k++)
                 if (cost_term_name(k) && part[k] > 0 && (kb < 0 || part[k] > part[kb])) kb = k;

@@ -228,6 +228,9 @@ int tool_train(int argc, char **argv) {
         goto done;
     }
     printf("wrote %s: %s\n", out, m->summary);
+    if (m->floor_ms > 0)
+        printf("instruction floor: %.4g ms per instruction (%.4g instructions per ms; the %g quantile of the "
+               "training samples' rates)\n", m->floor_ms, 1.0 / m->floor_ms, TRAIN_FLOOR_QUANTILE);
 done:
     train_data_free(&d);
     free(m);
