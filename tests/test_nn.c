@@ -262,6 +262,26 @@ static void test_learns(void) {
     train_data_free(&d);
 }
 
+/* The step: constant, then over the last fifth of the epochs falling
+ * linearly to a twentieth in the last one; constant with anneal 0. */
+static void test_step_size(void) {
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 100;
+    o.lr = 2e-3;
+    CHECK(o.anneal == 0.2);
+    CHECK(train_step_size(&o, 1) == o.lr && train_step_size(&o, 80) == o.lr);
+    CHECK(train_step_size(&o, 81) < o.lr && fabs(train_step_size(&o, 100) - o.lr / 20) < 1e-15);
+    bool falling = true;
+    for (int e = 81; e <= 100; e++) falling &= train_step_size(&o, e) < train_step_size(&o, e - 1);
+    CHECK(falling);
+    o.anneal = 0;
+    CHECK(train_step_size(&o, 100) == o.lr);
+    o.anneal = 0.2;
+    o.epochs = 3;                                   /* a tail of under one epoch: none */
+    CHECK(train_step_size(&o, 3) == o.lr);
+}
+
 static void save_or_fail(const nn_model *m, const char *path) {
     char err[512];
     if (nn_save(m, path, err, sizeof err) != 0) fprintf(stderr, "  %s\n", err);
@@ -616,6 +636,7 @@ int main(void) {
     RUN(test_gradient_floor);
     RUN(test_instruction_floor);
     RUN(test_learns);
+    RUN(test_step_size);
     RUN(test_deterministic);
     RUN(test_weights_file);
     RUN(test_costmodel);

@@ -395,6 +395,7 @@ void train_opts_default(train_opts *o) {
     o->epochs = 50;
     o->seed = 1;
     o->lr = 1e-3;
+    o->anneal = 0.2;
     o->reg = 1e-5;
     o->batch = TRAIN_BATCH;
     o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
@@ -493,6 +494,18 @@ double train_instruction_floor(const train_data *d) {
     return floor_ms;
 }
 
+/* Adam's step in epoch e (1-based): lr, then over the last `anneal` of
+ * the epochs falling linearly to lr / 20 in the last one, so that the
+ * weights written settle instead of being one draw of the noise of a
+ * constant step (the validation figures move by several points from one
+ * epoch to the next without it: docs/costmodel.md). */
+double train_step_size(const train_opts *o, int e) {
+    double tail = o->anneal * o->epochs;
+    if (!(tail >= 1) || e <= o->epochs - tail) return o->lr;
+    double f = (o->epochs - e) / tail;            /* 1 where the tail starts .. 0 in the last epoch */
+    return o->lr * (0.05 + 0.95 * f);
+}
+
 static uint64_t train_rand(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -575,11 +588,11 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
             batches[i] = batches[j];
             batches[j] = t;
         }
-        double loss = 0;
+        double loss = 0, lr = train_step_size(o, e);
         for (int b = 0; b < nb; b++) {
             memset(grad, 0, sizeof(double) * NN_NPARAMS);
             loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, o->loss, grad);
-            nn_adam_step(m, adam, grad, o->lr);
+            nn_adam_step(m, adam, grad, lr);
             if (bar && (b % 8 == 0 || b == nb - 1)) train_bar(e, o->epochs, b + 1, nb);
         }
         if (bar) fprintf(stderr, "\r\033[K");

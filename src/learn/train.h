@@ -87,6 +87,8 @@ typedef struct {
     int epochs;
     uint64_t seed;
     double lr;                        /* Adam's step, 1e-3 by default */
+    double anneal;                    /* the last fraction of the epochs whose step falls
+                                         linearly from lr to lr / 20 (0.2 by default) */
     double reg;                       /* weight of the dead-coefficient regularizer (1e-5) */
     int batch;                        /* schedules per minibatch, at most TRAIN_BATCH */
     train_loss loss;
@@ -95,6 +97,9 @@ typedef struct {
     FILE *log;                        /* one line per epoch, or NULL */
 } train_opts;
 void train_opts_default(train_opts *o);
+/* Adam's step in epoch e (1 .. o->epochs): o->lr, annealed over the last
+ * o->anneal of the epochs to o->lr / 20. */
+double train_step_size(const train_opts *o, int e);
 
 /* Ranking figures of one pipeline's (or a set's) predictions. */
 typedef struct {

@@ -46,6 +46,8 @@ static void train_usage(FILE *out) {
             "  --epochs N        passes over the training samples (default 50)\n"
             "  --seed N          initial weights and minibatch order (default 1)\n"
             "  --lr X            Adam's learning rate (default 0.001)\n"
+            "  --anneal F        the last fraction F of the epochs lowers the rate linearly to\n"
+            "                    a twentieth (default 0.2; 0: a constant rate)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
             "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
             "  --loss L          rank (the default: Adams et al. 2019's relative throughput plus a\n"
@@ -93,7 +95,7 @@ int tool_train(int argc, char **argv) {
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10;
-    double lr = 1e-3;
+    double lr = 1e-3, anneal = 0.2;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
@@ -130,6 +132,9 @@ int tool_train(int argc, char **argv) {
             valid = n;
         } else if ((v = opt_value(argc, argv, &i, "--lr", &missing))) {
             if (!parse_double(v, 1e-9, 1, &lr)) rc = tool_usage_error(cmd, "--lr: expected a rate in (0, 1], got '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--anneal", &missing))) {
+            if (!parse_double(v, 0, 1, &anneal))
+                rc = tool_usage_error(cmd, "--anneal: expected a fraction of the epochs from 0 to 1, got '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
             if (!strcmp(v, "throughput")) loss = TRAIN_LOSS_THROUGHPUT;
             else if (!strcmp(v, "rank")) loss = TRAIN_LOSS_RANK;
@@ -200,6 +205,7 @@ int tool_train(int argc, char **argv) {
     o.epochs = (int)epochs;
     o.seed = (uint64_t)seed;
     o.lr = lr;
+    o.anneal = anneal;
     o.loss = loss;
     o.fine_tune = init != NULL;
     o.progress = true;
