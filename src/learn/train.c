@@ -556,7 +556,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         nn_init(m, o->seed);
         train_calibrate(d, m);
         m->floor_ms = floor_ms;
-    } else if (m->floor_ms > floor_ms) {
+    } else if (floor_ms > 0 && m->floor_ms > floor_ms) {
         m->floor_ms = floor_ms;
     }
     int bsize = o->batch > 0 && o->batch <= TRAIN_BATCH ? o->batch : TRAIN_BATCH;
