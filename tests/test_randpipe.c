@@ -130,6 +130,7 @@ static void deterministic(void) {
         { 7, 6, 0x1fadd730781a9cf0ull },
         { 1, 0, 0x523473b5824163dbull },
         { 123456789, 20, 0xd195d5e62501b01cull },
+        { 20, 4, 0xca3b6c10cdb98fabull },           /* an unsigned conv_taps that wraps */
     };
     for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
         char *t = randpipe_generate(golden[i].seed, golden[i].stages, NULL);

@@ -22,8 +22,10 @@
  *    by the sum of their magnitudes, rdom taps by a power of two at least
  *    the tap count), exp and sigmoid clamp their argument, log and sqrt
  *    take abs, scans are convex combinations;
- *  - integer stages only move, compare or select values, or convert them
- *    with clamps, so nothing wraps;
+ *  - signed integer stages only move, compare or select values, or convert
+ *    them with clamps, so nothing overflows; unsigned convolutions either
+ *    widen to u32 (whose sums fit) or wrap, which unsigned arithmetic
+ *    defines on every back end;
  *  - every float literal is a dyadic rational printed exactly, or a small
  *    integer divisor, so the text is the same on every machine.
  */
@@ -187,10 +189,11 @@ static const char *const pure_vars[3] = { "x", "y", "c" };
 /* "(x, y)" or "(x, y, c)" */
 static const char *pure_args(int ndims) { return ndims == 3 ? "(x, y, c)" : "(x, y)"; }
 
-/* f at coordinates co (texts); as f32 when asf and f holds integers. */
-static void put_acc(rp_buf *b, const rp_func *f, const char *const *co, bool asf) {
-    bool cast = asf && f->type != T_F32;
-    buf_printf(b, "%s%s(", cast ? "f32(" : "", f->name);
+/* f at coordinates co (texts), converted to the type named as (NULL: as
+ * it is) unless f already holds that type. */
+static void put_acc_as(rp_buf *b, const rp_func *f, const char *const *co, const char *as) {
+    bool cast = as && strcmp(as, type_names[f->type]) != 0;
+    buf_printf(b, "%s%s%s(", cast ? as : "", cast ? "(" : "", f->name);
     for (int d = 0; d < f->ndims; d++) {
         if (f->strict) {
             char e[48];
@@ -203,19 +206,29 @@ static void put_acc(rp_buf *b, const rp_func *f, const char *const *co, bool asf
     buf_printf(b, ")%s", cast ? ")" : "");
 }
 
+/* f at coordinates co; as f32 when asf and f holds integers. */
+static void put_acc(rp_buf *b, const rp_func *f, const char *const *co, bool asf) {
+    put_acc_as(b, f, co, asf ? "f32" : NULL);
+}
+
 /* "v", "v + 3", "v - 2" */
 static void offset_text(char *out, size_t n, const char *v, int d) {
     if (!d) snprintf(out, n, "%s", v);
     else snprintf(out, n, "%s %c %d", v, d < 0 ? '-' : '+', abs(d));
 }
 
-/* f at (x + dx, y + dy[, c]). */
-static void put_at(rp_buf *b, const rp_func *f, int dx, int dy, bool asf) {
+/* f at (x + dx, y + dy[, c]), converted as put_acc_as does. */
+static void put_at_as(rp_buf *b, const rp_func *f, int dx, int dy, const char *as) {
     char cx[32], cy[32];
     offset_text(cx, sizeof cx, "x", dx);
     offset_text(cy, sizeof cy, "y", dy);
     const char *co[3] = { cx, cy, "c" };
-    put_acc(b, f, co, asf);
+    put_acc_as(b, f, co, as);
+}
+
+/* f at (x + dx, y + dy[, c]); as f32 when asf and f holds integers. */
+static void put_at(rp_buf *b, const rp_func *f, int dx, int dy, bool asf) {
+    put_at_as(b, f, dx, dy, asf ? "f32" : NULL);
 }
 
 /* The body's text of one expression built in e, as "NAME(args) = e;". */
@@ -231,30 +244,39 @@ static void define(rp_gen *g, const rp_func *f, const char *op, rp_buf *e) {
  * registers its Funcs; each returns the Funcs it wrote.  Availability (the
  * shapes and budget an operation needs) is in available(). */
 
-/* 1-D (along x or y) or 2-D convolution with unrolled integer taps,
- * normalised by the sum of their magnitudes; some taps negative
- * (derivative filters). */
+/* 1-D (along x or y) or 2-D convolution with unrolled integer taps.  On
+ * floats (and on signed integers, read as f32) it is normalised by the sum
+ * of the taps' magnitudes, some taps negative (derivative filters).  On
+ * unsigned integers it stays in integers, as image pipelines do: either
+ * summed in the Func's own type, wrapping (stencil_chain's arithmetic;
+ * unsigned wrap-around is exact on every back end), or widened to u32,
+ * summed with the magnitudes and divided by their sum (box_blur's). */
 static int op_conv_taps(rp_gen *g, const rp_func *a) {
+    bool uint = a->type == T_U8 || a->type == T_U16;
+    bool wrap = uint && rng_chance(&g->rng, 1, 2);
     int dims = rng_below(&g->rng, 3);           /* 0: x, 1: y, 2: both */
     int R = dims == 2 ? rng_range(&g->rng, 1, 2) : rng_range(&g->rng, 1, 5);
     int n = 2 * R + 1, ntaps = dims == 2 ? n * n : n, sum = 0;
     rp_buf e = {0};
-    buf_printf(&e, "(");
+    buf_printf(&e, uint && !wrap ? "%s((" : "(", type_names[a->type]);
     for (int i = 0; i < ntaps; i++) {
         int w = rng_range(&g->rng, 1, 4);
-        if (rng_chance(&g->rng, 1, 5)) w = -w;
+        if (rng_chance(&g->rng, 1, 5) && !(uint && !wrap)) w = -w;
         sum += abs(w);
         int dx = dims == 0 ? i - R : dims == 2 ? i % n - R : 0;
         int dy = dims == 1 ? i - R : dims == 2 ? i / n - R : 0;
         if (i) buf_printf(&e, " %c ", w < 0 ? '-' : '+');
-        else if (w < 0) buf_printf(&e, "-");
+        else if (w < 0) buf_printf(&e, uint ? "0 - " : "-");   /* no negative unsigned literal */
         if (abs(w) != 1) buf_printf(&e, "%d * ", abs(w));
-        put_at(&e, a, dx, dy, true);
+        put_at_as(&e, a, dx, dy, !uint ? "f32" : wrap ? NULL : "u32");
     }
-    buf_printf(&e, ") / %d.0", sum);
-    rp_func *f = add_func(g, "conv", T_F32, a, 2 * ntaps + 2);
+    if (!uint) buf_printf(&e, ") / %d.0", sum);
+    else if (wrap) buf_printf(&e, ")");
+    else buf_printf(&e, ") / %d)", sum);
+    rp_func *f = add_func(g, "conv", uint ? a->type : T_F32, a, 2 * ntaps + 2);
     define(g, f, "=", &e);
-    describe(g, "conv_taps(%s r%d)", dims == 2 ? "2-D" : dims ? "y" : "x", R);
+    describe(g, "conv_taps(%s r%d%s)", dims == 2 ? "2-D" : dims ? "y" : "x", R,
+             !uint ? "" : wrap ? " wrapping" : " widened");
     return 1;
 }
 
