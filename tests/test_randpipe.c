@@ -131,6 +131,7 @@ static void deterministic(void) {
         { 1, 0, 0x523473b5824163dbull },
         { 123456789, 20, 0xd195d5e62501b01cull },
         { 20, 4, 0xca3b6c10cdb98fabull },           /* an unsigned conv_taps that wraps */
+        { 6, 5, 0x9565dc912e4d1291ull },            /* a slice, then a broadcast */
     };
     for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
         char *t = randpipe_generate(golden[i].seed, golden[i].stages, NULL);

@@ -634,7 +634,20 @@ static int op_slice(rp_gen *g, const rp_func *a) {
     rp_buf e = {0};
     rp_func shape = *a;
     bool chan = a->ndims == 3 && (!crop_ok || rng_chance(&g->rng, 3, 5));
-    if (chan) {
+    if (chan && rng_chance(&g->rng, 1, 2)) {
+        /* a luma of the first three channels (every 3-D Func has them) */
+        for (int k = 0; k < 3; k++) {
+            char ck[16];
+            snprintf(ck, sizeof ck, "%d", k);
+            const char *co[3] = { "x", "y", ck };
+            buf_printf(&e, "%s", k ? (k == 1 ? " + 0.5 * " : " + 0.25 * ") : "0.25 * ");
+            put_acc(&e, a, co, true);
+        }
+        shape.ndims = 2;
+        rp_func *f = add_func(g, "luma", T_F32, &shape, 6);
+        define(g, f, "=", &e);
+        describe(g, "slice(luma)");
+    } else if (chan) {
         int k = rng_below(&g->rng, a->ext[2].add);
         char ck[16];
         snprintf(ck, sizeof ck, "%d", k);
@@ -695,13 +708,20 @@ static bool same_shape(const rp_func *a, const rp_func *b) {
     return true;
 }
 
-/* How many earlier pool entries share a's shape (a excluded); with pick
- * >= 0, the pick-th of them. */
-static int partners(const rp_gen *g, const rp_func *a, int pick, const rp_func **out) {
+/* Whether b has a's x and y extents and the other dimensionality (a 2-D
+ * Func over a 3-D one's x and y). */
+static bool xy_shape(const rp_func *a, const rp_func *b) {
+    return a->ndims != b->ndims && ext_eq(a->ext[0], b->ext[0]) && ext_eq(a->ext[1], b->ext[1]);
+}
+
+/* How many earlier pool entries match a under fits (a excluded); with
+ * pick >= 0, the pick-th of them. */
+static int partners(const rp_gen *g, const rp_func *a, bool (*fits)(const rp_func *, const rp_func *), int pick,
+                    const rp_func **out) {
     int n = 0;
     for (int i = 0; i < g->npool; i++) {
         const rp_func *b = &g->pool[i];
-        if (b == a || !same_shape(a, b)) continue;
+        if (b == a || !fits(a, b)) continue;
         if (n == pick && out) *out = b;
         n++;
     }
@@ -712,7 +732,7 @@ static int partners(const rp_gen *g, const rp_func *a, int pick, const rp_func *
 static int op_binary(rp_gen *g, const rp_func *a) {
     static const char *const names[] = { "add", "sub", "max", "min", "gate", "mean" };
     const rp_func *b = NULL;
-    partners(g, a, rng_below(&g->rng, partners(g, a, -1, NULL)), &b);
+    partners(g, a, same_shape, rng_below(&g->rng, partners(g, a, same_shape, -1, NULL)), &b);
     int v = rng_below(&g->rng, 6);
     bool keep = (v == 2 || v == 3) && a->type == b->type;
     rp_buf x = {0}, y = {0}, e = {0};
@@ -731,6 +751,28 @@ static int op_binary(rp_gen *g, const rp_func *a) {
     rp_func *f = add_func(g, names[v], keep ? a->type : T_F32, a, v == 4 ? 16 : 3);
     define(g, f, "=", &e);
     describe(g, "binary(%s with %s)", names[v], b->name);
+    return 1;
+}
+
+/* A 3-D Func combined with a 2-D Func of the same x and y extents at
+ * every channel: a gain map (unsharp's ratio times the input), an offset
+ * or a difference.  One of the two is the newest Func, the other earlier
+ * (the input included). */
+static int op_broadcast(rp_gen *g, const rp_func *a) {
+    static const char *const names[] = { "mul", "add", "sub" };
+    const rp_func *b = NULL;
+    partners(g, a, xy_shape, rng_below(&g->rng, partners(g, a, xy_shape, -1, NULL)), &b);
+    const rp_func *f3 = a->ndims == 3 ? a : b, *f2 = a->ndims == 3 ? b : a;
+    int v = rng_below(&g->rng, 3);
+    rp_buf x = {0}, y = {0}, e = {0};
+    put_at(&x, f3, 0, 0, true);
+    put_at(&y, f2, 0, 0, true);
+    buf_printf(&e, "%s %c %s", x.s, "*+-"[v], y.s);
+    free(x.s);
+    free(y.s);
+    rp_func *f = add_func(g, "bcast", T_F32, f3, 3);
+    define(g, f, "=", &e);
+    describe(g, "broadcast(%s with %s)", names[v], b->name);
     return 1;
 }
 
@@ -776,29 +818,31 @@ typedef int (*op_fn)(rp_gen *g, const rp_func *a);
 static const op_fn op_table[RANDPIPE_NKINDS] = {
     op_conv_taps, op_conv_rdom, op_pool, op_activation, op_pad, op_downsample, op_upsample,
     op_all_to_all, op_scan, op_histogram, op_slice, op_transpose, op_unary, op_binary, op_cast,
+    op_broadcast,
 };
 
 /* The weight of each next operation (columns, in randpipe_kind order)
  * after each previous one (rows; the last row is the start, where the
  * input is the previous Func).  docs/random_pipelines.md prints it. */
 static const unsigned char chain[RANDPIPE_NKINDS + 1][RANDPIPE_NKINDS] = {
-    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca */
-    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2 },
-    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2 },
-    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2 },
-    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4 },
-    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1 },
-    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2 },
-    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2 },
-    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2 },
-    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2 },
-    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6 },
-    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2 },
-    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2 },
-    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4 },
-    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2 },
-    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1 },
-    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6 },
+    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br */
+    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6 },
+    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6 },
+    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4 },
+    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8 },
+    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2 },
+    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2 },
+    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6 },
+    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4 },
+    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4 },
+    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6 },
+    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24 },
+    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1 },
+    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6 },
+    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4 },
+    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4 },
+    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2 },
+    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0 },
 };
 
 /* Whether kind k can follow with a as its main operand and the Funcs left. */
@@ -816,7 +860,8 @@ static bool available(const rp_gen *g, int k, const rp_func *a) {
         int64_t m = small_ext(g, a->ext[0]) < small_ext(g, a->ext[1]) ? small_ext(g, a->ext[0]) : small_ext(g, a->ext[1]);
         return a->ndims == 3 || m >= RP_MIN_EXT + 2;
     }
-    case RANDPIPE_BINARY: return partners(g, a, -1, NULL) > 0;
+    case RANDPIPE_BINARY: return partners(g, a, same_shape, -1, NULL) > 0;
+    case RANDPIPE_BROADCAST: return partners(g, a, xy_shape, -1, NULL) > 0;
     default: return true;
     }
 }

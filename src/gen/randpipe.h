@@ -30,7 +30,8 @@
     X(TRANSPOSE, "transpose")       /* swaps x and y */ \
     X(UNARY, "unary")               /* exp, log, sqrt, tanh, kept finite */ \
     X(BINARY, "binary")             /* two earlier stages of one shape (a diamond) */ \
-    X(CAST, "cast")                 /* between integer and float types */
+    X(CAST, "cast")                 /* between integer and float types */ \
+    X(BROADCAST, "broadcast")       /* a 3-D Func with a 2-D one of its x, y extents */
 
 typedef enum {
 #define RANDPIPE_ENUM_(id, name) RANDPIPE_##id,
