@@ -110,7 +110,7 @@ static int row_rates(const train_data *d, const nn_model *m, int n, double *rate
     nn_rows nr = { rows, algo, d->sched, d->terms };
     nn_forward(&bare, &nr, NULL, cost);
     for (int r = 0; r < rows; r++) {
-        double instr = d->terms[(size_t)r * NN_COEF + 30] + d->terms[(size_t)r * NN_COEF + 31];
+        double instr = nn_instructions(d->terms + (size_t)r * NN_COEF);
         if (instr > 0) rate[k++] = cost[r] * exp(m->w[NN_OFF_SCALE]) / instr;
     }
     free(algo);
@@ -203,7 +203,7 @@ static void test_instruction_floor(void) {
         const train_sample *sm = &d.samples[i];
         double instr = 0;
         for (int r = sm->row0; r < sm->row0 + sm->nrows; r++)
-            instr += d.terms[(size_t)r * NN_COEF + 30] + d.terms[(size_t)r * NN_COEF + 31];
+            instr += nn_instructions(d.terms + (size_t)r * NN_COEF);
         double fl = instr * m->floor_ms;
         over += fl > sm->ms * (1 + 1e-12);
         exact += fabs(fl - sm->ms) <= 1e-12 * sm->ms;
@@ -216,7 +216,7 @@ static void test_instruction_floor(void) {
     double *terms = d.terms + (size_t)s0->row0 * NN_COEF, before = pred[0];
     terms[30] *= 1000, terms[31] *= 1000;
     train_predict_all(&d, m, pred);
-    CHECK(pred[0] >= (terms[30] + terms[31]) * m->floor_ms * (1 - 1e-12) && pred[0] > before);
+    CHECK(pred[0] >= nn_instructions(terms) * m->floor_ms * (1 - 1e-12) && pred[0] > before);
     /* fine-tuning lowers the floor to what its own samples need, never raises it */
     nn_model *f = calloc(1, sizeof *f);
     *f = *m;

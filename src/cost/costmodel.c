@@ -87,8 +87,8 @@ void cost_terms(const double *v, const target *t, double *T) {
         arith += v[FEAT_OP(OPS_CAST, ty)];
         for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[FEAT_OP(k, ty)];
     }
-    T[30] = F(num_scalars) * arith * w;
-    T[31] = F(num_scalars) * loads * w;
+    T[NN_TERM_ARITH] = F(num_scalars) * arith * w;
+    T[NN_TERM_LOADS] = F(num_scalars) * loads * w;
 }
 
 static const char *const term_names[NN_COEF] = {
@@ -117,8 +117,8 @@ static const char *const term_names[NN_COEF] = {
     [27] = "load: num_blocks x num_shared_mem_loads_per_block",
     [28] = "load: num_blocks x num_global_mem_loads_per_block / efficiency",
     [29] = "store: num_blocks x num_shared_mem_stores_per_block",
-    [30] = "compute: num_scalars x arithmetic operations per point x idle core / lane wastage",
-    [31] = "load: num_scalars x load instructions per point x idle core / lane wastage",
+    [NN_TERM_ARITH] = "compute: num_scalars x arithmetic operations per point x idle core / lane wastage",
+    [NN_TERM_LOADS] = "load: num_scalars x load instructions per point x idle core / lane wastage",
 };
 
 const char *cost_term_name(int k) { return k >= 0 && k < NN_COEF ? term_names[k] : NULL; }

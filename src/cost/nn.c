@@ -150,7 +150,7 @@ static double nn_dot_terms(const nn_model *m, const double *z, const double *ter
 /* The instruction floor of a row in the model's units (0 without one). */
 static double nn_floor_of(const nn_model *m, const double *terms) {
     if (!(m->floor_ms > 0)) return 0;
-    return (terms[30] + terms[31]) * m->floor_ms / exp(m->w[NN_OFF_SCALE]);
+    return nn_instructions(terms) * m->floor_ms / exp(m->w[NN_OFF_SCALE]);
 }
 
 double nn_row_cost(const nn_model *m, const double *part, const double *sched_log, const double *terms) {

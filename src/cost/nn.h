@@ -54,6 +54,14 @@
  * 30 and 31, the arithmetic and load instructions the stage executes. */
 #define NN_TERMS_VERSION 4
 
+/* Terms 30 and 31: the arithmetic and the load instructions a stage
+ * executes (costmodel.c); their sum is what the instruction floor prices. */
+#define NN_TERM_ARITH 30
+#define NN_TERM_LOADS 31
+static inline double nn_instructions(const double *terms) {
+    return terms[NN_TERM_ARITH] + terms[NN_TERM_LOADS];
+}
+
 #define NN_OFF_W1 0                                      /* [NN_ALGO_IN][NN_H1], squashed by a sigmoid */
 #define NN_OFF_B1 (NN_OFF_W1 + NN_ALGO_IN * NN_H1)
 #define NN_OFF_W2 (NN_OFF_B1 + NN_H1)                   /* [NN_SCHED_IN][NN_H2] */

@@ -481,7 +481,7 @@ double train_instruction_floor(const train_data *d) {
         if (d->pipes[sm->pipe].role != TRAIN_ROLE_TRAIN) continue;
         double instr = 0;
         for (int r = sm->row0; r < sm->row0 + sm->nrows; r++)
-            instr += d->terms[(size_t)r * NN_COEF + 30] + d->terms[(size_t)r * NN_COEF + 31];
+            instr += nn_instructions(d->terms + (size_t)r * NN_COEF);
         if (instr > 0) rate[n++] = instr / sm->ms;
     }
     double floor_ms = 0;

@@ -910,7 +910,7 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
         if (tape.floored[i]) {
             /* the network's terms fell below the floor: the floor is the cost */
             const double *ti = terms + (size_t)i * NN_COEF;
-            fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms", ti[30] + ti[31], m->floor_ms);
+            fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms", nn_instructions(ti), m->floor_ms);
             shown++;
         }
         for (int j = 0; j < 3 && !tape.floored[i]; j++) {
