@@ -26,6 +26,11 @@
  * baseline's time), its speed-up against that one time (or none), and the
  * row says so.
  *
+ * Under each app a line gives the model's predictions for the baseline
+ * and for one-shot's pick beside their measured times (the two numbers
+ * one-shot's speed-up rests on); --tsv DIR writes modes.tsv, autotune.tsv
+ * and predictions.tsv.
+ *
  * Hold-one-app-out: with --weights-dir D the weights for app X are
  * D/X.weights (trained without X: `make holdout-weights`); an app without
  * one uses --weights (default weights/pocl.weights) and is marked '*'.
@@ -129,8 +134,24 @@ static void tsv_row(FILE *f, const char *app, const char *mode, result r) {
     else fprintf(f, "%s\t%s\t%.6g\t-\n", app, mode, r.ms);   /* no baseline to compare with */
 }
 
+/* The model's prediction for one schedule (NAN when it cannot be had). */
+static double predict_one(cost_model *cm, const sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                          const target *t) {
+    if (!s) return NAN;
+    char err[512];
+    feat_result r = { 0 };
+    double ms = NAN;
+    if (feat_compute(p, b, s, t, &r, err, sizeof err) == 0) {
+        const feat_result *fr = &r;
+        if (cost_predict(cm, 1, &fr, &ms, err, sizeof err) != 0) ms = NAN;
+    }
+    feat_free(&r);
+    return ms;
+}
+
 int main(int argc, char **argv) {
     const char *apps = NULL, *devname = "opencl", *weights = NULL, *wdir = NULL, *tuned = NULL, *tsv = NULL;
+    FILE *preds = NULL;
     int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
     int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     bool small = false;
@@ -177,9 +198,12 @@ int main(int argc, char **argv) {
         modes = fopen(path, "w");
         snprintf(path, sizeof path, "%s/autotune.tsv", tsv);
         curve = fopen(path, "w");
-        if (!modes || !curve) { fprintf(stderr, "bench_autosched: cannot write %s/*.tsv\n", tsv); return 1; }
+        snprintf(path, sizeof path, "%s/predictions.tsv", tsv);
+        preds = fopen(path, "w");
+        if (!modes || !curve || !preds) { fprintf(stderr, "bench_autosched: cannot write %s/*.tsv\n", tsv); return 1; }
         fprintf(modes, "app\tmode\tms\tspeedup\n");
         fprintf(curve, "app\tsamples\tbest_ms\n");
+        fprintf(preds, "app\tbaseline_predicted_ms\tbaseline_ms\toneshot_predicted_ms\toneshot_ms\n");
     }
     /* the copy kernel's bandwidth: the memory-bound apps' floors */
     measure_outcome co;
@@ -268,7 +292,7 @@ int main(int argc, char **argv) {
         nn_model *m = nm > 0 ? ms[0] : NULL;
         result ro = { INFINITY, 0 }, rk = { INFINITY, 0 };
         bool picked_base = false;
-        double search_s = NAN;
+        double search_s = NAN, pred_base = NAN, pred_one = NAN;
         if (m) {
             cost_model *cm = cost_learned_mean_new((const nn_model *const *)ms, nm, &t);
             search_opts o;
@@ -278,6 +302,8 @@ int main(int argc, char **argv) {
             int n = search_batch(a, ac.p, ac.b, &o, samples, bt, NULL, err, sizeof err);
             search_s = cpu_s() - c0;
             int top = n < k ? n : k;
+            if (n > 0) pred_one = bt[0].ms;
+            pred_base = predict_one(cm, ac.p, ac.b, base, &t);
             const sched_state **ts = malloc(sizeof *ts * (size_t)(top > 0 ? top : 1));
             for (int i = 0; i < top; i++) ts[i] = bt[i].s;
             measure_precompile(&d, ac.p, ac.b, ts, top, jobs);
@@ -366,6 +392,14 @@ int main(int argc, char **argv) {
                ac.stages, cb, cr, co, ck, ca, search_s, fl);
         if (ro.ms == INFINITY) printf("    (%s)\n", why);
         if (picked_base) printf("    (%s: one-shot returned the baseline: speed-up 1)\n", names[ai]);
+        /* the model against the clock on the two schedules that decide
+         * one-shot's speed-up: a loss is the baseline over-predicted or
+         * the pick under-predicted (or both) */
+        if (pred_one == pred_one && ro.ms < INFINITY)
+            printf("    (model: baseline %.4g ms predicted, %.4g measured; one-shot %.4g predicted, %.4g measured)\n",
+                   pred_base, rb.ms, pred_one, ro.ms);
+        if (preds && pred_one == pred_one)
+            fprintf(preds, "%s\t%.6g\t%.6g\t%.6g\t%.6g\n", names[ai], pred_base, rb.ms, pred_one, ro.ms);
         fflush(stdout);
         tsv_row(modes, names[ai], "baseline", rb);
         tsv_row(modes, names[ai], "random", rr);
@@ -386,6 +420,7 @@ int main(int argc, char **argv) {
                "top-%d at least one-shot on %d of %d\n", faster, counted, exp(log_sum / counted), k, top_ok, counted);
     if (wdir) printf("'*': no held-out weights in %s; the shipped weights were used (trained with this app)\n", wdir);
     if (modes) fclose(modes);
+    if (preds) fclose(preds);
     if (curve) fclose(curve);
     apps_free_names(names, napps);
     return 0;
