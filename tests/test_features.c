@@ -718,6 +718,29 @@ static void test_reduction_tile_loads(void) {
     featured_free(&one);
 }
 
+/* Footprints of irregular and mixed accesses, per thread (one point):
+ * a clamped data-dependent row reads at most the clamp's 8 rows; a row
+ * modulo 4 at most 4 rows; a Func read both directly and transposed, the
+ * sum of the two calls' spans (1 + 1 in each dimension).  Before bounded
+ * forms, each of these was the whole input (feat_access.h). */
+static void test_bounded_footprints(void) {
+    static const char *const src[3] = {
+        "pipeline bfp;\ninput f32 in(256, 64);\ninput u8 idx(256, 64);\n"
+        "out(x, y) = in(x, clamp(i32(idx(x, y)), 0, 7));\noutput out(256, 64);\n",
+        "pipeline bfp;\ninput f32 in(256, 64);\nout(x, y) = in(x, y % 4);\noutput out(256, 64);\n",
+        "pipeline bfp;\ninput f32 in(64, 64);\nout(x, y) = in(x, y) + in(y, x);\noutput out(64, 64);\n",
+    };
+    static const double bytes[3] = { 8 * 4 + 1, 4 * 4, 2 * 2 * 4 };   /* + the u8 index read */
+    for (int i = 0; i < 3; i++) {
+        featured x;
+        if (featurize(&x, src[i], "schedule bfp;\nout: root [x=32x1 y=1x1];\n"))
+            EXPECT(&x, "out", "unique_global_bytes_read_per_thread", bytes[i]);
+        else
+            CHECK(false);
+        featured_free(&x);
+    }
+}
+
 int main(void) {
     char err[512];
     if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
@@ -739,5 +762,6 @@ int main(void) {
     RUN(test_inline_ops);
     RUN(test_cpu_cached_warp);
     RUN(test_reduction_tile_loads);
+    RUN(test_bounded_footprints);
     CHECK_EXIT();
 }

@@ -12,6 +12,7 @@
  * the largest of its children; an inline call is the Strahler number of
  * its definition with its variables standing for the arguments'.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,27 +107,85 @@ static bool is_const_form(const feat_form *a, int nloops) {
     return true;
 }
 
+/* Regular, or irregular within a known bound. */
+static bool known(const feat_form *a) { return a->ok || a->bounded; }
+
+/* The irregular form bounded by [lo, hi] (irregular() when both are
+ * infinite). */
+static feat_form bounded(double lo, double hi) {
+    feat_form r = irregular();
+    if (isinf(lo) && isinf(hi)) return r;
+    r.bounded = true;
+    r.rlo = lo;
+    r.rhi = hi;
+    return r;
+}
+
+/* k times the interval [lo, hi] (k != 0), as [*out_lo, *out_hi]. */
+static void scale_interval(double lo, double hi, double k, double *out_lo, double *out_hi) {
+    *out_lo = k > 0 ? k * lo : k * hi;
+    *out_hi = k > 0 ? k * hi : k * lo;
+}
+
 static feat_form combine(feat_form a, feat_form b, double sb, int nloops) {
-    if (!a.ok || !b.ok) return irregular();
+    if (!known(&a) || !known(&b)) return irregular();
     for (int j = 0; j < nloops; j++) a.c[j] += sb * b.c[j];
     a.off += sb * b.off;
     a.lipschitz |= b.lipschitz;
+    if (!b.ok) {
+        double lo, hi;
+        scale_interval(b.rlo, b.rhi, sb, &lo, &hi);
+        a.rlo += lo;
+        a.rhi += hi;
+        a.ok = false;
+        a.bounded = true;
+    }
     return a;
 }
 
 static feat_form scale(feat_form a, double k, int nloops) {
-    if (!a.ok) return a;
+    if (!known(&a)) return a;
+    if (k == 0) return constant(0);
     for (int j = 0; j < nloops; j++) a.c[j] *= k;
     a.off *= k;
+    if (a.bounded) scale_interval(a.rlo, a.rhi, k, &a.rlo, &a.rhi);
     return a;
+}
+
+/* The values of a form with no loop coefficients, as an interval; false
+ * when it has some.  An unbounded irregular form is (-inf, inf). */
+static bool interval_of(const feat_form *a, int nloops, double *lo, double *hi) {
+    if (!known(a)) {
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        return true;
+    }
+    for (int j = 0; j < nloops; j++)
+        if (a->c[j] != 0) return false;
+    *lo = a->off + (a->ok ? 0 : a->rlo);
+    *hi = a->off + (a->ok ? 0 : a->rhi);
+    return true;
 }
 
 static feat_form form_of(walk *w, const sc_expr *e, const env *v);
 
+enum { PICK_MIN, PICK_MAX, PICK_EITHER };
+
 /* min/max/select of two forms: the non-constant one when the other is a
- * constant (a clamp), or the common coefficients. */
-static feat_form lipschitz(feat_form a, feat_form b, bool take_min, int nloops) {
-    if (!a.ok || !b.ok) return irregular();
+ * constant (a clamp), or the common coefficients.  Of an irregular form
+ * and a constant or bounded one without loop coefficients: the bound of
+ * the result (min(v, 52): at most 52). */
+static feat_form lipschitz(feat_form a, feat_form b, int pick, int nloops) {
+    bool take_min = pick != PICK_MAX;
+    if (!a.ok || !b.ok) {
+        double alo, ahi, blo, bhi;
+        if (!interval_of(&a, nloops, &alo, &ahi) || !interval_of(&b, nloops, &blo, &bhi)) return irregular();
+        feat_form r = pick == PICK_MIN ? bounded(fmin(alo, blo), fmin(ahi, bhi))
+                    : pick == PICK_MAX ? bounded(fmax(alo, blo), fmax(ahi, bhi))
+                                       : bounded(fmin(alo, blo), fmax(ahi, bhi));
+        r.lipschitz = true;
+        return r;
+    }
     feat_form r;
     if (is_const_form(&b, nloops) && !is_const_form(&a, nloops)) r = a;
     else if (is_const_form(&a, nloops) && !is_const_form(&b, nloops)) r = b;
@@ -177,14 +236,17 @@ static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
         case SC_DIV:
             if (is_const_form(&b, nl) && b.off > 0) return scale(a, 1.0 / b.off, nl);
             return irregular();
-        case SC_MIN: return lipschitz(a, b, true, nl);
-        case SC_MAX: return lipschitz(a, b, false, nl);
+        case SC_MIN: return lipschitz(a, b, PICK_MIN, nl);
+        case SC_MAX: return lipschitz(a, b, PICK_MAX, nl);
+        case SC_MOD:            /* Euclidean: in [0, c) */
+            if (is_const_form(&b, nl) && b.off >= 1) return bounded(0, b.off - 1);
+            return irregular();
         default: return irregular();
         }
     }
     case E_SELECT: {
         feat_form a = form_of(w, e->args[1], v), b = form_of(w, e->args[2], v);
-        return lipschitz(a, b, true, nl);
+        return lipschitz(a, b, PICK_EITHER, nl);
     }
     case E_CALL:
         if (is_inline(w, e->func)) {
@@ -335,13 +397,15 @@ static int visit(walk *w, const sc_expr *e, const env *v);
 static int visit_inline(walk *w, const sc_func *g, const env *inner) {
     if (!w->memo) return visit(w, g->stages[0].value, inner);
     int nl = w->out->nloops;
-    double key[1 + SC_MAX_DIMS * (FEAT_MAX_LOOPS + 4)];
+    double key[1 + SC_MAX_DIMS * (FEAT_MAX_LOOPS + 6)];
     int m = 0;
     key[m++] = g->id;
     for (int i = 0; i < inner->n; i++) {
         const feat_form *f = &inner->forms[i];
-        key[m++] = f->ok + 2.0 * f->lipschitz;
+        key[m++] = f->ok + 2.0 * f->lipschitz + 4.0 * f->bounded;
         key[m++] = f->off;
+        key[m++] = f->rlo;
+        key[m++] = f->rhi;
         for (int j = 0; j < nl; j++) key[m++] = f->c[j];
         key[m++] = inner->strahler[i];
     }

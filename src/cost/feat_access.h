@@ -13,6 +13,14 @@
  * 1/c.  A coordinate that is none of these (data-dependent, modulo, a
  * parameter) is irregular.  Calls with the same producer and the same
  * forms are one access (code generation computes a repeated tap once).
+ *
+ * An irregular coordinate may still be bounded: an affine form plus a
+ * residual in [rlo, rhi] (either end may be infinite), from a clamp or
+ * min / max of an irregular value against constants (`clamp(1 << k(t),
+ * 0, 52)`: [0, 52]), a modulo by a positive constant (`x % 2`: [0, 1]),
+ * and sums and constant multiples of those.  Only the footprints
+ * (features.c) use the bound; everything else treats the coordinate as
+ * irregular, as before.
  */
 #ifndef SC_FEAT_ACCESS_H
 #define SC_FEAT_ACCESS_H
@@ -28,6 +36,8 @@ typedef struct {
     bool lipschitz;                   /* went through a clamp, min, max or select */
     double c[FEAT_MAX_LOOPS];         /* per stage loop */
     double off;
+    bool bounded;                     /* irregular, yet within c, off plus [rlo, rhi] */
+    double rlo, rhi;                  /* the residual's bounds (0, 0 when ok) */
 } feat_form;
 
 typedef struct {

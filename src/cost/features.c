@@ -226,24 +226,50 @@ static mem_kind mem_of(const ctx *c, const sc_func *g) {
     return nf->mem == NEST_SHARED ? MEM_S : nf->mem == NEST_REGISTER ? MEM_R : MEM_G;
 }
 
+/* The range of one form over a box of the stage's loops (from loop
+ * values 0), residual included: [*lo, *hi]. */
+static void form_range(const feat_form *f, int nloops, const int64_t *box, double *lo, double *hi) {
+    double l = f->off, h = f->off;
+    for (int j = 0; j < nloops; j++) {
+        double v = f->c[j] * (double)(box[j] - 1);
+        if (v < 0) l += v; else h += v;
+    }
+    if (!f->ok) {
+        l += f->rlo;
+        h += f->rhi;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+static bool coefs_equal(const feat_form *a, const feat_form *b, int nloops) {
+    for (int j = 0; j < nloops; j++)
+        if (a->c[j] != b->c[j]) return false;
+    return true;
+}
+
 /* The extent of one producer dimension read by calls[0..n) (dimension d)
  * over a box of the stage's loops, clipped to `region`: the span of the
- * forms when they share their coefficients, else the whole region. */
+ * forms' union when they share their coefficients (their offsets apart
+ * by the same amount everywhere); else the sum of their spans (a bound
+ * on the union's size); the whole region when one is irregular and
+ * unbounded. */
 static int64_t span(const feat_form *const *dims, int n, int nloops, const int64_t *box, int64_t region) {
-    double lo = 0, hi = 0;
+    double lo = 0, hi = 0, sum = 0;
+    bool same = true;
     for (int i = 0; i < n; i++) {
         const feat_form *f = dims[i];
-        if (!f->ok || (i && !feat_form_same_coefs(f, dims[0], nloops))) return region;
-        double l = f->off, h = f->off;
-        for (int j = 0; j < nloops; j++) {
-            double v = f->c[j] * (double)(box[j] - 1);
-            if (v < 0) l += v; else h += v;
-        }
+        if (!f->ok && !f->bounded) return region;
+        double l, h;
+        form_range(f, nloops, box, &l, &h);
+        if (isinf(l) || isinf(h)) return region;
+        sum += floor(h) - floor(l) + 1;
+        if (i && !coefs_equal(f, dims[0], nloops)) same = false;
         if (!i || l < lo) lo = l;
         if (!i || h > hi) hi = h;
     }
-    int64_t e = (int64_t)floor(hi) - (int64_t)floor(lo) + 1;
-    return e < region ? e : region;
+    double e = same ? floor(hi) - floor(lo) + 1 : sum;
+    return e < (double)region ? (int64_t)e : region;
 }
 
 /* The region extents of a Func or input. */
