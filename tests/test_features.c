@@ -741,6 +741,32 @@ static void test_bounded_footprints(void) {
     }
 }
 
+/* A warp reads an upsampling tap, x/2 - 1 + 2*(x % 2) (clamped: a bounded
+ * form clamped by constants keeps its form), as the regular
+ * x/2 at the middle of its residual (at most 2 elements from each lane's
+ * real address): the transactions of in(x/2, y), not a sector per lane
+ * as a gather (WARP_NARROW_RESIDUAL in features.c). */
+static void test_narrow_residual_warp(void) {
+    static const char *const src[2] = {
+        "pipeline up;\ninput f32 in(128, 64);\nout(x, y) = in(clamp(x / 2 - 1 + 2 * (x % 2), 0, 127), y);\n"
+        "output out(256, 64);\n",
+        "pipeline up;\ninput f32 in(128, 64);\nout(x, y) = in(x / 2, y);\noutput out(256, 64);\n",
+    };
+    double loads[2] = { NAN, NAN }, lines[2] = { NAN, NAN };
+    for (int i = 0; i < 2; i++) {
+        featured x;
+        if (featurize(&x, src[i], "schedule up;\nout: root [x=32x1 y=1x1];\n")) {
+            loads[i] = fv(&x, "out", "global_mem_loads_per_regular_warp");
+            lines[i] = fv(&x, "out", "global_lines_per_warp_access");
+        }
+        featured_free(&x);
+    }
+    printf("  upsampling tap: %g transactions, %g lines per warp access (x/2: %g, %g)\n", loads[0], lines[0],
+           loads[1], lines[1]);
+    CHECK(loads[0] == loads[1] && lines[0] == lines[1]);
+    CHECK(loads[0] <= 3);                     /* 16 floats: 2 sectors, 3 when unaligned */
+}
+
 int main(void) {
     char err[512];
     if (target_by_name("a100", NULL, &A100, err, sizeof err) != 0) {
@@ -763,5 +789,6 @@ int main(void) {
     RUN(test_cpu_cached_warp);
     RUN(test_reduction_tile_loads);
     RUN(test_bounded_footprints);
+    RUN(test_narrow_residual_warp);
     CHECK_EXIT();
 }

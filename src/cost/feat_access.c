@@ -152,6 +152,13 @@ static feat_form scale(feat_form a, double k, int nloops) {
     return a;
 }
 
+/* Whether a known form has a loop coefficient. */
+static bool moves(const feat_form *a, int nloops) {
+    for (int j = 0; j < nloops; j++)
+        if (a->c[j] != 0) return true;
+    return false;
+}
+
 /* The values of a form with no loop coefficients, as an interval; false
  * when it has some.  An unbounded irregular form is (-inf, inf). */
 static bool interval_of(const feat_form *a, int nloops, double *lo, double *hi) {
@@ -160,8 +167,7 @@ static bool interval_of(const feat_form *a, int nloops, double *lo, double *hi) 
         *hi = INFINITY;
         return true;
     }
-    for (int j = 0; j < nloops; j++)
-        if (a->c[j] != 0) return false;
+    if (moves(a, nloops)) return false;
     *lo = a->off + (a->ok ? 0 : a->rlo);
     *hi = a->off + (a->ok ? 0 : a->rhi);
     return true;
@@ -178,6 +184,15 @@ enum { PICK_MIN, PICK_MAX, PICK_EITHER };
 static feat_form lipschitz(feat_form a, feat_form b, int pick, int nloops) {
     bool take_min = pick != PICK_MAX;
     if (!a.ok || !b.ok) {
+        /* a bounded form clamped by a constant keeps its form and bound */
+        if (a.bounded && is_const_form(&b, nloops) && moves(&a, nloops)) {
+            a.lipschitz = true;
+            return a;
+        }
+        if (b.bounded && is_const_form(&a, nloops) && moves(&b, nloops)) {
+            b.lipschitz = true;
+            return b;
+        }
         double alo, ahi, blo, bhi;
         if (!interval_of(&a, nloops, &alo, &ahi) || !interval_of(&b, nloops, &blo, &bhi)) return irregular();
         feat_form r = pick == PICK_MIN ? bounded(fmin(alo, blo), fmin(ahi, bhi))

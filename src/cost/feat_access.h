@@ -18,8 +18,10 @@
  * residual in [rlo, rhi] (either end may be infinite), from a clamp or
  * min / max of an irregular value against constants (`clamp(1 << k(t),
  * 0, 52)`: [0, 52]), a modulo by a positive constant (`x % 2`: [0, 1]),
- * and sums and constant multiples of those.  Only the footprints
- * (features.c) use the bound; everything else treats the coordinate as
+ * and sums and constant multiples of those; clamping a bounded form that
+ * moves with the loops keeps it.  The footprints (features.c) use the
+ * bound, and a warp prices a narrow residual at its middle
+ * (WARP_NARROW_RESIDUAL); everything else treats the coordinate as
  * irregular, as before.
  */
 #ifndef SC_FEAT_ACCESS_H

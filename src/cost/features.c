@@ -618,13 +618,45 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
     return 0;
 }
 
+/* A bounded irregular coordinate whose residual spans at most this many
+ * elements (upsampling's `x/2 - 1 + 2*(x % 2)`: 2) is priced, in a warp,
+ * as the regular access at the residual's middle: each lane is then at
+ * most this far from its real address, where taking the coordinate as a
+ * gather would put every lane in a sector of its own. */
+#define WARP_NARROW_RESIDUAL 4
+
+/* The forms of a call as a warp prices them (dims, with narrow bounded
+ * coordinates at their middle): dims itself when none is narrow, else
+ * copied into out. */
+static const feat_form *warp_forms(const feat_form *dims, feat_form *out) {
+    bool narrow = false;
+    for (int d = 0; d < SC_MAX_DIMS; d++)
+        narrow |= !dims[d].ok && dims[d].bounded && dims[d].rhi - dims[d].rlo <= WARP_NARROW_RESIDUAL;
+    if (!narrow) return dims;
+    for (int d = 0; d < SC_MAX_DIMS; d++) {
+        out[d] = dims[d];
+        if (!dims[d].ok && dims[d].bounded && dims[d].rhi - dims[d].rlo <= WARP_NARROW_RESIDUAL) {
+            out[d].ok = true;
+            out[d].bounded = false;
+            out[d].off += (dims[d].rlo + dims[d].rhi) / 2;
+            out[d].rlo = out[d].rhi = 0;
+        }
+    }
+    return out;
+}
+
 /* Loads and stores of one warp (lanes first .. first + nlanes - 1). */
 static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
                    bool cached, warp_costs *w) {
     memset(w, 0, sizeof *w);
     const feat_stage_access *a = sp->acc;
     const feat_form **calls = malloc(sizeof *calls * (size_t)(a->n + 1));
-    if (!calls) return -1;
+    feat_form (*narrowed)[SC_MAX_DIMS] = malloc(sizeof *narrowed * (size_t)(a->n + 1));
+    if (!calls || !narrowed) {
+        free(calls);
+        free(narrowed);
+        return -1;
+    }
     int rc = 0;
     for (int p = 0; p < a->nprods && !rc; p++) {
         const sc_func *g = a->prods[p];
@@ -632,7 +664,7 @@ static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first,
         if (m == MEM_R) continue;
         int n = 0;
         for (int q = 0; q < a->n; q++)
-            if (a->prod_of[q] == p) calls[n++] = a->calls[q].dim;
+            if (a->prod_of[q] == p) calls[n++] = warp_forms(a->calls[q].dim, narrowed[q]);
         feat_storage st;
         storage_of(c, g, &st);
         rc = warp_access(c, &sp->lanes, n, calls, &st, first, nlanes, unrolled, cached, &w->load[m == MEM_S]);
@@ -645,6 +677,7 @@ static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first,
         rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, cached, &w->store[own == MEM_S]);
     }
     free(calls);
+    free(narrowed);
     return rc;
 }
 
