@@ -58,6 +58,7 @@ typedef struct {
     int prune;
     int warmup, runs, samples, timeout_ms;
     int json;
+    int per_kernel;               /* bench --per-kernel */
     int partial;                  /* --partial K; -1: not given */
     /* the oneshot strategy's search */
     const char *weights;
@@ -195,7 +196,9 @@ static void print_help(const char *cmd) {
                "against the reference first (a wrong result is never timed).\n"
                "  --math M       fast (default for bench: the device's own f32 functions,\n"
                "                 contraction allowed, checked within the tolerance of\n"
-               "                 docs/backends.md) or exact (bit-identical to the reference)\n");
+               "                 docs/backends.md) or exact (bit-identical to the reference)\n"
+               "  --per-kernel   also every kernel timed alone (the fastest of --runs runs),\n"
+               "                 with its share and the Func and stage it computes\n");
     if (!strcmp(cmd, "features"))
         printf("Prints the features of every stage of the schedule's decided, non-inline\n"
                "Funcs (docs/features.md): a table with one named column per feature, or JSON.\n"
@@ -289,6 +292,7 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--halide")) { o->halide = 1; continue; }
         if (!strcmp(a, "--prune")) { o->prune = 1; continue; }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--per-kernel")) { o->per_kernel = 1; continue; }
         if (!strcmp(a, "--explain")) { o->explain = 1; continue; }
         const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
         if (eq) {   /* --flag=value */
@@ -410,6 +414,8 @@ static int parse_options(int argc, char **argv, options *o) {
     if (o->dump && strcmp(o->dump, "kernels") && strcmp(o->dump, "schedule"))
         return usage_error("--dump: '%s' is not one of kernels, schedule", o->dump);
     if (strcmp(o->cmd, "features") && o->json) return usage_error("--json is an option of features, not %s", o->cmd);
+    if (strcmp(o->cmd, "bench") && o->per_kernel)
+        return usage_error("--per-kernel is an option of bench, not %s", o->cmd);
     if (strcmp(o->cmd, "features") && o->partial >= 0)
         return usage_error("--partial is an option of features, not %s", o->cmd);
     if (!strcmp(o->cmd, "run") && (o->device || o->check) && !o->schedule && !o->strategy)
@@ -764,7 +770,8 @@ static int cmd_device_run(const options *o, bool bench) {
         if (!in || !out) abort();
         rc = run_inputs_outputs(d.p, o, in, out_idx);
         driver_run_opts ro = { o->device, o->check || bench, o->warmup, o->runs, bench ? o->samples : 0,
-                               o->timeout_ms, command_math(o), o->arch, stdout, NULL, in, bench ? NULL : out };
+                               o->timeout_ms, command_math(o), o->arch, stdout, NULL, in, bench ? NULL : out,
+                               bench && o->per_kernel };
         if (rc == EXIT_OK) {
             printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
             for (int i = 0; i < d.p->outputs.n; i++) {

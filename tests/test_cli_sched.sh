@@ -115,6 +115,17 @@ if [ $have_opencl = 1 ]; then
         "$sc" run "$app" --small --schedule "$tmp/random.sched" --device opencl --check
     case_ bench_opencl 0 -o '^time: [0-9.]+ ms \(min over' -- "$sc" bench "$app" --small --strategy baseline --device opencl
 fi
+# bench --per-kernel: one row per kernel, in launch order
+case_ bench_per_kernel_c 0 -o '^per kernel \(each timed alone, the fastest of 2 runs; sum [0-9.]+ ms\):' -- \
+    "$sc" bench "$app" --small --strategy root --device c --per-kernel --runs 2 --samples 1 --warmup 0
+nk=$(sed -n 's/^kernels: //p' "$out"); rows=$(grep -cE '^  [a-z_0-9]+_s[0-9]+ +[0-9.]+ ms +[0-9.]+% ' "$out")
+ok bench_per_kernel_rows "$([ -n "$nk" ] && [ "$nk" -gt 1 ] && [ "$rows" = "$nk" ]; echo $?)"
+if [ $have_opencl = 1 ]; then
+    case_ bench_per_kernel_opencl 0 -o '^  out_s0 +[0-9.]+ ms +[0-9.]+%  out stage 0, ' -- \
+        "$sc" bench "$app" --small --strategy baseline --device opencl --per-kernel --runs 2 --samples 1
+fi
+case_ per_kernel_not_for_run 2 -e '--per-kernel is an option of bench, not run' -- \
+    "$sc" run "$app" --small --strategy root --device c --per-kernel
 case_ run_check_hist_c 0 -o 'check: matches the reference' -- \
     "$sc" run apps/hist.pipe --small --strategy random --seed 2 --device c --check
 case_ run_bad_device 2 -e "--device: 'gpu' is not one of cuda, opencl, c" -- \

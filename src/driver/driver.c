@@ -149,6 +149,30 @@ static void print_kernel_info(exec_session *s, FILE *out) {
                     info[i].shared_bytes, info[i].local_bytes);
 }
 
+/* bench --per-kernel: every kernel timed alone (exec_kernel_times), with
+ * its share of their sum and the Func and stage it computes. */
+static int print_kernel_times(exec_session *s, const lower_program *prog, const driver_run_opts *o, char *err,
+                              size_t errlen, FILE *err_out) {
+    int n = prog->nkernels;
+    double *ms = calloc((size_t)n + 1, sizeof *ms);
+    if (!ms) abort();
+    if (exec_kernel_times(s, o->runs, o->timeout_ms, ms, err, errlen) != 0) {
+        fprintf(err_out, "%s\n", err);
+        free(ms);
+        return -1;
+    }
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += ms[i];
+    fprintf(o->out, "per kernel (each timed alone, the fastest of %d runs; sum %.4f ms):\n", o->runs, sum);
+    for (int i = 0; i < n; i++) {
+        const lower_kernel *k = prog->kernels[i];
+        fprintf(o->out, "  %-28s %12.4f ms %6.1f%%  %s stage %d, %lld x %d threads\n", k->name, ms[i],
+                sum > 0 ? 100 * ms[i] / sum : 0, k->root->name, k->stage, (long long)k->nblocks, k->nthreads);
+    }
+    free(ms);
+    return 0;
+}
+
 int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
     char err[8192];
     const rt_ops *ops;
@@ -226,6 +250,7 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
             fprintf(o->out, "time: %.4f ms (min over %d samples of the mean of %d runs, after %d warm-up runs)\n",
                     ms, o->samples, o->runs, o->warmup);
             if (o->time_ms) *o->time_ms = ms;
+            if (o->per_kernel) rc = print_kernel_times(s, d->prog, o, err, sizeof err, err_out);
         }
     }
     for (int i = 0; i < nout; i++) sc_buffer_free(ref[i]);

@@ -68,6 +68,7 @@ typedef struct {
     sc_buffer **outputs;          /* if not NULL: out, the device's outputs
                                    * (the caller frees them); left NULL
                                    * where the program did not run */
+    bool per_kernel;              /* with timing: also each kernel timed alone */
 } driver_run_opts;
 
 int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out);

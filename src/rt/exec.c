@@ -108,8 +108,9 @@ int exec_upload(exec_session *s, sc_buffer *const *inputs, char *err, size_t err
     return 0;
 }
 
-static int launch_all(exec_session *s, char *err, size_t errlen) {
-    for (int i = 0; i < s->prog->nkernels; i++) {
+/* Enqueues kernel i of the program. */
+static int launch_one(exec_session *s, int i, char *err, size_t errlen) {
+    {
         const lower_kernel *k = s->prog->kernels[i];
         int n = k->nargs + k->nparams;
         rt_arg *args = calloc((size_t)n + 1, sizeof(rt_arg));
@@ -128,6 +129,12 @@ static int launch_all(exec_session *s, char *err, size_t errlen) {
         free(args);
         if (rc != 0) return -1;
     }
+    return 0;
+}
+
+static int launch_all(exec_session *s, char *err, size_t errlen) {
+    for (int i = 0; i < s->prog->nkernels; i++)
+        if (launch_one(s, i, err, errlen) != 0) return -1;
     return 0;
 }
 
@@ -201,6 +208,21 @@ double exec_time(exec_session *s, int warmup, int runs, int samples, int timeout
         if (mean < best) best = mean;
     }
     return best;
+}
+
+int exec_kernel_times(exec_session *s, int runs, int timeout_ms, double *ms, char *err, size_t errlen) {
+    if (!check_can_run(s, err, errlen)) return -1;
+    for (int i = 0; i < s->prog->nkernels; i++) ms[i] = INFINITY;
+    for (int r = 0; r < (runs > 0 ? runs : 1); r++)
+        for (int i = 0; i < s->prog->nkernels; i++) {
+            if (s->ops->timer_start(s->dev) != 0) { snprintf(err, errlen, "cannot start the timer"); return -1; }
+            if (launch_one(s, i, err, errlen) != 0) return -1;
+            if (s->ops->finish(s->dev, timeout_ms, err, errlen) != 0) return -1;
+            double t = s->ops->timer_stop(s->dev);
+            if (t < 0) { snprintf(err, errlen, "the device timer failed"); return -1; }
+            if (t < ms[i]) ms[i] = t;
+        }
+    return 0;
 }
 
 exec_session *exec_open_checked(const rt_ops *ops, rt_device *dev, const lower_program *prog,

@@ -39,6 +39,14 @@ int exec_download(exec_session *s, sc_buffer **outputs, char *err, size_t errlen
 double exec_time(exec_session *s, int warmup, int runs, int samples, int timeout_ms,
                  char *err, size_t errlen);
 
+/* Each kernel timed alone (timer_start, the one launch, finish,
+ * timer_stop), in launch order, the whole pipeline `runs` times over:
+ * ms[i] (room for every kernel) is the fastest of kernel i's runs.  The
+ * program runs in order, so every kernel reads what it would; the sum may
+ * exceed exec_time's by the synchronisation after each launch.  0, or -1
+ * with err. */
+int exec_kernel_times(exec_session *s, int runs, int timeout_ms, double *ms, char *err, size_t errlen);
+
 /* How closely outputs must agree with the reference evaluator's.
  *
  * Exact (CG_MATH_EXACT; exact is true): every point bit-identical, except
