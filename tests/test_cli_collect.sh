@@ -46,6 +46,13 @@ case_ collect_remeasure 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 4 already
     "$sc" collect --db "$db" --device c --small --schedules 6 --remeasure "$pipe"
 ok collect_remeasure_refs "$(sqlite3 "$db" 'SELECT count(*) FROM measurements WHERE ref_ms > 0' | grep -qx 6; echo $?)"
 ok collect_remeasure_in_place "$(sqlite3 "$db" 'SELECT count(*) FROM measurements' | grep -qx 6; echo $?)"
+# ... and measurements of older code (a version without " cgN": generation 1)
+sqlite3 "$db" "UPDATE measurements SET version = 'aa12d84' WHERE id IN (SELECT id FROM measurements ORDER BY id LIMIT 3)"
+case_ collect_remeasure_old_code 0 -e 'collect: 3 measured, 0 failed, 0 wrong.* 3 already stored' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 6 --remeasure "$pipe"
+ok collect_remeasure_generation "$(sqlite3 "$db" "SELECT count(*) FROM measurements WHERE version LIKE '% cg%'" | grep -qx 6; echo $?)"
+case_ collect_not_stale_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 6 --remeasure "$pipe"
 
 # the beam-search sampler (the learned model's batches, with dropout)
 case_ collect_beam 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sqlite3.h>
 #include "check.h"
+#include "codegen.h"
 #include "store.h"
 
 static char dir[256];
@@ -350,14 +351,36 @@ static void test_find_replace_meta(void) {
     store_result r = { .pipeline = pa, .device = dev, .schedule_text = "schedule a;\nout: root [x=4x2];\n",
                        .outcome = STORE_OK, .ms = 0.5, .ref_ms = 1.0, .sizes = "out(8)" };
     CHECK(store_put_result(st, &r, err, sizeof err) == 0);       /* not asked: kept */
-    r.replace_unreferenced = true;
+    r.replace_stale = true;
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
     CHECK(store_find_result(st, pa, dev, r.schedule_text, &f, err, sizeof err) == 1 && f.ms == 0.5 && f.ref_ms == 1.0);
     r.ms = 0.25;        /* it has a reference time now: kept */
     CHECK(store_put_result(st, &r, err, sizeof err) == 0);
     CHECK(store_find_result(st, pa, dev, r.schedule_text, &f, err, sizeof err) == 1 && f.ms == 0.5);
+    CHECK(f.generation == CG_GENERATION && !store_found_stale(&f));
+    /* code generations: a measurement of older code is stale, and replaced
+     * when asked */
+    CHECK(store_codegen_generation("v1-3-gabc") == 1 && store_codegen_generation(NULL) == 1);
+    CHECK(store_codegen_generation("abc123-dirty cg7") == 7);
+    CHECK(store_codegen_generation(store_version()) == CG_GENERATION);
+    store_result old = r;
+    old.schedule_text = "schedule a;\nout: root [x=2x4];\n";
+    old.version = "aa12d84";
+    old.ms = 0.75;
+    old.replace_stale = false;
+    CHECK(store_put_result(st, &old, err, sizeof err) == 1);
+    CHECK(store_find_result(st, pa, dev, old.schedule_text, &f, err, sizeof err) == 1 && f.generation == 1);
+    CHECK(store_found_stale(&f));
+    store_result fresh = old;
+    fresh.version = NULL;
+    fresh.ms = 0.5;
+    CHECK(store_put_result(st, &fresh, err, sizeof err) == 0);    /* not asked: kept */
+    fresh.replace_stale = true;
+    CHECK(store_put_result(st, &fresh, err, sizeof err) == 1);
+    CHECK(store_find_result(st, pa, dev, old.schedule_text, &f, err, sizeof err) == 1 && f.ms == 0.5 &&
+          f.generation == CG_GENERATION);
     store_counts c;
-    CHECK(store_count(st, &c, err, sizeof err) == 0 && c.samples == 3 && c.schedules == 5);
+    CHECK(store_count(st, &c, err, sizeof err) == 0 && c.samples == 4 && c.schedules == 6);
     /* meta keys */
     char *v = store_get_meta(st, "autotune x", err, sizeof err);
     CHECK(v && !strcmp(v, ""));

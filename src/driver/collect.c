@@ -214,7 +214,7 @@ static int wanted(collect_ctx *c, const collect_pipe *cp, const char *text, char
     store_found f;
     int has = collect_find(c, cp, text, &f, err, errlen);
     if (has < 0) return -1;
-    return has == 0 || (c->o.remeasure && has == 1 && f.ref_ms <= 0);
+    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f));
 }
 
 /* Adds the drawn schedule s (its text owned by the caller) to the list
@@ -362,7 +362,7 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
         r.check = m.check;
         r.message = m.msg;
         r.sizes = cp->sizes;
-        r.replace_unreferenced = c->o.remeasure;
+        r.replace_stale = c->o.remeasure;
         if (store_put_result(c->st, &r, err, errlen) < 0) { rc = -1; break; }
         if (res) res[i] = (collect_result){ true, r.outcome, m.ms, m.ref_ms };
         char what[200];

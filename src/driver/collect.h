@@ -40,8 +40,9 @@ typedef struct {
      * probability dropout. */
     const nn_model *model;
     double dropout;
-    /* Measures again the schedules whose stored measurement has no
-     * reference time, replacing it (store_result.replace_unreferenced). */
+    /* Measures again the schedules whose stored measurement is stale (no
+     * reference time, or code older than this build's: store_found_stale),
+     * replacing it (store_result.replace_stale). */
     bool remeasure;
 } collect_opts;
 

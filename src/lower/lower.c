@@ -597,7 +597,7 @@ static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const 
     int np = rec->npure;
     const int *threads = rec->threads;
     for (int k = 0; k < np; k++) {
-        bool mod = k < np - 1 || below > 1;
+        bool mod = nest_thread_digit_wraps(threads, np, k);
         sc_expr *t = mk_var(c, "tid");
         if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
         if (mod) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));

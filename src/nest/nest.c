@@ -645,7 +645,7 @@ static void thread_bases(build *w, int np, const int *threads, const org *base, 
             out[k] = fresh(w);
         } else {
             ir_arena *a = w->hs.xa;
-            bool mod = k < np - 1 || below > 1;
+            bool mod = nest_thread_digit_wraps(threads, np, k);
             sc_expr *t = threads[k] == 1 ? fp_int(a, 0) : hull_digit(&w->hs, split, true, below, threads[k], mod);
             out[k] = fresh_def(w, fp_bin(a, SC_ADD, org_expr(w, base[k]), fp_bin(a, SC_MUL, t, fp_int(a, per[k]))));
         }

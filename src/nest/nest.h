@@ -202,6 +202,18 @@ nest_stats nest_ctx_stats(const nest_ctx *x);
 int nest_fused_extents(const sc_pipeline *p, const bounds_result *b, const sched_state *s,
                        int func_id, int64_t *extent, char *err, size_t errlen);
 
+/* Whether thread loop k of a stage's np pure loops (threads[q] threads
+ * each, loop 0 fastest in the flat thread index) takes its digit of the
+ * index modulo threads[k]: only when a later loop has threads of its own.
+ * Otherwise (tid / below) is below threads[k] already, and the modulo is
+ * left out: PoCL's compiler cannot vectorize x = base + tid % 64 over its
+ * work-items, and a stencil so written ran 9x slower (docs/backends.md). */
+static inline bool nest_thread_digit_wraps(const int *threads, int np, int k) {
+    for (int q = k + 1; q < np; q++)
+        if (threads[q] > 1) return true;
+    return false;
+}
+
 /* --dump style text of the model. */
 void nest_print(FILE *out, const sc_pipeline *p, const nest *n);
 

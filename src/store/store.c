@@ -11,13 +11,28 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "codegen.h"
 #include "store_impl.h"
+
+#define CG_TEXT_(n) #n
+#define CG_TEXT(n) CG_TEXT_(n)
+#define CG_GENERATION_TEXT CG_TEXT(CG_GENERATION)
 
 #ifndef SC_VERSION
 #define SC_VERSION "unknown"
 #endif
 
-const char *store_version(void) { return SC_VERSION; }
+const char *store_version(void) { return SC_VERSION " cg" CG_GENERATION_TEXT; }
+
+bool store_found_stale(const store_found *f) {
+    return f->outcome == STORE_OK && (f->ref_ms <= 0 || f->generation < CG_GENERATION);
+}
+
+int store_codegen_generation(const char *version) {
+    const char *g = version ? strstr(version, " cg") : NULL;
+    int n = g ? atoi(g + 3) : 0;
+    return n > 0 ? n : 1;
+}
 
 
 static const char *schema =
@@ -285,8 +300,8 @@ int store_find_result(store *st, int64_t pipeline, int64_t device, const char *s
     int64_t sid = schedule_id(st, pipeline, schedule_text, err, errlen);
     if (sid <= 0) return (int)sid;
     sqlite3_stmt *q = store_prepare(st,
-        "SELECT 1, ms, coalesce(ref_ms, 0), '' FROM measurements WHERE schedule = ?1 AND device = ?2"
-        " UNION ALL SELECT 2, 0, 0, outcome FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
+        "SELECT 1, ms, coalesce(ref_ms, 0), '', version FROM measurements WHERE schedule = ?1 AND device = ?2"
+        " UNION ALL SELECT 2, 0, 0, outcome, version FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
     if (!q) return -1;
     sqlite3_bind_int64(q, 1, sid);
     sqlite3_bind_int64(q, 2, device);
@@ -297,6 +312,7 @@ int store_find_result(store *st, int64_t pipeline, int64_t device, const char *s
             out->ms = sqlite3_column_double(q, 1);
             out->ref_ms = sqlite3_column_double(q, 2);
             out->outcome = STORE_OK;
+            out->generation = store_codegen_generation((const char *)sqlite3_column_text(q, 4));
             if (r == 2 && store_outcome_parse((const char *)sqlite3_column_text(q, 3), &out->outcome) != 0)
                 out->outcome = STORE_FAILED;
         }
@@ -370,7 +386,7 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
         store_found f;
         int has = store_find_result(st, r->pipeline, r->device, r->schedule_text, &f, err, errlen);
         if (has < 0) return -1;
-        if (has == 1 && r->replace_unreferenced && f.ref_ms <= 0 && r->outcome == STORE_OK && r->ref_ms > 0) {
+        if (has == 1 && r->replace_stale && store_found_stale(&f) && r->outcome == STORE_OK && r->ref_ms > 0) {
             sqlite3_stmt *q = store_prepare(st, "DELETE FROM measurements WHERE schedule = ? AND device = ?", err, errlen);
             if (!q) return -1;
             sqlite3_bind_int64(q, 1, sid);

@@ -111,14 +111,19 @@ typedef struct {
     const char *date;             /* UTC, ISO 8601; NULL: now */
     const char *version;          /* stagecraft's version; NULL: this build's (store_version) */
     /* A successful result with a reference time replaces the schedule's
-     * measurement on the device when that one has none (collect
-     * --remeasure); any other stored result is kept. */
-    bool replace_unreferenced;
+     * measurement on the device when that one is stale (store_found_stale:
+     * no reference time, or older code; collect --remeasure); any other
+     * stored result is kept. */
+    bool replace_stale;
 } store_result;
 
-/* This build's version (git describe at build time, "unknown" outside a
- * git checkout). */
+/* This build's version: git describe at build time ("unknown" outside a
+ * git checkout), then " cgN", the generation of the code it generates
+ * (CG_GENERATION, codegen.h): what a measurement timed. */
 const char *store_version(void);
+/* The code generation of a version string: N of its " cgN", else 1 (the
+ * code of every build before the generations were recorded). */
+int store_codegen_generation(const char *version);
 
 /* Stores the schedule and its result in one transaction.  1 when stored,
  * 0 when this schedule already has a result on this device (nothing is
@@ -136,7 +141,12 @@ int store_has_result(store *st, int64_t pipeline, int64_t device, const char *sc
 typedef struct {
     store_outcome outcome;
     double ms, ref_ms;
+    int generation;               /* of the code it timed (store_codegen_generation) */
 } store_found;
+/* Whether a found measurement is to be measured again by collect
+ * --remeasure: it has no reference time, or it timed code older than this
+ * build's (CG_GENERATION). */
+bool store_found_stale(const store_found *f);
 int store_find_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, store_found *out,
                       char *err, size_t errlen);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "codegen.h"
 #include "collect.h"
 #include "driver.h"
 #include "randpipe.h"
@@ -46,9 +47,11 @@ static void collect_help(void) {
            "                   by the learned model, children dropped at random\n"
            "  --weights W      the beam sampler's model (default weights/pocl.weights)\n"
            "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
-           "  --remeasure      measure again the schedules stored without a reference time\n"
-           "                   (by an older collect), replacing their measurement\n"
-           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n");
+           "  --remeasure      measure again the schedules whose stored measurement is stale:\n"
+           "                   without a reference time (an older collect's), or of code older\n"
+           "                   than this build generates (its version's cgN, below cg%d);\n"
+           "                   replaces their measurement\n"
+           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n", CG_GENERATION);
 }
 
 /* One pipeline: a pipeline that does not parse is skipped with a
