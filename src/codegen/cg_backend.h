@@ -49,6 +49,9 @@ typedef struct cg_target {
         const char *shared_qual;          /* "__local", "__shared__" */
         const char *index_type;           /* of bid and tid */
         const char *bid, *tid;            /* block and thread index expressions */
+        const char *local_id;             /* "get_local_id": work-groups shaped by
+                                             lower_kernel.tdim, tidN its dimension N;
+                                             NULL: tid0..2 derived from tid */
         const char *barrier;              /* the statement between phases */
         const char *no_params;            /* parameter list of a kernel without any */
     } gpu;
@@ -77,6 +80,15 @@ sc_type cg_alloc_type(const lower_alloc *a);
  * Known in kernel_open (the body is printed first). */
 bool cg_printed(const cg_ctx *g, const void *alloc_or_param);
 bool cg_printed_var(const cg_ctx *g, const char *name);
+/* The root phase's per-loop thread indices (lower_kernel.tdim). */
+extern const char *const cg_tid_names[3];
+/* 0, 1, 2 for tid0, tid1, tid2; -1 for any other name. */
+int cg_tid_index(const char *name);
+/* The kernel's thread layout: its tdim, or {nthreads, 1, 1}. */
+void cg_thread_layout(const lower_kernel *k, int *tdim);
+/* Declares the printed ones of tid0..2 as digits of the flat index tid
+ * (an expression of type `type`), for back ends whose blocks are flat. */
+void cg_tid_defs(cg_ctx *g, const lower_kernel *k, const char *type, const char *tid);
 /* Whether the kernel stores into the allocation (else it is read-only). */
 bool cg_stores_to(const lower_kernel *k, const lower_alloc *a);
 /* A scalar parameter's type in the kernel ABI: f32, or i32 for every
@@ -185,6 +197,7 @@ struct cg_ctx {
     const void **printed;             /* allocations and parameters printed */
     int nprinted, capprinted;
     bool printed_bid, printed_tid;
+    bool printed_tidn[3];             /* tid0, tid1, tid2 (lower_kernel.tdim) */
     char scratch[CG_SCRATCH_N][CG_SCRATCH];   /* names made by cg_host_* */
     int nscratch;
 };

@@ -1,7 +1,10 @@
 /*
  * cg_opencl.c - the OpenCL C back end: one __kernel per kernel, a
- * work-group per block (local size nthreads, required), local memory for
- * shared arrays, barrier(CLK_LOCAL_MEM_FENCE) between phases.
+ * work-group per block (required local size: the root phase's threads per
+ * loop, lower_kernel.tdim, so that a thread's coordinates are its local
+ * ids: PoCL vectorizes over local id 0 only when x = base + get_local_id(0)
+ * and not base + tid % 16), local memory for shared arrays,
+ * barrier(CLK_LOCAL_MEM_FENCE) between phases.
  *
  * Expected build options: -cl-fp32-correctly-rounded-divide-sqrt (OpenCL
  * otherwise allows 2.5 ulp division and 3 ulp sqrt), and none of
@@ -30,7 +33,9 @@ static void cl_prologue(cg_ctx *g)
 
 static void cl_kernel_open(cg_ctx *g, const lower_kernel *k)
 {
-    cg_line(g, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))", k->nthreads);
+    int T[3];
+    cg_thread_layout(k, T);
+    cg_line(g, "__kernel __attribute__((reqd_work_group_size(%d, %d, %d)))", T[0], T[1], T[2]);
     cg_printf(g, "void ");
     cg_gpu_kernel_frame(g, k);
 }
@@ -66,6 +71,6 @@ const cg_target cg_target_opencl = {
     .phase_close = cg_gpu_phase_close,
     .kernel_close = cg_gpu_kernel_close,
     .gpu = { .global_qual = "__global ", .restrict_qual = "restrict", .shared_qual = "__local",
-             .index_type = "int", .bid = "get_group_id(0)", .tid = "get_local_id(0)",
+             .index_type = "int", .bid = "get_group_id(0)", .tid = "get_local_id(0)", .local_id = "get_local_id",
              .barrier = "barrier(CLK_LOCAL_MEM_FENCE);", .no_params = "void" },
 };

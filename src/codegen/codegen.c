@@ -116,7 +116,7 @@ static const char *const reserved[] = {
     "sinf", "cos", "cosf", "tanh", "tanhf", "atan2", "atan2f", "fabs", "fabsf",
     "fmin", "fminf", "fmax", "fmaxf", "isnan", "isinf", "isfinite", "signbit",
     "malloc", "free", "abort", "main", "INFINITY", "NAN", "NULL", "HUGE_VAL",
-    "HUGE_VALF", "bid", "tid",
+    "HUGE_VALF", "bid", "tid", "tid0", "tid1", "tid2",
     /* fast math */
     "native_exp", "native_log", "native_sin", "native_cos", "__expf", "__logf",
     "__sinf", "__cosf",
@@ -143,7 +143,7 @@ static bool is_reserved(const char *s)
 
 const char *cg_name(cg_ctx *g, const char *name)
 {
-    if (!strcmp(name, "bid") || !strcmp(name, "tid"))
+    if (!strcmp(name, "bid") || !strcmp(name, "tid") || cg_tid_index(name) >= 0)
         return name;                        /* the kernel's own variables */
     bool ok = (name[0] < '0' || name[0] > '9') && name[0] != '_' && name[0] &&
               strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -221,9 +221,45 @@ bool cg_printed(const cg_ctx *g, const void *what)
     return false;
 }
 
+const char *const cg_tid_names[3] = { "tid0", "tid1", "tid2" };
+
+int cg_tid_index(const char *name)
+{
+    for (int d = 0; d < 3; d++)
+        if (!strcmp(name, cg_tid_names[d])) return d;
+    return -1;
+}
+
 bool cg_printed_var(const cg_ctx *g, const char *name)
 {
+    int d = cg_tid_index(name);
+    if (d >= 0) return g->printed_tidn[d];
     return !strcmp(name, "bid") ? g->printed_bid : !strcmp(name, "tid") ? g->printed_tid : false;
+}
+
+void cg_thread_layout(const lower_kernel *k, int *tdim)
+{
+    bool set = k->tdim[0] > 0 && (int64_t)k->tdim[0] * k->tdim[1] * k->tdim[2] == k->nthreads;
+    tdim[0] = set ? k->tdim[0] : k->nthreads;
+    tdim[1] = set ? k->tdim[1] : 1;
+    tdim[2] = set ? k->tdim[2] : 1;
+}
+
+void cg_tid_defs(cg_ctx *g, const lower_kernel *k, const char *type, const char *tid)
+{
+    int T[3];
+    cg_thread_layout(k, T);
+    for (int d = 0; d < 3; d++) {
+        if (!cg_printed_var(g, cg_tid_names[d])) continue;
+        if (d == 0)
+            cg_line(g, T[1] * T[2] > 1 ? "const %s tid0 = (%s)(%s %% %d);" : "const %s tid0 = (%s)(%s);", type, type,
+                    tid, T[0]);
+        else if (d == 1)
+            cg_line(g, T[2] > 1 ? "const %s tid1 = (%s)((%s / %d) %% %d);" : "const %s tid1 = (%s)(%s / %d);", type,
+                    type, tid, T[0], T[1]);
+        else
+            cg_line(g, "const %s tid2 = (%s)(%s / %d);", type, type, tid, T[0] * T[1]);
+    }
 }
 
 /* ---- pieces the back ends share ---- */
@@ -289,8 +325,27 @@ void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k)
     }
     if (cg_printed_var(g, "bid"))
         cg_line(g, "const %s bid = (%s)%s;", t->gpu.index_type, t->gpu.index_type, t->gpu.bid);
-    if (cg_printed_var(g, "tid"))
+    int T[3];
+    cg_thread_layout(k, T);
+    if (t->gpu.local_id) {
+        /* a work-group of shape T: its dimensions are tid0..2, tid their
+         * flat index (dimension 0 fastest) */
+        for (int d = 0; d < 3; d++)
+            if (cg_printed_var(g, cg_tid_names[d]))
+                cg_line(g, "const %s tid%d = (%s)%s(%d);", t->gpu.index_type, d, t->gpu.index_type,
+                        t->gpu.local_id, d);
+        if (cg_printed_var(g, "tid")) {
+            if (T[1] * T[2] == 1)
+                cg_line(g, "const %s tid = (%s)%s(0);", t->gpu.index_type, t->gpu.index_type, t->gpu.local_id);
+            else
+                cg_line(g, "const %s tid = (%s)(%s(0) + %d * (%s(1) + %d * %s(2)));", t->gpu.index_type,
+                        t->gpu.index_type, t->gpu.local_id, T[0], t->gpu.local_id, T[1], t->gpu.local_id);
+        }
+        return;
+    }
+    if (cg_printed_var(g, "tid") || g->printed_tidn[0] || g->printed_tidn[1] || g->printed_tidn[2])
         cg_line(g, "const %s tid = (%s)%s;", t->gpu.index_type, t->gpu.index_type, t->gpu.tid);
+    cg_tid_defs(g, k, t->gpu.index_type, "tid");
 }
 
 void cg_gpu_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
@@ -542,8 +597,12 @@ static void pr_kernel(cg_ctx *g, const lower_kernel *k)
     g->ntmp = 0;
     g->nprinted = 0;
     g->printed_bid = g->printed_tid = false;
+    memset(g->printed_tidn, 0, sizeof g->printed_tidn);
     cg_env_push(g, "bid", 0, k->nblocks > 0 ? k->nblocks - 1 : 0);
     cg_env_push(g, "tid", 0, k->nthreads > 0 ? k->nthreads - 1 : 0);
+    int T[3];
+    cg_thread_layout(k, T);
+    for (int d = 0; d < 3; d++) cg_env_push(g, cg_tid_names[d], 0, T[d] - 1);
     g->indent = 0;
     g->out = &scratch;
     g->t->kernel_open(g, k);

@@ -147,7 +147,8 @@ static const char *fresh(ctx *c, const char *fmt, ...) {
     va_end(ap);
     snprintf(name, sizeof name, "%s", stem);
     for (int k = 2;; k++) {
-        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid") || (c->ntab && c->ntab[name_slot(c, name)]);
+        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid") || !strcmp(name, "tid0") || !strcmp(name, "tid1") ||
+                     !strcmp(name, "tid2") || (c->ntab && c->ntab[name_slot(c, name)]);
         if (!taken) break;
         snprintf(name, sizeof name, "%s_%d", stem, k);
     }
@@ -590,17 +591,30 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
 }
 
 /* Splits the flat thread index over the loops of rec (threads[k] threads
- * each): LETs of each thread's tile base, base[k] + t_k * serial[k]. */
+ * each): LETs of each thread's tile base, base[k] + t_k * serial[k].  The
+ * root phase (root) reads t_k as tid0, tid1, tid2 when at most three
+ * loops have threads, and sets the kernel's tdim (lower_kernel). */
 static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const int *dims, sc_expr **base,
-                         sc_expr **out, kstmt *seq) {
+                         sc_expr **out, kstmt *seq, bool root) {
     int64_t below = 1;
-    int np = rec->npure;
+    int np = rec->npure, threaded = 0, j = 0;
     const int *threads = rec->threads;
+    for (int k = 0; k < np; k++) threaded += threads[k] > 1;
+    bool per_loop = root && threaded <= 3;
+    if (root) {
+        c->k->tdim[0] = per_loop ? 1 : c->k->nthreads;
+        c->k->tdim[1] = c->k->tdim[2] = 1;
+    }
     for (int k = 0; k < np; k++) {
+        static const char *const tidn[3] = { "tid0", "tid1", "tid2" };
         bool mod = nest_thread_digit_wraps(threads, np, k);
         sc_expr *t = mk_var(c, "tid");
         if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
         if (mod) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
+        if (per_loop && threads[k] > 1) {
+            c->k->tdim[j] = threads[k];
+            t = mk_var(c, tidn[j++]);
+        }
         if (threads[k] == 1) t = mk_int(c, 0);
         sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, rec->serial[k])));
         out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
@@ -617,7 +631,7 @@ static void emit_block_phases(ctx *c, const sc_func *prod, const nest_func *mf, 
         int dims[SC_MAX_DIMS], np = pure_loops(prod, s, dims);
         kstmt *phase = stmt(c, KS_SEQ), *inner = stmt(c, KS_SEQ);
         sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
-        thread_bases(c, prod, rec, dims, mins, tb, inner);
+        thread_bases(c, prod, rec, dims, mins, tb, inner, false);
         for (int q = 0; q < np; q++) limit[q] = mk_bin(c, SC_ADD, mins[q], mk_int(c, rec->extent[q]));
         emit_stage(c, prod, s, rec, a, tb, limit, inner);
         if (rec->threads_used < k->nthreads) {
@@ -829,7 +843,7 @@ static void build_kernel(ctx *c, const nest_kernel *mk) {
     kstmt *main_phase = stmt(c, KS_SEQ);
     sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
     for (int q = 0; q < np; q++) limit[q] = ext[q] % blk[q] ? mk_int(c, mn[q] + ext[q]) : NULL;
-    thread_bases(c, r, rec, dims, base, tb, main_phase);
+    thread_bases(c, r, rec, dims, base, tb, main_phase, true);
     emit_stage(c, r, st, rec, c->global[r->id], tb, limit, main_phase);
     if (c->failed) return;
     kstmt **ph = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));

@@ -109,6 +109,13 @@ typedef struct {
                                      ids from p->funcs.n up are staged copies */
     const sc_func *root;          /* the root Func and stage it computes */
     int stage;
+    /* The root phase's threads by loop: at most three of its pure loops
+     * have threads of their own, and it reads each one's thread index as
+     * the variable tid0, tid1, tid2 (in loop order), with tid = tid0 +
+     * tdim[0] * (tid1 + tdim[1] * tid2) (an OpenCL work-group of shape
+     * tdim; CUDA and C derive them from tid).  With more threaded loops,
+     * tdim is {nthreads, 1, 1} and every phase reads tid alone. */
+    int tdim[3];
     int nstaged;                  /* staged copies (register staging) */
     int64_t staged_elems;         /* their elements, summed */
     const char *comment;          /* the schedule of the Func, one line */

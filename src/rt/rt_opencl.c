@@ -78,6 +78,7 @@ typedef struct {
     char *name;
     cl_kernel k;
     size_t max_wg;              /* CL_KERNEL_WORK_GROUP_SIZE */
+    size_t wg[3];               /* CL_KERNEL_COMPILE_WORK_GROUP_SIZE (0s: none required) */
 } ocl_kentry;
 
 struct rt_device {
@@ -596,6 +597,9 @@ static ocl_kentry *ocl_kernel(rt_module *m, const char *name, char *err, size_t 
     if (ocl.GetKernelWorkGroupInfo(k, m->d->dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof e->max_wg,
                                    &e->max_wg, NULL) != CL_SUCCESS || e->max_wg == 0)
         e->max_wg = m->d->max_wg;
+    if (ocl.GetKernelWorkGroupInfo(k, m->d->dev, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof e->wg, e->wg,
+                                   NULL) != CL_SUCCESS)
+        e->wg[0] = e->wg[1] = e->wg[2] = 0;
     m->nkernels++;
     return e;
 }
@@ -656,9 +660,22 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
         }
     }
     if (nblocks == 0) return 0;
-    size_t local = (size_t)nthreads, global = (size_t)nblocks * local;
+    /* a kernel that requires a work-group shape whose size is nthreads
+     * (generated code: lower_kernel.tdim) gets it, block b being group
+     * (b, 0, 0); any other runs in one dimension */
+    size_t local[3] = { (size_t)nthreads, 1, 1 }, global[3];
+    cl_uint dims = 1;
+    if (e->wg[0] && e->wg[0] * (e->wg[1] ? e->wg[1] : 1) * (e->wg[2] ? e->wg[2] : 1) == (size_t)nthreads) {
+        local[0] = e->wg[0];
+        local[1] = e->wg[1] ? e->wg[1] : 1;
+        local[2] = e->wg[2] ? e->wg[2] : 1;
+        dims = local[2] > 1 ? 3 : local[1] > 1 ? 2 : 1;
+    }
+    global[0] = (size_t)nblocks * local[0];
+    global[1] = local[1];
+    global[2] = local[2];
     cl_event ev = NULL;
-    cl_int rc = ocl.EnqueueNDRangeKernel(d->q, e->k, 1, NULL, &global, &local, 0, NULL, &ev);
+    cl_int rc = ocl.EnqueueNDRangeKernel(d->q, e->k, dims, NULL, global, local, 0, NULL, &ev);
     if (rc != CL_SUCCESS) {
         rt_error(err, errlen, "kernel %s over %lld blocks of %d threads: %s", kernel,
                   (long long)nblocks, nthreads, ocl_status_name(rc));
