@@ -93,6 +93,7 @@ struct rt_device {
     cl_command_queue q;
     size_t max_wg;
     size_t max_item0;
+    size_t max_item[3];         /* CL_DEVICE_MAX_WORK_ITEM_SIZES (0: not reported) */
     cl_event ev_last;           /* last launch not yet known complete */
     char last_name[128];
     int limit_ms;               /* last finish limit, for read/write/timer */
@@ -289,8 +290,10 @@ static rt_device *ocl_open(char *err, size_t errlen)
                           NULL) != CL_SUCCESS)
         d->max_wg = 1;
     if (ocl.GetDeviceInfo(d->dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) ==
-        CL_SUCCESS && items[0] > 0)
+        CL_SUCCESS && items[0] > 0) {
         d->max_item0 = items[0];
+        memcpy(d->max_item, items, sizeof items);
+    }
     else
         d->max_item0 = d->max_wg;
     char pname[128], pver[160], dname[128], dver[128];
@@ -670,6 +673,13 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
         local[1] = e->wg[1] ? e->wg[1] : 1;
         local[2] = e->wg[2] ? e->wg[2] : 1;
         dims = local[2] > 1 ? 3 : local[1] > 1 ? 2 : 1;
+        for (int i = 0; i < 3; i++)
+            if (d->max_item[i] && local[i] > d->max_item[i]) {
+                rt_error(err, errlen, "kernel %s requires work-groups of %zu x %zu x %zu, beyond the device's "
+                         "work-item sizes (%zu x %zu x %zu)", kernel, local[0], local[1], local[2],
+                         d->max_item[0], d->max_item[1], d->max_item[2]);
+                return -1;
+            }
     }
     global[0] = (size_t)nblocks * local[0];
     global[1] = local[1];
