@@ -146,6 +146,20 @@ if [ $have_opencl = 1 ]; then
     case_ run_math_fast_opencl 0 -o 'check: matches the reference, .*tolerance: within [0-9]+ ulp' -- \
         "$sc" run "$app" --small --strategy baseline --device opencl --check --math=fast
 fi
+# OpenCL work-groups shaped by the root phase's threads per loop (code
+# generation 3): out with 16 x 4 threads requires that shape and reads its
+# coordinates as local ids; C derives them from the flat index
+sed 's/^out: root \[[^]]*\]/out: root [x=16x1 y=4x1 c=1x1]/' "$tmp/root.sched" >"$tmp/two.sched"
+case_ compile_workgroup_shape 0 -o 'wrote' -- \
+    "$sc" compile "$app" --small --schedule "$tmp/two.sched" --backend opencl -o "$tmp/wg"
+ok opencl_workgroup_shape "$(grep -A12 'void out_s0' "$tmp/wg/unsharp.cl" | grep -q 'const int tid1 = (int)get_local_id(1);' &&
+    grep -B1 'void out_s0' "$tmp/wg/unsharp.cl" | grep -q 'reqd_work_group_size(16, 4, 1)'; echo $?)"
+case_ run_workgroup_shape_c 0 -o 'check: matches the reference' -- \
+    "$sc" run "$app" --small --schedule "$tmp/two.sched" --device c --check
+if [ $have_opencl = 1 ]; then
+    case_ run_workgroup_shape_opencl 0 -o 'check: matches the reference' -- \
+        "$sc" run "$app" --small --schedule "$tmp/two.sched" --device opencl --check
+fi
 case_ compile_math_fast_opencl 0 -o 'fast math; build options: -cl-mad-enable' -- \
     "$sc" compile "$app" --small --strategy baseline --backend opencl --math fast -o "$tmp/fastcl"
 ok compile_math_fast_native "$(grep -q 'native_exp(' "$tmp/fastcl/unsharp.cl" && ! grep -q 'sc_expf' "$tmp/fastcl/unsharp.cl"; echo $?)"
