@@ -53,6 +53,21 @@ case_ collect_remeasure_old_code 0 -e 'collect: 3 measured, 0 failed, 0 wrong.* 
 ok collect_remeasure_generation "$(sqlite3 "$db" "SELECT count(*) FROM measurements WHERE version LIKE '% cg%'" | grep -qx 6; echo $?)"
 case_ collect_not_stale_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
     "$sc" collect --db "$db" --device c --small --schedules 6 --remeasure "$pipe"
+# ... and stored schedules that are not drawn again (--schedules 2: the
+# baseline and root only) are read back from their text: two of older code
+# on this device, one on another device row (a new row here; the old one
+# stays, and training leaves it out)
+sqlite3 "$db" "UPDATE measurements SET version = 'aa12d84' WHERE id IN (SELECT id FROM measurements ORDER BY id DESC LIMIT 2)"
+sqlite3 "$db" "INSERT INTO devices(key, math, description, target) SELECT 'c:another-cpu', math, description, target FROM devices LIMIT 1"
+sqlite3 "$db" "UPDATE measurements SET version = 'aa12d84', device = (SELECT id FROM devices WHERE key = 'c:another-cpu') WHERE id = (SELECT id FROM measurements ORDER BY id DESC LIMIT 1 OFFSET 2)"
+case_ collect_remeasure_stored 0 -e 'collect: 3 measured, 0 failed, 0 wrong.* 2 already stored' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 2 --remeasure "$pipe"
+ok collect_remeasure_stored_count "$(grep -q ' 3 stored stale schedules read back, 0 whose text' "$err"; echo $?)"
+ok collect_remeasure_stored_rows "$(sqlite3 "$db" "SELECT count(*) FROM measurements WHERE version LIKE '% cg%'" | grep -qx 6; echo $?)"
+ok collect_remeasure_other_row_kept "$(sqlite3 "$db" "SELECT count(*) FROM measurements WHERE version = 'aa12d84'" | grep -qx 1; echo $?)"
+case_ collect_remeasure_stored_done 0 -e ' 0 stored stale schedules read back' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 2 --remeasure "$pipe"
+ok collect_remeasure_stored_none "$(grep -q 'collect: 0 measured, .*2 already stored' "$err"; echo $?)"
 
 # the beam-search sampler (the learned model's batches, with dropout)
 case_ collect_beam 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \
@@ -73,8 +88,8 @@ ok collect_random_sources "$(sqlite3 "$tmp/r.db" 'SELECT source FROM pipelines O
 case_ collect_bad_random 2 -e '--random: expected' -- "$sc" collect --db "$db" --device c --random x
 
 # export, import elsewhere, export again: the same bytes
-case_ samples_export 0 -o 'wrote .*: 6 samples and failures' -- "$sc" samples --db "$db" export "$tmp/s.txt.xz"
-case_ samples_import 0 -o '6 samples and failures added' -- "$sc" samples --db "$tmp/t.db" import "$tmp/s.txt.xz"
+case_ samples_export 0 -o 'wrote .*: 7 samples and failures' -- "$sc" samples --db "$db" export "$tmp/s.txt.xz"
+case_ samples_import 0 -o '7 samples and failures added' -- "$sc" samples --db "$tmp/t.db" import "$tmp/s.txt.xz"
 "$sc" samples --db "$tmp/t.db" export "$tmp/t.txt.xz" >/dev/null
 ok samples_round_trip "$(cmp -s <(xz -dc "$tmp/s.txt.xz") <(xz -dc "$tmp/t.txt.xz"); echo $?)"
 case_ samples_import_again 0 -o '0 samples and failures added' -- "$sc" samples --db "$tmp/t.db" import "$tmp/s.txt.xz"

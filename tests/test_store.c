@@ -400,6 +400,53 @@ static void test_find_replace_meta(void) {
     store_close(st);
 }
 
+/* Generations across device rows: store_stale_schedules lists the
+ * schedules with no fresh time anywhere, and the samples training reads
+ * leave out a time superseded by one of newer code, the newest first. */
+static void test_generations(void) {
+    char err[512];
+    store *st = store_open(":memory:", STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    store_device d1 = { "opencl:pocl-3.1:Old CPU", "fast", "old", "name = t\nsm_count = 1\n" };
+    store_device d2 = { "opencl:pocl-3.1:New CPU", "fast", "new", "name = t\nsm_count = 1\n" };
+    int64_t old = store_put_device(st, &d1, err, sizeof err), now = store_put_device(st, &d2, err, sizeof err);
+    int64_t pa = store_put_pipeline(st, "a", PIPE_A, "app:a", err, sizeof err);
+    CHECK(old > 0 && now > 0 && pa > 0);
+    const char *t1 = "schedule a;\nout: root [x=8x1];\n", *t2 = "schedule a;\nout: root [x=4x2];\n",
+               *t3 = "schedule a;\nout: root [x=2x4];\n";
+    store_result r = { .pipeline = pa, .device = old, .outcome = STORE_OK, .ref_ms = 2, .sizes = "out(8)",
+                       .version = "aa12d84" };
+    r.schedule_text = t1, r.ms = 1;
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    r.schedule_text = t2, r.ms = 4;
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    r.schedule_text = t3, r.ms = 3, r.version = NULL;      /* this build's code */
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    char **texts;
+    int n = store_stale_schedules(st, pa, &texts, err, sizeof err);
+    CHECK(n == 2 && !strcmp(texts[0], t1) && !strcmp(texts[1], t2));
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    /* t1 timed again on the other device row: no longer stale, and its old
+     * time is left out of the samples */
+    r.device = now, r.schedule_text = t1, r.ms = 6, r.ref_ms = 3;
+    CHECK(store_put_result(st, &r, err, sizeof err) == 1);
+    n = store_stale_schedules(st, pa, &texts, err, sizeof err);
+    CHECK(n == 1 && !strcmp(texts[0], t2));
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    seen v = { 0 };
+    CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
+    /* t3 and t1's new time (generation 3) first, then t2 (generation 1) */
+    CHECK(v.n == 3 && v.ms[0] == 3 && v.ms[1] == 6 && v.ms[2] == 4);
+    /* one device row only: the superseding time must be of that device's key */
+    v = (seen){ 0 };
+    CHECK(store_each_sample(st, "opencl:pocl-3.1:Old CPU", collect_fn, &v, err, sizeof err) == 0);
+    CHECK(v.n == 3 && v.ms[0] == 3 && v.ms[1] == 1 && v.ms[2] == 4);
+    store_close(st);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/sc_test_store_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -410,6 +457,7 @@ int main(void) {
     RUN(test_locked);
     RUN(test_version1);
     RUN(test_find_replace_meta);
+    RUN(test_generations);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -141,6 +141,8 @@ struct collect_pipe {
     sc_buffer **in, **ref;        /* made at the first measurement */
     char sizes[256];
     bool exact, tried_exact;      /* measured with exact code (see collect_ctx) */
+    char **stale;                 /* --remeasure: stored schedule texts to time again */
+    int nstale;
 };
 
 collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
@@ -188,6 +190,8 @@ collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *te
 
 void collect_pipe_free(collect_pipe *cp) {
     if (!cp) return;
+    for (int i = 0; i < cp->nstale; i++) free(cp->stale[i]);
+    free(cp->stale);
     measure_buffers_free(cp->p, cp->in, cp->ref);
     ir_arena_free(cp->a);
     bounds_free(cp->b);
@@ -236,6 +240,27 @@ static int consider(collect_ctx *c, const collect_pipe *cp, sched_state *s, cons
     states[*n] = s;
     if (!(texts[(*n)++] = strdup(text))) abort();
     return 1;
+}
+
+/* --remeasure: the pipeline's stored schedules whose every measurement is
+ * stale (store_stale_schedules), read back from their text, after those
+ * drawn; states and texts have room for them (collect_pipeline).  Texts
+ * that no longer parse (the schedule language or the pipeline changed)
+ * are counted and left.  0, or -1 with err. */
+static int add_stale(collect_ctx *c, collect_pipe *cp, char ***seen, int *distinct, sched_state **states,
+                     char **texts, int *n, char *err, size_t errlen) {
+    int bad = 0;
+    for (int i = 0; i < cp->nstale && !bad; i++) {
+        char msg[512];
+        sched_state *s = sched_parse(cp->a, cp->p, "stored schedule", cp->stale[i], msg, sizeof msg);
+        if (!s || !sched_complete(cp->p, s)) {
+            c->tot.unreadable++;
+            continue;
+        }
+        c->tot.stale++;
+        bad = consider(c, cp, s, cp->stale[i], seen, distinct, states, texts, n, err, errlen) < 0;
+    }
+    return bad ? -1 : 0;
 }
 
 /* The schedules to measure: the fixed ones (baseline and root, the
@@ -287,6 +312,7 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
             free(text);
         }
     }
+    if (c->o.remeasure && !bad) bad = add_stale(c, cp, &seen, &distinct, states, texts, &n, err, errlen) < 0;
     for (int i = 0; i < distinct; i++) free(seen[i]);
     free(seen);
     if (bad) {
@@ -390,13 +416,22 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
     collect_pipe *cp = collect_pipe_open(c, name, text, source, small, &rc, err, errlen);
     if (!cp) return rc;
     int want = c->o.schedules;
-    sched_state **states = calloc((size_t)want + 1, sizeof *states);
-    char **texts = calloc((size_t)want + 1, sizeof *texts);
+    if (c->o.remeasure) {
+        int k = store_stale_schedules(c->st, cp->pid, &cp->stale, err, errlen);
+        if (k < 0) {
+            collect_pipe_free(cp);
+            return -1;
+        }
+        cp->nstale = k;
+        collect_plan(c, k);
+    }
+    sched_state **states = calloc((size_t)(want + cp->nstale) + 1, sizeof *states);
+    char **texts = calloc((size_t)(want + cp->nstale) + 1, sizeof *texts);
     if (!states || !texts) abort();
     int n = draw(c, cp, states, texts, want, err, errlen);
     if (n < 0) rc = -1;
     /* what this pipeline will not measure leaves the plan */
-    c->tot.planned -= want - (n > 0 ? n : 0);
+    c->tot.planned -= want + cp->nstale - (n > 0 ? n : 0);
     if (rc == 0) rc = collect_measure(c, cp, states, texts, n, NULL, err, errlen);
     for (int i = 0; i < n; i++) free(texts[i]);
     free(texts);

@@ -42,7 +42,9 @@ typedef struct {
     double dropout;
     /* Measures again the schedules whose stored measurement is stale (no
      * reference time, or code older than this build's: store_found_stale),
-     * replacing it (store_result.replace_stale). */
+     * replacing it (store_result.replace_stale): those drawn, and then
+     * every stored schedule of the pipeline that has no fresh measurement
+     * on any device row (store_stale_schedules). */
     bool remeasure;
 } collect_opts;
 
@@ -60,6 +62,8 @@ typedef struct {
     int64_t measured, failed, wrong, timeout;   /* stored this run */
     int64_t skipped;              /* already in the store */
     int64_t duplicates;           /* walks that gave a schedule drawn before */
+    int64_t stale;                /* --remeasure: stored stale schedules read back */
+    int64_t unreadable;           /* ... and those whose text no longer parses */
     int64_t pipelines;
     int64_t planned;              /* schedules to measure in all (for the progress) */
 } collect_totals;

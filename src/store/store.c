@@ -34,6 +34,12 @@ int store_codegen_generation(const char *version) {
     return n > 0 ? n : 1;
 }
 
+/* generation(version) in SQL: store_codegen_generation */
+static void sql_generation(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    sqlite3_result_int(ctx, store_codegen_generation((const char *)sqlite3_value_text(argv[0])));
+}
+
 
 static const char *schema =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -187,6 +193,8 @@ store *store_open(const char *path, store_mode mode, char *err, size_t errlen) {
     }
     store_set_busy_ms(st, STORE_BUSY_MS);
     sqlite3_extended_result_codes(st->db, 0);
+    sqlite3_create_function(st->db, "generation", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_generation,
+                            NULL, NULL);
     /* WAL: readers never block the writer, and a commit is one append; a
      * killed process loses only its open transaction. */
     if ((mode == STORE_WRITE && !memory &&
@@ -321,6 +329,34 @@ int store_find_result(store *st, int64_t pipeline, int64_t device, const char *s
     }
     sqlite3_finalize(q);
     return r;
+}
+
+int store_stale_schedules(store *st, int64_t pipeline, char ***texts, char *err, size_t errlen) {
+    *texts = NULL;
+    sqlite3_stmt *q = store_prepare(st,
+        "SELECT s.text FROM schedules s WHERE s.pipeline = ?1"
+        " AND EXISTS (SELECT 1 FROM measurements m WHERE m.schedule = s.id"
+        "  AND (m.ref_ms IS NULL OR generation(m.version) < ?2))"
+        " AND NOT EXISTS (SELECT 1 FROM measurements m WHERE m.schedule = s.id"
+        "  AND m.ref_ms IS NOT NULL AND generation(m.version) >= ?2)"
+        " ORDER BY s.id", err, errlen);
+    if (!q) return -1;
+    sqlite3_bind_int64(q, 1, pipeline);
+    sqlite3_bind_int(q, 2, CG_GENERATION);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *texts = realloc(*texts, sizeof **texts * (size_t)(n + 1));
+        if (!*texts || !((*texts)[n++] = strdup((const char *)sqlite3_column_text(q, 0)))) abort();
+    }
+    if (rc != SQLITE_DONE) {
+        store_fail(st, err, errlen, "reading stale schedules");
+        for (int i = 0; i < n; i++) free((*texts)[i]);
+        free(*texts);
+        *texts = NULL;
+        n = -1;
+    }
+    sqlite3_finalize(q);
+    return n;
 }
 
 int store_has_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, char *err,
@@ -474,7 +510,12 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
         /* times without a reference are not comparable with those with one */
         " AND (m.ref_ms IS NOT NULL OR NOT EXISTS (SELECT 1 FROM measurements m2 JOIN schedules s2"
         "  ON m2.schedule = s2.id WHERE s2.pipeline = p.id AND m2.device = m.device AND m2.ref_ms IS NOT NULL))"
-        " ORDER BY p.id, m.id", err, errlen);
+        /* a schedule timed again on newer code: the older time is left out */
+        " AND NOT EXISTS (SELECT 1 FROM measurements m3 JOIN devices d3 ON m3.device = d3.id"
+        "  WHERE m3.schedule = m.schedule AND (?1 IS NULL OR d3.key = ?1) AND m3.ref_ms IS NOT NULL"
+        "  AND generation(m3.version) > generation(m.version))"
+        /* the newest code's first: its reference time gives the units */
+        " ORDER BY p.id, generation(m.version) DESC, m.id", err, errlen);
     if (!q) return -1;
     if (device_key) sqlite3_bind_text(q, 1, device_key, -1, SQLITE_STATIC);
     int rc, r = 0;

@@ -149,6 +149,11 @@ typedef struct {
 bool store_found_stale(const store_found *f);
 int store_find_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, store_found *out,
                       char *err, size_t errlen);
+/* The texts of the pipeline's schedules that have a stale measurement
+ * (store_found_stale) on some device row and no fresh one anywhere: what
+ * collect --remeasure times again.  In the order they were first stored;
+ * *texts malloc'd (each text too); the count, or -1 with err. */
+int store_stale_schedules(store *st, int64_t pipeline, char ***texts, char *err, size_t errlen);
 
 /* Keys of the meta table other than the store's own (format,
  * schema_version, which set_meta refuses): what a long job (autotune)
@@ -182,7 +187,10 @@ typedef struct {
  * on a database error.  Where a pipeline has measurements with a
  * reference time on a device row, its measurements without one on that
  * row are left out: their times followed the load of the machine and are
- * not comparable (docs/samples.md). */
+ * not comparable (docs/samples.md).  A measurement of a schedule that was
+ * timed again, with a reference, on newer code (store_codegen_generation;
+ * on any device row of device_key) is left out too, and each pipeline's
+ * measurements of the newest code come first. */
 typedef int (*store_sample_fn)(const store_sample *s, void *ud);
 int store_each_sample(store *st, const char *device_key, store_sample_fn fn, void *ud, char *err,
                       size_t errlen);

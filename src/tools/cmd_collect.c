@@ -50,7 +50,9 @@ static void collect_help(void) {
            "  --remeasure      measure again the schedules whose stored measurement is stale:\n"
            "                   without a reference time (an older collect's), or of code older\n"
            "                   than this build generates (its version's cgN, below cg%d);\n"
-           "                   replaces their measurement\n"
+           "                   replaces their measurement; then every stored schedule of the\n"
+           "                   pipeline with no fresh time on any device is timed again too\n"
+           "                   (from its text; training leaves out the older time)\n"
            "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n", CG_GENERATION);
 }
 
@@ -184,6 +186,9 @@ int tool_collect(int argc, char **argv) {
                         " timed out; %" PRId64 " already stored, %" PRId64 " duplicate walks%s\n",
                 o.progress_bar ? "\n" : "", t.measured, t.failed, t.wrong, t.timeout, t.skipped, t.duplicates,
                 collect_stopped(c) ? " (stopped: run again to resume)" : "");
+        if (o.remeasure)
+            fprintf(stderr, "collect: --remeasure: %" PRId64 " stored stale schedules read back, %" PRId64
+                            " whose text no longer parses left alone\n", t.stale, t.unreadable);
         collect_close(c);
     }
     store_close(st);
