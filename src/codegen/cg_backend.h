@@ -80,15 +80,14 @@ sc_type cg_alloc_type(const lower_alloc *a);
  * Known in kernel_open (the body is printed first). */
 bool cg_printed(const cg_ctx *g, const void *alloc_or_param);
 bool cg_printed_var(const cg_ctx *g, const char *name);
-/* The root phase's per-loop thread indices (lower_kernel.tdim). */
-extern const char *const cg_tid_names[3];
-/* 0, 1, 2 for tid0, tid1, tid2; -1 for any other name. */
+/* 0, 1, 2 for tid0, tid1, tid2 (lower_tid_names); -1 for any other name. */
 int cg_tid_index(const char *name);
 /* The kernel's thread layout: its tdim, or {nthreads, 1, 1}. */
 void cg_thread_layout(const lower_kernel *k, int *tdim);
-/* Declares the printed ones of tid0..2 as digits of the flat index tid
- * (an expression of type `type`), for back ends whose blocks are flat. */
-void cg_tid_defs(cg_ctx *g, const lower_kernel *k, const char *type, const char *tid);
+/* Declares the printed ones of tid0..2 (all three with all, for a body
+ * not printed yet) as digits of the flat index tid (an expression of type
+ * `type`), for back ends whose blocks are flat. */
+void cg_tid_defs(cg_ctx *g, const lower_kernel *k, const char *type, const char *tid, bool all);
 /* Whether the kernel stores into the allocation (else it is read-only). */
 bool cg_stores_to(const lower_kernel *k, const lower_alloc *a);
 /* A scalar parameter's type in the kernel ABI: f32, or i32 for every

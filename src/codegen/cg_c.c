@@ -96,10 +96,7 @@ static void c_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
     cg_line(g, "for (int32_t tid = 0; tid < sc_nthreads; tid++) {");
     cg_indent(g, 1);
     if (phase == k->nphases - 1) {       /* the root phase reads tid0..2 */
-        int T[3];
-        cg_thread_layout(k, T);
-        cg_line(g, "const int32_t tid0 = tid %% %d, tid1 = (tid / %d) %% %d, tid2 = tid / %d;", T[0], T[0], T[1],
-                T[0] * T[1]);
+        cg_tid_defs(g, k, "int32_t", "tid", true);
         cg_line(g, "(void)tid0;");
         cg_line(g, "(void)tid1;");
         cg_line(g, "(void)tid2;");

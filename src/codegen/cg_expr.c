@@ -578,7 +578,7 @@ void cg_expr(cg_ctx *g, int id, bool top)
     case E_VAR:
         g->printed_bid |= !strcmp(e->name, "bid");
         g->printed_tid |= !strcmp(e->name, "tid");
-        for (int d = 0; d < 3; d++) g->printed_tidn[d] |= !strcmp(e->name, cg_tid_names[d]);
+        for (int d = 0; d < 3; d++) g->printed_tidn[d] |= !strcmp(e->name, lower_tid_names[d]);
         cg_printf(g, "%s", cg_name(g, e->name));
         break;
     case E_PARAM:

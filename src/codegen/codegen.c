@@ -221,12 +221,10 @@ bool cg_printed(const cg_ctx *g, const void *what)
     return false;
 }
 
-const char *const cg_tid_names[3] = { "tid0", "tid1", "tid2" };
-
 int cg_tid_index(const char *name)
 {
     for (int d = 0; d < 3; d++)
-        if (!strcmp(name, cg_tid_names[d])) return d;
+        if (!strcmp(name, lower_tid_names[d])) return d;
     return -1;
 }
 
@@ -245,12 +243,12 @@ void cg_thread_layout(const lower_kernel *k, int *tdim)
     tdim[2] = set ? k->tdim[2] : 1;
 }
 
-void cg_tid_defs(cg_ctx *g, const lower_kernel *k, const char *type, const char *tid)
+void cg_tid_defs(cg_ctx *g, const lower_kernel *k, const char *type, const char *tid, bool all)
 {
     int T[3];
     cg_thread_layout(k, T);
     for (int d = 0; d < 3; d++) {
-        if (!cg_printed_var(g, cg_tid_names[d])) continue;
+        if (!all && !cg_printed_var(g, lower_tid_names[d])) continue;
         if (d == 0)
             cg_line(g, T[1] * T[2] > 1 ? "const %s tid0 = (%s)(%s %% %d);" : "const %s tid0 = (%s)(%s);", type, type,
                     tid, T[0]);
@@ -331,7 +329,7 @@ void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k)
         /* a work-group of shape T: its dimensions are tid0..2, tid their
          * flat index (dimension 0 fastest) */
         for (int d = 0; d < 3; d++)
-            if (cg_printed_var(g, cg_tid_names[d]))
+            if (cg_printed_var(g, lower_tid_names[d]))
                 cg_line(g, "const %s tid%d = (%s)%s(%d);", t->gpu.index_type, d, t->gpu.index_type,
                         t->gpu.local_id, d);
         if (cg_printed_var(g, "tid")) {
@@ -345,7 +343,7 @@ void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k)
     }
     if (cg_printed_var(g, "tid") || g->printed_tidn[0] || g->printed_tidn[1] || g->printed_tidn[2])
         cg_line(g, "const %s tid = (%s)%s;", t->gpu.index_type, t->gpu.index_type, t->gpu.tid);
-    cg_tid_defs(g, k, t->gpu.index_type, "tid");
+    cg_tid_defs(g, k, t->gpu.index_type, "tid", false);
 }
 
 void cg_gpu_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
@@ -602,7 +600,7 @@ static void pr_kernel(cg_ctx *g, const lower_kernel *k)
     cg_env_push(g, "tid", 0, k->nthreads > 0 ? k->nthreads - 1 : 0);
     int T[3];
     cg_thread_layout(k, T);
-    for (int d = 0; d < 3; d++) cg_env_push(g, cg_tid_names[d], 0, T[d] - 1);
+    for (int d = 0; d < 3; d++) cg_env_push(g, lower_tid_names[d], 0, T[d] - 1);
     g->indent = 0;
     g->out = &scratch;
     g->t->kernel_open(g, k);

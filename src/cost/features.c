@@ -645,18 +645,18 @@ static const feat_form *warp_forms(const feat_form *dims, feat_form *out) {
     return out;
 }
 
+_Static_assert(_Alignof(feat_form) >= _Alignof(feat_form *), "warp_of puts pointers after feat_forms");
+
 /* Loads and stores of one warp (lanes first .. first + nlanes - 1). */
 static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first, int nlanes, bool unrolled,
                    bool cached, warp_costs *w) {
     memset(w, 0, sizeof *w);
     const feat_stage_access *a = sp->acc;
-    const feat_form **calls = malloc(sizeof *calls * (size_t)(a->n + 1));
-    feat_form (*narrowed)[SC_MAX_DIMS] = malloc(sizeof *narrowed * (size_t)(a->n + 1));
-    if (!calls || !narrowed) {
-        free(calls);
-        free(narrowed);
-        return -1;
-    }
+    /* one allocation: the narrowed forms of every call, then the calls
+     * (pointers) passed on per producer */
+    feat_form (*narrowed)[SC_MAX_DIMS] = malloc((sizeof *narrowed + sizeof(feat_form *)) * (size_t)(a->n + 1));
+    if (!narrowed) return -1;
+    const feat_form **calls = (const feat_form **)(void *)(narrowed + a->n + 1);
     int rc = 0;
     for (int p = 0; p < a->nprods && !rc; p++) {
         const sc_func *g = a->prods[p];
@@ -676,7 +676,6 @@ static int warp_of(ctx *c, const sc_func *f, const stage_pic *sp, int64_t first,
         calls[0] = a->store;
         rc = warp_access(c, &sp->lanes, 1, calls, &st, first, nlanes, unrolled, cached, &w->store[own == MEM_S]);
     }
-    free(calls);
     free(narrowed);
     return rc;
 }

@@ -139,6 +139,15 @@ static void names_clear(ctx *c) {
 /* A fresh variable name for this kernel, from a readable stem. */
 static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+const char *const lower_tid_names[3] = { "tid0", "tid1", "tid2" };
+
+static bool thread_name(const char *name) {
+    if (!strcmp(name, "bid") || !strcmp(name, "tid")) return true;
+    for (int d = 0; d < 3; d++)
+        if (!strcmp(name, lower_tid_names[d])) return true;
+    return false;
+}
+
 static const char *fresh(ctx *c, const char *fmt, ...) {
     char stem[200], name[220];
     va_list ap;
@@ -147,8 +156,7 @@ static const char *fresh(ctx *c, const char *fmt, ...) {
     va_end(ap);
     snprintf(name, sizeof name, "%s", stem);
     for (int k = 2;; k++) {
-        bool taken = !strcmp(name, "bid") || !strcmp(name, "tid") || !strcmp(name, "tid0") || !strcmp(name, "tid1") ||
-                     !strcmp(name, "tid2") || (c->ntab && c->ntab[name_slot(c, name)]);
+        bool taken = thread_name(name) || (c->ntab && c->ntab[name_slot(c, name)]);
         if (!taken) break;
         snprintf(name, sizeof name, "%s_%d", stem, k);
     }
@@ -606,16 +614,17 @@ static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const 
         c->k->tdim[1] = c->k->tdim[2] = 1;
     }
     for (int k = 0; k < np; k++) {
-        static const char *const tidn[3] = { "tid0", "tid1", "tid2" };
-        bool mod = nest_thread_digit_wraps(threads, np, k);
-        sc_expr *t = mk_var(c, "tid");
-        if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
-        if (mod) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
-        if (per_loop && threads[k] > 1) {
+        sc_expr *t;
+        if (threads[k] == 1) {
+            t = mk_int(c, 0);
+        } else if (per_loop) {
             c->k->tdim[j] = threads[k];
-            t = mk_var(c, tidn[j++]);
+            t = mk_var(c, lower_tid_names[j++]);
+        } else {            /* a digit of the flat index */
+            t = mk_var(c, "tid");
+            if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
+            if (nest_thread_digit_wraps(threads, np, k)) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
         }
-        if (threads[k] == 1) t = mk_int(c, 0);
         sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, rec->serial[k])));
         out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
         below *= threads[k];

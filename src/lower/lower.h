@@ -92,6 +92,10 @@ struct kstmt {
     sc_expr *coords[SC_MAX_DIMS]; /* KS_STORE: absolute Func coordinates */
 };
 
+/* The names lowering gives the thread indices, which no Func variable or
+ * let takes: the root phase's per-loop indices (lower_kernel.tdim). */
+extern const char *const lower_tid_names[3];
+
 typedef struct {
     const char *name;             /* e.g. "blur_y_s0" */
     int64_t nblocks;
