@@ -718,11 +718,11 @@ static void test_reduction_tile_loads(void) {
     featured_free(&one);
 }
 
-/* Footprints of irregular and mixed accesses, per thread (one point):
- * a clamped data-dependent row reads at most the clamp's 8 rows; a row
- * modulo 4 at most 4 rows; a Func read both directly and transposed, the
- * sum of the two calls' spans (1 + 1 in each dimension).  Before bounded
- * forms, each of these was the whole input (feat_access.h). */
+/* Footprints of irregular and mixed accesses: over the whole output, a
+ * clamped data-dependent row reads at most the clamp's 8 rows and a row
+ * modulo 4 at most 4 rows (before bounded forms, each was the whole
+ * input: feat_access.h); per thread, each call reads one element per
+ * point, however wide its box (the cap on footprints). */
 static void test_bounded_footprints(void) {
     static const char *const src[3] = {
         "pipeline bfp;\ninput f32 in(256, 64);\ninput u8 idx(256, 64);\n"
@@ -730,15 +730,30 @@ static void test_bounded_footprints(void) {
         "pipeline bfp;\ninput f32 in(256, 64);\nout(x, y) = in(x, y % 4);\noutput out(256, 64);\n",
         "pipeline bfp;\ninput f32 in(64, 64);\nout(x, y) = in(x, y) + in(y, x);\noutput out(64, 64);\n",
     };
-    static const double bytes[3] = { 8 * 4 + 1, 4 * 4, 2 * 2 * 4 };   /* + the u8 index read */
+    /* a realization (the whole output) reads the boxes: 8 rows of in and
+     * every idx byte; 4 rows; all of in */
+    static const double whole[3] = { 256 * 8 * 4 + 256 * 64, 256 * 4 * 4, 64 * 64 * 4 };
+    /* a thread of one point reads one element per call, however wide the
+     * box of its residual: 4 bytes of in and the u8 index; 4; two floats */
+    static const double thread[3] = { 4 + 1, 4, 2 * 4 };
     for (int i = 0; i < 3; i++) {
         featured x;
-        if (featurize(&x, src[i], "schedule bfp;\nout: root [x=32x1 y=1x1];\n"))
-            EXPECT(&x, "out", "unique_global_bytes_read_per_thread", bytes[i]);
-        else
+        if (featurize(&x, src[i], "schedule bfp;\nout: root [x=32x1 y=1x1];\n")) {
+            EXPECT(&x, "out", "unique_global_bytes_read_per_realization", whole[i]);
+            EXPECT(&x, "out", "unique_global_bytes_read_per_thread", thread[i]);
+        } else {
             CHECK(false);
+        }
         featured_free(&x);
     }
+    /* a 2x2 tile per thread: in(x, y) and in(y, x) each read a 2x2 block,
+     * 8 floats, where the box of the summed spans is 4x4 */
+    featured x;
+    if (featurize(&x, src[2], "schedule bfp;\nout: root [x=32x2 y=1x2];\n"))
+        EXPECT(&x, "out", "unique_global_bytes_read_per_thread", 2 * 2 * 2 * 4);
+    else
+        CHECK(false);
+    featured_free(&x);
 }
 
 /* A warp reads an upsampling tap, x/2 - 1 + 2*(x % 2) (clamped: a bounded

@@ -838,13 +838,23 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
         const int64_t *lim = stored_extent(c, g);
         int64_t ext[SC_MAX_DIMS];
         double gsize = (double)sc_type_size(g->type);
+        int ncalls = 0;
+        for (int i = 0; i < a->n; i++) ncalls += a->prod_of[i] == q;
         for (int level = 0; level < 2; level++) {
-            footprint(sp, q, level ? sp->serial : sp->extent, lim, ext);
+            const int64_t *loops = level ? sp->serial : sp->extent;
+            footprint(sp, q, loops, lim, ext);
             double bytes = gsize, lines = 1;
             for (int d = 0; d < g->ndims; d++) {
                 bytes *= (double)ext[d];
                 if (d) lines *= (double)ext[d];
             }
+            /* a point reads one element per call: no more than that, where
+             * an irregular call's box (its residual, or the whole Func)
+             * is wider than what the region's points can read */
+            double reads = ncalls;
+            for (int j = 0; j < nl; j++) reads *= (double)loops[j];
+            if (bytes > reads * gsize) bytes = reads * gsize;
+            if (lines > reads) lines = reads;
             v[FEAT_AT(level ? ub_thr[m] : ub_real[m])] += bytes;
             v[FEAT_AT(level ? ul_thr[m] : ul_real[m])] += lines;
         }
