@@ -438,7 +438,7 @@ static void test_generations(void) {
     free(texts);
     seen v = { 0 };
     CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
-    /* t3 and t1's new time (generation 3) first, then t2 (generation 1) */
+    /* t3 and t1's new time (this build's generation) first, then t2 (generation 1) */
     CHECK(v.n == 3 && v.ms[0] == 3 && v.ms[1] == 6 && v.ms[2] == 4);
     /* one device row only: the superseding time must be of that device's key */
     v = (seen){ 0 };

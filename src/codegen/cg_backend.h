@@ -199,6 +199,12 @@ struct cg_ctx {
     bool printed_tidn[3];             /* tid0, tid1, tid2 (lower_kernel.tdim) */
     char scratch[CG_SCRATCH_N][CG_SCRATCH];   /* names made by cg_host_* */
     int nscratch;
+    /* Interior blocks (codegen.c): LETs of these names get at most these
+     * ranges, and the conditionals printed (integer min and max, selects,
+     * ifs) that their ranges did not decide are counted. */
+    struct { const char *var; int64_t lo, hi; } ovr[SC_MAX_DIMS];
+    int novr;
+    int64_t undecided;
 };
 
 void *cg_grow(void *p, size_t n);          /* realloc, aborting when out of memory */

@@ -228,6 +228,15 @@ static int stands_for(const cg_ctx *g, const cg_node *n)
     const sc_expr *e = n->e;
     if (e->kind == E_SELECT && cg_folds(&g->node[n->kid[0]]))
         return n->kid[g->node[n->kid[0]].lo ? 1 : 2];
+    /* an integer min or max that its operands' ranges decide */
+    if (e->kind == E_BINARY && (e->op == SC_MIN || e->op == SC_MAX) && e->type != SC_F32) {
+        const cg_node *a = &g->node[n->kid[0]], *b = &g->node[n->kid[1]];
+        bool min = e->op == SC_MIN;
+        if (min ? a->hi <= b->lo : a->lo >= b->hi)
+            return n->kid[0];
+        if (min ? b->hi <= a->lo : b->lo >= a->hi)
+            return n->kid[1];
+    }
     if (e->kind == E_BINARY && (e->op == SC_AND || e->op == SC_OR)) {
         int64_t neutral = e->op == SC_AND;
         for (int i = 0; i < 2; i++) {
@@ -412,8 +421,8 @@ static void pr_binary(cg_ctx *g, const cg_node *n, bool top)
         else
             helper_call(g, op == SC_DIV ? H_DIV : H_MOD, t, op == SC_DIV ? "div" : "mod", a, b);
         break;
-    case SC_MIN: helper_call(g, H_MIN, t, "min", a, b); break;
-    case SC_MAX: helper_call(g, H_MAX, t, "max", a, b); break;
+    case SC_MIN: g->undecided++; helper_call(g, H_MIN, t, "min", a, b); break;
+    case SC_MAX: g->undecided++; helper_call(g, H_MAX, t, "max", a, b); break;
     case SC_SHL: helper_call(g, H_SHL, t, "shl", a, b); break;
     case SC_SHR: helper_call(g, H_SHR, t, "shr", a, b); break;
     default:
@@ -601,6 +610,7 @@ void cg_expr(cg_ctx *g, int id, bool top)
     case E_BINARY: pr_binary(g, n, top); break;
     case E_MATH:   pr_math(g, n); break;
     case E_SELECT:
+        g->undecided++;
         cg_printf(g, top ? "" : "(");
         cg_expr(g, n->kid[0], false);
         cg_printf(g, " ? ");

@@ -372,6 +372,29 @@ void cg_gpu_kernel_close(cg_ctx *g, const lower_kernel *k)
 static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top);
 
 /* The statements of a scope whose braces the caller prints. */
+/* Inside `if (cond)`: the variables that cond bounds by a constant
+ * (v < c, v <= c, and the terms of &&) get the narrower range. */
+static void narrow_env(cg_ctx *g, const sc_expr *cond)
+{
+    if (cond->kind != E_BINARY)
+        return;
+    if (cond->op == SC_AND) {
+        narrow_env(g, cond->args[0]);
+        narrow_env(g, cond->args[1]);
+        return;
+    }
+    const sc_expr *v = cond->args[0], *c = cond->args[1];
+    if ((cond->op != SC_LT && cond->op != SC_LE) || v->kind != E_VAR || c->kind != E_CONST || c->type == SC_F32)
+        return;
+    for (int i = g->nenv - 1; i >= 0; i--)
+        if (!strcmp(g->env[i].name, v->name)) {
+            int64_t hi = cond->op == SC_LT ? c->c.i - 1 : c->c.i;
+            if (hi < g->env[i].hi)
+                cg_env_push(g, v->name, g->env[i].lo, hi < g->env[i].lo ? g->env[i].lo : hi);
+            return;
+        }
+}
+
 static void pr_body(cg_ctx *g, const kstmt *s)
 {
     int saved = g->nenv;
@@ -458,12 +481,24 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
     case KS_IF: {
         cg_st_begin(g);
         int c = cg_st_root(g, s->cond, 1);
+        if (cg_folds(&g->node[c])) {        /* decided by the ranges */
+            if (g->node[c].lo) {
+                cg_line(g, "{");
+                pr_body(g, s->body);
+                cg_line(g, "}");
+            }
+            break;
+        }
+        g->undecided++;
         cg_st_hoist(g, c);
         cg_put_indent(g);
         cg_printf(g, "if (");
         cg_expr(g, c, true);
         cg_printf(g, ") {\n");
+        int saved = g->nenv;
+        narrow_env(g, s->cond);
         pr_body(g, s->body);
+        g->nenv = saved;
         cg_line(g, "}");
         break;
     }
@@ -475,7 +510,13 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
         cg_printf(g, "const %s %s = ", g->t->type[s->value->type], cg_name(g, s->var));
         cg_expr(g, v, true);
         cg_printf(g, ";\n");
-        cg_env_push(g, s->var, g->node[v].lo, g->node[v].hi);
+        int64_t lo = g->node[v].lo, hi = g->node[v].hi;
+        for (int i = 0; i < g->novr; i++)
+            if (!strcmp(g->ovr[i].var, s->var)) {
+                lo = lo > g->ovr[i].lo ? lo : g->ovr[i].lo;
+                hi = hi < g->ovr[i].hi ? hi : g->ovr[i].hi;
+            }
+        cg_env_push(g, s->var, lo, hi);
         if (s->value->type == SC_F32)
             g->nenv--;                      /* no range for floats */
         break;
@@ -581,6 +622,169 @@ static void pr_comment_text(cg_ctx *g, const char *s)
         cg_printf(g, s[0] == '*' && s[1] == '/' ? "* " : "%c", *s);
 }
 
+/* The phases of k, after its block_setup. */
+static void pr_phases(cg_ctx *g, const lower_kernel *k)
+{
+    int saved = g->nenv;
+    for (int i = 0; i < k->nphases; i++) {
+        g->t->phase_open(g, k, i);
+        pr_stmt(g, k->phases[i], true);
+        g->nenv = saved;
+        g->t->phase_close(g, k, i);
+    }
+}
+
+/* Sets the ranges of k's block bases to the blocks jlo[b] .. jhi[b] of
+ * each (cg_ctx.ovr). */
+static void set_interior(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi)
+{
+    g->novr = k->nbases;
+    for (int b = 0; b < k->nbases; b++) {
+        g->ovr[b].var = k->bases[b].var;
+        g->ovr[b].lo = k->bases[b].min + k->bases[b].step * jlo[b];
+        g->ovr[b].hi = k->bases[b].min + k->bases[b].step * jhi[b];
+    }
+}
+
+/* The conditionals that the kernel's body leaves undecided when its
+ * blocks are those of jlo .. jhi: block_setup and the phases printed into
+ * scratch, then dropped.  block_setup's LETs are pushed again, shadowing
+ * the printed ones, and popped after. */
+static int64_t undecided_in(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi)
+{
+    cg_buf scratch = {0}, *out = g->out;
+    int indent = g->indent, nenv = g->nenv, ntmp = g->ntmp;
+    set_interior(g, k, jlo, jhi);
+    g->out = &scratch;
+    g->undecided = 0;
+    pr_stmt(g, k->block_setup, true);
+    pr_phases(g, k);
+    free(scratch.s);
+    g->out = out;
+    g->indent = indent;
+    g->nenv = nenv;
+    g->ntmp = ntmp;
+    g->novr = 0;
+    return g->undecided;
+}
+
+/*
+ * Interior blocks.  At an image's edges a stage clamps its coordinates
+ * (repeat_edge's min and max), selects (a constant exterior) and guards a
+ * partial tile; in the blocks away from the edges none of these can
+ * change anything, and the code without them is plain affine loads that
+ * a CPU's OpenCL vectorizes (a clamped address is a gather to it: one
+ * u16 copy with repeat_edge ran 4-8x faster without).  The kernel's body
+ * is printed twice, `if (the block bases are within the interior) {
+ * body with the ranges of interior blocks } else { body }`: the first
+ * copy's min, max, select and if that the ranges decide are printed as
+ * their result (stands_for, KS_IF).  The condition depends on the block
+ * alone, so every thread of a block takes the same branch (barriers
+ * inside are allowed).
+ *
+ * The interior is found from the middle blocks: with every base within
+ * its middle three blocks the body has fewest undecided conditionals
+ * (three, not one: a guard relative to another variable, `y <
+ * y_min + 6`, is decided for one block but not for a range, and must
+ * not shrink the interior to one block); each base's range of blocks
+ * then grows, by bisection on each side, as long as no conditional more
+ * is left undecided.  True when some conditional is decided there that is
+ * not in every block; jlo, jhi: the interior's blocks per base.
+ */
+static bool interior_blocks(cg_ctx *g, const lower_kernel *k, int64_t *jlo, int64_t *jhi)
+{
+    int nb = k->nbases;
+    if (nb == 0)
+        return false;
+    int64_t mlo[SC_MAX_DIMS], mhi[SC_MAX_DIMS];
+    for (int b = 0; b < nb; b++) {
+        jlo[b] = 0;
+        jhi[b] = k->bases[b].count - 1;
+        mlo[b] = jhi[b] / 2 - 1 > 0 ? jhi[b] / 2 - 1 : 0;
+        mhi[b] = jhi[b] / 2 + 1 < jhi[b] ? jhi[b] / 2 + 1 : jhi[b];
+    }
+    int64_t all = undecided_in(g, k, jlo, jhi);
+    if (all == 0)
+        return false;
+    int64_t best = undecided_in(g, k, mlo, mhi);
+    if (best >= all)
+        return false;
+    for (int b = 0; b < nb; b++) {
+        jlo[b] = mlo[b];
+        jhi[b] = mhi[b];
+    }
+    for (int b = 0; b < nb; b++) {
+        int64_t lo = 0, hi = mlo[b];        /* the lowest first block that keeps best */
+        while (lo < hi) {
+            jlo[b] = lo + (hi - lo) / 2;
+            if (undecided_in(g, k, jlo, jhi) == best)
+                hi = jlo[b];
+            else
+                lo = jlo[b] + 1;
+        }
+        jlo[b] = lo;
+        lo = mhi[b];
+        hi = k->bases[b].count - 1;         /* the highest last block */
+        while (lo < hi) {
+            jhi[b] = hi - (hi - lo) / 2;
+            if (undecided_in(g, k, jlo, jhi) == best)
+                lo = jhi[b];
+            else
+                hi = jhi[b] - 1;
+        }
+        jhi[b] = lo;
+    }
+    return true;
+}
+
+/* The kernel's body after block_setup (printed): the interior blocks'
+ * copy and the general one, or the general one alone. */
+static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
+{
+    int env1 = g->nenv;
+    int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
+    if (!interior_blocks(g, k, jlo, jhi)) {
+        pr_phases(g, k);
+        return;
+    }
+    cg_put_indent(g);
+    cg_printf(g, "if (");
+    const char *and = "";
+    for (int b = 0; b < k->nbases; b++) {
+        const char *v = cg_name(g, k->bases[b].var);
+        if (jlo[b] > 0) {
+            cg_printf(g, "%s%s >= %" PRId64, and, v, k->bases[b].min + k->bases[b].step * jlo[b]);
+            and = " && ";
+        }
+        if (jhi[b] < k->bases[b].count - 1) {
+            cg_printf(g, "%s%s <= %" PRId64, and, v, k->bases[b].min + k->bases[b].step * jhi[b]);
+            and = " && ";
+        }
+    }
+    cg_printf(g, "%s) {    /* interior blocks: no edge handling */\n", *and ? "" : "1");
+    cg_indent(g, 1);
+    /* block_setup's ranges in the interior (printed into scratch: LETs
+     * shadowing the printed ones) */
+    cg_buf scratch = {0}, *out = g->out;
+    int indent = g->indent, ntmp = g->ntmp;
+    set_interior(g, k, jlo, jhi);
+    g->out = &scratch;
+    pr_stmt(g, k->block_setup, true);
+    g->ntmp = ntmp;
+    free(scratch.s);
+    g->out = out;
+    g->indent = indent;
+    g->novr = 0;
+    pr_phases(g, k);
+    cg_indent(g, -1);
+    cg_line(g, "} else {");
+    cg_indent(g, 1);
+    g->nenv = env1;
+    pr_phases(g, k);
+    cg_indent(g, -1);
+    cg_line(g, "}");
+}
+
 /*
  * A kernel.  The body is printed first, into its own buffer, so that the
  * frame knows which buffers, parameters and index variables it really
@@ -606,14 +810,9 @@ static void pr_kernel(cg_ctx *g, const lower_kernel *k)
     g->t->kernel_open(g, k);
     free(scratch.s);
     g->out = &body;
+    int indent = g->indent;
     pr_stmt(g, k->block_setup, true);
-    int saved = g->nenv, indent = g->indent;
-    for (int i = 0; i < k->nphases; i++) {
-        g->t->phase_open(g, k, i);
-        pr_stmt(g, k->phases[i], true);
-        g->nenv = saved;
-        g->t->phase_close(g, k, i);
-    }
+    pr_kernel_body(g, k);
     g->out = out;
     g->indent = 0;
     cg_printf(g, "\n/* %s (%" PRId64 " x %d threads, %d phase%s): ", k->name, k->nblocks,

@@ -18,8 +18,11 @@
  *      u16 5x5 stencil at the image origin ran 16.3 ms before, 2.2 after;
  *   3  the same day: OpenCL work-groups shaped by the root phase's threads
  *      per loop (lower_kernel.tdim), its coordinates the local ids: the
- *      stencil with 16 x 4 threads ran 16.4 ms before, 2.4 after. */
-#define CG_GENERATION 3
+ *      stencil with 16 x 4 threads ran 16.4 ms before, 2.4 after;
+ *   4  2026-11-27: interior blocks, a second copy of a kernel's body
+ *      without its edge handling (codegen.c): harris's repeat_edge copy
+ *      ran 8.1 ms before, 2.7 after (docs/backends.md). */
+#define CG_GENERATION 4
 
 #include "lower.h"
 

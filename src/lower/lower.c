@@ -641,7 +641,10 @@ static void emit_block_phases(ctx *c, const sc_func *prod, const nest_func *mf, 
         kstmt *phase = stmt(c, KS_SEQ), *inner = stmt(c, KS_SEQ);
         sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
         thread_bases(c, prod, rec, dims, mins, tb, inner, false);
-        for (int q = 0; q < np; q++) limit[q] = mk_bin(c, SC_ADD, mins[q], mk_int(c, rec->extent[q]));
+        /* a guard only where the threads' tiles reach past the footprint */
+        for (int q = 0; q < np; q++)
+            limit[q] = rec->threads[q] * rec->serial[q] > rec->extent[q]
+                           ? mk_bin(c, SC_ADD, mins[q], mk_int(c, rec->extent[q])) : NULL;
         emit_stage(c, prod, s, rec, a, tb, limit, inner);
         if (rec->threads_used < k->nthreads) {
             kstmt *g = stmt(c, KS_IF);
@@ -844,6 +847,12 @@ static void build_kernel(ctx *c, const nest_kernel *mk) {
         if (nb[q] == 1) b = mk_int(c, 0);
         sc_expr *v = mk_bin(c, SC_ADD, mk_int(c, mn[q]), mk_bin(c, SC_MUL, b, mk_int(c, blk[q])));
         base[q] = v->kind == E_CONST ? v : let(c, k->block_setup, fresh(c, "%s_%s_b", r->name, r->vars[dims[q]]), v);
+        if (base[q]->kind == E_VAR && nb[q] > 1) {
+            k->bases[k->nbases].var = base[q]->name;
+            k->bases[k->nbases].min = mn[q];
+            k->bases[k->nbases].step = blk[q];
+            k->bases[k->nbases++].count = nb[q];
+        }
         below *= nb[q];
     }
     fp_box box = make_box(c, r, st, base, blk);

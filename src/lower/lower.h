@@ -120,6 +120,15 @@ typedef struct {
      * tdim; CUDA and C derive them from tid).  With more threaded loops,
      * tdim is {nthreads, 1, 1} and every phase reads tid alone. */
     int tdim[3];
+    /* The block's tile base in each pure loop of the root stage that has
+     * more than one block: the variable LET in block_setup takes the
+     * values min + step * j, j in [0, count) (the code generator's
+     * interior blocks, docs/backends.md). */
+    int nbases;
+    struct {
+        const char *var;
+        int64_t min, step, count;
+    } bases[SC_MAX_DIMS];
     int nstaged;                  /* staged copies (register staging) */
     int64_t staged_elems;         /* their elements, summed */
     const char *comment;          /* the schedule of the Func, one line */

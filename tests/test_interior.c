@@ -1,0 +1,168 @@
+/*
+ * test_interior.c - interior blocks (codegen.c, docs/backends.md): a
+ * kernel whose edge blocks clamp coordinates, select a constant exterior
+ * or guard a partial tile gets a second copy of its body for the blocks
+ * away from the edges, without them.  Checked here:
+ *  - the copy is there, with the condition on the block bases that the
+ *    edges give, and its body has no clamp, select or guard left;
+ *  - a kernel without edge handling, or of one block, has no copy;
+ *  - every schedule runs on the C and OpenCL back ends and matches the
+ *    reference evaluator bit for bit, block-level Funcs (phases and
+ *    barriers inside the branch) and tails included;
+ *  - the CUDA code of the same schedules compiles (NVRTC), where the
+ *    toolkit is installed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "codegen.h"
+#include "exec.h"
+#include "fixtures.h"
+#include "measure.h"
+
+static fixture_device devs[2];
+static int ndev;
+static fixture_device cuda;
+
+/* A 3x3 blur of a repeat_edge input, 100 x 77 (tails in both loops). */
+static const char blur_pipe[] =
+    "pipeline edge_blur;\n"
+    "size W = 100;\n"
+    "size H = 77;\n"
+    "input u16 in(W, H);\n"
+    "clamped = repeat_edge(in);\n"
+    "bx(x, y) = u16((u32(clamped(x - 1, y)) + clamped(x, y) + clamped(x + 1, y)) / 3);\n"
+    "out(x, y) = u16((u32(bx(x, y - 1)) + bx(x, y) + bx(x, y + 1)) / 3);\n"
+    "output out(W, H);\n";
+
+/* A constant exterior (a select of the coordinates) read by a 5-tap
+ * stencil along y. */
+static const char zero_pipe[] =
+    "pipeline edge_zero;\n"
+    "size W = 40;\n"
+    "size H = 30;\n"
+    "input f32 in(W, H);\n"
+    "padded = constant_exterior(in, 0.0);\n"
+    "out(x, y) = padded(x, y - 2) + padded(x, y - 1) + padded(x, y) + padded(x, y + 1) + padded(x, y + 2);\n"
+    "output out(W, H);\n";
+
+/* No edges: a pointwise scale. */
+static const char plain_pipe[] =
+    "pipeline plain;\n"
+    "input f32 in(64, 16);\n"
+    "out(x, y) = in(x, y) * 2.0;\n"
+    "output out(64, 16);\n";
+
+typedef struct {
+    const char *name, *pipe, *sched;
+    const char *kernel;           /* the kernel checked for its interior copy */
+    const char *condition;        /* its condition, or NULL: no copy */
+} shape;
+
+static const shape shapes[] = {
+    /* the edges: x = -1 and 100 (bx's blocks of 8 start at 0: the first
+     * reads x - 1, the last is partial), y = -1 and 77 (blocks of 2 rows
+     * from -1) */
+    { "blur_root", blur_pipe,
+      "schedule edge_blur;\nout: root [x=8x1 y=1x1];\nbx: root [x=8x1 y=2x1];\nclamped: inline;\n",
+      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {" },
+    /* bx at block level: two phases with a barrier in each copy */
+    { "blur_block", blur_pipe,
+      "schedule edge_blur;\nout: root [x=8x2 y=4x1];\nbx: block of out [x=16 y=1];\nclamped: inline;\n",
+      "out_s0", "if (out_x_b >= 16 && out_x_b <= 80 && out_y_b >= 4 && out_y_b <= 72) {" },
+    { "blur_clamped_root", blur_pipe,
+      "schedule edge_blur;\nout: root [x=4x2 y=2x2];\nbx: inline;\nclamped: root [x=16x1 y=1x1];\n",
+      "clamped_s0", "if (clamped_x_b >= 15 && clamped_x_b <= 79 && clamped_y_b >= 0 && clamped_y_b <= 76) {" },
+    /* the select of constant_exterior, along y only */
+    { "zero_root", zero_pipe,
+      "schedule edge_zero;\nout: root [x=8x1 y=1x2];\npadded: inline;\n",
+      "out_s0", "if (out_y_b >= 2 && out_y_b <= 26) {" },
+    { "plain", plain_pipe, "schedule plain;\nout: root [x=16x1 y=1x1];\n", "out_s0", NULL },
+    { "one_block", blur_pipe,
+      "schedule edge_blur;\nout: root [x=128x1 y=1x77];\nbx: inline;\nclamped: inline;\n", "out_s0", NULL },
+};
+
+/* The text of kernel `name` in the code, up to the next kernel's comment. */
+static char *kernel_text(const char *code, const char *name) {
+    char head[128];
+    snprintf(head, sizeof head, "/* %s (", name);
+    const char *s = strstr(code, head);
+    if (!s) return NULL;
+    const char *e = strstr(s + 1, "\n/* ");
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    char *r = malloc(n + 1);
+    if (!r) abort();
+    memcpy(r, s, n);
+    r[n] = 0;
+    return r;
+}
+
+static void check_copy(const shape *sh, const lower_program *prog) {
+    char *code = cg_generate(prog, CG_OPENCL);
+    char *k = code ? kernel_text(code, sh->kernel) : NULL;
+    check_report(k != NULL, "%s: kernel %s in the OpenCL code", sh->name, sh->kernel);
+    if (!k) {
+        free(code);
+        return;
+    }
+    const char *at = strstr(k, "/* interior blocks");
+    if (!sh->condition) {
+        check_report(!at, "%s: %s has no interior copy", sh->name, sh->kernel);
+    } else {
+        const char *c = strstr(k, sh->condition);
+        check_report(c && at && c < at, "%s: %s's interior condition is '%s'", sh->name, sh->kernel, sh->condition);
+        /* the interior copy, up to "} else {", decides every edge */
+        const char *end = at ? strstr(at, "} else {") : NULL;
+        bool clean = at && end;
+        for (const char *w = at; clean && w < end; w++)
+            if (!strncmp(w, "sc_min_", 7) || !strncmp(w, "sc_max_", 7) || !strncmp(w, " ? ", 3) ||
+                (!strncmp(w, "if (", 4) && strncmp(w, "if (tid < ", 10)))   /* threads a phase uses: not an edge */
+                clean = false;
+        check_report(clean, "%s: no clamp, select or guard left in the interior copy of %s", sh->name, sh->kernel);
+        /* the general copy still has them */
+        check_report(end && (strstr(end, "sc_min_") || strstr(end, " ? ")),
+                     "%s: the general copy of %s keeps its edge handling", sh->name, sh->kernel);
+    }
+    free(k);
+    free(code);
+}
+
+static void run_shape(const shape *sh) {
+    char err[8192] = "";
+    fixture fx = fixture_load(sh->pipe);
+    sched_state *s = sched_parse(fx.a, fx.p, sh->name, sh->sched, err, sizeof err);
+    lower_program *prog = s ? lower_schedule(fx.a, fx.p, fx.b, s, err, sizeof err) : NULL;
+    sc_buffer **in = NULL, **ref = NULL;
+    if (!prog || measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) != 0) {
+        check_report(false, "%s: %s", sh->name, err);
+        fixture_unload(&fx);
+        return;
+    }
+    check_copy(sh, prog);
+    for (int d = 0; d < ndev; d++) {
+        bool ok = fixture_run_exact(&devs[d], prog, in, ref, 60000, true, err, sizeof err);
+        check_report(ok, "%s on %s%s%s", sh->name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
+    }
+    if (cuda.dev) {
+        char *src = cg_generate(prog, CG_CUDA), opts[128];
+        snprintf(opts, sizeof opts, "%s -arch=sm_80", cg_required_options(CG_CUDA));
+        rt_module *m = cuda.ops->compile(cuda.dev, src, opts, err, sizeof err);
+        check_report(m != NULL, "%s/cuda: compiles%s%s", sh->name, m ? "" : ": ", m ? "" : err);
+        if (m) cuda.ops->module_free(m);
+        free(src);
+    }
+    measure_buffers_free(fx.p, in, ref);
+    fixture_unload(&fx);
+}
+
+int main(void) {
+    char err[512];
+    ndev = fixture_open_devices(devs);
+    cuda.ops = &rt_cuda_ops;
+    cuda.dev = rt_cuda_ops.open(err, sizeof err);
+    if (!cuda.dev) printf("PASS cuda (skipped: %s)\n", err);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i]);
+    if (cuda.dev) cuda.ops->close(cuda.dev);
+    fixture_close_devices(devs, ndev);
+    CHECK_EXIT();
+}
