@@ -5,9 +5,12 @@
  * lens_blur (paper size) for an A100, compiled here with NVRTC: ptxas
  * reports that a, b and d spill (b the least) and c spills nothing
  * (tests/data/spills/: one-shot samples of lens_blur, with the tile of
- * push_down_1_dx set in b and d so that they still spill once accumulating
- * updates ran their reductions around the serial tile, which ended the
- * spills of their blurred.update(0)).
+ * push_down_1_dx set so that they still spill: in b and d once
+ * accumulating updates ran their reductions around the serial tile, which
+ * ended the spills of their blurred.update(0); in a, b and d again for code
+ * generation 4, whose interior copy of the kernel's body changed the
+ * spills: a and d now take b's former tile, which spills 12 bytes, and b
+ * takes theirs, 4).
  * The filter takes the best predicted that spills nothing; when all of
  * them spill, the best predicted within 50% of the least spilling.
  */

@@ -46,6 +46,39 @@ static const char zero_pipe[] =
     "out(x, y) = padded(x, y - 2) + padded(x, y - 1) + padded(x, y) + padded(x, y + 1) + padded(x, y + 2);\n"
     "output out(W, H);\n";
 
+/* random_41 of test_oneshot (small sizes) with its one-shot schedule:
+ * two Funcs at block level, each kernel two phases and a barrier.  With
+ * the interior test around all the phases (a barrier in each branch),
+ * PoCL 3.1's loopvec method gave 384 of 1152 points wrong. */
+static const char r41_pipe[] =
+    "pipeline random_41;\n"
+    "size W = 48;\n"
+    "size H = 48;\n"
+    "input f32 in(W, H, 3);\n"
+    "luma0(x, y) = 0.25 * in(clamp(x, 0, W - 1), clamp(y, 0, H - 1), clamp(0, 0, 3 - 1)) + 0.5 * "
+    "in(clamp(x, 0, W - 1), clamp(y, 0, H - 1), clamp(1, 0, 3 - 1)) + 0.25 * in(clamp(x, 0, W - 1), "
+    "clamp(y, 0, H - 1), clamp(2, 0, 3 - 1));\n"
+    "pad1 = constant_exterior(luma0, 0.0, W, H);\n"
+    "act2(x, y) = 1.0 / (1.0 + exp(-clamp(pad1(x, y), -30.0, 30.0)));\n"
+    "maxpool3(x, y) = max(max(max(max(max(max(max(max(act2(2 * x - 1, 2 * y - 1), act2(2 * x, 2 * y - "
+    "1)), act2(2 * x + 1, 2 * y - 1)), act2(2 * x - 1, 2 * y)), act2(2 * x, 2 * y)), act2(2 * x + 1, 2 * "
+    "y)), act2(2 * x - 1, 2 * y + 1)), act2(2 * x, 2 * y + 1)), act2(2 * x + 1, 2 * y + 1));\n"
+    "relu4(x, y) = max(maxpool3(x, y), 0.0);\n"
+    "pad5(x, y) = relu4(clamp(select(x < 0, -1 - x, select(x > (W / 2) - 1, 2 * (W / 2) - 1 - x, x)), 0, "
+    "(W / 2) - 1), clamp(select(y < 0, -1 - y, select(y > (H / 2) - 1, 2 * (H / 2) - 1 - y, y)), 0, (H / "
+    "2) - 1));\n"
+    "input f32 w0(7, 7);\n"
+    "rdom r0(-3, 7, -3, 7);\n"
+    "conv6(x, y) = 0.0;\n"
+    "conv6(x, y) += w0(r0.x + 3, r0.y + 3) * pad5(x + r0.x, y + r0.y) * 0.015625;\n"
+    "sqrt7(x, y) = sqrt(abs(conv6(x, y)));\n"
+    "up8(x, y) = 0.2500 * sqrt7(x / 2 - 1 + 2 * (x % 2), y) + 0.7500 * sqrt7(x / 2, y);\n"
+    "rdom r1(1, (H / 2) - 1);\n"
+    "scan9(x, y) = up8(x, y);\n"
+    "scan9(x, r1) = 0.8750 * scan9(x, r1 - 1) + 0.1250 * scan9(x, r1);\n"
+    "scan9(x, (H / 2) - 1 - r1) = 0.8750 * scan9(x, (H / 2) - r1) + 0.1250 * scan9(x, (H / 2) - 1 - r1);\n"
+    "output scan9(W, (H / 2));\n";
+
 /* No edges: a pointwise scale. */
 static const char plain_pipe[] =
     "pipeline plain;\n"
@@ -57,6 +90,7 @@ typedef struct {
     const char *name, *pipe, *sched;
     const char *kernel;           /* the kernel checked for its interior copy */
     const char *condition;        /* its condition, or NULL: no copy */
+    bool partial;                 /* some edges stay (too few blocks along x) */
 } shape;
 
 static const shape shapes[] = {
@@ -65,21 +99,26 @@ static const shape shapes[] = {
      * from -1) */
     { "blur_root", blur_pipe,
       "schedule edge_blur;\nout: root [x=8x1 y=1x1];\nbx: root [x=8x1 y=2x1];\nclamped: inline;\n",
-      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {" },
+      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {", false },
     /* bx at block level: two phases with a barrier in each copy */
     { "blur_block", blur_pipe,
       "schedule edge_blur;\nout: root [x=8x2 y=4x1];\nbx: block of out [x=16 y=1];\nclamped: inline;\n",
-      "out_s0", "if (out_x_b >= 16 && out_x_b <= 80 && out_y_b >= 4 && out_y_b <= 72) {" },
+      "out_s0", "if (out_x_b >= 16 && out_x_b <= 80 && out_y_b >= 4 && out_y_b <= 72) {", false },
     { "blur_clamped_root", blur_pipe,
       "schedule edge_blur;\nout: root [x=4x2 y=2x2];\nbx: inline;\nclamped: root [x=16x1 y=1x1];\n",
-      "clamped_s0", "if (clamped_x_b >= 15 && clamped_x_b <= 79 && clamped_y_b >= 0 && clamped_y_b <= 76) {" },
+      "clamped_s0", "if (clamped_x_b >= 15 && clamped_x_b <= 79 && clamped_y_b >= 0 && clamped_y_b <= 76) {", false },
     /* the select of constant_exterior, along y only */
     { "zero_root", zero_pipe,
       "schedule edge_zero;\nout: root [x=8x1 y=1x2];\npadded: inline;\n",
-      "out_s0", "if (out_y_b >= 2 && out_y_b <= 26) {" },
-    { "plain", plain_pipe, "schedule plain;\nout: root [x=16x1 y=1x1];\n", "out_s0", NULL },
+      "out_s0", "if (out_y_b >= 2 && out_y_b <= 26) {", false },
+    { "barrier_phases", r41_pipe,
+      "schedule random_41;\nscan9: root [x=32x1 y=1x3] [x=8x1] [x=8x1];\nup8: inline;\n"
+      "sqrt7: block of scan9 [x=1 y=4];\nconv6: thread of sqrt7;\npad5: inline;\nrelu4: root [x=8x1 y=1x4];\n"
+      "maxpool3: inline;\nact2: block of relu4 [x=1 y=1];\npad1: inline;\nluma0: inline;\n",
+      "scan9_s0", "if (scan9_y_b >= 3 && scan9_y_b <= 15) {", true },
+    { "plain", plain_pipe, "schedule plain;\nout: root [x=16x1 y=1x1];\n", "out_s0", NULL, false },
     { "one_block", blur_pipe,
-      "schedule edge_blur;\nout: root [x=128x1 y=1x77];\nbx: inline;\nclamped: inline;\n", "out_s0", NULL },
+      "schedule edge_blur;\nout: root [x=128x1 y=1x77];\nbx: inline;\nclamped: inline;\n", "out_s0", NULL, false },
 };
 
 /* The text of kernel `name` in the code, up to the next kernel's comment. */
@@ -113,12 +152,14 @@ static void check_copy(const shape *sh, const lower_program *prog) {
         check_report(c && at && c < at, "%s: %s's interior condition is '%s'", sh->name, sh->kernel, sh->condition);
         /* the interior copy, up to "} else {", decides every edge */
         const char *end = at ? strstr(at, "} else {") : NULL;
-        bool clean = at && end;
+        bool clean = at && end && !sh->partial;
         for (const char *w = at; clean && w < end; w++)
             if (!strncmp(w, "sc_min_", 7) || !strncmp(w, "sc_max_", 7) || !strncmp(w, " ? ", 3) ||
                 (!strncmp(w, "if (", 4) && strncmp(w, "if (tid < ", 10)))   /* threads a phase uses: not an edge */
                 clean = false;
-        check_report(clean, "%s: no clamp, select or guard left in the interior copy of %s", sh->name, sh->kernel);
+        if (!sh->partial)
+            check_report(clean, "%s: no clamp, select or guard left in the interior copy of %s", sh->name,
+                         sh->kernel);
         /* the general copy still has them */
         check_report(end && (strstr(end, "sc_min_") || strstr(end, " ? ")),
                      "%s: the general copy of %s keeps its edge handling", sh->name, sh->kernel);

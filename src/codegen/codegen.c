@@ -676,11 +676,12 @@ static int64_t undecided_in(cg_ctx *g, const lower_kernel *k, const int64_t *jlo
  * a CPU's OpenCL vectorizes (a clamped address is a gather to it: one
  * u16 copy with repeat_edge ran 4-8x faster without).  The kernel's body
  * is printed twice, `if (the block bases are within the interior) {
- * body with the ranges of interior blocks } else { body }`: the first
+ * body with the ranges of interior blocks } else { body }` (per phase):
+ * the first
  * copy's min, max, select and if that the ranges decide are printed as
  * their result (stands_for, KS_IF).  The condition depends on the block
- * alone, so every thread of a block takes the same branch (barriers
- * inside are allowed).
+ * alone, so every thread of a block takes the same branch; it is tested
+ * in each phase (pr_kernel_body says why).
  *
  * The interior is found from the middle blocks: with every base within
  * its middle three blocks the body has fewest undecided conditionals
@@ -737,52 +738,61 @@ static bool interior_blocks(cg_ctx *g, const lower_kernel *k, int64_t *jlo, int6
     return true;
 }
 
-/* The kernel's body after block_setup (printed): the interior blocks'
- * copy and the general one, or the general one alone. */
+/* The kernel's phases after block_setup (printed): in each, the interior
+ * blocks' copy and the general one, or the general one alone.  The
+ * branch is inside each phase, so that no barrier is inside a branch:
+ * though the condition is the same for every thread of a block (which
+ * OpenCL and CUDA allow), PoCL 3.1's loopvec method miscompiled barriers
+ * in the two branches (random_41 of test_oneshot: 384 of 1152 points
+ * wrong; its loops and cbs methods were right). */
 static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
 {
-    int env1 = g->nenv;
     int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
     if (!interior_blocks(g, k, jlo, jhi)) {
         pr_phases(g, k);
         return;
     }
-    cg_put_indent(g);
-    cg_printf(g, "if (");
-    const char *and = "";
-    for (int b = 0; b < k->nbases; b++) {
+    char cond[1024];
+    size_t n = 0;
+    for (int b = 0; b < k->nbases && n < sizeof cond; b++) {
         const char *v = cg_name(g, k->bases[b].var);
-        if (jlo[b] > 0) {
-            cg_printf(g, "%s%s >= %" PRId64, and, v, k->bases[b].min + k->bases[b].step * jlo[b]);
-            and = " && ";
-        }
-        if (jhi[b] < k->bases[b].count - 1) {
-            cg_printf(g, "%s%s <= %" PRId64, and, v, k->bases[b].min + k->bases[b].step * jhi[b]);
-            and = " && ";
-        }
+        if (jlo[b] > 0)
+            n += (size_t)snprintf(cond + n, sizeof cond - n, "%s%s >= %" PRId64, n ? " && " : "", v,
+                                  k->bases[b].min + k->bases[b].step * jlo[b]);
+        if (jhi[b] < k->bases[b].count - 1 && n < sizeof cond)
+            n += (size_t)snprintf(cond + n, sizeof cond - n, "%s%s <= %" PRId64, n ? " && " : "", v,
+                                  k->bases[b].min + k->bases[b].step * jhi[b]);
     }
-    cg_printf(g, "%s) {    /* interior blocks: no edge handling */\n", *and ? "" : "1");
-    cg_indent(g, 1);
-    /* block_setup's ranges in the interior (printed into scratch: LETs
-     * shadowing the printed ones) */
-    cg_buf scratch = {0}, *out = g->out;
-    int indent = g->indent, ntmp = g->ntmp;
-    set_interior(g, k, jlo, jhi);
-    g->out = &scratch;
-    pr_stmt(g, k->block_setup, true);
-    g->ntmp = ntmp;
-    free(scratch.s);
-    g->out = out;
-    g->indent = indent;
-    g->novr = 0;
-    pr_phases(g, k);
-    cg_indent(g, -1);
-    cg_line(g, "} else {");
-    cg_indent(g, 1);
-    g->nenv = env1;
-    pr_phases(g, k);
-    cg_indent(g, -1);
-    cg_line(g, "}");
+    if (n >= sizeof cond)
+        cg_bug("interior condition too long in", k->name);
+    int saved = g->nenv;
+    for (int i = 0; i < k->nphases; i++) {
+        g->t->phase_open(g, k, i);
+        cg_line(g, "if (%s) {    /* interior blocks: no edge handling */", n ? cond : "1");
+        cg_indent(g, 1);
+        /* block_setup's ranges in the interior (printed into scratch:
+         * LETs shadowing the printed ones) */
+        cg_buf scratch = {0}, *out = g->out;
+        int indent = g->indent, ntmp = g->ntmp;
+        set_interior(g, k, jlo, jhi);
+        g->out = &scratch;
+        pr_stmt(g, k->block_setup, true);
+        g->ntmp = ntmp;
+        free(scratch.s);
+        g->out = out;
+        g->indent = indent;
+        g->novr = 0;
+        pr_stmt(g, k->phases[i], true);
+        g->nenv = saved;
+        cg_indent(g, -1);
+        cg_line(g, "} else {");
+        cg_indent(g, 1);
+        pr_stmt(g, k->phases[i], true);
+        g->nenv = saved;
+        cg_indent(g, -1);
+        cg_line(g, "}");
+        g->t->phase_close(g, k, i);
+    }
 }
 
 /*
