@@ -634,37 +634,39 @@ static void pr_phases(cg_ctx *g, const lower_kernel *k)
     }
 }
 
-/* Sets the ranges of k's block bases to the blocks jlo[b] .. jhi[b] of
- * each (cg_ctx.ovr). */
-static void set_interior(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi)
+/* Pushes block_setup's LETs again with the ranges of the blocks jlo[b] ..
+ * jhi[b] of each base (cg_ctx.ovr), shadowing the printed ones: printed
+ * into scratch and dropped.  With phases, the phases too (to count what
+ * they leave undecided).  The caller pops the environment. */
+static void push_interior(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi, bool phases)
 {
+    cg_buf scratch = {0}, *out = g->out;
+    int indent = g->indent, ntmp = g->ntmp;
     g->novr = k->nbases;
     for (int b = 0; b < k->nbases; b++) {
         g->ovr[b].var = k->bases[b].var;
         g->ovr[b].lo = k->bases[b].min + k->bases[b].step * jlo[b];
         g->ovr[b].hi = k->bases[b].min + k->bases[b].step * jhi[b];
     }
-}
-
-/* The conditionals that the kernel's body leaves undecided when its
- * blocks are those of jlo .. jhi: block_setup and the phases printed into
- * scratch, then dropped.  block_setup's LETs are pushed again, shadowing
- * the printed ones, and popped after. */
-static int64_t undecided_in(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi)
-{
-    cg_buf scratch = {0}, *out = g->out;
-    int indent = g->indent, nenv = g->nenv, ntmp = g->ntmp;
-    set_interior(g, k, jlo, jhi);
     g->out = &scratch;
-    g->undecided = 0;
     pr_stmt(g, k->block_setup, true);
-    pr_phases(g, k);
+    if (phases)
+        pr_phases(g, k);
     free(scratch.s);
     g->out = out;
     g->indent = indent;
-    g->nenv = nenv;
     g->ntmp = ntmp;
     g->novr = 0;
+}
+
+/* The conditionals that the kernel's body (block_setup and phases) leaves
+ * undecided when its blocks are those of jlo .. jhi. */
+static int64_t undecided_in(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi)
+{
+    int nenv = g->nenv;
+    g->undecided = 0;
+    push_interior(g, k, jlo, jhi, true);
+    g->nenv = nenv;
     return g->undecided;
 }
 
@@ -770,18 +772,7 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
         g->t->phase_open(g, k, i);
         cg_line(g, "if (%s) {    /* interior blocks: no edge handling */", n ? cond : "1");
         cg_indent(g, 1);
-        /* block_setup's ranges in the interior (printed into scratch:
-         * LETs shadowing the printed ones) */
-        cg_buf scratch = {0}, *out = g->out;
-        int indent = g->indent, ntmp = g->ntmp;
-        set_interior(g, k, jlo, jhi);
-        g->out = &scratch;
-        pr_stmt(g, k->block_setup, true);
-        g->ntmp = ntmp;
-        free(scratch.s);
-        g->out = out;
-        g->indent = indent;
-        g->novr = 0;
+        push_interior(g, k, jlo, jhi, false);
         pr_stmt(g, k->phases[i], true);
         g->nenv = saved;
         cg_indent(g, -1);
