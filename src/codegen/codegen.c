@@ -371,7 +371,6 @@ void cg_gpu_kernel_close(cg_ctx *g, const lower_kernel *k)
 
 static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top);
 
-/* The statements of a scope whose braces the caller prints. */
 /* Inside `if (cond)`: the variables that cond bounds by a constant
  * (v < c, v <= c, and the terms of &&) get the narrower range. */
 static void narrow_env(cg_ctx *g, const sc_expr *cond)
@@ -395,6 +394,7 @@ static void narrow_env(cg_ctx *g, const sc_expr *cond)
         }
 }
 
+/* The statements of a scope whose braces the caller prints. */
 static void pr_body(cg_ctx *g, const kstmt *s)
 {
     int saved = g->nenv;
