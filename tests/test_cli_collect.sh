@@ -68,6 +68,13 @@ ok collect_remeasure_other_row_kept "$(sqlite3 "$db" "SELECT count(*) FROM measu
 case_ collect_remeasure_stored_done 0 -e ' 0 stored stale schedules read back' -- \
     "$sc" collect --db "$db" --device c --small --schedules 2 --remeasure "$pipe"
 ok collect_remeasure_stored_none "$(grep -q 'collect: 0 measured, .*2 already stored' "$err"; echo $?)"
+# a stale stored schedule whose text no longer parses (the schedule
+# language changed) is counted and left, its measurement kept
+sqlite3 "$db" "UPDATE measurements SET version = 'aa12d84' WHERE id = (SELECT max(id) FROM measurements)"
+sqlite3 "$db" "UPDATE schedules SET text = 'schedule edge;' || char(10) || 'out: sideways;' || char(10) WHERE id = (SELECT schedule FROM measurements WHERE id = (SELECT max(id) FROM measurements))"
+case_ collect_remeasure_unreadable 0 -e ' 0 stored stale schedules read back, 1 whose text no longer parses left alone' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 2 --remeasure "$pipe"
+ok collect_remeasure_unreadable_kept "$(sqlite3 "$db" "SELECT count(*) FROM measurements WHERE version = 'aa12d84'" | grep -qx 2; echo $?)"
 
 # the beam-search sampler (the learned model's batches, with dropout)
 case_ collect_beam 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \
