@@ -3,8 +3,9 @@
  * kernel whose edge blocks clamp coordinates, select a constant exterior
  * or guard a partial tile gets a second copy of its body for the blocks
  * away from the edges, without them.  Checked here:
- *  - the copy is there, with the condition on the block bases that the
- *    edges give, and its body has no clamp, select or guard left;
+ *  - the copy is there in the OpenCL code, with the condition on the
+ *    block bases that the edges give, and its body has no clamp, select
+ *    or guard left; the C code has none (cg_target.interior);
  *  - a kernel without edge handling, or of one block, has no copy;
  *  - every schedule runs on the C and OpenCL back ends and matches the
  *    reference evaluator bit for bit, block-level Funcs (phases and
@@ -165,6 +166,9 @@ static void check_copy(const shape *sh, const lower_program *prog) {
                      "%s: the general copy of %s keeps its edge handling", sh->name, sh->kernel);
     }
     free(k);
+    free(code);
+    code = cg_generate(prog, CG_C);
+    check_report(code && !strstr(code, "/* interior blocks"), "%s: no interior copy in the C code", sh->name);
     free(code);
 }
 

@@ -36,6 +36,9 @@ typedef struct cg_target {
     const char *inf, *nan;                /* f32 +infinity and a quiet NaN */
     const char *unroll;                   /* pragma line for an unrolled loop;
                                              "%d" (if present) is the trip count */
+    bool interior;                        /* kernels get interior copies (codegen.c);
+                                             not C: gcc -O2 on the doubled bodies took
+                                             test_schedules from 2 to 8 minutes */
     void (*prologue)(cg_ctx *g);          /* includes, typedefs, pragmas */
     void (*kernel_open)(cg_ctx *g, const lower_kernel *k);
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);

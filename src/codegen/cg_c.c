@@ -204,6 +204,7 @@ const cg_target cg_target_c = {
     .inf = "INFINITY",
     .nan = "NAN",
     .unroll = "#pragma GCC unroll %d",
+    .interior = false,
     .prologue = c_prologue,
     .kernel_open = c_kernel_open,
     .phase_open = c_phase_open,

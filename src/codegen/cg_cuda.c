@@ -111,6 +111,7 @@ const cg_target cg_target_cuda = {
     .inf = "__int_as_float(0x7f800000)",
     .nan = "__int_as_float(0x7fffffff)",
     .unroll = "#pragma unroll",
+    .interior = true,
     .prologue = cu_prologue,
     .kernel_open = cu_kernel_open,
     .phase_open = cg_gpu_phase_open,

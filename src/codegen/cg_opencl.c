@@ -65,6 +65,7 @@ const cg_target cg_target_opencl = {
      * unrolls these loops of constant trip count on its own.
      * tests/test_opencl_shapes.c keeps both shapes. */
     .unroll = NULL,
+    .interior = true,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,
     .phase_open = cg_gpu_phase_open,

@@ -750,7 +750,7 @@ static bool interior_blocks(cg_ctx *g, const lower_kernel *k, int64_t *jlo, int6
 static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
 {
     int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
-    if (!interior_blocks(g, k, jlo, jhi)) {
+    if (!g->t->interior || !interior_blocks(g, k, jlo, jhi)) {
         pr_phases(g, k);
         return;
     }
