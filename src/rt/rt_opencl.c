@@ -92,8 +92,7 @@ struct rt_device {
     cl_context ctx;
     cl_command_queue q;
     size_t max_wg;
-    size_t max_item0;
-    size_t max_item[3];         /* CL_DEVICE_MAX_WORK_ITEM_SIZES (0: not reported) */
+    size_t max_item[3];         /* CL_DEVICE_MAX_WORK_ITEM_SIZES (max_wg: not reported) */
     cl_event ev_last;           /* last launch not yet known complete */
     char last_name[128];
     int limit_ms;               /* last finish limit, for read/write/timer */
@@ -289,13 +288,9 @@ static rt_device *ocl_open(char *err, size_t errlen)
     if (ocl.GetDeviceInfo(d->dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg,
                           NULL) != CL_SUCCESS)
         d->max_wg = 1;
-    if (ocl.GetDeviceInfo(d->dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) ==
-        CL_SUCCESS && items[0] > 0) {
-        d->max_item0 = items[0];
-        memcpy(d->max_item, items, sizeof items);
-    }
-    else
-        d->max_item0 = d->max_wg;
+    if (ocl.GetDeviceInfo(d->dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS)
+        items[0] = items[1] = items[2] = 0;
+    for (int i = 0; i < 3; i++) d->max_item[i] = items[i] > 0 ? items[i] : d->max_wg;
     char pname[128], pver[160], dname[128], dver[128];
     ocl_platform_str(d->platform, CL_PLATFORM_NAME, pname, sizeof pname);
     ocl_platform_str(d->platform, CL_PLATFORM_VERSION, pver, sizeof pver);
@@ -620,9 +615,9 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
     }
     ocl_kentry *e = ocl_kernel(m, kernel, err, errlen);
     if (!e) return -1;
-    if ((size_t)nthreads > d->max_wg || (size_t)nthreads > d->max_item0) {
+    if ((size_t)nthreads > d->max_wg || (size_t)nthreads > d->max_item[0]) {
         rt_error(err, errlen, "kernel %s: %d threads per block exceed the device's max work-group size %zu",
-                  kernel, nthreads, d->max_wg < d->max_item0 ? d->max_wg : d->max_item0);
+                  kernel, nthreads, d->max_wg < d->max_item[0] ? d->max_wg : d->max_item[0]);
         return -1;
     }
     if ((size_t)nthreads > e->max_wg) {
@@ -674,7 +669,7 @@ static int ocl_launch(rt_module *m, const char *kernel, int64_t nblocks, int nth
         local[2] = e->wg[2] ? e->wg[2] : 1;
         dims = local[2] > 1 ? 3 : local[1] > 1 ? 2 : 1;
         for (int i = 0; i < 3; i++)
-            if (d->max_item[i] && local[i] > d->max_item[i]) {
+            if (local[i] > d->max_item[i]) {
                 rt_error(err, errlen, "kernel %s requires work-groups of %zu x %zu x %zu, beyond the device's "
                          "work-item sizes (%zu x %zu x %zu)", kernel, local[0], local[1], local[2],
                          d->max_item[0], d->max_item[1], d->max_item[2]);
