@@ -82,6 +82,16 @@ static inline int fixture_open_devices(fixture_device devs[2]) {
     return n;
 }
 
+/* The CUDA back end where it opens here (NVRTC and a driver, or NVRTC to
+ * compile only); else dev is NULL and a "PASS cuda (skipped: why)" line
+ * says so.  Close with ops->close when dev is set. */
+static inline fixture_device fixture_open_cuda(void) {
+    char err[1024];
+    fixture_device cu = { &rt_cuda_ops, rt_cuda_ops.open(err, sizeof err) };
+    if (!cu.dev) printf("PASS cuda (skipped: %s)\n", err);
+    return cu;
+}
+
 static inline void fixture_close_devices(fixture_device *devs, int n) {
     for (int d = 0; d < n; d++) devs[d].ops->close(devs[d].dev);
 }

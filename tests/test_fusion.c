@@ -221,11 +221,8 @@ static void test_diamond(void) {
 }
 
 int main(void) {
-    char err[1024];
     ndevs = fixture_open_devices(devs);
-    cuda.ops = &rt_cuda_ops;
-    cuda.dev = rt_cuda_ops.open(err, sizeof err);
-    if (!cuda.dev) printf("PASS cuda (skipped: %s)\n", err);
+    cuda = fixture_open_cuda();
     RUN(test_harris);
     RUN(test_diamond);
     RUN(test_refused);

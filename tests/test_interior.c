@@ -201,11 +201,8 @@ static void run_shape(const shape *sh) {
 }
 
 int main(void) {
-    char err[512];
     ndev = fixture_open_devices(devs);
-    cuda.ops = &rt_cuda_ops;
-    cuda.dev = rt_cuda_ops.open(err, sizeof err);
-    if (!cuda.dev) printf("PASS cuda (skipped: %s)\n", err);
+    cuda = fixture_open_cuda();
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i]);
     if (cuda.dev) cuda.ops->close(cuda.dev);
     fixture_close_devices(devs, ndev);

@@ -131,11 +131,7 @@ int main(void) {
     char err[4096];
     device devs[2], cuda = {0};
     int ndev = fixture_open_devices(devs);
-    if (apps_wanted(backends, "cuda")) {
-        cuda.dev = rt_cuda_ops.open(err, sizeof err);
-        cuda.ops = &rt_cuda_ops;
-        if (!cuda.dev) printf("PASS cuda (skipped: %s)\n", err);
-    }
+    if (apps_wanted(backends, "cuda")) cuda = fixture_open_cuda();
     target t;
     if (target_by_name("host-opencl", NULL, &t, err, sizeof err) != 0 &&
         target_by_name("a100", NULL, &t, err, sizeof err) != 0) {
