@@ -83,8 +83,6 @@ sc_type cg_alloc_type(const lower_alloc *a);
  * Known in kernel_open (the body is printed first). */
 bool cg_printed(const cg_ctx *g, const void *alloc_or_param);
 bool cg_printed_var(const cg_ctx *g, const char *name);
-/* 0, 1, 2 for tid0, tid1, tid2 (lower_tid_names); -1 for any other name. */
-int cg_tid_index(const char *name);
 /* The kernel's thread layout: its tdim, or {nthreads, 1, 1}. */
 void cg_thread_layout(const lower_kernel *k, int *tdim);
 /* Declares the printed ones of tid0..2 (all three with all, for a body

@@ -143,7 +143,7 @@ static bool is_reserved(const char *s)
 
 const char *cg_name(cg_ctx *g, const char *name)
 {
-    if (!strcmp(name, "bid") || !strcmp(name, "tid") || cg_tid_index(name) >= 0)
+    if (lower_thread_var(name))
         return name;                        /* the kernel's own variables */
     bool ok = (name[0] < '0' || name[0] > '9') && name[0] != '_' && name[0] &&
               strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -221,16 +221,9 @@ bool cg_printed(const cg_ctx *g, const void *what)
     return false;
 }
 
-int cg_tid_index(const char *name)
-{
-    for (int d = 0; d < 3; d++)
-        if (!strcmp(name, lower_tid_names[d])) return d;
-    return -1;
-}
-
 bool cg_printed_var(const cg_ctx *g, const char *name)
 {
-    int d = cg_tid_index(name);
+    int d = lower_tid_index(name);
     if (d >= 0) return g->printed_tidn[d];
     return !strcmp(name, "bid") ? g->printed_bid : !strcmp(name, "tid") ? g->printed_tid : false;
 }
@@ -634,6 +627,12 @@ static void pr_phases(cg_ctx *g, const lower_kernel *k)
     }
 }
 
+/* The value of k's block base b in its block j. */
+static int64_t base_at(const lower_kernel *k, int b, int64_t j)
+{
+    return k->bases[b].min + k->bases[b].step * j;
+}
+
 /* Pushes block_setup's LETs again with the ranges of the blocks jlo[b] ..
  * jhi[b] of each base (cg_ctx.ovr), shadowing the printed ones: printed
  * into scratch and dropped.  With phases, the phases too (to count what
@@ -645,8 +644,8 @@ static void push_interior(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, 
     g->novr = k->nbases;
     for (int b = 0; b < k->nbases; b++) {
         g->ovr[b].var = k->bases[b].var;
-        g->ovr[b].lo = k->bases[b].min + k->bases[b].step * jlo[b];
-        g->ovr[b].hi = k->bases[b].min + k->bases[b].step * jhi[b];
+        g->ovr[b].lo = base_at(k, b, jlo[b]);
+        g->ovr[b].hi = base_at(k, b, jhi[b]);
     }
     g->out = &scratch;
     pr_stmt(g, k->block_setup, true);
@@ -760,10 +759,10 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
         const char *v = cg_name(g, k->bases[b].var);
         if (jlo[b] > 0)
             n += (size_t)snprintf(cond + n, sizeof cond - n, "%s%s >= %" PRId64, n ? " && " : "", v,
-                                  k->bases[b].min + k->bases[b].step * jlo[b]);
+                                  base_at(k, b, jlo[b]));
         if (jhi[b] < k->bases[b].count - 1 && n < sizeof cond)
             n += (size_t)snprintf(cond + n, sizeof cond - n, "%s%s <= %" PRId64, n ? " && " : "", v,
-                                  k->bases[b].min + k->bases[b].step * jhi[b]);
+                                  base_at(k, b, jhi[b]));
     }
     if (n >= sizeof cond)
         cg_bug("interior condition too long in", k->name);

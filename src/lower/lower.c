@@ -141,11 +141,14 @@ static const char *fresh(ctx *c, const char *fmt, ...) __attribute__((format(pri
 
 const char *const lower_tid_names[3] = { "tid0", "tid1", "tid2" };
 
-static bool thread_name(const char *name) {
-    if (!strcmp(name, "bid") || !strcmp(name, "tid")) return true;
+int lower_tid_index(const char *name) {
     for (int d = 0; d < 3; d++)
-        if (!strcmp(name, lower_tid_names[d])) return true;
-    return false;
+        if (!strcmp(name, lower_tid_names[d])) return d;
+    return -1;
+}
+
+bool lower_thread_var(const char *name) {
+    return !strcmp(name, "bid") || !strcmp(name, "tid") || lower_tid_index(name) >= 0;
 }
 
 static const char *fresh(ctx *c, const char *fmt, ...) {
@@ -156,7 +159,7 @@ static const char *fresh(ctx *c, const char *fmt, ...) {
     va_end(ap);
     snprintf(name, sizeof name, "%s", stem);
     for (int k = 2;; k++) {
-        bool taken = thread_name(name) || (c->ntab && c->ntab[name_slot(c, name)]);
+        bool taken = lower_thread_var(name) || (c->ntab && c->ntab[name_slot(c, name)]);
         if (!taken) break;
         snprintf(name, sizeof name, "%s_%d", stem, k);
     }

@@ -95,6 +95,11 @@ struct kstmt {
 /* The names lowering gives the thread indices, which no Func variable or
  * let takes: the root phase's per-loop indices (lower_kernel.tdim). */
 extern const char *const lower_tid_names[3];
+/* 0, 1, 2 for tid0, tid1, tid2; -1 for any other name. */
+int lower_tid_index(const char *name);
+/* Whether name is one of a kernel's own thread variables: bid, tid or
+ * tid0..2. */
+bool lower_thread_var(const char *name);
 
 typedef struct {
     const char *name;             /* e.g. "blur_y_s0" */
