@@ -91,7 +91,7 @@ static void fill(store *st) {
     CHECK(store_has_result(st, pb, dev, r.schedule_text, err, sizeof err) == 0);
 }
 
-typedef struct { int n; double ms[8], ref[8]; int64_t pipeline[8]; char source[8][32]; } seen;
+typedef struct { int n; double ms[8], ref[8]; int64_t pipeline[8], device[8]; int generation[8]; char source[8][32]; } seen;
 
 static int collect_fn(const store_sample *s, void *ud) {
     seen *v = ud;
@@ -99,6 +99,8 @@ static int collect_fn(const store_sample *s, void *ud) {
         v->ms[v->n] = s->ms;
         v->ref[v->n] = s->ref_ms;
         v->pipeline[v->n] = s->pipeline;
+        v->device[v->n] = s->device;
+        v->generation[v->n] = s->generation;
         snprintf(v->source[v->n], sizeof v->source[v->n], "%s", s->pipeline_source);
     }
     v->n++;
@@ -440,6 +442,9 @@ static void test_generations(void) {
     CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
     /* t3 and t1's new time (this build's generation) first, then t2 (generation 1) */
     CHECK(v.n == 3 && v.ms[0] == 3 && v.ms[1] == 6 && v.ms[2] == 4);
+    /* each with its device row and generation, one group after another */
+    CHECK(v.device[0] == old && v.device[1] == now && v.device[2] == old);
+    CHECK(v.generation[0] == CG_GENERATION && v.generation[1] == CG_GENERATION && v.generation[2] == 1);
     /* one device row only: the superseding time must be of that device's key */
     v = (seen){ 0 };
     CHECK(store_each_sample(st, "opencl:pocl-3.1:Old CPU", collect_fn, &v, err, sizeof err) == 0);

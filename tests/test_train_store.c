@@ -280,6 +280,64 @@ static void test_cold_reference(void) {
     remove(db);
 }
 
+/* A pipeline's samples of different code generations form separate groups
+ * (pipelines to the loss and the metrics), each in the units of its own
+ * first reference time: the newest code's group first. */
+static void test_generation_groups(void) {
+    char db[128], err[2048];
+    snprintf(db, sizeof db, "/tmp/test_train_groups_%d.db", (int)getpid());
+    fixture fx = fixture_load(PIPES[0]);
+    int64_t devc, pid;
+    store *st = one_pipeline_store(db, &fx, &devc, &pid);
+    if (!st) {
+        fixture_unload(&fx);
+        return;
+    }
+    space_opts so = { &A100, true };
+    struct { double ms, ref_ms; const char *version; } cases[] = {
+        { 5, 10, "aa12d84" },                  /* generation 1 */
+        { 10, 20, "42ab5b2 cg4" },             /* generation 4 */
+        { 30, 20, "42ab5b2 cg4" },
+        { 8, 10, "aa12d84" },
+    };
+    int put = 0;
+    for (int c = 0, seed = 1; c < 4 && seed < 50; seed++) {
+        sched_state *sc = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)seed, err, sizeof err);
+        char *stext = sc ? sched_to_text(fx.p, sc) : NULL;
+        if (!stext) continue;
+        double one[1] = { cases[c].ms };
+        store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
+                             .ms = one[0], .ref_ms = cases[c].ref_ms, .nsamples = 1, .samples_ms = one,
+                             .runs = 1, .kernels = 1, .check = "exact", .sizes = "",
+                             .date = "2026-11-27T16:00:00Z", .version = cases[c].version };
+        for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
+        int r = store_put_result(st, &res, err, sizeof err);
+        free(stext);
+        if (r == 1) {
+            put++;
+            c++;
+        }
+    }
+    CHECK(put == 4);
+    store_close(st);
+    train_data d;
+    train_data_init(&d);
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == 4 && d.npipes == 2);
+    if (d.nsamples == 4 && d.npipes == 2) {
+        /* generation 4 in units of 20 ms, generation 1 in units of 10 */
+        CHECK(d.samples[0].pipe == 0 && d.samples[1].pipe == 0 && d.samples[0].ms == 10 &&
+              d.samples[1].ms == 30);
+        CHECK(d.samples[2].pipe == 1 && d.samples[3].pipe == 1 && d.samples[2].ms == 5 &&
+              d.samples[3].ms == 8);
+        CHECK(!strcmp(d.pipes[0].hash, d.pipes[1].hash) && !strcmp(d.pipes[0].name, d.pipes[1].name));
+    }
+    train_data_free(&d);
+    fixture_unload(&fx);
+    remove(db);
+}
+
 /* A sample measured before the reduction order changed
  * (TRAIN_REDUCTION_AROUND_TILE) is rejected where its schedule has a
  * stage accumulating in place over more than one point per thread, and
@@ -336,5 +394,6 @@ int main(void) {
     RUN(test_neighbours);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
+    RUN(test_generation_groups);
     CHECK_EXIT();
 }

@@ -23,7 +23,9 @@ typedef struct {
     feat_ctx *fx;
     ir_arena *a;
     int since_flush;
-    double ref0;                      /* the pipeline's first reference time (0: none yet) */
+    double ref0;                  /* the group's first reference time (0: none yet) */
+    int64_t group_device;         /* the group's device row and code generation */
+    int group_generation;
     char key[NN_DEVICE_MAX];      /* the device whose target t is */
     bool t_ok;
     target t;
@@ -54,6 +56,18 @@ static bool loader_held(const loader *L, const char *source) {
     return held;
 }
 
+/* A new group of the pipeline's samples: those of one code generation and
+ * one device row.  Times of other code, or of another machine, rank the
+ * same schedules differently (docs/costmodel.md), so each group is a
+ * pipeline of its own to the loss and the metrics, in the units of its
+ * own first reference time. */
+static void loader_group(loader *L, const store_sample *s) {
+    L->pipe = train_data_pipeline(L->d, s->pipeline_name, s->pipeline_source, s->pipeline_hash);
+    L->ref0 = 0;
+    L->group_device = s->device;
+    L->group_generation = s->generation;
+}
+
 /* A new pipeline: parsed, bounded, with fresh contexts. */
 static void loader_pipeline(loader *L, const store_sample *s) {
     loader_drop(L);
@@ -78,8 +92,7 @@ static void loader_pipeline(loader *L, const store_sample *s) {
     L->fx = feat_ctx_new(L->p, L->b);
     L->a = ir_arena_new();
     L->since_flush = 0;
-    L->pipe = train_data_pipeline(L->d, s->pipeline_name, s->pipeline_source, s->pipeline_hash);
-    L->ref0 = 0;
+    loader_group(L, s);
 }
 
 static int loader_sample(const store_sample *s, void *ud) {
@@ -95,6 +108,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         d->rejected_input++;
         return 0;
     }
+    if (s->device != L->group_device || s->generation != L->group_generation) loader_group(L, s);
     if (strcmp(L->key, s->device_key)) {
         snprintf(L->key, sizeof L->key, "%s", s->device_key);
         char err[512], what[NN_DEVICE_MAX + 32];

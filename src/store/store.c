@@ -504,7 +504,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
                       size_t errlen) {
     sqlite3_stmt *q = store_prepare(st,
         "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms,"
-        " coalesce(m.ref_ms, 0), instr(m.samples, ',') = 0, m.date"
+        " coalesce(m.ref_ms, 0), instr(m.samples, ',') = 0, m.date, m.device, generation(m.version)"
         " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
         " JOIN devices d ON m.device = d.id WHERE (?1 IS NULL OR d.key = ?1)"
         /* times without a reference are not comparable with those with one */
@@ -514,8 +514,8 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
         " AND NOT EXISTS (SELECT 1 FROM measurements m3 JOIN devices d3 ON m3.device = d3.id"
         "  WHERE m3.schedule = m.schedule AND (?1 IS NULL OR d3.key = ?1) AND m3.ref_ms IS NOT NULL"
         "  AND generation(m3.version) > generation(m.version))"
-        /* the newest code's first: its reference time gives the units */
-        " ORDER BY p.id, generation(m.version) DESC, m.id", err, errlen);
+        /* the newest code's first; one generation's and device row's together */
+        " ORDER BY p.id, generation(m.version) DESC, m.device, m.id", err, errlen);
     if (!q) return -1;
     if (device_key) sqlite3_bind_text(q, 1, device_key, -1, SQLITE_STATIC);
     int rc, r = 0;
@@ -528,6 +528,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
             (const char *)sqlite3_column_text(q, 8), (const char *)sqlite3_column_text(q, 9),
             sqlite3_column_double(q, 10), sqlite3_column_double(q, 11),
             sqlite3_column_int(q, 12) != 0, (const char *)sqlite3_column_text(q, 13),
+            sqlite3_column_int64(q, 14), sqlite3_column_int(q, 15),
         };
         if ((r = fn(&s, ud)) != 0) break;
     }

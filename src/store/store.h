@@ -179,6 +179,8 @@ typedef struct {
     double ref_ms;                /* 0: measured without a reference */
     bool one_sample;              /* timed once (its samples list has one entry) */
     const char *date;             /* when it was measured, "2026-11-27T01:00:00Z" */
+    int64_t device;               /* the device row's id */
+    int generation;               /* the code generation it timed (store_codegen_generation) */
 } store_sample;
 
 /* Calls fn on every successful measurement (of devices whose key is
@@ -189,8 +191,9 @@ typedef struct {
  * row are left out: their times followed the load of the machine and are
  * not comparable (docs/samples.md).  A measurement of a schedule that was
  * timed again, with a reference, on newer code (store_codegen_generation;
- * on any device row of device_key) is left out too, and each pipeline's
- * measurements of the newest code come first. */
+ * on any device row of device_key) is left out too.  Within a pipeline,
+ * the newest code's measurements come first, and those of one code
+ * generation and device row are consecutive (one comparable group). */
 typedef int (*store_sample_fn)(const store_sample *s, void *ud);
 int store_each_sample(store *st, const char *device_key, store_sample_fn fn, void *ud, char *err,
                       size_t errlen);
