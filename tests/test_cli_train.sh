@@ -52,9 +52,9 @@ data=tests/data/train_tiny.txt
 ckey=c:cc-test:test-cpu
 case_ train_data 0 -o 'epoch 3/3  train loss' -- "$sc" train --data "$data" -o "$tmp/all.weights" --epochs 3
 grep -q 'loaded [0-9]* samples of 3 pipelines' "$out"; ok train_data_loaded $?
-case_ train_device 0 -o "loaded 28 samples of 3 pipelines from $data \(device $ckey\)" -- \
+case_ train_device 0 -o "loaded 28 samples of 3 pipelines \(3 groups of one code generation and device\) from $data \(device $ckey\)" -- \
     "$sc" train --data "$data" -o "$tmp/c.weights" --device "$ckey" --epochs 5 --seed 4
-grep -q 'rejected: 0 with absurd features, 2 with absurd times, 0 unreadable, 0 timed against a cold reference, 0 measured before the reduction order changed; held out: 0' "$out"; ok train_rejects_counted $?
+grep -q 'rejected: 0 with absurd features, 2 with absurd times, 0 unreadable, 0 timed against a cold reference, 0 measured before the reduction order changed, 0 of code older than generation 1; held out: 0' "$out"; ok train_rejects_counted $?
 grep -q "wrote $tmp/c.weights: " "$out"; ok train_wrote $?
 grep -q "^instruction floor: [0-9.e+-]* ms per instruction" "$out"; ok train_instruction_floor $?
 case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4
@@ -71,6 +71,12 @@ rm -f "$tmp/h.weights"
 case_ train_hold_out_none 2 -e "--hold-out 'harris': no pipeline of that app in $data \(its apps: blur\)" -- \
     "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur,harris
 ok train_hold_out_none_wrote_nothing "$([ ! -e "$tmp/h.weights" ]; echo $?)"
+# only the samples of newer code (the tiny data's are all of generation 1)
+case_ train_min_generation 1 -e "no usable samples in $data" -- \
+    "$sc" train --data "$data" -o "$tmp/g.weights" --epochs 2 --min-generation 2
+grep -q ', 40 of code older than generation 2; held out: 0' "$out"; ok train_min_generation_counted $?
+case_ train_min_generation_bad 2 -e "--min-generation: expected a code generation from 1 to [0-9]+, got '0'" -- \
+    "$sc" train --data "$data" -o "$tmp/g.weights" --min-generation 0
 case_ train_rank_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/r.weights" --epochs 2 --loss rank
 case_ train_throughput_loss 0 -o 'epoch 2/2' -- "$sc" train --data "$data" -o "$tmp/t.weights" --epochs 2 --loss throughput
 case_ train_fine_tune 0 -o 'fine-tuned from' -- \
@@ -81,7 +87,7 @@ ok train_unknown_device_wrote_nothing "$([ ! -e "$tmp/u.weights" ]; echo $?)"
 case_ train_bad_init 1 -e "$tmp/zero.weights: not a stagecraft weights file" -- \
     "$sc" train --data "$data" -o "$tmp/u.weights" --init "$tmp/zero.weights"
 "$sc" samples --db "$tmp/s.db" import "$data" >/dev/null 2>&1
-case_ train_db 0 -o "loaded 28 samples of 3 pipelines from $tmp/s.db" -- \
+case_ train_db 0 -o "loaded 28 samples of 3 pipelines \(3 groups of one code generation and device\) from $tmp/s.db" -- \
     "$sc" train --db "$tmp/s.db" -o "$tmp/d.weights" --device "$ckey" --epochs 2
 
 # predicting with the weights

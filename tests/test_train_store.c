@@ -117,7 +117,7 @@ static void test_from_store(void) {
     /* the C device: its good samples, one absurd time per pipeline */
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == good);
     CHECK(d.npipes == NPIPES);
@@ -145,7 +145,7 @@ static void test_from_store(void) {
     train_data_init(&d);
     const char *hold[] = { "blur", "blurr" };
     int hold_pipes[2] = { 0, 0 };
-    train_load_opts oh = { C_KEY, 2, hold, NULL, 0, hold_pipes };
+    train_load_opts oh = { C_KEY, 2, hold, NULL, 0, hold_pipes, 0 };
     CHECK(train_load(&d, NULL, xz, &oh, err, sizeof err) == 0);
     CHECK(hold_pipes[0] == 1 && hold_pipes[1] == 0);   /* the app's one pipeline; the misspelt name none */
     CHECK(d.nsamples == good - per_pipe[2]);
@@ -272,7 +272,7 @@ static void test_cold_reference(void) {
     store_close(st);
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == 3 && d.rejected_cold == 1);
     train_data_free(&d);
@@ -322,7 +322,7 @@ static void test_generation_groups(void) {
     store_close(st);
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == 4 && d.npipes == 2);
     if (d.nsamples == 4 && d.npipes == 2) {
@@ -333,6 +333,12 @@ static void test_generation_groups(void) {
               d.samples[3].ms == 8);
         CHECK(!strcmp(d.pipes[0].hash, d.pipes[1].hash) && !strcmp(d.pipes[0].name, d.pipes[1].name));
     }
+    train_data_free(&d);
+    /* --min-generation 4: generation 1's samples left out, and counted */
+    train_data_init(&d);
+    o.min_generation = 4;
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == 2 && d.npipes == 1 && d.rejected_generation == 2);
     train_data_free(&d);
     fixture_unload(&fx);
     remove(db);
@@ -380,7 +386,7 @@ static void test_reduction_order(void) {
     store_close(st);
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL };
+    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == 2 && d.rejected_order == 1 && d.rejected_cold == 0);
     train_data_free(&d);

@@ -108,6 +108,10 @@ static int loader_sample(const store_sample *s, void *ud) {
         d->rejected_input++;
         return 0;
     }
+    if (s->generation < L->o->min_generation) {
+        d->rejected_generation++;
+        return 0;
+    }
     if (s->device != L->group_device || s->generation != L->group_generation) loader_group(L, s);
     if (strcmp(L->key, s->device_key)) {
         snprintf(L->key, sizeof L->key, "%s", s->device_key);

@@ -64,6 +64,7 @@ typedef struct {
     int64_t rejected_features, rejected_time, rejected_input, held_out;
     int64_t rejected_cold;        /* timed once against a cold reference (train_load.h) */
     int64_t rejected_order;       /* measured before the reduction order changed (train_load.h) */
+    int64_t rejected_generation;  /* code older than train_load_opts.min_generation */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
 } train_data;
 

@@ -35,6 +35,7 @@ typedef struct {
     FILE *log;                        /* why pipelines or devices are skipped (NULL: quiet) */
     int64_t pipeline;                 /* only this pipeline's samples (the store's id; 0: all) */
     int *hold_pipes;                  /* NULL, or nhold counts: the pipelines each hold name left out */
+    int min_generation;               /* samples of older code are left out (0, 1: none) */
 } train_load_opts;
 
 /* Appends the store's samples to d.  0, or -1 with err. */

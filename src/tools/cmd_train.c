@@ -42,6 +42,8 @@ static void train_usage(FILE *out) {
             "  --data FILE       an exchange file of samples (.txt or .txt.xz)\n"
             "  -o FILE           the weights file to write\n"
             "  --device KEY      only the samples of this device (default: all)\n"
+            "  --min-generation N  only samples that timed code of generation N or newer\n"
+            "                    (docs/samples.md; default: all)\n"
             "  --hold-out APP    leave out the pipelines of app APP (repeatable, or a,b,c)\n"
             "  --epochs N        passes over the training samples (default 50)\n"
             "  --seed N          initial weights and minibatch order (default 1)\n"
@@ -87,6 +89,13 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
     }
 }
 
+/* The pipelines of d's groups (a pipeline's groups are consecutive). */
+static int distinct_pipelines(const train_data *d) {
+    int n = 0;
+    for (int i = 0; i < d->npipes; i++) n += i == 0 || strcmp(d->pipes[i].hash, d->pipes[i - 1].hash) != 0;
+    return n;
+}
+
 int tool_train(int argc, char **argv) {
     const char *cmd = "train", *db = NULL, *data = NULL, *out = NULL, *device = NULL, *init = NULL;
     /* --hold-out names: split at commas, in one copy of each value */
@@ -94,7 +103,7 @@ int tool_train(int argc, char **argv) {
     int *hold_pipes = NULL;        /* per name, the pipelines it left out */
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
-    long long epochs = 50, seed = 1, valid = 10;
+    long long epochs = 50, seed = 1, valid = 10, min_generation = 0;
     double lr = 1e-3, anneal = 0.2;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
@@ -127,6 +136,11 @@ int tool_train(int argc, char **argv) {
         } else if ((v = opt_value(argc, argv, &i, "--seed", &missing))) {
             if (!tool_parse_int(v, 0, (long long)1 << 62, &n)) rc = tool_usage_error(cmd, "--seed: expected a number >= 0, got '%s'", v);
             seed = n;
+        } else if ((v = opt_value(argc, argv, &i, "--min-generation", &missing))) {
+            if (!tool_parse_int(v, 1, CG_GENERATION, &n))
+                rc = tool_usage_error(cmd, "--min-generation: expected a code generation from 1 to %d, got '%s'",
+                                      CG_GENERATION, v);
+            min_generation = n;
         } else if ((v = opt_value(argc, argv, &i, "--validation", &missing))) {
             if (!tool_parse_int(v, 0, 90, &n)) rc = tool_usage_error(cmd, "--validation: expected a percent from 0 to 90, got '%s'", v);
             valid = n;
@@ -164,7 +178,7 @@ int tool_train(int argc, char **argv) {
         goto done;
     }
     hold_pipes = calloc((size_t)nhold + 1, sizeof *hold_pipes);
-    train_load_opts lo = { device, nhold, hold, stderr, 0, hold_pipes };
+    train_load_opts lo = { device, nhold, hold, stderr, 0, hold_pipes, (int)min_generation };
     if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
@@ -181,12 +195,14 @@ int tool_train(int argc, char **argv) {
             rc = TOOL_USAGE;
             goto done;
         }
-    printf("loaded %d samples of %d pipelines from %s (device %s)\n", d.nsamples, d.npipes, from,
-           device ? device : d.device[0] ? d.device : "mixed");
+    printf("loaded %d samples of %d pipelines (%d groups of one code generation and device) from %s (device %s)\n",
+           d.nsamples, distinct_pipelines(&d), d.npipes, from, device ? device : d.device[0] ? d.device : "mixed");
     printf("rejected: %lld with absurd features, %lld with absurd times, %lld unreadable, %lld timed against a "
-           "cold reference, %lld measured before the reduction order changed; held out: %lld\n",
+           "cold reference, %lld measured before the reduction order changed, %lld of code older than generation "
+           "%lld; held out: %lld\n",
            (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input,
-           (long long)d.rejected_cold, (long long)d.rejected_order, (long long)d.held_out);
+           (long long)d.rejected_cold, (long long)d.rejected_order, (long long)d.rejected_generation,
+           min_generation > 1 ? min_generation : 1, (long long)d.held_out);
     if (d.nsamples == 0) {
         if (device) {
             char keys[1024];
