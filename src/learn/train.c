@@ -630,11 +630,15 @@ void train_summary(const train_data *d, const train_opts *o, const train_metrics
         ts += r == TRAIN_ROLE_TRAIN;
         vs += r == TRAIN_ROLE_VALID;
     }
+    /* groups (train_load.h) with samples */
+    char *has = calloc((size_t)d->npipes + 1, 1);
+    for (int i = 0; i < d->nsamples; i++) has[d->samples[i].pipe] = 1;
     for (int p = 0; p < d->npipes; p++) {
-        tp += d->pipes[p].role == TRAIN_ROLE_TRAIN;
-        vp += d->pipes[p].role == TRAIN_ROLE_VALID;
+        tp += has[p] && d->pipes[p].role == TRAIN_ROLE_TRAIN;
+        vp += has[p] && d->pipes[p].role == TRAIN_ROLE_VALID;
     }
-    int n = snprintf(buf, len, "%d samples of %d pipelines trained, %d samples of %d validation; %d epochs, seed %llu",
+    free(has);
+    int n = snprintf(buf, len, "%d samples of %d groups trained, %d samples of %d validation; %d epochs, seed %llu",
                      ts, tp, vs, vp, o->epochs, (unsigned long long)o->seed);
     if (valid && valid->samples && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, "; validation pairwise %.4f rho %.4f", valid->pairwise, valid->rho);

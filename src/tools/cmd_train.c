@@ -89,11 +89,20 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
     }
 }
 
-/* The pipelines of d's groups (a pipeline's groups are consecutive). */
-static int distinct_pipelines(const train_data *d) {
-    int n = 0;
-    for (int i = 0; i < d->npipes; i++) n += i == 0 || strcmp(d->pipes[i].hash, d->pipes[i - 1].hash) != 0;
-    return n;
+/* The pipelines and the groups (train_load.h) that have samples in d: a
+ * pipeline's groups are consecutive. */
+static void count_groups(const train_data *d, int *pipelines, int *groups) {
+    char *has = calloc((size_t)d->npipes + 1, 1);
+    for (int i = 0; i < d->nsamples; i++) has[d->samples[i].pipe] = 1;
+    *pipelines = *groups = 0;
+    const char *last = NULL;
+    for (int i = 0; i < d->npipes; i++) {
+        if (!has[i]) continue;
+        ++*groups;
+        if (!last || strcmp(last, d->pipes[i].hash)) ++*pipelines;
+        last = d->pipes[i].hash;
+    }
+    free(has);
 }
 
 int tool_train(int argc, char **argv) {
@@ -195,8 +204,10 @@ int tool_train(int argc, char **argv) {
             rc = TOOL_USAGE;
             goto done;
         }
+    int npipelines, ngroups;
+    count_groups(&d, &npipelines, &ngroups);
     printf("loaded %d samples of %d pipelines (%d groups of one code generation and device) from %s (device %s)\n",
-           d.nsamples, distinct_pipelines(&d), d.npipes, from, device ? device : d.device[0] ? d.device : "mixed");
+           d.nsamples, npipelines, ngroups, from, device ? device : d.device[0] ? d.device : "mixed");
     printf("rejected: %lld with absurd features, %lld with absurd times, %lld unreadable, %lld timed against a "
            "cold reference, %lld measured before the reduction order changed, %lld of code older than generation "
            "%lld; held out: %lld\n",
