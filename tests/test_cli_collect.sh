@@ -39,6 +39,22 @@ case_ samples_device_key 0 -o '^  c:cc:.* \[fast math\]: 6, 0$' -- "$sc" samples
 case_ collect_resumes_nothing_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
     "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"
 
+# a baseline that the pruning's warp multiples would refuse (a 40 x 3
+# stage: 40 threads) is still the reference, and stored as a sample
+cat >"$tmp/small_stage.pipe" <<'PIPE'
+pipeline smallstage;
+size W = 256 small 64;
+input f32 in(W, W);
+input f32 k(40, 3);
+m(i, j) = k(i, j) * 2 + 1;
+out(x, y) = in(x, y) * m(clamp(x, 0, 39), clamp(y, 0, 2));
+output out(W, W);
+PIPE
+case_ collect_small_stage 0 -e 'collect: 2 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/small.db" --device c --small --schedules 2 "$tmp/small_stage.pipe"
+ok collect_small_stage_refs "$(sqlite3 "$tmp/small.db" 'SELECT count(*) FROM measurements WHERE ref_ms > 0' | grep -qx 2; echo $?)"
+ok collect_small_stage_baseline "$(sqlite3 "$tmp/small.db" "SELECT count(*) FROM schedules WHERE text LIKE '%m: root [i=40x1 j=1x1];%'" | grep -qx 1; echo $?)"
+
 # --remeasure: measurements without a reference time (an older collect's)
 # are measured again and replaced, the others left alone
 sqlite3 "$db" 'UPDATE measurements SET ref_ms = NULL WHERE id IN (SELECT id FROM measurements ORDER BY id LIMIT 2)'

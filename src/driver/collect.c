@@ -182,7 +182,10 @@ collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *te
     cp->b = b;
     cp->a = ir_arena_new();
     cp->pid = pid;
-    cp->reference = space_reference(cp->a, p, b, &c->t, c->o.prune, cp->fixed);
+    /* legal on the target is enough: the pruning's warp multiples restrict
+     * what is drawn, not the points of reference (a baseline with a stage
+     * of a few points, camera_pipe's 3x4 matrix, breaks them) */
+    cp->reference = space_reference(cp->a, p, b, &c->t, false, cp->fixed);
     sizes_of(p, cp->sizes, sizeof cp->sizes);
     c->tot.pipelines++;
     return cp;
