@@ -229,6 +229,26 @@ static store *one_pipeline_store(const char *db, const fixture *fx, int64_t *dev
     return st;
 }
 
+/* Stores each of the n results under a distinct random schedule of fx's
+ * pipeline (its text and hashes filled in here); how many were stored. */
+static int put_on_random_schedules(store *st, const fixture *fx, store_result *res, int n) {
+    char err[2048];
+    space_opts so = { &A100, true };
+    int put = 0;
+    for (int seed = 1; put < n && seed < 50; seed++) {
+        sched_state *sc = space_random(fx->a, fx->p, fx->b, &so, (uint64_t)seed, err, sizeof err);
+        char *stext = sc ? sched_to_text(fx->p, sc) : NULL;
+        if (!stext) continue;
+        res[put].schedule_text = stext;
+        for (int d = 0; d < 4; d++) res[put].hash[d] = sched_hash(sc, d);
+        int r = store_put_result(st, &res[put], err, sizeof err);
+        free(stext);
+        res[put].schedule_text = NULL;
+        put += r == 1;
+    }
+    return put;
+}
+
 /* A sample timed once against a reference before the fix of the cold
  * reference (train_load.h) is rejected as such; one timed once after it,
  * or one timed in several samples before it, or one without a reference,
@@ -243,7 +263,6 @@ static void test_cold_reference(void) {
         fixture_unload(&fx);
         return;
     }
-    space_opts so = { &A100, true };
     double one[1] = { 1500 }, three[3] = { 1500, 1510, 1490 };
     struct { const double *samples; int n; double ref_ms; const char *date; } cases[] = {
         { one, 1, 900, "2026-11-25T10:00:00Z" },      /* cold: rejected */
@@ -251,23 +270,13 @@ static void test_cold_reference(void) {
         { three, 3, 900, "2026-11-25T10:00:00Z" },    /* timed in turn, several pairs */
         { one, 1, 900, NULL },                         /* now */
     };
-    int put = 0;
-    for (int c = 0, seed = 1; c < 4 && seed < 50; seed++) {
-        sched_state *sc = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)seed, err, sizeof err);
-        char *stext = sc ? sched_to_text(fx.p, sc) : NULL;
-        if (!stext) continue;
-        store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
-                             .ms = cases[c].samples[0], .ref_ms = cases[c].ref_ms, .nsamples = cases[c].n,
-                             .samples_ms = cases[c].samples, .runs = 1, .kernels = 1, .check = "exact",
-                             .sizes = "", .date = cases[c].date, .version = "test" };
-        for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
-        int r = store_put_result(st, &res, err, sizeof err);
-        free(stext);
-        if (r == 1) {
-            put++;
-            c++;
-        }
-    }
+    store_result res[4];
+    for (int c = 0; c < 4; c++)
+        res[c] = (store_result){ .pipeline = pid, .device = devc, .outcome = STORE_OK, .ms = cases[c].samples[0],
+                                 .ref_ms = cases[c].ref_ms, .nsamples = cases[c].n,
+                                 .samples_ms = cases[c].samples, .runs = 1, .kernels = 1, .check = "exact",
+                                 .sizes = "", .date = cases[c].date, .version = "test" };
+    int put = put_on_random_schedules(st, &fx, res, 4);
     CHECK(put == 4);
     store_close(st);
     train_data d;
@@ -293,31 +302,22 @@ static void test_generation_groups(void) {
         fixture_unload(&fx);
         return;
     }
-    space_opts so = { &A100, true };
     struct { double ms, ref_ms; const char *version; } cases[] = {
         { 5, 10, "aa12d84" },                  /* generation 1 */
         { 10, 20, "42ab5b2 cg4" },             /* generation 4 */
         { 30, 20, "42ab5b2 cg4" },
         { 8, 10, "aa12d84" },
     };
-    int put = 0;
-    for (int c = 0, seed = 1; c < 4 && seed < 50; seed++) {
-        sched_state *sc = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)seed, err, sizeof err);
-        char *stext = sc ? sched_to_text(fx.p, sc) : NULL;
-        if (!stext) continue;
-        double one[1] = { cases[c].ms };
-        store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
-                             .ms = one[0], .ref_ms = cases[c].ref_ms, .nsamples = 1, .samples_ms = one,
-                             .runs = 1, .kernels = 1, .check = "exact", .sizes = "",
-                             .date = "2026-11-27T16:00:00Z", .version = cases[c].version };
-        for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
-        int r = store_put_result(st, &res, err, sizeof err);
-        free(stext);
-        if (r == 1) {
-            put++;
-            c++;
-        }
+    store_result res[4];
+    double ms[4];
+    for (int c = 0; c < 4; c++) {
+        ms[c] = cases[c].ms;
+        res[c] = (store_result){ .pipeline = pid, .device = devc, .outcome = STORE_OK, .ms = ms[c],
+                                 .ref_ms = cases[c].ref_ms, .nsamples = 1, .samples_ms = &ms[c], .runs = 1,
+                                 .kernels = 1, .check = "exact", .sizes = "", .date = "2026-11-27T16:00:00Z",
+                                 .version = cases[c].version };
     }
+    int put = put_on_random_schedules(st, &fx, res, 4);
     CHECK(put == 4);
     store_close(st);
     train_data d;
