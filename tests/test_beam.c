@@ -267,8 +267,9 @@ static void test_secondary(void) {
         search_opts o = small_opts(&ops_model);
         o.on_bucket = on_bucket;
         o.hook = &l;
-        if (mode == 0) o.lane_max = 0.001;  /* any idle lane: some secondary, some not */
-        else o.lane_max = -1;              /* everything secondary */
+        /* the default thresholds: some secondary (a block-level stage on a
+         * few of its block's lanes), some not; or everything secondary */
+        if (mode == 1) o.lane_max = -1;
         ir_arena *a = ir_arena_new();
         search_stats st;
         sched_state *s = search_oneshot(a, ac.p, ac.b, &o, 2, NULL, &st, err, sizeof err);

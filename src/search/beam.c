@@ -184,13 +184,19 @@ static int featurize_refs(search_ctx *c, const sched_state *s, feat_refs *out, c
 }
 
 /* Whether the stages fid has in r waste more than the thresholds: the
- * idle-lane and idle-core figures of the cost terms (costmodel.c). */
+ * share of its block's lanes (its kernel's warps) that idle while the
+ * stage runs, and the idle-core figure of the cost terms (costmodel.c).
+ * The feature idle_lane_wastage is not the lane figure: it counts idle
+ * lanes of the stage's active warps over the target's thread limit, under
+ * 32 / 1024 for any stage, so that a threshold of 0.5 on it never caught
+ * a stage of 2 threads in a block of 64. */
 static bool is_secondary(const search_ctx *c, const feat_refs *r, int fid) {
     const target *t = c->o.t;
     for (int i = 0; i < r->n; i++) {
         if (r->rows[i]->func != fid) continue;
         const double *v = r->rows[i]->v;
-        double lanes = v[FEAT_AT(FEAT_idle_lane_wastage)];
+        double block_lanes = fmax(1.0, v[FEAT_AT(FEAT_num_warps_per_block)] * t->warp_size);
+        double lanes = 1.0 - fmin(block_lanes, v[FEAT_AT(FEAT_num_threads_per_block)]) / block_lanes;
         double blocks = fmax(1.0, v[FEAT_AT(FEAT_num_blocks)]);
         double resident = (double)t->sm_count * fmax(1.0, v[FEAT_AT(FEAT_max_block_occupancy)] * t->max_blocks_per_sm);
         double per_core = blocks / resident;

@@ -10,8 +10,8 @@
  *    ceil(log2(B)) representatives (at least one) are drawn from a bucket
  *    of B children, and only they are featurized and costed, all of a step
  *    in one batched call of the cost model.
- *  - Children whose new stages waste more than lane_max of the lanes or
- *    core_max idle-core waves (the cost terms' wastage figures) are
+ *  - Children whose new stages leave more than lane_max of their block's
+ *    lanes idle or waste core_max idle-core waves (the cost terms' figure) are
  *    secondary: a bucket's secondary representatives are costed only when
  *    none of its representatives is primary.
  *  - Passes (§6.5): pass i compares hashes at depth min(i + 1, 3); a state
@@ -61,7 +61,7 @@ typedef struct {
     bool prune;                   /* Anderson §6.6 (true) */
     bool freeze;                  /* the §4 pre-pass (true) */
     int freeze_min;               /* freeze only pipelines of at least this many Funcs (16) */
-    double lane_max, core_max;    /* secondary children: idle-lane (0.5) / idle-core (1.2) wastage */
+    double lane_max, core_max;    /* secondary children: idle share of the block's lanes (0.5) / idle-core (1.2) */
     /* Called for every bucket once its representatives are chosen (tests),
      * or NULL: its size, the representatives drawn, how many of them are
      * primary, how many secondary ones are costed. */
