@@ -445,6 +445,16 @@ static void test_generations(void) {
     /* each with its device row and generation, one group after another */
     CHECK(v.device[0] == old && v.device[1] == now && v.device[2] == old);
     CHECK(v.generation[0] == CG_GENERATION && v.generation[1] == CG_GENERATION && v.generation[2] == 1);
+    /* stats count them per generation */
+    char *out = NULL, line[128];
+    size_t len = 0;
+    FILE *mem = open_memstream(&out, &len);
+    CHECK(store_print_stats(st, mem, err, sizeof err) == 0);
+    fclose(mem);
+    CHECK(strstr(out, "\n  generation 1: 2, 0\n") != NULL);
+    snprintf(line, sizeof line, "\n  generation %d: 2, 0 (this build's code)\n", CG_GENERATION);
+    CHECK(strstr(out, line) != NULL);
+    free(out);
     /* one device row only: the superseding time must be of that device's key */
     v = (seen){ 0 };
     CHECK(store_each_sample(st, "opencl:pocl-3.1:Old CPU", collect_fn, &v, err, sizeof err) == 0);

@@ -576,6 +576,18 @@ int store_print_stats(store *st, FILE *out, char *err, size_t errlen) {
         fprintf(out, "  %s [%s math]: %lld, %lld\n", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1),
                 (long long)sqlite3_column_int64(q, 2), (long long)sqlite3_column_int64(q, 3));
     sqlite3_finalize(q);
+    /* code generations: how much --remeasure has left to time again */
+    q = store_prepare(st,
+        "SELECT generation(version) AS g, count(*), sum(ref_ms IS NULL) FROM measurements GROUP BY g ORDER BY g",
+        err, errlen);
+    if (!q) return -1;
+    fprintf(out, "per code generation (samples, of them without a reference time):\n");
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int g = sqlite3_column_int(q, 0);
+        fprintf(out, "  generation %d: %lld, %lld%s\n", g, (long long)sqlite3_column_int64(q, 1),
+                (long long)sqlite3_column_int64(q, 2), g == CG_GENERATION ? " (this build's code)" : "");
+    }
+    sqlite3_finalize(q);
     /* sources: "app:NAME" one line each; "random:..." together */
     q = store_prepare(st,
         "SELECT CASE WHEN p.source LIKE 'random:%' THEN 'random pipelines' ELSE p.source END AS src,"
