@@ -45,6 +45,13 @@ static void train_grow(void **p, int *cap, int need, size_t size) {
     *cap = c;
 }
 
+char *train_pipes_with_samples(const train_data *d) {
+    char *has = calloc((size_t)d->npipes + 1, 1);
+    if (!has) abort();
+    for (int i = 0; i < d->nsamples; i++) has[d->samples[i].pipe] = 1;
+    return has;
+}
+
 int train_data_pipeline(train_data *d, const char *name, const char *source, const char *hash) {
     train_grow((void **)&d->pipes, &d->capp, d->npipes + 1, sizeof *d->pipes);
     train_pipe *p = &d->pipes[d->npipes];
@@ -630,9 +637,7 @@ void train_summary(const train_data *d, const train_opts *o, const train_metrics
         ts += r == TRAIN_ROLE_TRAIN;
         vs += r == TRAIN_ROLE_VALID;
     }
-    /* groups (train_load.h) with samples */
-    char *has = calloc((size_t)d->npipes + 1, 1);
-    for (int i = 0; i < d->nsamples; i++) has[d->samples[i].pipe] = 1;
+    char *has = train_pipes_with_samples(d);
     for (int p = 0; p < d->npipes; p++) {
         tp += has[p] && d->pipes[p].role == TRAIN_ROLE_TRAIN;
         vp += has[p] && d->pipes[p].role == TRAIN_ROLE_VALID;

@@ -70,6 +70,10 @@ typedef struct {
 
 void train_data_init(train_data *d);
 void train_data_free(train_data *d);
+/* Per pipeline (group) of d, whether it has samples: an array of npipes
+ * flags, freed by the caller (a pipeline whose samples were all rejected
+ * has none). */
+char *train_pipes_with_samples(const train_data *d);
 /* A new pipeline; its index. */
 int train_data_pipeline(train_data *d, const char *name, const char *source, const char *hash);
 /* A sample of pipeline `pipe`: its features (every stage of a complete

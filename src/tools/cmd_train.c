@@ -92,8 +92,7 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
 /* The pipelines and the groups (train_load.h) that have samples in d: a
  * pipeline's groups are consecutive. */
 static void count_groups(const train_data *d, int *pipelines, int *groups) {
-    char *has = calloc((size_t)d->npipes + 1, 1);
-    for (int i = 0; i < d->nsamples; i++) has[d->samples[i].pipe] = 1;
+    char *has = train_pipes_with_samples(d);
     *pipelines = *groups = 0;
     const char *last = NULL;
     for (int i = 0; i < d->npipes; i++) {
