@@ -4,7 +4,7 @@
  *
  *   build/bench_costmodel [--weights W] [--apps a,b] [--states N] [--min-s S]
  *   build/bench_costmodel --db F | --data F.txt.xz [--epochs N] [--seed N] [--apps a,b]
- *                         [--loss throughput|rank]
+ *                         [--loss throughput|rank] [--min-generation N]
  *
  * Speed (always): N random complete schedules (default 64) of each app
  * (default: camera_pipe, harris, local_laplacian, unsharp, bilateral_grid
@@ -27,6 +27,8 @@
  * time of the 3 samples of its pipeline measured before it and the 3
  * after (train_neighbour_predict).  It sees no schedule, so where it beats
  * chance the times carry the machine's load while they were measured.
+ * --min-generation N trains and ranks only samples of code of generation N
+ * or newer (train --min-generation).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -36,6 +38,7 @@
 #include <time.h>
 #include "base.h"
 #include "apps.h"
+#include "codegen.h"
 #include "costmodel.h"
 #include "space.h"
 #include "train_load.h"
@@ -218,17 +221,22 @@ static figures rank_app(const train_data *d, const double *pred) {
 }
 
 static int bench_holdout(const char *db, const char *data, const char *apps, int epochs, uint64_t seed,
-                         train_loss loss) {
+                         train_loss loss, int min_generation) {
     char err[2048];
     train_data d;
     train_data_init(&d);
-    train_load_opts lo = { NULL, 0, NULL, stderr, 0, NULL, 0 };
+    train_load_opts lo = { NULL, 0, NULL, stderr, 0, NULL, min_generation };
     if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    printf("%d samples of %d pipelines (rejected: %lld features, %lld times, %lld unreadable)\n", d.nsamples,
-           d.npipes, (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input);
+    char *has = train_pipes_with_samples(&d);
+    int groups = 0;
+    for (int p = 0; p < d.npipes; p++) groups += has[p];
+    free(has);
+    printf("%d samples of %d groups (rejected: %lld features, %lld times, %lld unreadable, %lld of code older "
+           "than generation %d)\n", d.nsamples, groups, (long long)d.rejected_features, (long long)d.rejected_time,
+           (long long)d.rejected_input, (long long)d.rejected_generation, min_generation > 1 ? min_generation : 1);
     printf("hold-one-app-out, %d epochs, seed %llu, %s loss: pairwise accuracy / Spearman rho / "
            "time of the top-ranked sample over the fastest\n", epochs, (unsigned long long)seed,
            loss == TRAIN_LOSS_RANK ? "rank" : "throughput");
@@ -314,7 +322,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
 
 int main(int argc, char **argv) {
     const char *weights = NULL, *apps = NULL, *db = NULL, *data = NULL;
-    int nstates = 64, epochs = 200;
+    int nstates = 64, epochs = 200, min_generation = 0;
     double min_s = 0.5;
     uint64_t seed = 1;
     train_loss loss = TRAIN_LOSS_RANK;
@@ -328,11 +336,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--epochs") && v) epochs = atoi(v), i++;
         else if (!strcmp(a, "--seed") && v) seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--min-s") && v) min_s = atof(v), i++;
+        else if (!strcmp(a, "--min-generation") && v && atoi(v) >= 1 && atoi(v) <= CG_GENERATION)
+            min_generation = atoi(v), i++;
         else if (!strcmp(a, "--loss") && v && (!strcmp(v, "rank") || !strcmp(v, "throughput")))
             loss = strcmp(v, "rank") ? TRAIN_LOSS_THROUGHPUT : TRAIN_LOSS_RANK, i++;
         else {
             fprintf(stderr, "usage: bench_costmodel [--weights W] [--apps a,b] [--states N] [--min-s S] "
-                            "[--db F | --data F] [--epochs N] [--seed N] [--loss throughput|rank]\n");
+                            "[--db F | --data F] [--epochs N] [--seed N] [--loss throughput|rank] "
+                            "[--min-generation 1..%d]\n", CG_GENERATION);
             return 2;
         }
     }
@@ -347,7 +358,7 @@ int main(int argc, char **argv) {
         nn_init(w, 1);
     }
     int rc = bench_speed(w, db || data ? DEFAULT_APPS : apps ? apps : DEFAULT_APPS, nstates, min_s);
-    if (rc == 0 && (db || data)) rc = bench_holdout(db, data, apps, epochs, seed, loss);
+    if (rc == 0 && (db || data)) rc = bench_holdout(db, data, apps, epochs, seed, loss, min_generation);
     free(w);
     return rc;
 }
