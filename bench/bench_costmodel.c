@@ -230,10 +230,8 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    char *has = train_pipes_with_samples(&d);
-    int groups = 0;
-    for (int p = 0; p < d.npipes; p++) groups += has[p];
-    free(has);
+    int pipelines, groups;
+    train_count_groups(&d, &pipelines, &groups);
     printf("%d samples of %d groups (rejected: %lld features, %lld times, %lld unreadable, %lld of code older "
            "than generation %d)\n", d.nsamples, groups, (long long)d.rejected_features, (long long)d.rejected_time,
            (long long)d.rejected_input, (long long)d.rejected_generation, min_generation > 1 ? min_generation : 1);

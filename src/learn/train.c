@@ -52,6 +52,19 @@ char *train_pipes_with_samples(const train_data *d) {
     return has;
 }
 
+void train_count_groups(const train_data *d, int *pipelines, int *groups) {
+    char *has = train_pipes_with_samples(d);
+    *pipelines = *groups = 0;
+    const char *last = NULL;
+    for (int i = 0; i < d->npipes; i++) {
+        if (!has[i]) continue;
+        ++*groups;
+        if (!last || strcmp(last, d->pipes[i].hash)) ++*pipelines;
+        last = d->pipes[i].hash;
+    }
+    free(has);
+}
+
 int train_data_pipeline(train_data *d, const char *name, const char *source, const char *hash) {
     train_grow((void **)&d->pipes, &d->capp, d->npipes + 1, sizeof *d->pipes);
     train_pipe *p = &d->pipes[d->npipes];

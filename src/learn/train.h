@@ -74,6 +74,9 @@ void train_data_free(train_data *d);
  * flags, freed by the caller (a pipeline whose samples were all rejected
  * has none). */
 char *train_pipes_with_samples(const train_data *d);
+/* The groups of d that have samples, and the pipelines they belong to (a
+ * pipeline's groups are consecutive: train_load.h). */
+void train_count_groups(const train_data *d, int *pipelines, int *groups);
 /* A new pipeline; its index. */
 int train_data_pipeline(train_data *d, const char *name, const char *source, const char *hash);
 /* A sample of pipeline `pipe`: its features (every stage of a complete

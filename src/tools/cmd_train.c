@@ -89,21 +89,6 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
     }
 }
 
-/* The pipelines and the groups (train_load.h) that have samples in d: a
- * pipeline's groups are consecutive. */
-static void count_groups(const train_data *d, int *pipelines, int *groups) {
-    char *has = train_pipes_with_samples(d);
-    *pipelines = *groups = 0;
-    const char *last = NULL;
-    for (int i = 0; i < d->npipes; i++) {
-        if (!has[i]) continue;
-        ++*groups;
-        if (!last || strcmp(last, d->pipes[i].hash)) ++*pipelines;
-        last = d->pipes[i].hash;
-    }
-    free(has);
-}
-
 int tool_train(int argc, char **argv) {
     const char *cmd = "train", *db = NULL, *data = NULL, *out = NULL, *device = NULL, *init = NULL;
     /* --hold-out names: split at commas, in one copy of each value */
@@ -204,7 +189,7 @@ int tool_train(int argc, char **argv) {
             goto done;
         }
     int npipelines, ngroups;
-    count_groups(&d, &npipelines, &ngroups);
+    train_count_groups(&d, &npipelines, &ngroups);
     printf("loaded %d samples of %d pipelines (%d groups of one code generation and device) from %s (device %s)\n",
            d.nsamples, npipelines, ngroups, from, device ? device : d.device[0] ? d.device : "mixed");
     printf("rejected: %lld with absurd features, %lld with absurd times, %lld unreadable, %lld timed against a "
