@@ -212,13 +212,17 @@ static void test_neighbours(void) {
 }
 
 /* A new store at db (removed first) with the C device and the pipeline
- * of fx: the store, NULL on failure; *devc and *pid get their ids. */
-static store *one_pipeline_store(const char *db, const fixture *fx, int64_t *devc, int64_t *pid) {
+ * of fx: the store; *devc and *pid get their ids.  NULL on failure, with
+ * fx unloaded. */
+static store *one_pipeline_store(const char *db, fixture *fx, int64_t *devc, int64_t *pid) {
     char err[2048], tt[4096];
     remove(db);
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
     CHECK(st != NULL);
-    if (!st) return NULL;
+    if (!st) {
+        fixture_unload(fx);
+        return NULL;
+    }
     target_print(&A100, tt, sizeof tt);
     store_device dev = { C_KEY, "exact", "the C back end", tt };
     *devc = store_put_device(st, &dev, err, sizeof err);
@@ -259,10 +263,7 @@ static void test_cold_reference(void) {
     fixture fx = fixture_load(PIPES[0]);
     int64_t devc, pid;
     store *st = one_pipeline_store(db, &fx, &devc, &pid);
-    if (!st) {
-        fixture_unload(&fx);
-        return;
-    }
+    if (!st) return;
     double one[1] = { 1500 }, three[3] = { 1500, 1510, 1490 };
     struct { const double *samples; int n; double ref_ms; const char *date; } cases[] = {
         { one, 1, 900, "2026-11-25T10:00:00Z" },      /* cold: rejected */
@@ -298,10 +299,7 @@ static void test_generation_groups(void) {
     fixture fx = fixture_load(PIPES[0]);
     int64_t devc, pid;
     store *st = one_pipeline_store(db, &fx, &devc, &pid);
-    if (!st) {
-        fixture_unload(&fx);
-        return;
-    }
+    if (!st) return;
     struct { double ms, ref_ms; const char *version; } cases[] = {
         { 5, 10, "aa12d84" },                  /* generation 1 */
         { 10, 20, "42ab5b2 cg4" },             /* generation 4 */
@@ -357,10 +355,7 @@ static void test_reduction_order(void) {
                               "out(i, j) = prod(i, j) * 2.0;\noutput out(64, 64);\n");
     int64_t devc, pid;
     store *st = one_pipeline_store(db, &fx, &devc, &pid);
-    if (!st) {
-        fixture_unload(&fx);
-        return;
-    }
+    if (!st) return;
     struct { const char *sched, *date; } cases[] = {
         { "schedule mm;\nout: root [i=16x1 j=4x1];\nprod: root [i=16x1 j=4x1] [i=16x4 j=4x1];\n",
           "2026-11-27T05:00:00Z" },                     /* 4 points a thread, before: rejected */
