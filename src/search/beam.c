@@ -834,14 +834,18 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
         if (!s) { rc = -1; break; }
         batch_add(p, out, &n, samples, s, m, i);
     }
-    /* The baseline (else root, whichever first passes the target's rules:
-     * space_reference; the rules, not the pruning's warp multiples, which
-     * narrow what the search enumerates) joins the batch with its
-     * prediction (sample -1): a batch never lacks a schedule the model
-     * prefers to it. */
-    sched_state *hm = rc == 0 ? space_reference(a, p, b, c->o.t, false, NULL) : NULL;
-    double hm_ms;
-    if (hm && (rc = predict_state(c, hm, &hm_ms, err, errlen)) == 0) batch_add(p, out, &n, samples, hm, hm_ms, -1);
+    /* The fixed schedules, baseline and root, each where it passes the
+     * target's rules (space_reference; the rules, not the pruning's warp
+     * multiples, which narrow what the search enumerates), join the batch
+     * with their predictions (samples -1 and -2): a batch never lacks a
+     * schedule the model prefers to them. */
+    sched_state *fx[2] = { NULL, NULL };
+    if (rc == 0) space_reference(a, p, b, c->o.t, false, fx);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        double fx_ms;
+        if (fx[k] && (rc = predict_state(c, fx[k], &fx_ms, err, errlen)) == 0)
+            batch_add(p, out, &n, samples, fx[k], fx_ms, -1 - k);
+    }
     if (st) {
         *st = c->st;
         st->wall_s = base_now_s() - t0;

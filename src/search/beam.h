@@ -120,7 +120,7 @@ void search_pick_free(const sc_pipeline *p, const double *cost, int k, bool *is_
 
 /* One schedule of a batch: the state (in the caller's arena), its
  * prediction, its text (malloc'd) and which sample found it first (-1:
- * the baseline, which joins every batch). */
+ * the baseline, -2: root, which join every batch). */
 typedef struct {
     sched_state *s;
     double ms;
@@ -130,10 +130,11 @@ typedef struct {
 
 /* The batch of §8: one beam search (o->beam, o->passes, seed o->seed) and
  * samples - 1 greedy ones (beam 1, 1 pass, seeds o->seed + i), with
- * o->dropout for diversity, and the baseline (else root, whichever passes
- * the target's rules; docs/search.md).  The distinct schedules (by text) go
- * to out (room for `samples`; the baseline displaces the worst predicted
- * when it is better and there is no room), fastest predicted first;
+ * o->dropout for diversity, and the two fixed schedules, baseline and
+ * root, each where it passes the target's rules (docs/search.md).  The
+ * distinct schedules (by text) go to out (room for `samples`; a fixed
+ * schedule displaces the worst predicted when it is better and there is
+ * no room), fastest predicted first;
  * returns how many, or
  * -1 with err (nothing to free then).  search_samples_free frees the
  * texts. */
@@ -143,7 +144,7 @@ void search_samples_free(search_sample *s, int n);
 
 /* One-shot mode (§8): one beam search (o->beam, o->passes) plus
  * samples - 1 greedy ones (beam 1, 1 pass, seeds o->seed + i), and the
- * baseline; the best by the model, in arena a, its prediction in *ms, the
+ * baseline and root; the best by the model, in arena a, its prediction in *ms, the
  * statistics in *st. */
 sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o,
                             int samples, double *ms, search_stats *st, char *err, size_t errlen);
