@@ -57,6 +57,14 @@ case_ train_device 0 -o "loaded 28 samples of 3 pipelines \(3 groups of one code
 grep -q 'rejected: 0 with absurd features, 2 with absurd times, 0 unreadable, 0 timed against a cold reference, 0 measured before the reduction order changed, 0 of code older than generation 1; held out: 0' "$out"; ok train_rejects_counted $?
 grep -q "wrote $tmp/c.weights: " "$out"; ok train_wrote $?
 grep -q "^instruction floor: [0-9.e+-]* ms per instruction" "$out"; ok train_instruction_floor $?
+# a lower quantile of the rates: a higher floor (more ms per instruction)
+f999=$(sed -n 's/^instruction floor: \([0-9.e+-]*\) ms per instruction.*the 0.999 quantile.*/\1/p' "$out")
+case_ train_floor_quantile 0 -o 'the 0.6 quantile of the training samples' -- \
+    "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --floor-quantile 0.6
+f6=$(sed -n 's/^instruction floor: \([0-9.e+-]*\) ms per instruction.*/\1/p' "$out")
+ok train_floor_quantile_higher "$(awk -v a="$f6" -v b="$f999" 'BEGIN { exit !(a > 0 && b > 0 && a > b) }'; echo $?)"
+case_ train_floor_quantile_bad 2 -e "--floor-quantile: expected a quantile from 0.5 to 1, got '0.2'" -- \
+    "$sc" train --data "$data" -o "$tmp/q.weights" --floor-quantile 0.2
 case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4
 ok train_deterministic "$(cmp -s "$tmp/c.weights" "$tmp/c2.weights"; echo $?)"
 case_ train_other_seed 0 -- "$sc" train --data "$data" -o "$tmp/c3.weights" --device "$ckey" --epochs 5 --seed 5

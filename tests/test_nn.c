@@ -195,7 +195,7 @@ static void test_instruction_floor(void) {
     o.epochs = 3;
     char err[256];
     CHECK(train_run(&d, m, &o, NULL, NULL, err, sizeof err) == 0);
-    CHECK(m->floor_ms > 0 && m->floor_ms == train_instruction_floor(&d));
+    CHECK(m->floor_ms > 0 && m->floor_ms == train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
     double *pred = calloc((size_t)d.nsamples, sizeof(double));
     train_predict_all(&d, m, pred);
     int over = 0, exact = 0, under = 0;
@@ -223,7 +223,7 @@ static void test_instruction_floor(void) {
     f->floor_ms = 1e9;
     o.fine_tune = true;
     o.epochs = 1;
-    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == train_instruction_floor(&d));
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
     *f = *m;
     f->floor_ms = 0;                                /* weights of format version 1: none */
     CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == 0);

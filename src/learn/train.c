@@ -419,6 +419,7 @@ void train_opts_default(train_opts *o) {
     o->reg = 1e-5;
     o->batch = TRAIN_BATCH;
     o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
+    o->floor_quantile = TRAIN_FLOOR_QUANTILE;
 }
 
 void train_neighbour_predict(const train_data *d, int w, double *pred) {
@@ -493,7 +494,7 @@ void train_calibrate(const train_data *d, nn_model *m) {
     free(ratio);
 }
 
-double train_instruction_floor(const train_data *d) {
+double train_instruction_floor(const train_data *d, double q_share) {
     double *rate = base_calloc((size_t)d->nsamples + 1, sizeof(double));
     int n = 0;
     for (int i = 0; i < d->nsamples; i++) {
@@ -507,7 +508,7 @@ double train_instruction_floor(const train_data *d) {
     double floor_ms = 0;
     if (n) {
         qsort(rate, (size_t)n, sizeof(double), base_cmp_double);
-        int q = (int)ceil(TRAIN_FLOOR_QUANTILE * n) - 1;
+        int q = (int)ceil(q_share * n) - 1;
         floor_ms = 1.0 / rate[q < 0 ? 0 : q];
     }
     free(rate);
@@ -571,7 +572,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         return base_fail(err, errlen, "no training samples (%d samples in all, %d of validation pipelines)",
                          d->nsamples, nvalid);
     }
-    double floor_ms = train_instruction_floor(d);
+    double floor_ms = train_instruction_floor(d, o->floor_quantile > 0 ? o->floor_quantile : TRAIN_FLOOR_QUANTILE);
     if (!o->fine_tune) {
         nn_init(m, o->seed);
         train_calibrate(d, m);

@@ -101,6 +101,7 @@ typedef struct {
     int batch;                        /* schedules per minibatch, at most TRAIN_BATCH */
     train_loss loss;
     bool fine_tune;                   /* m holds weights to start from (term scales kept) */
+    double floor_quantile;            /* of the rates, for the instruction floor (TRAIN_FLOOR_QUANTILE) */
     bool progress;                    /* a progress bar on stderr (when it is a terminal) */
     FILE *log;                        /* one line per epoch, or NULL */
 } train_opts;
@@ -154,14 +155,15 @@ double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, 
 void train_calibrate(const train_data *d, nn_model *m);
 
 /* The instruction floor (nn.h) the training pipelines' samples allow: ms
- * per instruction at the TRAIN_FLOOR_QUANTILE quantile of their rates
- * (the instructions of terms 30 + 31 summed over a sample's stages, over
- * its measured time), so that the floor predicts at most one sample in a
- * thousand slower than measured (for fewer than a thousand samples, none).
- * A quantile and not the fastest rate, because the op counts are the
- * source's and a compiler folds some of them away.  0 without samples. */
+ * per instruction at quantile q of their rates (the instructions of terms
+ * 30 + 31 summed over a sample's stages, over its measured time), so that
+ * the floor predicts at most a share 1 - q of the samples slower than
+ * measured (TRAIN_FLOOR_QUANTILE, the default: one in a thousand, and for
+ * fewer than a thousand samples, none).  A quantile and not the fastest
+ * rate, because the op counts are the source's and a compiler folds some
+ * of them away.  0 without samples. */
 #define TRAIN_FLOOR_QUANTILE 0.999
-double train_instruction_floor(const train_data *d);
+double train_instruction_floor(const train_data *d, double q);
 
 /* Trains m on the TRAIN_ROLE_TRAIN pipelines (from nn_init(seed), or from
  * m itself when fine-tuning), printing per epoch the training and

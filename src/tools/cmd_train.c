@@ -50,6 +50,9 @@ static void train_usage(FILE *out) {
             "  --lr X            Adam's learning rate (default 0.001)\n"
             "  --anneal F        the last fraction F of the epochs lowers the rate linearly to\n"
             "                    a twentieth (default 0.2; 0: a constant rate)\n"
+            "  --floor-quantile Q  the instruction floor: no stage runs its instructions\n"
+            "                    faster than quantile Q of the training samples' rates\n"
+            "                    (default 0.999; docs/costmodel.md)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
             "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
             "  --loss L          rank (the default: Adams et al. 2019's relative throughput plus a\n"
@@ -97,7 +100,7 @@ int tool_train(int argc, char **argv) {
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, min_generation = 0;
-    double lr = 1e-3, anneal = 0.2;
+    double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
@@ -142,6 +145,9 @@ int tool_train(int argc, char **argv) {
         } else if ((v = opt_value(argc, argv, &i, "--anneal", &missing))) {
             if (!parse_double(v, 0, 1, &anneal))
                 rc = tool_usage_error(cmd, "--anneal: expected a fraction of the epochs from 0 to 1, got '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--floor-quantile", &missing))) {
+            if (!parse_double(v, 0.5, 1, &floor_q))
+                rc = tool_usage_error(cmd, "--floor-quantile: expected a quantile from 0.5 to 1, got '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--loss", &missing))) {
             if (!strcmp(v, "throughput")) loss = TRAIN_LOSS_THROUGHPUT;
             else if (!strcmp(v, "rank")) loss = TRAIN_LOSS_RANK;
@@ -217,6 +223,7 @@ int tool_train(int argc, char **argv) {
     o.seed = (uint64_t)seed;
     o.lr = lr;
     o.anneal = anneal;
+    o.floor_quantile = floor_q;
     o.loss = loss;
     o.fine_tune = init != NULL;
     o.progress = true;
@@ -247,7 +254,7 @@ int tool_train(int argc, char **argv) {
     printf("wrote %s: %s\n", out, m->summary);
     if (m->floor_ms > 0)
         printf("instruction floor: %.4g ms per instruction (%.4g instructions per ms; the %g quantile of the "
-               "training samples' rates)\n", m->floor_ms, 1.0 / m->floor_ms, TRAIN_FLOOR_QUANTILE);
+               "training samples' rates)\n", m->floor_ms, 1.0 / m->floor_ms, floor_q);
 done:
     train_data_free(&d);
     free(m);
