@@ -3,7 +3,9 @@
  * its agreeing pairs worked out by hand, and a schedule measured with its
  * reference on the C device (3 to MEASURE_MAX_SAMPLES pairs, the summary
  * the least sample, a positive ratio; no timed thresholds), and on PoCL
- * a reference whose first run compiles its kernels.
+ * a reference whose first run compiles its kernels; a schedule that runs
+ * past its limit with a reference is stored as a time-out, with the
+ * time-out's message.
  */
 #include <math.h>
 #include <stdio.h>
@@ -89,6 +91,39 @@ static sched_state *chain_schedule(fixture *fx, const char *tile) {
     return s;
 }
 
+/* 1024 x 1024 points of a few hundred operations each: far over a
+ * millisecond on the C device. */
+static const char *SLOW =
+    "input f32 in(1024, 1024);\n"
+    "a(x, y) = sqrt(in(x, y) * in(x, y) + 1) * exp(in(x, y) * 0.001) + sin(in(x, y)) * cos(in(x, y));\n"
+    "b(x, y) = sqrt(a(x, y) * a(x, y) + 1) * exp(a(x, y) * 0.001) + sin(a(x, y)) * cos(a(x, y));\n"
+    "out(x, y) = sqrt(b(x, y) * b(x, y) + 1) * exp(b(x, y) * 0.001) + sin(b(x, y)) * cos(b(x, y));\n"
+    "output out(1024, 1024);\n";
+
+/* The checked first run passes its generous limit, the first timed run
+ * does not (1 ms): a time-out, whose message names the limit.  The
+ * reference is not run after it: on the device the time-out left
+ * unusable it could only fail, and its message ("cannot start the
+ * timer") made the outcome a failure instead. */
+static void test_timeout_with_reference(void) {
+    fixture fx = fixture_load(SLOW);
+    if (!fx.b) return;
+    target t = fixture_target("a100");
+    measure_device d;
+    CHECK(measure_device_by_name("c", CG_MATH_EXACT, &d));
+    sc_buffer **in = NULL, **ref = NULL;
+    char err[1024];
+    CHECK(measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) == 0);
+    sched_state *s = space_root(fx.a, fx.p, fx.b, &t), *rs = space_reference(fx.a, fx.p, fx.b, &t, false, NULL);
+    CHECK(s && rs);
+    measure_outcome o;
+    measure_schedule(&d, fx.p, fx.b, s, rs, in, ref, (measure_limits){ 120000, 1 }, &o);
+    check_report(o.kind == MEASURE_TIMEOUT && !strncmp(o.msg, "kernel ", 7) && strstr(o.msg, "time limit of 1 ms"),
+                 "timeout_with_reference: a time-out (kind %d: %s)", (int)o.kind, o.msg);
+    measure_buffers_free(fx.p, in, ref);
+    fixture_unload(&fx);
+}
+
 static void test_cold_reference(void) {
     char *text = base_calloc(NCOLD * 160 + 128, 1);
     size_t n = 0;
@@ -125,5 +160,6 @@ int main(void) {
     RUN(test_median_agreeing);
     RUN(test_measured_in_turn);
     RUN(test_cold_reference);
+    RUN(test_timeout_with_reference);
     CHECK_EXIT();
 }

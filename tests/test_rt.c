@@ -94,7 +94,7 @@ static void run_saxpy(const rt_ops *ops, rt_device *d, rt_module *m)
         {.kind = RT_ARG_F32, .f = 2.5f}, {.kind = RT_ARG_F32, .f = -1.0f},
         {.kind = RT_ARG_I32, .i = N},
     };
-    CHECK(ops->timer_start(d) == 0);
+    CHECK(ops->timer_start(d, err, sizeof err) == 0);
     for (int rep = 0; rep < 3; rep++) {
         int rc = ops->launch(m, "saxpy", (N + BLOCK - 1) / BLOCK, BLOCK, 5, args, err, sizeof err);
         CHECK(rc == 0);

@@ -83,9 +83,13 @@ static void time_session(exec_session *x, exec_session *rx, measure_limits lim, 
      * taken as its time made a schedule look up to 5x faster than the
      * reference: so it runs once, untimed, first */
     if (rx && exec_time(rx, 0, 1, 1, lim.first_ms, o->msg, sizeof o->msg) < 0) return;
+    /* a failed run (a time-out leaves the device unusable) ends the
+     * timing with its own message: running the other session would
+     * replace it with the unusable device's */
     double est = exec_time(x, 0, 1, 1, lim.run_ms, o->msg, sizeof o->msg);
+    if (est < 0) return;
     double rest = rx ? exec_time(rx, 0, 1, 1, lim.run_ms, o->msg, sizeof o->msg) : 0;
-    if (est < 0 || rest < 0) return;
+    if (rest < 0) return;
     o->runs = 1;
     o->nsamples = 1;
     o->samples_ms[0] = o->ms = est;

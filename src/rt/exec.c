@@ -192,13 +192,22 @@ int exec_download(exec_session *s, sc_buffer **outputs, char *err, size_t errlen
     return 0;
 }
 
+/* The device's timer started; -1 with err saying why it cannot be (a
+ * device left unusable by an earlier time-out names that time-out). */
+static int timer_start(exec_session *s, char *err, size_t errlen) {
+    char why[400] = "";
+    if (s->ops->timer_start(s->dev, why, sizeof why) == 0) return 0;
+    snprintf(err, errlen, "cannot start the timer: %s", why[0] ? why : "the device refused");
+    return -1;
+}
+
 double exec_time(exec_session *s, int warmup, int runs, int samples, int timeout_ms,
                  char *err, size_t errlen) {
     for (int i = 0; i < warmup; i++)
         if (exec_run(s, timeout_ms, err, errlen) != 0) return -1;
     double best = INFINITY;
     for (int sm = 0; sm < samples; sm++) {
-        if (s->ops->timer_start(s->dev) != 0) { snprintf(err, errlen, "cannot start the timer"); return -1; }
+        if (timer_start(s, err, errlen) != 0) return -1;
         for (int r = 0; r < runs; r++)
             if (launch_all(s, err, errlen) != 0) return -1;
         if (s->ops->finish(s->dev, timeout_ms * (runs > 0 ? runs : 1), err, errlen) != 0) return -1;
@@ -215,7 +224,7 @@ int exec_kernel_times(exec_session *s, int runs, int timeout_ms, double *ms, cha
     for (int i = 0; i < s->prog->nkernels; i++) ms[i] = INFINITY;
     for (int r = 0; r < (runs > 0 ? runs : 1); r++)
         for (int i = 0; i < s->prog->nkernels; i++) {
-            if (s->ops->timer_start(s->dev) != 0) { snprintf(err, errlen, "cannot start the timer"); return -1; }
+            if (timer_start(s, err, errlen) != 0) return -1;
             if (launch_one(s, i, err, errlen) != 0) return -1;
             if (s->ops->finish(s->dev, timeout_ms, err, errlen) != 0) return -1;
             double t = s->ops->timer_stop(s->dev);

@@ -83,8 +83,10 @@ typedef struct rt_ops {
      * earlier launches, within the last limit given here. */
     int (*finish)(rt_device *d, int timeout_ms, char *err, size_t errlen);
     /* Device-side timing of everything enqueued between timer_start and
-     * timer_stop (events where the API has them), in milliseconds. */
-    int (*timer_start)(rt_device *d);
+     * timer_stop (events where the API has them), in milliseconds.
+     * timer_start fails (-1 with err) on a device left unusable by an
+     * earlier error, a time-out among them. */
+    int (*timer_start)(rt_device *d, char *err, size_t errlen);
     double (*timer_stop)(rt_device *d);      /* < 0 on error; implies finish */
 } rt_ops;
 

@@ -556,13 +556,13 @@ static int c_finish(rt_device *d, int timeout_ms, char *err, size_t errlen)
 
 /* Timing: the worker stamps the first timed launch's start and the last
  * one's end with the monotonic clock. */
-static int c_timer_start(rt_device *d)
+static int c_timer_start(rt_device *d, char *err, size_t errlen)
 {
-    if (!d) return -1;
+    if (!d) { rt_error(err, errlen, "no device"); return -1; }
     pthread_mutex_lock(&d->mu);
     d->timing = 1;
     d->t_first = d->t_last = -1;
-    int ok = !d->broken;
+    int ok = c_usable_locked(d, err, errlen);
     pthread_mutex_unlock(&d->mu);
     return ok ? 0 : -1;
 }

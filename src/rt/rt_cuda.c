@@ -999,10 +999,13 @@ static int cuda_finish(rt_device *d, int timeout_ms, char *err, size_t errlen)
     return cuda_wait(d, timeout_ms, err, errlen);
 }
 
-static int cuda_timer_start(rt_device *d)
+static int cuda_timer_start(rt_device *d, char *err, size_t errlen)
 {
-    if (!cuda_usable(d, NULL, 0)) return -1;
-    if (cu.EventRecord(d->ev_start, NULL) != CUDA_SUCCESS_) return -1;
+    if (!cuda_usable(d, err, errlen)) return -1;
+    if (cu.EventRecord(d->ev_start, NULL) != CUDA_SUCCESS_) {
+        rt_error(err, errlen, "cuEventRecord failed");
+        return -1;
+    }
     d->timing = 1;
     return 0;
 }

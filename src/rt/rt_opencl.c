@@ -708,9 +708,9 @@ static int ocl_finish(rt_device *d, int timeout_ms, char *err, size_t errlen)
     return ocl_wait(d, timeout_ms, err, errlen);
 }
 
-static int ocl_timer_start(rt_device *d)
+static int ocl_timer_start(rt_device *d, char *err, size_t errlen)
 {
-    if (!ocl_usable(d, NULL, 0)) return -1;
+    if (!ocl_usable(d, err, errlen)) return -1;
     if (d->ev_first_timed) ocl.ReleaseEvent(d->ev_first_timed);
     if (d->ev_last_timed) ocl.ReleaseEvent(d->ev_last_timed);
     d->ev_first_timed = d->ev_last_timed = NULL;
