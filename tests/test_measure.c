@@ -43,30 +43,50 @@ static const char *BLUR =
     "out(x, y) = blur_x(x, y) + blur_x(x, y + 1) + blur_x(x, y + 2);\n"
     "output out(94, 62);\n";
 
+/* A pipeline on the C device with its inputs and reference outputs, its
+ * root schedule and its reference schedule: the set-up of the cases that
+ * measure on the C device.  false when something is missing (reported). */
+typedef struct {
+    fixture fx;
+    measure_device d;
+    sc_buffer **in, **ref;
+    sched_state *s, *rs;
+} c_case;
+
+static bool c_case_load(const char *text, c_case *c) {
+    memset(c, 0, sizeof *c);
+    c->fx = fixture_load(text);
+    if (!c->fx.b) return false;
+    target t = fixture_target("a100");
+    char err[1024];
+    CHECK(measure_device_by_name("c", CG_MATH_EXACT, &c->d));
+    CHECK(measure_buffers_new(c->fx.p, 1, &c->in, &c->ref, err, sizeof err) == 0);
+    c->s = space_root(c->fx.a, c->fx.p, c->fx.b, &t);
+    c->rs = space_reference(c->fx.a, c->fx.p, c->fx.b, &t, false, NULL);
+    CHECK(c->s && c->rs);
+    return c->in && c->s && c->rs;
+}
+
+static void c_case_free(c_case *c) {
+    if (c->in) measure_buffers_free(c->fx.p, c->in, c->ref);
+    fixture_unload(&c->fx);
+}
+
 /* A root schedule timed in turn with the baseline on the C device. */
 static void test_measured_in_turn(void) {
-    fixture fx = fixture_load(BLUR);
-    if (!fx.b) return;
-    target t = fixture_target("a100");
-    measure_device d;
-    CHECK(measure_device_by_name("c", CG_MATH_EXACT, &d));
-    sc_buffer **in = NULL, **ref = NULL;
-    char err[1024];
-    CHECK(measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) == 0);
-    sched_state *s = space_root(fx.a, fx.p, fx.b, &t), *rs = space_reference(fx.a, fx.p, fx.b, &t, false, NULL);
-    CHECK(s && rs);
+    c_case c;
+    if (!c_case_load(BLUR, &c)) { c_case_free(&c); return; }
     measure_outcome o;
-    measure_schedule(&d, fx.p, fx.b, s, rs, in, ref, measure_limits_for(10000), &o);
+    measure_schedule(&c.d, c.fx.p, c.fx.b, c.s, c.rs, c.in, c.ref, measure_limits_for(10000), &o);
     if (o.kind != MEASURE_OK) fprintf(stderr, "  %s\n", o.msg);
     CHECK(o.kind == MEASURE_OK);
     CHECK(o.nsamples >= 3 && o.nsamples <= MEASURE_MAX_SAMPLES);
     CHECK(o.ms > 0 && o.ref_ms > 0 && isfinite(o.ms / o.ref_ms));
     for (int i = 0; i < o.nsamples; i++) CHECK(o.ms <= o.samples_ms[i]);
     /* without a reference: 3 samples, no reference time */
-    measure_schedule(&d, fx.p, fx.b, s, NULL, in, ref, measure_limits_for(10000), &o);
+    measure_schedule(&c.d, c.fx.p, c.fx.b, c.s, NULL, c.in, c.ref, measure_limits_for(10000), &o);
     CHECK(o.kind == MEASURE_OK && o.nsamples == 3 && o.ref_ms == 0);
-    measure_buffers_free(fx.p, in, ref);
-    fixture_unload(&fx);
+    c_case_free(&c);
 }
 
 /* The reference's first run is not its time: on PoCL it includes
@@ -106,22 +126,13 @@ static const char *SLOW =
  * unusable it could only fail, and its message ("cannot start the
  * timer") made the outcome a failure instead. */
 static void test_timeout_with_reference(void) {
-    fixture fx = fixture_load(SLOW);
-    if (!fx.b) return;
-    target t = fixture_target("a100");
-    measure_device d;
-    CHECK(measure_device_by_name("c", CG_MATH_EXACT, &d));
-    sc_buffer **in = NULL, **ref = NULL;
-    char err[1024];
-    CHECK(measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) == 0);
-    sched_state *s = space_root(fx.a, fx.p, fx.b, &t), *rs = space_reference(fx.a, fx.p, fx.b, &t, false, NULL);
-    CHECK(s && rs);
+    c_case c;
+    if (!c_case_load(SLOW, &c)) { c_case_free(&c); return; }
     measure_outcome o;
-    measure_schedule(&d, fx.p, fx.b, s, rs, in, ref, (measure_limits){ 120000, 1 }, &o);
+    measure_schedule(&c.d, c.fx.p, c.fx.b, c.s, c.rs, c.in, c.ref, (measure_limits){ 120000, 1 }, &o);
     check_report(o.kind == MEASURE_TIMEOUT && !strncmp(o.msg, "kernel ", 7) && strstr(o.msg, "time limit of 1 ms"),
                  "timeout_with_reference: a time-out (kind %d: %s)", (int)o.kind, o.msg);
-    measure_buffers_free(fx.p, in, ref);
-    fixture_unload(&fx);
+    c_case_free(&c);
 }
 
 static void test_cold_reference(void) {
