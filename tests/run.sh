@@ -41,7 +41,9 @@ done
 slow=" test_schedules(seeds1-2) test_schedules(seeds3-5) test_oneshot test_legal test_randpipe \
 test_cli_autotune.sh test_host test_beam test_cli_collect.sh test_cli_topk.sh "
 order=()
-for i in "${!names[@]}"; do [[ $slow == *" ${names[$i]} "* ]] && order+=("$i"); done
+for w in $slow; do
+    for i in "${!names[@]}"; do [ "${names[$i]}" = "$w" ] && order+=("$i"); done
+done
 for i in "${!names[@]}"; do [[ $slow == *" ${names[$i]} "* ]] || order+=("$i"); done
 running=0
 for i in "${order[@]}"; do
