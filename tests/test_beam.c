@@ -76,12 +76,6 @@ static int load_text(const char *name, const char *text, app_case *ac) {
     return 0;
 }
 
-static int func_id(const sc_pipeline *p, const char *name) {
-    for (int i = 0; i < p->funcs.n; i++)
-        if (!strcmp(((const sc_func *)p->funcs.items[i])->name, name)) return i;
-    return -1;
-}
-
 /* The schedule fits the target, lowers, and (run) gives the reference's
  * outputs bit for bit on the C back end. */
 static bool check_schedule(const char *what, app_case *ac, ir_arena *a, const sched_state *s, bool run) {
@@ -321,6 +315,12 @@ static const char *freeze_pipe =
     "h3(x, y) = h3(x, y) * 0.5 + sqrt(h3(x, y) + 3) + exp(h3(x, y) * 0.0001) * sin(h3(x, y));\n"
     "out(x, y) = h3(x, y) + 1;\n"
     "output out(128, 128);\n";
+
+static int func_id(const sc_pipeline *p, const char *name) {
+    for (int i = 0; i < p->funcs.n; i++)
+        if (!strcmp(((const sc_func *)p->funcs.items[i])->name, name)) return i;
+    return -1;
+}
 
 static void test_freeze(void) {
     char err[4096];

@@ -572,7 +572,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         return base_fail(err, errlen, "no training samples (%d samples in all, %d of validation pipelines)",
                          d->nsamples, nvalid);
     }
-    double floor_ms = train_instruction_floor(d, o->floor_quantile > 0 ? o->floor_quantile : TRAIN_FLOOR_QUANTILE);
+    double floor_ms = train_instruction_floor(d, o->floor_quantile);
     if (!o->fine_tune) {
         nn_init(m, o->seed);
         train_calibrate(d, m);
