@@ -178,6 +178,7 @@ struct feat_ctx {
     int *mark, *stack, *sig;          /* scratch for the signatures */
     int stamp;
     row_entry **rtab;                 /* chained, rcap buckets (a power of two), grown with rn */
+    ir_arena *rows_mem;               /* the row and part entries, their keys and rows: freed at once */
     size_t rcap, rn;
     part_entry *ptab[PART_TABLE];
     part_entry **fpart;               /* [func id] its fused part, this call's when */
@@ -958,26 +959,11 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
 /* ---- the row cache ------------------------------------------------------------ */
 
 static void flush_rows(feat_ctx *x) {
-    for (size_t i = 0; x->rtab && i < x->rcap; i++) {
-        for (row_entry *e = x->rtab[i], *next; e; e = next) {
-            next = e->next;
-            for (int r = 0; r < e->nrows; r++) free(e->rows[r]);
-            free(e->rows);
-            free(e->key);
-            free(e);
-        }
-        x->rtab[i] = NULL;
-    }
+    if (x->rtab) memset(x->rtab, 0, sizeof *x->rtab * x->rcap);
     x->rn = 0;
     for (int i = 0; x->last && i < x->nslots; i++) x->last[i].e = NULL;
-    for (int i = 0; i < PART_TABLE; i++) {
-        for (part_entry *e = x->ptab[i], *next; e; e = next) {
-            next = e->next;
-            free(e->key);
-            free(e);
-        }
-        x->ptab[i] = NULL;
-    }
+    for (int i = 0; i < PART_TABLE; i++) x->ptab[i] = NULL;
+    if (x->rows_mem) ir_arena_reset(x->rows_mem);
 }
 
 static void flush_accesses(feat_ctx *x) {
@@ -1134,9 +1120,8 @@ static part_entry *fused_part(ctx *c, const sc_func *r, bool *oom) {
     for (e = *b; e; e = e->next)
         if (e->h == h && e->nkey == nkey && (nkey == 0 || !memcmp(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey))) break;
     if (!e) {
-        e = calloc(1, sizeof *e);
-        if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)(nkey ? nkey : 1)))) {
-            free(e);
+        e = ir_alloc_try(x->rows_mem, sizeof *e);
+        if (!e || !(e->key = ir_alloc_try(x->rows_mem, sizeof(uintptr_t) * (size_t)(nkey ? nkey : 1)))) {
             *oom = true;
             return NULL;
         }
@@ -1202,11 +1187,10 @@ static row_entry *find_kernel(feat_ctx *x, int nkey) {
     row_entry **b = &x->rtab[h & (x->rcap - 1)];
     for (row_entry *e = *b; e; e = e->next)
         if (e->h == h && e->nkey == nkey && same_words(e->key, x->key, nkey)) return e;
-    row_entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->key = malloc(sizeof(uintptr_t) * (size_t)nkey))) {
-        free(e);
-        return NULL;
-    }
+    row_entry *e = ir_alloc_try(x->rows_mem, sizeof *e);
+    if (!e) return NULL;
+    memset(e, 0, sizeof *e);
+    if (!(e->key = ir_alloc_try(x->rows_mem, sizeof(uintptr_t) * (size_t)(nkey ? nkey : 1)))) return NULL;
     if (nkey) memcpy(e->key, x->key, sizeof(uintptr_t) * (size_t)nkey);
     e->h = h;
     e->nkey = nkey;
@@ -1234,19 +1218,20 @@ static int cached_row(ctx *c, const target *t, const sc_func *f, int st, const f
                 *out = e->rows[i];
                 return 0;
             }
-    feat_row *row = e ? malloc(sizeof *row) : NULL;
+    feat_row *row = e ? ir_alloc_try(x->rows_mem, sizeof *row) : NULL;
     if (e && row && e->nrows == e->cap) {
+        /* the old list stays in the arena until the flush */
         int cap = e->cap ? 2 * e->cap : 2;
-        feat_row **rows = realloc(e->rows, sizeof *rows * (size_t)cap);
+        feat_row **rows = ir_alloc_try(x->rows_mem, sizeof *rows * (size_t)cap);
         if (rows) {
-            x->bytes += sizeof *rows * (size_t)(cap - e->cap);
+            if (e->nrows) memcpy(rows, e->rows, sizeof *rows * (size_t)e->nrows);
+            x->bytes += sizeof *rows * (size_t)cap;
             e->rows = rows;
             e->cap = cap;
         }
     }
     if (!row || e->nrows == e->cap) {
         /* not kept (uncacheable, or out of memory): computed into own */
-        free(row);
         row = NULL;
         if (!*own && !(*own = malloc(sizeof **own * (size_t)room))) return fail(c, "out of memory", f);
         if (e) e = NULL;
@@ -1256,10 +1241,7 @@ static int cached_row(ctx *c, const target *t, const sc_func *f, int st, const f
         return 0;
     }
     x->stats.row_misses++;
-    if (fill_row(c, t, f, st, row)) {
-        free(row);
-        return -1;
-    }
+    if (fill_row(c, t, f, st, row)) return -1;
     row->key = ++x->last_key;
     e->rows[e->nrows++] = row;
     x->bytes += sizeof *row;
@@ -1334,6 +1316,7 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->fpart = calloc((size_t)x->n + 1, sizeof *x->fpart);
     x->rcap = ROW_TABLE;
     x->rtab = calloc(x->rcap, sizeof *x->rtab);
+    x->rows_mem = ir_arena_new();
     x->last = calloc((size_t)x->nslots + 1, sizeof *x->last);
     x->fstamp = calloc((size_t)x->n + 1, sizeof *x->fstamp);
     x->nextm = calloc((size_t)x->n + 1, sizeof *x->nextm);
@@ -1382,6 +1365,7 @@ void feat_ctx_free(feat_ctx *x) {
     free(x->kstamp);
     free(x->fpart);
     free(x->rtab);
+    ir_arena_free(x->rows_mem);
     for (int i = 0; x->last && i < x->nslots; i++) free(x->last[i].key);
     free(x->last);
     free(x->fstamp);

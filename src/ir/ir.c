@@ -43,7 +43,7 @@ void ir_arena_reset(ir_arena *a) {
     a->head = NULL;
 }
 
-void *ir_alloc(ir_arena *a, size_t n) {
+void *ir_alloc_try(ir_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     ir_block *b = a->head;
     if (!b || b->used + n > b->cap) {
@@ -53,7 +53,7 @@ void *ir_alloc(ir_arena *a, size_t n) {
         } else {
             size_t cap = n > 65536 ? n : 65536;
             b = malloc(sizeof(ir_block) + 16 + cap);
-            if (!b) abort();
+            if (!b) return NULL;
             b->cap = cap;
         }
         b->used = 0; b->next = a->head; a->head = b;
@@ -62,6 +62,12 @@ void *ir_alloc(ir_arena *a, size_t n) {
     base += (16 - ((uintptr_t)base & 15)) & 15;
     void *r = base + b->used;
     b->used += n;
+    return r;
+}
+
+void *ir_alloc(ir_arena *a, size_t n) {
+    void *r = ir_alloc_try(a, n);
+    if (!r) abort();
     memset(r, 0, n);
     return r;
 }

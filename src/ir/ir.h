@@ -35,6 +35,9 @@ void ir_arena_free(ir_arena *a);
  * memory). */
 void ir_arena_reset(ir_arena *a);
 void *ir_alloc(ir_arena *a, size_t n);          /* zeroed */
+/* Not zeroed, and NULL (not an abort) when out of memory: for caches that
+ * handle running out. */
+void *ir_alloc_try(ir_arena *a, size_t n);
 char *ir_strdup(ir_arena *a, const char *s);
 
 typedef struct { const char *file; int line, col; } sc_loc;
