@@ -36,6 +36,8 @@ typedef struct cg_target {
     const char *inf, *nan;                /* f32 +infinity and a quiet NaN */
     const char *unroll;                   /* pragma line for an unrolled loop;
                                              "%d" (if present) is the trip count */
+    bool unroll_counted;                  /* an unrolled loop counts from 0 and sets its
+                                             variable in the body (OpenCL: below) */
     bool interior;                        /* kernels get interior copies (codegen.c);
                                              not C: gcc -O2 on the doubled bodies took
                                              test_schedules from 2 to 8 minutes */

@@ -95,12 +95,12 @@ static void c_phase_open(cg_ctx *g, const lower_kernel *k, int phase)
     cg_line(g, "/* phase %d */", phase);
     cg_line(g, "for (int32_t tid = 0; tid < sc_nthreads; tid++) {");
     cg_indent(g, 1);
-    if (phase == k->nphases - 1) {       /* the root phase reads tid0..2 */
-        cg_tid_defs(g, k, "int32_t", "tid", true);
-        cg_line(g, "(void)tid0;");
-        cg_line(g, "(void)tid1;");
-        cg_line(g, "(void)tid2;");
-    }
+    /* the root phase reads tid0..2, and so do block-level phases whose
+     * threads line up with the work-group's shape (lower.c) */
+    cg_tid_defs(g, k, "int32_t", "tid", true);
+    cg_line(g, "(void)tid0;");
+    cg_line(g, "(void)tid1;");
+    cg_line(g, "(void)tid2;");
 }
 
 static void c_phase_close(cg_ctx *g, const lower_kernel *k, int phase)

@@ -408,18 +408,31 @@ static void pr_for(cg_ctx *g, const kstmt *s)
         cg_printf(g, g->t->unroll, s->extent < 1 ? 1 : s->extent > 64 ? 64 : (int)s->extent);
         cg_printf(g, "\n");
     }
-    cg_put_indent(g);
-    cg_printf(g, "for (%s %s = ", I, v);
-    cg_expr(g, m, true);
-    cg_printf(g, "; %s < ", v);
     const cg_node *mn = &g->node[m];
-    if (cg_folds(mn))
-        cg_int(g, SC_I32, mn->lo + s->extent);
-    else {
+    if (s->unroll && g->t->unroll_counted) {
+        /* for (i = 0; i < extent; i++) { v = min + i; ... }: a start that
+         * does not depend on the work-item (cg_opencl.c) */
+        cg_put_indent(g);
+        cg_printf(g, "for (%s %s_u_ = 0; %s_u_ < %" PRId64 "; %s_u_++) {\n", I, v, v, s->extent, v);
+        cg_indent(g, 1);
+        cg_put_indent(g);
+        cg_printf(g, "const %s %s = ", I, v);
         cg_expr(g, m, false);
-        cg_printf(g, " + %" PRId64, s->extent);
+        cg_printf(g, " + %s_u_;\n", v);
+        cg_indent(g, -1);
+    } else {
+        cg_put_indent(g);
+        cg_printf(g, "for (%s %s = ", I, v);
+        cg_expr(g, m, true);
+        cg_printf(g, "; %s < ", v);
+        if (cg_folds(mn))
+            cg_int(g, SC_I32, mn->lo + s->extent);
+        else {
+            cg_expr(g, m, false);
+            cg_printf(g, " + %" PRId64, s->extent);
+        }
+        cg_printf(g, "; %s++) {\n", v);
     }
-    cg_printf(g, "; %s++) {\n", v);
     int saved = g->nenv;
     cg_env_push(g, s->var, mn->lo, mn->hi + (s->extent > 0 ? s->extent - 1 : 0));
     pr_body(g, s->body);

@@ -601,10 +601,39 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
     return a;
 }
 
+/* The kernel's work-group shape (lower_kernel.tdim) from its root stage
+ * rec: the threads of each loop that has some, in loop order, when at
+ * most three loops have threads; else one flat dimension.  Set before
+ * any phase is lowered: block-level phases read their threads from it. */
+static void kernel_tdim(ctx *c, const nest_stage *rec) {
+    int threaded = 0, j = 0;
+    for (int k = 0; k < rec->npure; k++) threaded += rec->threads[k] > 1;
+    c->k->tdim[0] = threaded <= 3 ? 1 : c->k->nthreads;
+    c->k->tdim[1] = c->k->tdim[2] = 1;
+    for (int k = 0; threaded <= 3 && k < rec->npure; k++)
+        if (rec->threads[k] > 1) c->k->tdim[j++] = rec->threads[k];
+}
+
+/* A block-level phase's thread digit (tid / below) % t as a local id
+ * where the work-group's shape allows: below the threads of the group's
+ * dimensions before j and t those of dimension j give tid_j (whose range
+ * is the digit's, so the interior copies lose nothing).  PoCL vectorizes
+ * a work-group's loop over its work-items only where the addresses are
+ * affine in local id 0, which a digit of the flat index taken with / or
+ * % never is.  NULL where the shape does not line up. */
+static sc_expr *digit_in_local_ids(ctx *c, int64_t below, int t) {
+    const int *T = c->k->tdim;
+    int64_t prefix = 1;
+    for (int j = 0; j < 3; prefix *= T[j], j++)
+        if (prefix == below && t == T[j]) return mk_var(c, lower_tid_names[j]);
+    return NULL;
+}
+
 /* Splits the flat thread index over the loops of rec (threads[k] threads
  * each): LETs of each thread's tile base, base[k] + t_k * serial[k].  The
  * root phase (root) reads t_k as tid0, tid1, tid2 when at most three
- * loops have threads, and sets the kernel's tdim (lower_kernel). */
+ * loops have threads (kernel_tdim); a block-level phase reads them from
+ * the local ids where its digits line up with the group's shape. */
 static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const int *dims, sc_expr **base,
                          sc_expr **out, kstmt *seq, bool root) {
     int64_t below = 1;
@@ -612,18 +641,14 @@ static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const 
     const int *threads = rec->threads;
     for (int k = 0; k < np; k++) threaded += threads[k] > 1;
     bool per_loop = root && threaded <= 3;
-    if (root) {
-        c->k->tdim[0] = per_loop ? 1 : c->k->nthreads;
-        c->k->tdim[1] = c->k->tdim[2] = 1;
-    }
     for (int k = 0; k < np; k++) {
         sc_expr *t;
         if (threads[k] == 1) {
             t = mk_int(c, 0);
         } else if (per_loop) {
-            c->k->tdim[j] = threads[k];
             t = mk_var(c, lower_tid_names[j++]);
-        } else {            /* a digit of the flat index */
+        } else if (root || !(t = digit_in_local_ids(c, below, threads[k]))) {
+            /* a digit of the flat index */
             t = mk_var(c, "tid");
             if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
             if (nest_thread_digit_wraps(threads, np, k)) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
@@ -859,6 +884,7 @@ static void build_kernel(ctx *c, const nest_kernel *mk) {
         below *= nb[q];
     }
     fp_box box = make_box(c, r, st, base, blk);
+    kernel_tdim(c, rec);
     emit_block_group(c, r, st, &box);
     if (c->failed) return;
     kstmt *main_phase = stmt(c, KS_SEQ);
