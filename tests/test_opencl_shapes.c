@@ -111,6 +111,22 @@ static const char blur_half[] =
     "blur_x: block of out [x=16 y=2];\n"
     "clamped: inline;\n";
 
+/* A 7x7 box filter (49 taps, each clamped), its x tiled 8 threads x S
+ * serial points: unrolled, 8 points come to over the 2,048 expression
+ * nodes that get the pragma (PoCL's compile time, cg_opencl.c), 2 do not. */
+static char *big_body_pipe(void) {
+    static char text[4096];
+    int n = snprintf(text, sizeof text,
+                     "pipeline big_body;\nsize W = 64;\nsize H = 16;\ninput f32 in(W, H);\n"
+                     "clamped = repeat_edge(in);\nout(x, y) = (0.0");
+    for (int i = -3; i <= 3; i++)
+        for (int j = -3; j <= 3; j++) n += snprintf(text + n, sizeof text - (size_t)n, " + clamped(x + %d, y + %d)", i, j);
+    snprintf(text + n, sizeof text - (size_t)n, ") / 49.0;\noutput out(W, H);\n");
+    return text;
+}
+static const char big_body_8[] = "schedule big_body;\nout: root [x=8x8 y=1x1];\nclamped: inline;\n";
+static const char big_body_2[] = "schedule big_body;\nout: root [x=8x2 y=1x1];\nclamped: inline;\n";
+
 /* The OpenCL code of the schedule contains (or lacks) each of the texts. */
 static void code_has(const char *name, const char *pipe, const char *sched, const char *const *has,
                      const char *const *lacks) {
@@ -161,6 +177,12 @@ int main(void) {
              (const char *const[]){ NULL });
     code_has("blur_half", blur_pipe, blur_half, (const char *const[]){ "blur_x_x_min + tid0;", "tid / 16", NULL },
              (const char *const[]){ "tid % 16", NULL });
+    code_has("big_body_8", big_body_pipe(), big_body_8, (const char *const[]){ "for (int out_x = ", NULL },
+             (const char *const[]){ "#pragma unroll", NULL });
+    code_has("big_body_2", big_body_pipe(), big_body_2,
+             (const char *const[]){ "#pragma unroll", "for (int out_x_u_ = 0; out_x_u_ < 2; out_x_u_++)", NULL },
+             (const char *const[]){ NULL });
+    run_shape("big_body_8", big_body_pipe(), big_body_8);
     run_shape("blur_lined_up", blur_pipe, blur_lined_up);
     run_shape("blur_flat", blur_pipe, blur_flat);
     run_shape("blur_half", blur_pipe, blur_half);

@@ -38,6 +38,8 @@ typedef struct cg_target {
                                              "%d" (if present) is the trip count */
     bool unroll_counted;                  /* an unrolled loop counts from 0 and sets its
                                              variable in the body (OpenCL: below) */
+    int64_t unroll_nodes;                 /* the pragma only on loops of at most this many
+                                             expression nodes unrolled (0: any; OpenCL) */
     bool interior;                        /* kernels get interior copies (codegen.c);
                                              not C: gcc -O2 on the doubled bodies took
                                              test_schedules from 2 to 8 minutes */

@@ -397,19 +397,80 @@ static void pr_body(cg_ctx *g, const kstmt *s)
     g->nenv = saved;
 }
 
+typedef struct { int64_t n, cap; } node_count;
+
+/* The nodes of e's tree (a shared subtree counts at each use), up to
+ * past c->cap. */
+static void count_expr(const sc_expr *e, node_count *c)
+{
+    if (!e || c->n > c->cap)
+        return;
+    c->n++;
+    for (int i = 0; i < e->nargs; i++)
+        count_expr(e->args[i], c);
+}
+
+/* The expression nodes of s as unrolled: the body of a loop with the
+ * unroll hint counts extent times.  Counting stops once past c->cap. */
+static void count_unrolled(const kstmt *s, node_count *c)
+{
+    if (!s || c->n > c->cap)
+        return;
+    switch (s->kind) {
+    case KS_SEQ:
+        for (int i = 0; i < s->n; i++)
+            count_unrolled(s->items[i], c);
+        break;
+    case KS_FOR: {
+        node_count body = { 0, c->cap };
+        count_unrolled(s->body, &body);
+        count_expr(s->min, c);
+        c->n += (s->unroll ? s->extent : 1) * body.n;
+        break;
+    }
+    case KS_IF:
+        count_expr(s->cond, c);
+        count_unrolled(s->body, c);
+        break;
+    case KS_STORE:
+        for (int d = 0; s->alloc && d < s->alloc->ndims; d++)
+            count_expr(s->coords[d], c);
+        count_expr(s->value, c);
+        break;
+    case KS_LET:
+        count_expr(s->value, c);
+        break;
+    case KS_ALLOC:
+        break;
+    }
+}
+
+/* Whether the loop s gets the back end's unroll pragma. */
+static bool unroll_pragma(const cg_ctx *g, const kstmt *s)
+{
+    if (!s->unroll || !g->t->unroll)
+        return false;
+    if (!g->t->unroll_nodes)
+        return true;
+    node_count c = { 0, g->t->unroll_nodes };
+    count_unrolled(s, &c);
+    return c.n <= c.cap;
+}
+
 static void pr_for(cg_ctx *g, const kstmt *s)
 {
     const char *v = cg_name(g, s->var), *I = g->t->type[SC_I32];
     cg_st_begin(g);
     int m = cg_st_root(g, s->min, 2);
     cg_st_hoist(g, m);
-    if (s->unroll && g->t->unroll) {
+    bool pragma = unroll_pragma(g, s);
+    if (pragma) {
         cg_put_indent(g);
         cg_printf(g, g->t->unroll, s->extent < 1 ? 1 : s->extent > 64 ? 64 : (int)s->extent);
         cg_printf(g, "\n");
     }
     const cg_node *mn = &g->node[m];
-    if (s->unroll && g->t->unroll_counted) {
+    if (pragma && g->t->unroll_counted) {
         /* for (i = 0; i < extent; i++) { v = min + i; ... }: a start that
          * does not depend on the work-item (cg_opencl.c) */
         cg_put_indent(g);

@@ -26,8 +26,13 @@
  *      from 0, and block-level phases read their threads from the local
  *      ids where the work-group's shape allows (lower.c): box_blur with
  *      4 serial rows a thread ran 8.2 ms before, 1.4 after; blur_x in
- *      out's 64 x 8 blocks 13.9 ms before, 5.3 after. */
-#define CG_GENERATION 5
+ *      out's 64 x 8 blocks 13.9 ms before, 5.3 after;
+ *   6  the same day: the pragma only on loops of up to 2,048 expression
+ *      nodes unrolled (cg_opencl.c): PoCL compiled a bgu kernel of 8
+ *      unrolled points for 26 s at its first launch, and a random bgu
+ *      schedule's 108 kernels for 137 s in all (25 s now, 30 s on
+ *      generation 4); collections of generation 5 timed out on it. */
+#define CG_GENERATION 6
 
 #include "lower.h"
 
