@@ -150,7 +150,7 @@ typedef struct row_entry {
     int nkey;
     uintptr_t *key;
     int nrows, cap;
-    feat_row **rows;                  /* each its own allocation: feat_refs point at them */
+    feat_row **rows;                  /* in rows_mem: feat_refs point at them until a flush */
 } row_entry;
 
 /* The key a kernel slot had in the last call that looked it up, and its
