@@ -614,7 +614,7 @@ static void kernel_tdim(ctx *c, const nest_stage *rec) {
         if (rec->threads[k] > 1) c->k->tdim[j++] = rec->threads[k];
 }
 
-/* A block-level phase's thread digit (tid / below) % t as a local id
+/* A thread digit (tid / below) % t as a local id
  * where the work-group's shape allows: below the threads of the group's
  * dimensions before j and t those of dimension j give tid_j (whose range
  * is the digit's, so the interior copies lose nothing).  PoCL vectorizes
@@ -630,25 +630,20 @@ static sc_expr *digit_in_local_ids(ctx *c, int64_t below, int t) {
 }
 
 /* Splits the flat thread index over the loops of rec (threads[k] threads
- * each): LETs of each thread's tile base, base[k] + t_k * serial[k].  The
- * root phase (root) reads t_k as tid0, tid1, tid2 when at most three
- * loops have threads (kernel_tdim); a block-level phase reads them from
- * the local ids where its digits line up with the group's shape. */
+ * each): LETs of each thread's tile base, base[k] + t_k * serial[k].  A
+ * t_k is a local id where it lines up with the work-group's shape
+ * (kernel_tdim: always, in the root phase of a kernel with at most three
+ * threaded loops), else a digit of the flat index. */
 static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const int *dims, sc_expr **base,
-                         sc_expr **out, kstmt *seq, bool root) {
+                         sc_expr **out, kstmt *seq) {
     int64_t below = 1;
-    int np = rec->npure, threaded = 0, j = 0;
+    int np = rec->npure;
     const int *threads = rec->threads;
-    for (int k = 0; k < np; k++) threaded += threads[k] > 1;
-    bool per_loop = root && threaded <= 3;
     for (int k = 0; k < np; k++) {
         sc_expr *t;
         if (threads[k] == 1) {
             t = mk_int(c, 0);
-        } else if (per_loop) {
-            t = mk_var(c, lower_tid_names[j++]);
-        } else if (root || !(t = digit_in_local_ids(c, below, threads[k]))) {
-            /* a digit of the flat index */
+        } else if (!(t = digit_in_local_ids(c, below, threads[k]))) {
             t = mk_var(c, "tid");
             if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
             if (nest_thread_digit_wraps(threads, np, k)) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
@@ -668,7 +663,7 @@ static void emit_block_phases(ctx *c, const sc_func *prod, const nest_func *mf, 
         int dims[SC_MAX_DIMS], np = pure_loops(prod, s, dims);
         kstmt *phase = stmt(c, KS_SEQ), *inner = stmt(c, KS_SEQ);
         sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
-        thread_bases(c, prod, rec, dims, mins, tb, inner, false);
+        thread_bases(c, prod, rec, dims, mins, tb, inner);
         /* a guard only where the threads' tiles reach past the footprint */
         for (int q = 0; q < np; q++)
             limit[q] = rec->threads[q] * rec->serial[q] > rec->extent[q]
@@ -890,7 +885,7 @@ static void build_kernel(ctx *c, const nest_kernel *mk) {
     kstmt *main_phase = stmt(c, KS_SEQ);
     sc_expr *tb[SC_MAX_DIMS], *limit[SC_MAX_DIMS];
     for (int q = 0; q < np; q++) limit[q] = ext[q] % blk[q] ? mk_int(c, mn[q] + ext[q]) : NULL;
-    thread_bases(c, r, rec, dims, base, tb, main_phase, true);
+    thread_bases(c, r, rec, dims, base, tb, main_phase);
     emit_stage(c, r, st, rec, c->global[r->id], tb, limit, main_phase);
     if (c->failed) return;
     kstmt **ph = ir_alloc(c->arena, sizeof(kstmt *) * (size_t)(k->nphases + 1));
