@@ -13,7 +13,7 @@ LIB_OBJS  = $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train holdout-weights clean
+.PHONY: FORCE all deps demo test asan fuzz fuzz-schedules train train-cuda holdout-weights clean
 all: $(BUILD)/stagecraft $(TEST_BINS) $(BUILD)/example_blur $(BUILD)/bench_schedules $(BUILD)/bench_nest \
      $(BUILD)/bench_costmodel $(BUILD)/bench_autosched $(BUILD)/bench_oneshot
 
@@ -79,6 +79,15 @@ train: $(BUILD)/stagecraft
 	@mkdir -p weights
 	./$(BUILD)/stagecraft train --data data/samples.txt.xz -o weights/pocl.weights --epochs $(TRAIN_EPOCHS) \
 		--seed 1 --min-generation $(TRAIN_MIN_GENERATION) $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)')
+
+# The CUDA GPUs' own model, the default weights for a CUDA target: trained
+# on the samples measured on lent GPU machines (data/samples_gpu.txt.xz,
+# every generation: there are few), 300 epochs from scratch.
+CUDA_TRAIN_EPOCHS ?= 300
+train-cuda: $(BUILD)/stagecraft
+	@mkdir -p weights
+	./$(BUILD)/stagecraft train --data data/samples_gpu.txt.xz -o weights/cuda.weights \
+		--epochs $(CUDA_TRAIN_EPOCHS) --seed 1
 
 # Hold-one-app-out weights for bench_autosched --weights-dir: for every
 # bundled app, HOLDOUT_DIR/APP.weights trained on the committed dataset

@@ -33,7 +33,8 @@
  *
  * Hold-one-app-out: with --weights-dir D the weights for app X are
  * D/X.weights (trained without X: `make holdout-weights`); an app without
- * one uses --weights (default weights/pocl.weights) and is marked '*'.
+ * one uses --weights (default weights/pocl.weights, or weights/cuda.weights
+ * for a CUDA GPU target where it exists) and is marked '*'.
  * --weights and --weights-dir take comma-separated lists: one-shot and
  * top-K then search with the mean of the models (cost_learned_mean_new),
  * autotuning fine-tunes the first.
@@ -288,7 +289,7 @@ int main(int argc, char **argv) {
             held = true;
         }
         nn_model *ms[SPACE_MAX_WEIGHTS];
-        int nm = space_load_weights_list(w, "bench_autosched", ms, used, sizeof used, err, sizeof err);
+        int nm = space_load_weights_list(w, "bench_autosched", &t, ms, used, sizeof used, err, sizeof err);
         nn_model *m = nm > 0 ? ms[0] : NULL;
         result ro = { INFINITY, 0 }, rk = { INFINITY, 0 };
         bool picked_base = false;

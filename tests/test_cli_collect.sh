@@ -101,6 +101,11 @@ case_ collect_weights_alone 2 -e '--weights is an option of --sampler beam' -- \
     "$sc" collect --db "$tmp/b.db" --device c --weights weights/pocl.weights "$pipe"
 case_ collect_missing_weights 1 -e 'nope.weights' -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler beam --weights "$tmp/nope.weights" "$pipe"
+ok collect_missing_weights_no_db "$([ ! -e "$tmp/nodb.db" ] && "$sc" collect --db "$tmp/nodb.db" --device c \
+    --sampler beam --weights "$tmp/nope.weights" "$pipe" >/dev/null 2>&1; [ $? -eq 1 ] && [ ! -e "$tmp/nodb.db" ]; echo $?)"
+# no --weights: the default model for the device's target (the PoCL one for C)
+case_ collect_beam_default_weights 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/b2.db" --device c --small --schedules 3 --sampler beam "$pipe"
 case_ collect_bad_dropout 2 -e '--dropout: expected a probability' -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler beam --dropout 1.5 "$pipe"
 

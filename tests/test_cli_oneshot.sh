@@ -110,4 +110,17 @@ mkdir -p "$tmp/weights" && cp "$w" "$tmp/weights/pocl.weights"
 rc=$?
 [ "$rc" -eq 0 ] && grep -q "weights $tmp/bin/../weights/pocl.weights\|weights $tmp/weights/pocl.weights" "$out"
 ok oneshot_default_weights_found $?
+# a CUDA target takes the GPUs' own model beside the program where there is
+# one (weights/cuda.weights), and a non-CUDA target the PoCL one still
+cp weights/cuda.weights "$tmp/weights/cuda.weights"
+(cd "$tmp/run" && STAGECRAFT_TARGETS="$OLDPWD/targets" "$tmp/bin/stagecraft" schedule "$OLDPWD/$app" --small --target a100 --strategy oneshot \
+    --beam 4 --passes 1 --samples 2 >"$out" 2>"$err")
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "weights $tmp/weights/cuda.weights" "$out"
+ok oneshot_default_weights_cuda $?
+(cd "$tmp/run" && STAGECRAFT_TARGETS="$OLDPWD/targets" "$tmp/bin/stagecraft" schedule "$OLDPWD/$app" --small --target host-opencl \
+    --strategy oneshot --beam 4 --passes 1 --samples 2 >"$out" 2>"$err")
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "weights $tmp/weights/pocl.weights" "$out"
+ok oneshot_default_weights_opencl $?
 exit $failed

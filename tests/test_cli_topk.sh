@@ -25,7 +25,11 @@ done
 # CUDA targets: every candidate is compiled with NVRTC and its spills read
 case_ oneshot_spill_report 0 -o '^# spill filter: #1 \(predicted [0-9.e+-]+ ms\): [0-9]+ registers, [0-9]+ bytes spilled$' -- \
     "$sc" schedule apps/box_blur.pipe --small --strategy oneshot --target a100 --weights "$w" --samples 4
-grep -q '^# note: no samples from a CUDA GPU yet' "$out"; ok oneshot_cuda_note $?
+grep -q "^# note: these weights were trained on no CUDA GPU's samples" "$out"; ok oneshot_cuda_note $?
+# the GPUs' own model: no note
+case_ oneshot_cuda_weights 0 -o '^# oneshot: predicted .*weights weights/cuda.weights' -- \
+    "$sc" schedule apps/box_blur.pipe --small --strategy oneshot --target a100 --weights weights/cuda.weights --samples 4
+grep -q '^# note:' "$out"; ok oneshot_cuda_weights_no_note "$([ $? -ne 0 ]; echo $?)"
 
 # every CUDA target: its architecture's code compiled, spills read
 # (this CUDA 13 toolkit has no sm_70: the filter is skipped for v100, said so)

@@ -103,11 +103,14 @@ case_ predict_strategy 0 -o '^predicted: [0-9.e+-]+ ms$' -- \
     "$sc" predict "$app" --small --strategy random --seed 3 --weights "$tmp/c.weights" --target a100
 grep -qF "weights: $tmp/c.weights (device $ckey; " "$out"; ok predict_names_device $?
 grep -q '^note: a100 is a CUDA GPU and these weights were trained on another device' "$out"; ok predict_cuda_note $?
-"$sc" schedule "$app" --small --target a100 --strategy random --seed 3 -o "$tmp/r.sched" >/dev/null 2>&1
 grep '^predicted' "$out" >"$tmp/p1"
+"$sc" schedule "$app" --small --target a100 --strategy random --seed 3 -o "$tmp/r.sched" >/dev/null 2>&1
 case_ predict_schedule 0 -o '^predicted: ' -- "$sc" predict "$app" --small --schedule "$tmp/r.sched" --weights "$tmp/c.weights" --target a100
 grep '^predicted' "$out" >"$tmp/p2"
 ok predict_same_schedule_same_time "$(cmp -s "$tmp/p1" "$tmp/p2"; echo $?)"
+case_ predict_cuda_weights 0 -o '^predicted: [0-9.e+-]+ ms$' -- \
+    "$sc" predict "$app" --small --strategy random --seed 3 --weights weights/cuda.weights --target a100
+grep -q '^note:' "$out"; ok predict_cuda_weights_no_note "$([ $? -ne 0 ]; echo $?)"
 # weights trained on both devices of the data name both
 case_ predict_mixed 0 -o '^predicted: ' -- "$sc" predict "$app" --small --strategy root --weights "$tmp/all.weights"
 grep -qF "weights: $tmp/all.weights (device mixed: '$ckey', 'opencl:pocl-test:test-cpu'; " "$out"; ok predict_names_devices $?

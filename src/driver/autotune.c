@@ -128,7 +128,7 @@ int autotune_run(store *st, const char *name, const char *text, const char *sour
         fresh = true;
     } else if (rc == 0) {
         char used[4200];
-        if (!(m = space_load_weights(o->weights, "autotune", used, sizeof used, err, errlen))) rc = -1;
+        if (!(m = space_load_weights(o->weights, "autotune", collect_target(c), used, sizeof used, err, errlen))) rc = -1;
     }
     if (rc == 0 && log)
         fprintf(log, "autotune: %s on %s (%s math): %d iterations of %d, %d done before\n", name, key,

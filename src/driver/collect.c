@@ -65,6 +65,12 @@ void collect_close(collect_ctx *c) {
     if (c && c->model) cost_free(c->model);
     free(c);
 }
+void collect_set_model(collect_ctx *c, const nn_model *m) {
+    if (c->model) cost_free(c->model);
+    c->o.model = m;
+    c->model = m ? cost_learned_new(m, &c->t) : NULL;
+}
+
 const target *collect_target(const collect_ctx *c) { return &c->t; }
 const char *collect_device_key(const collect_ctx *c) { return c->key; }
 collect_totals collect_get_totals(const collect_ctx *c) { return c->tot; }

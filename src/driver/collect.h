@@ -55,6 +55,10 @@ typedef struct collect_ctx collect_ctx;
 collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t errlen);
 void collect_close(collect_ctx *c);
 const target *collect_target(const collect_ctx *c);
+/* Makes the beam sampler use model m (borrowed; NULL: random walks), as
+ * collect_opts.model does at collect_open: for weights chosen by the
+ * device's target (space_default_weights). */
+void collect_set_model(collect_ctx *c, const nn_model *m);
 const char *collect_device_key(const collect_ctx *c);
 
 /* The totals so far. */

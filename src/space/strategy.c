@@ -39,12 +39,11 @@ static sched_state *make_random(ir_arena *a, sc_pipeline *p, const bounds_result
     return space_random(a, p, b, o, seed, err, errlen);
 }
 
-/* The default weights: ./weights/pocl.weights if it exists, else the
- * weights/ folder beside the folder of the running program (as targets
- * are found, build/stagecraft -> weights/).  The path looked at last is
- * left in buf either way. */
-const char *space_default_weights(char *buf, size_t len) {
-    snprintf(buf, len, "weights/pocl.weights");
+/* weights/NAME here if it exists, else in the weights/ folder beside the
+ * folder of the running program (as targets are found, build/stagecraft ->
+ * weights/); the path looked at last is left in buf either way. */
+static const char *find_weights(const char *name, char *buf, size_t len) {
+    snprintf(buf, len, "weights/%s", name);
     if (access(buf, R_OK) == 0) return buf;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -55,17 +54,24 @@ const char *space_default_weights(char *buf, size_t len) {
         if (!slash) return buf;
         *slash = 0;
     }
-    snprintf(buf, len, "%s/weights/pocl.weights", exe);
+    snprintf(buf, len, "%s/weights/%s", exe, name);
     return buf;
 }
 
-nn_model *space_load_weights(const char *path, const char *who, char *used, size_t usedlen, char *err,
-                             size_t errlen) {
-    const char *w = path ? path : space_default_weights(used, usedlen);
+const char *space_default_weights(const target *t, char *buf, size_t len) {
+    if (t && t->cuda_arch[0] && access(find_weights(SPACE_CUDA_WEIGHTS, buf, len), R_OK) == 0) return buf;
+    return find_weights(SPACE_POCL_WEIGHTS, buf, len);
+}
+
+bool space_weights_from_cuda(const nn_model *m) { return strstr(m->device, "cuda:") != NULL; }
+
+nn_model *space_load_weights(const char *path, const char *who, const target *t, char *used, size_t usedlen,
+                             char *err, size_t errlen) {
+    const char *w = path ? path : space_default_weights(t, used, usedlen);
     if (path) snprintf(used, usedlen, "%s", path);
     if (!path && access(w, R_OK) != 0) {
-        snprintf(err, errlen, "%s needs the learned model's weights: no file %s (nor weights/pocl.weights here); "
-                 "make one with `make train` or give --weights FILE", who, w);
+        snprintf(err, errlen, "%s needs the learned model's weights: no file %s (nor weights/%s here); "
+                 "make one with `make train` or give --weights FILE", who, w, SPACE_POCL_WEIGHTS);
         return NULL;
     }
     nn_model *m = malloc(sizeof *m);
@@ -77,9 +83,9 @@ nn_model *space_load_weights(const char *path, const char *who, char *used, size
     return m;
 }
 
-int space_load_weights_list(const char *paths, const char *who, nn_model **ms, char *used, size_t usedlen,
-                            char *err, size_t errlen) {
-    if (!paths) return (ms[0] = space_load_weights(NULL, who, used, usedlen, err, errlen)) ? 1 : -1;
+int space_load_weights_list(const char *paths, const char *who, const target *t, nn_model **ms, char *used,
+                            size_t usedlen, char *err, size_t errlen) {
+    if (!paths) return (ms[0] = space_load_weights(NULL, who, t, used, usedlen, err, errlen)) ? 1 : -1;
     char *list = strdup(paths), *save = NULL;
     if (!list) abort();
     int n = 0;
@@ -88,7 +94,7 @@ int space_load_weights_list(const char *paths, const char *who, nn_model **ms, c
         char one[PATH_MAX + 64];
         if (n == SPACE_MAX_WEIGHTS) {
             snprintf(err, errlen, "%s: at most %d weights files in --weights, got more", who, SPACE_MAX_WEIGHTS);
-        } else if ((ms[n] = space_load_weights(tok, who, one, sizeof one, err, errlen)) != NULL) {
+        } else if ((ms[n] = space_load_weights(tok, who, t, one, sizeof one, err, errlen)) != NULL) {
             size_t u = strlen(used);
             snprintf(used + u, usedlen - u, "%s%s", n ? "," : "", one);
             n++;
@@ -123,7 +129,7 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
     char w[PATH_MAX + 64], whom[64];
     snprintf(whom, sizeof whom, "the %s strategy", who);
     nn_model *ms[SPACE_MAX_WEIGHTS];
-    int nm = space_load_weights_list(sa->weights, whom, ms, w, sizeof w, err, errlen);
+    int nm = space_load_weights_list(sa->weights, whom, o->t, ms, w, sizeof w, err, errlen);
     if (nm < 0) return NULL;
     nn_model *m = ms[0];
     cost_model *cm = cost_learned_mean_new((const nn_model *const *)ms, nm, o->t);
@@ -149,8 +155,8 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
                 (long long)st.featurized, (long long)st.costed, (long long)st.predict_calls,
                 (long long)st.memo_hits, (long long)st.secondary_costed, (long long)st.secondary_skipped);
         fprintf(r, "# wall time: %.3f s\n", st.wall_s);
-        if (o->t->cuda_arch[0] && strncmp(m->device, "cuda:", 5))
-            fprintf(r, "# note: no samples from a CUDA GPU yet: these weights were trained on %s; the features "
+        if (o->t->cuda_arch[0] && !space_weights_from_cuda(m))
+            fprintf(r, "# note: these weights were trained on no CUDA GPU's samples but on %s; the features "
                     "use target %s's own figures (SMs, limits, occupancy)\n", m->device[0] ? m->device : "another device",
                     o->t->name);
         fflush(r);

@@ -50,23 +50,31 @@ const space_strategy *space_strategy_at(int i);
  * ("root, baseline or random"); buf is returned. */
 const char *space_strategy_names(char *buf, size_t len, const char *sep, const char *last);
 
-/* The weights a learned strategy uses when none are given:
- * ./weights/pocl.weights if it exists, else weights/ beside the folder of
- * the running program (build/stagecraft -> weights/); the path looked at
- * last is left in buf either way, and returned. */
-const char *space_default_weights(char *buf, size_t len);
-/* The weights at path (NULL: the default ones), malloc'd; the path used
- * in `used`.  NULL with err naming `who` needs them ("the oneshot
- * strategy") when there are none or the file is bad. */
-nn_model *space_load_weights(const char *path, const char *who, char *used, size_t usedlen, char *err,
-                             size_t errlen);
+/* The weights a learned strategy uses when none are given, looked for in
+ * ./weights/, then in weights/ beside the folder of the running program
+ * (build/stagecraft -> weights/): for a CUDA GPU target (t->cuda_arch
+ * set) the model trained on GPU samples, SPACE_CUDA_WEIGHTS, where it
+ * exists; else (t NULL, another target, or no CUDA model) the PoCL model,
+ * SPACE_POCL_WEIGHTS (docs/costmodel.md).  The path looked at last is left
+ * in buf either way, and returned. */
+#define SPACE_POCL_WEIGHTS "pocl.weights"
+#define SPACE_CUDA_WEIGHTS "cuda.weights"
+const char *space_default_weights(const target *t, char *buf, size_t len);
+/* Whether model m was trained on samples of a CUDA GPU (alone or among
+ * others): a CUDA target with weights that were not says so. */
+bool space_weights_from_cuda(const nn_model *m);
+/* The weights at path (NULL: the default ones for target t), malloc'd;
+ * the path used in `used`.  NULL with err naming `who` needs them ("the
+ * oneshot strategy") when there are none or the file is bad. */
+nn_model *space_load_weights(const char *path, const char *who, const target *t, char *used, size_t usedlen,
+                             char *err, size_t errlen);
 /* The same for a comma-separated list of weights files (NULL: the default
- * ones), whose mean a learned strategy predicts with
+ * ones for t), whose mean a learned strategy predicts with
  * (cost_learned_mean_new): at most SPACE_MAX_WEIGHTS, each malloc'd into
  * ms; `used` names them all.  Their number, or -1 with err naming the
  * file (nothing is left allocated). */
 #define SPACE_MAX_WEIGHTS 8
-int space_load_weights_list(const char *paths, const char *who, nn_model **ms, char *used, size_t usedlen,
-                            char *err, size_t errlen);
+int space_load_weights_list(const char *paths, const char *who, const target *t, nn_model **ms, char *used,
+                            size_t usedlen, char *err, size_t errlen);
 
 #endif

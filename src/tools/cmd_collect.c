@@ -45,7 +45,8 @@ static void collect_help(void) {
            "  --sampler S      random (default): random walks; beam: the batches of the\n"
            "                   one-shot search (one beam search and greedy samples) guided\n"
            "                   by the learned model, children dropped at random\n"
-           "  --weights W      the beam sampler's model (default weights/pocl.weights)\n"
+           "  --weights W      the beam sampler's model (default weights/pocl.weights, or\n"
+           "                   weights/cuda.weights on a CUDA GPU where it exists)\n"
            "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
            "  --remeasure      measure again the schedules whose stored measurement is stale:\n"
            "                   without a reference time (an older collect's), or of code older\n"
@@ -146,18 +147,27 @@ int tool_collect(int argc, char **argv) {
             return TOOL_INPUT;
         }
     }
+    /* the beam sampler's model: given weights are read before anything
+     * is opened (a bad file changes nothing); the default ones once the
+     * device's target is known (a CUDA GPU's own where they exist) */
+    bool beam = !strcmp(sampler, "beam");
     nn_model *m = NULL;
-    if (!strcmp(sampler, "beam")) {
-        char used[4200];
-        if (!(m = space_load_weights(weights, "collect --sampler beam", used, sizeof used, err, sizeof err))) {
-            fprintf(stderr, "stagecraft collect: %s\n", err);
-            for (int k = 0; k < npipes; k++) free(texts[k]);
-            return TOOL_INPUT;
-        }
+    char used[4200];
+    if (beam && weights &&
+        !(m = space_load_weights(weights, "collect --sampler beam", NULL, used, sizeof used, err, sizeof err))) {
+        fprintf(stderr, "stagecraft collect: %s\n", err);
+        for (int k = 0; k < npipes; k++) free(texts[k]);
+        return TOOL_INPUT;
     }
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
-    o.model = m;
     collect_ctx *c = st ? collect_open(st, &o, err, sizeof err) : NULL;
+    if (c && beam && !m &&
+        !(m = space_load_weights(NULL, "collect --sampler beam", collect_target(c), used, sizeof used, err,
+                                 sizeof err))) {
+        collect_close(c);
+        c = NULL;
+    }
+    if (c && m) collect_set_model(c, m);
     int rc = TOOL_OK;
     if (!c) {
         fprintf(stderr, "stagecraft collect: %s\n", err);

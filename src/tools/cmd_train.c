@@ -357,9 +357,9 @@ int tool_predict(int argc, char **argv) {
                 fprintf(stderr, "stagecraft predict: %s\n", err);
                 rc = TOOL_INPUT;
             }
-            /* until samples from a real GPU exist, a CUDA target borrows
-             * weights trained elsewhere: said, not hidden */
-            if (d.t.cuda_arch[0] && strncmp(m->device, "cuda:", 5))
+            /* a CUDA target predicted with weights trained on no GPU's
+             * samples: said, not hidden */
+            if (d.t.cuda_arch[0] && !space_weights_from_cuda(m))
                 printf("note: %s is a CUDA GPU and these weights were trained on another device (%s); the "
                        "prediction uses %s's own figures in the features (SM count, limits, occupancy)\n",
                        d.t.name, m->device[0] ? m->device : "unknown", d.t.name);
