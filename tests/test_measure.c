@@ -7,6 +7,7 @@
  * past its limit with a reference is stored as a time-out, with the
  * time-out's message.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,8 +168,20 @@ static void test_cold_reference(void) {
     fixture_unload(&fx);
 }
 
+/* The first run's limit grows with the kernels the driver compiles at
+ * their first launch, and never wraps. */
+static void test_first_limit(void) {
+    measure_limits lim = measure_limits_for(10000);
+    CHECK(lim.first_ms == 30000 && lim.run_ms == 10000);
+    CHECK(measure_first_ms(lim, 0) == 30000);
+    CHECK(measure_first_ms(lim, 108) == 30000 + 108 * MEASURE_FIRST_LAUNCH_MS);
+    CHECK(measure_first_ms(lim, -1) == 30000);
+    CHECK(measure_first_ms((measure_limits){ INT_MAX - 10, 1 }, 1000) == INT_MAX);
+}
+
 int main(void) {
     RUN(test_median_agreeing);
+    RUN(test_first_limit);
     RUN(test_measured_in_turn);
     RUN(test_cold_reference);
     RUN(test_timeout_with_reference);

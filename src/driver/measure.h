@@ -77,6 +77,15 @@ typedef struct { int first_ms, run_ms; } measure_limits;
  * that runs in 1.1 s took over 10 s to its first result on this loaded
  * machine, and was stored as a time-out). */
 measure_limits measure_limits_for(int run_ms);
+/* The first run's limit for a program of nkernels kernels: lim.first_ms
+ * and MEASURE_FIRST_LAUNCH_MS more per kernel, for the driver's compile at
+ * each kernel's first launch.  PoCL builds a kernel's work-group function
+ * then, and the compile that `collect` runs ahead (clBuildProgram) does
+ * not: a 108-kernel bgu schedule that runs in 0.5 s needed 43 s to its
+ * first result with an empty kernel cache here, and under a load of 4 its
+ * first run passed 30 s: 13 such schedules were stored as time-outs. */
+#define MEASURE_FIRST_LAUNCH_MS 500
+int measure_first_ms(measure_limits lim, int nkernels);
 
 /* Lowers, compiles, checks and times s (in a child when d->fork_each; the
  * child is killed after a deadline that leaves room for compiling and
