@@ -10,7 +10,9 @@
  * Each app runs in a child process of its own (fork), the way
  * `stagecraft schedule apps/APP.pipe --strategy oneshot` runs it: parse,
  * bounds at the paper size, the weights loaded, search_oneshot with the
- * defaults (beam 32, 5 passes, 80 samples, seed 1), target a100.  The
+ * defaults (beam 32, 5 passes, 80 samples, seed 1), target a100, and the
+ * weights it takes for the target (weights/cuda.weights for a CUDA one
+ * where it exists, else weights/pocl.weights) unless --weights names others.  The
  * parent takes the child's own resource usage from wait4: its CPU time
  * (user + system), its peak resident memory (ru_maxrss), and the wall
  * time around it.  The search is single-threaded, so the CPU time is the
@@ -19,6 +21,7 @@
  * included (as `stagecraft check` counts them).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 #include "apps.h"
 #include "beam.h"
 #include "costmodel.h"
+#include "strategy.h"
 
 #define GOAL_ALL_S 10.0
 #define GOAL_SMALL_S 1.0
@@ -158,7 +162,7 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-    bench_opts o = { "weights/pocl.weights", NULL, "a100", 1, 0, 0, 80 };
+    bench_opts o = { NULL, NULL, "a100", 1, 0, 0, 80 };
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--weights") && v) o.weights = argv[++i];
@@ -172,6 +176,17 @@ int main(int argc, char **argv) {
             usage();
             return 2;
         }
+    }
+    /* no --weights: the ones `stagecraft schedule` takes for the target */
+    static char wbuf[PATH_MAX + 64];
+    target wt;
+    if (!o.weights) {
+        char terr[512];
+        if (target_by_name(o.target, NULL, &wt, terr, sizeof terr) != 0) {
+            fprintf(stderr, "bench_oneshot: %s\n", terr);
+            return 1;
+        }
+        o.weights = space_default_weights(&wt, wbuf, sizeof wbuf);
     }
     if (access(o.weights, R_OK) != 0) {
         fprintf(stderr, "bench_oneshot: no weights file %s (give --weights W, or `make train`)\n", o.weights);
