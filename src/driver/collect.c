@@ -57,7 +57,7 @@ collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t er
     }
     c->exact = c->dev;
     c->exact.math = CG_MATH_EXACT;
-    if (o->model) c->model = cost_learned_new(o->model, &c->t);
+    collect_set_model(c, o->model);
     return c;
 }
 
