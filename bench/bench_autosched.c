@@ -191,6 +191,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_autosched: %s\n", err);
         return 1;
     }
+    dev.cpu = t.cpu;
     FILE *modes = NULL, *curve = NULL;
     if (tsv) {
         char path[4200];

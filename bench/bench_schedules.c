@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: %s\n", devname, err);
         return 1;
     }
+    d.cpu = t.cpu;
     exec_tol tol = exec_tolerance(d.math);
     char how[256];
     cg_backend be = CG_OPENCL;

@@ -13,6 +13,9 @@
 #include "exec.h"
 #include "sched.h"
 #include "legal.h"
+#include "features.h"
+#include "fixtures.h"
+#include "nest.h"
 
 /* A 3x1 then 1x3 box blur whose input is read through a clamp, so that
  * only the second stage (reading blur_x at x, y-1..y+1) stages affinely. */
@@ -60,25 +63,82 @@ static const lower_kernel *kernel_named(const lower_program *prog, const char *n
     return NULL;
 }
 
-/* Runs prog on the C device and compares with the reference. */
-static int64_t mismatches_on_c(const lowered *l) {
+/* Runs prog on the device of ops and compares with the reference; -2
+ * when the device is not there. */
+static int64_t mismatches_on(const rt_ops *ops, const lowered *l) {
     char err[4096];
-    rt_device *dev = rt_c_ops.open(err, sizeof err);
-    if (!dev) { fprintf(stderr, "%s\n", err); return -1; }
+    rt_device *dev = ops->open(err, sizeof err);
+    if (!dev) { fprintf(stderr, "%s\n", err); return -2; }
     sc_buffer *in[4] = {0}, *ref[4] = {0};
     for (int i = 0; i < l->p->inputs.n; i++) in[i] = sc_input_random(l->p, i, 3);
     int64_t bad = -1;
     exec_diff diff;
     if (sc_evaluate(l->p, in, 3, ref) == 0) {
-        exec_session *x = exec_open_checked(&rt_c_ops, dev, l->prog, CG_MATH_EXACT, NULL, in, ref, 60000, &diff,
+        exec_session *x = exec_open_checked(ops, dev, l->prog, CG_MATH_EXACT, NULL, in, ref, 60000, &diff,
                                             err, sizeof err);
         bad = x ? diff.mismatches : -1;
         if (!x) fprintf(stderr, "%s\n", err);
         exec_close(x);
     }
     for (int i = 0; i < 4; i++) { sc_buffer_free(in[i]); sc_buffer_free(ref[i]); }
-    rt_c_ops.close(dev);
+    ops->close(dev);
     return bad;
+}
+
+static int64_t mismatches_on_c(const lowered *l) { return mismatches_on(&rt_c_ops, l); }
+
+/* A CPU target stages nothing (PoCL keeps the array in memory per
+ * work-item: docs/backends.md, generation 7): the schedule that stages
+ * out's reads of blur_x on a GPU lowers with none for a CPU, its model
+ * says the GPU rule would have staged (nest_would_stage), the register
+ * estimate counts no staged points, and the code still matches the
+ * reference on C and OpenCL. */
+static void test_no_staging_on_cpu(void) {
+    lowered l;
+    const char *sched = "schedule t;\nout: root [x=16x2 y=4x2];\nblur_x: root [x=32x2 y=8x1];\nclamped: inline;\n";
+    CHECK(lower_text(&l, blur_src, sched));
+    if (!l.prog) { lowered_free(&l); return; }
+    char err[1024];
+    lower_program *cpu = lower_schedule_for(l.a, l.p, l.b, l.s, true, err, sizeof err);
+    CHECK(cpu != NULL);
+    if (cpu) {
+        for (int i = 0; i < cpu->nkernels; i++) CHECK(cpu->kernels[i]->nstaged == 0);
+        char *src = cg_generate(cpu, CG_OPENCL);
+        CHECK(src && !strstr(src, "blur_x_r["));
+        free(src);
+    }
+    nest_ctx *x = nest_ctx_new(l.p, l.b);
+    nest *gpu_model = nest_build(x, l.s, err, sizeof err);
+    CHECK(gpu_model && !nest_would_stage(gpu_model));
+    nest_free(gpu_model);
+    nest_ctx_set_staging(x, false);
+    nest *cpu_model = nest_build(x, l.s, err, sizeof err);
+    CHECK(cpu_model && nest_would_stage(cpu_model));
+    for (int i = 0; cpu_model && i < cpu_model->nkernels; i++) CHECK(cpu_model->kernels[i]->nstaged == 0);
+    nest_free(cpu_model);
+    nest_ctx_free(x);
+    /* the staged elements leave the register estimate */
+    target t = fixture_target("a100");
+    feat_result fg = { 0 }, fc = { 0 };
+    CHECK(feat_compute(l.p, l.b, l.s, &t, &fg, err, sizeof err) == 0);
+    t.cpu = true;
+    CHECK(feat_compute(l.p, l.b, l.s, &t, &fc, err, sizeof err) == 0);
+    int reg = feat_index("registers_per_thread"), found = 0;
+    for (int i = 0; i < fg.n && i < fc.n; i++)
+        if (!strcmp(((const sc_func *)l.p->funcs.items[fg.rows[i].func])->name, "out")) {
+            CHECK(fc.rows[i].v[reg] == fg.rows[i].v[reg] - 8);
+            found++;
+        }
+    CHECK(found == 1);
+    feat_free(&fg);
+    feat_free(&fc);
+    if (cpu) {
+        l.prog = cpu;
+        CHECK(mismatches_on_c(&l) == 0);
+        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
+        CHECK(bad == 0 || bad == -2);
+    }
+    lowered_free(&l);
 }
 
 /* 2x2 points per thread: out reads blur_x over 2x4 points instead of 12
@@ -237,6 +297,7 @@ int main(void) {
     RUN(test_accumulates);
     RUN(test_reduction_order);
     RUN(test_staging_stencil);
+    RUN(test_no_staging_on_cpu);
     RUN(test_staging_needs_reuse_and_unrolling);
     RUN(test_staging_reduction);
     RUN(test_staging_registers);

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "fixtures.h"
+#include "codegen.h"
 #include "costmodel.h"
 #include "space.h"
 #include "store.h"
@@ -342,6 +343,28 @@ static void test_generation_groups(void) {
     remove(db);
 }
 
+/* Stores one successful result of the schedule text sched (timed ms,
+ * against a reference of 20 ms) for pipeline pid on device; 1 when stored. */
+static int put_one(store *st, const fixture *fx, int64_t pid, int64_t device, const char *sched, double ms,
+                   const char *date, const char *version, bool replace_stale) {
+    char err[2048];
+    sched_state *sc = sched_parse(fx->a, fx->p, "t.sched", sched, err, sizeof err);
+    if (!sc) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    char *stext = sched_to_text(fx->p, sc);
+    double one[1] = { ms };
+    store_result res = { .pipeline = pid, .device = device, .schedule_text = stext, .outcome = STORE_OK,
+                         .ms = ms, .ref_ms = 20, .nsamples = 1, .samples_ms = one, .runs = 1, .kernels = 2,
+                         .check = "exact", .sizes = "", .date = date, .version = version,
+                         .replace_stale = replace_stale };
+    for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
+    int rc = store_put_result(st, &res, err, sizeof err);
+    free(stext);
+    return rc;
+}
+
 /* A sample measured before the reduction order changed
  * (TRAIN_REDUCTION_AROUND_TILE) is rejected where its schedule has a
  * stage accumulating in place over more than one point per thread, and
@@ -364,20 +387,8 @@ static void test_reduction_order(void) {
         { "schedule mm;\nout: root [i=16x1 j=4x1];\nprod: root [i=16x1 j=4x1] [i=16x2 j=4x2];\n",
           "2026-11-28T10:00:00Z" },                     /* after the change: loaded */
     };
-    for (int c = 0; c < 3; c++) {
-        sched_state *sc = sched_parse(fx.a, fx.p, "t.sched", cases[c].sched, err, sizeof err);
-        CHECK(sc != NULL);
-        if (!sc) continue;
-        char *stext = sched_to_text(fx.p, sc);
-        double one[1] = { 10 + c };
-        store_result res = { .pipeline = pid, .device = devc, .schedule_text = stext, .outcome = STORE_OK,
-                             .ms = one[0], .ref_ms = 20, .nsamples = 1, .samples_ms = one, .runs = 1,
-                             .kernels = 2, .check = "exact", .sizes = "", .date = cases[c].date,
-                             .version = "test" };
-        for (int d = 0; d < 4; d++) res.hash[d] = sched_hash(sc, d);
-        CHECK(store_put_result(st, &res, err, sizeof err) == 1);
-        free(stext);
-    }
+    for (int c = 0; c < 3; c++)
+        CHECK(put_one(st, &fx, pid, devc, cases[c].sched, 10 + c, cases[c].date, "test", false) == 1);
     store_close(st);
     train_data d;
     train_data_init(&d);
@@ -389,10 +400,69 @@ static void test_reduction_order(void) {
     remove(db);
 }
 
+/* A CPU's sample (target kind cpu) of code older than
+ * CG_GENERATION_CPU_UNSTAGED is rejected where its schedule has a kernel
+ * the GPU rule stages in registers (the code it timed had the staged
+ * array, which a CPU's code no longer has); loaded where nothing stages,
+ * where the code is newer, or where the device is a GPU. */
+static void test_cpu_staged(void) {
+    char db[128], err[2048], tt[4096];
+    snprintf(db, sizeof db, "/tmp/test_train_staged_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline blur;\ninput u16 in(66, 52);\n"
+                              "bx(x, y) = u16((u32(in(x, y)) + in(x + 1, y)) / 2);\n"
+                              "out(x, y) = u16((u32(bx(x, y)) + bx(x, y + 1) + bx(x, y + 2)) / 3);\n"
+                              "output out(64, 48);\n");
+    int64_t devg, pid;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    target cpu = A100;
+    cpu.cpu = true;
+    target_print(&cpu, tt, sizeof tt);
+    store_device dev = { CL_KEY, "fast", "PoCL", tt };
+    int64_t devl = store_put_device(st, &dev, err, sizeof err);
+    CHECK(devl >= 0);
+    /* out 2x2 points a thread reads bx over 2x4: staged by the GPU rule */
+    const char *staged = "schedule blur;\nout: root [x=16x2 y=4x2];\nbx: root [x=32x1 y=8x1];\n";
+    const char *plain = "schedule blur;\nout: root [x=16x1 y=4x1];\nbx: root [x=32x1 y=8x1];\n";
+    struct { const char *sched, *version; int64_t device; } cases[] = {
+        { staged, "abc cg6", devl },    /* a CPU's staged code: rejected */
+        { plain, "abc cg6", devl },     /* nothing staged: loaded */
+        { staged, "abc cg6", devg },    /* a GPU's: loaded */
+    };
+    for (int c = 0; c < 3; c++)
+        CHECK(put_one(st, &fx, pid, cases[c].device, cases[c].sched, 10 + c, "2026-11-28T09:00:00Z",
+                      cases[c].version, false) == 1);
+    store_close(st);
+    train_data d;
+    train_data_init(&d);
+    train_load_opts o = { NULL, 0, NULL, NULL, 0, NULL, 0 };
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == 2 && d.rejected_staged == 1);
+    train_data_free(&d);
+    /* the same staged schedule timed by this build's code: loaded */
+    st = store_open(db, STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (st) {
+        char version[64];
+        snprintf(version, sizeof version, "abc cg%d", CG_GENERATION_CPU_UNSTAGED);
+        CHECK(put_one(st, &fx, pid, devl, staged, 9, "2026-11-28T10:00:00Z", version, true) == 1);
+        store_close(st);
+        train_data_init(&d);
+        CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+        /* loaded; the GPU's time of the schedule, of older code, is left
+         * out now that newer code's exists (store_each_sample) */
+        CHECK(d.nsamples == 2 && d.rejected_staged == 0);
+        train_data_free(&d);
+    }
+    fixture_unload(&fx);
+    remove(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
     RUN(test_neighbours);
+    RUN(test_cpu_staged);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -31,8 +31,17 @@
  *      nodes unrolled (cg_opencl.c): PoCL compiled a bgu kernel of 8
  *      unrolled points for 26 s at its first launch, and a random bgu
  *      schedule's 108 kernels for 137 s in all (25 s now, 30 s on
- *      generation 4); collections of generation 5 timed out on it. */
-#define CG_GENERATION 6
+ *      generation 4); collections of generation 5 timed out on it;
+ *   7  2026-11-28: no register staging on a CPU target (target.cpu:
+ *      nest_ctx_set_staging): PoCL kept the staged array in memory per
+ *      work-item, and stencil_chain's stages in 64 x 8 threads of 1 x 2
+ *      points ran 20.2 and 19.9 ms staged, 3.5 and 3.7 ms reading global
+ *      memory.  Only code with staging changed: a CPU's samples of older
+ *      generations whose schedule stages are left out of training
+ *      (train_load.h, rejected_staged). */
+#define CG_GENERATION 7
+/* The first generation whose CPU code has no register staging. */
+#define CG_GENERATION_CPU_UNSTAGED 7
 
 #include "lower.h"
 

@@ -96,6 +96,7 @@ static int measure_top(const choose_ctx *c, sc_pipeline *p, const bounds_result 
         snprintf(err, errlen, "unknown device '%s' (expected opencl, c or cuda)", c->device);
         return -1;
     }
+    d.cpu = c->t && c->t->cpu;
     int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1)), m = 0;
     const sched_state **states = malloc(sizeof *states * (size_t)(n ? n : 1));
     if (!idx || !states) abort();

@@ -55,6 +55,7 @@ collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t er
         free(c);
         return NULL;
     }
+    c->dev.cpu = c->t.cpu;
     c->exact = c->dev;
     c->exact.math = CG_MATH_EXACT;
     collect_set_model(c, o->model);

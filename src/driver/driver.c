@@ -120,7 +120,7 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
         fprintf(err_out, "schedule rejected for target %s: %s\n", d->t.name, err);
         return -1;
     }
-    d->prog = lower_schedule(d->arena, d->p, d->b, d->s, err, sizeof err);
+    d->prog = lower_schedule_for(d->arena, d->p, d->b, d->s, d->t.cpu, err, sizeof err);
     if (!d->prog) { fprintf(err_out, "lowering failed: %s\n", err); return -1; }
     char *text = sched_to_text(d->p, d->s);
     d->prog->schedule_text = ir_strdup(d->arena, text);

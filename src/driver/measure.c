@@ -21,6 +21,7 @@ bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
     d->ops = rt_ops_by_name(name);
     d->fork_each = d->ops && strcmp(name, "c") != 0;
     d->math = math;
+    d->cpu = false;
     return d->ops != NULL;
 }
 
@@ -129,7 +130,7 @@ static exec_session *open_reference(const measure_device *d, rt_device *dev, ir_
                                     const bounds_result *b, const sched_state *rs, sc_buffer *const *in,
                                     int *nkernels, measure_outcome *o) {
     char err[900];
-    lower_program *prog = lower_schedule(a, p, b, rs, err, sizeof err);
+    lower_program *prog = lower_schedule_for(a, p, b, rs, d->cpu, err, sizeof err);
     *nkernels = prog ? prog->nkernels : 0;
     exec_session *x = prog ? exec_open_math(d->ops, dev, prog, d->math, NULL, err, sizeof err) : NULL;
     if (x && exec_upload(x, in, err, sizeof err) != 0) {
@@ -149,7 +150,7 @@ static void measure_here(const measure_device *d, sc_pipeline *p, const bounds_r
     double t0 = base_now_s();
     ir_arena *a = ir_arena_new();
     rt_device *dev = d->ops->open(o->msg, sizeof o->msg);
-    lower_program *prog = dev ? lower_schedule(a, p, b, s, o->msg, sizeof o->msg) : NULL;
+    lower_program *prog = dev ? lower_schedule_for(a, p, b, s, d->cpu, o->msg, sizeof o->msg) : NULL;
     exec_session *x = NULL, *rx = NULL;
     if (prog) {
         o->kernels = prog->nkernels;
@@ -267,7 +268,7 @@ static void precompile_one(const measure_device *d, sc_pipeline *p, const bounds
     if (!freopen("/dev/null", "w", stderr)) _exit(1);
     ir_arena *a = ir_arena_new();
     rt_device *dev = d->ops->open(err, sizeof err);
-    lower_program *prog = dev ? lower_schedule(a, p, b, s, err, sizeof err) : NULL;
+    lower_program *prog = dev ? lower_schedule_for(a, p, b, s, d->cpu, err, sizeof err) : NULL;
     exec_session *x = prog ? exec_open_math(d->ops, dev, prog, d->math, NULL, err, sizeof err) : NULL;
     _exit(x ? 0 : 1);
 }

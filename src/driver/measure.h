@@ -43,10 +43,13 @@ typedef struct {
     const rt_ops *ops;
     bool fork_each;                     /* measure in a child process */
     cg_math math;
+    bool cpu;                           /* its target is a CPU (target.cpu): lowered without
+                                         * register staging (lower_schedule_for) */
 } measure_device;
 
 /* The device of that name ("opencl", "c", "cuda") with the math mode:
- * forked except for c.  false if the name is unknown. */
+ * forked except for c.  false if the name is unknown.  cpu is false: a
+ * caller that has the device's target (measure_find_target) sets it. */
 bool measure_device_by_name(const char *name, cg_math math, measure_device *d);
 
 /* What every schedule of p is checked against: the inputs (sc_input_random

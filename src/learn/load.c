@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "base.h"
 #include "stagecraft.h"
+#include "codegen.h"
 #include "nest_query.h"
 #include "train_load.h"
 
@@ -146,7 +147,14 @@ static int loader_sample(const store_sample *s, void *ud) {
         nest_ctx_flush(L->nx);
         L->since_flush = 0;
     }
+    nest_ctx_set_staging(L->nx, !L->t.cpu);
     nest *model = nest_build(L->nx, st, err, sizeof err);
+    if (model && L->t.cpu && s->generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model)) {
+        /* timed with register staging, which a CPU's code no longer has */
+        nest_free(model);
+        d->rejected_staged++;
+        return 0;
+    }
     if (model && s->date && !strncmp(s->date, "20", 2) && strcmp(s->date, TRAIN_REDUCTION_AROUND_TILE) < 0 &&
         nest_any_reduction_around_tile(model)) {
         nest_free(model);

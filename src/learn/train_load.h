@@ -18,6 +18,12 @@
  * "Tiling"), and count as rejected_order.  Those samples stay in the
  * store (`collect` skips a schedule that has a result, so it does not
  * measure them again).
+ *
+ * Samples of a CPU target (target.cpu) of code older than
+ * CG_GENERATION_CPU_UNSTAGED whose schedule has a kernel that the GPU
+ * rule stages in registers (nest_would_stage) timed staged code, which
+ * lowering no longer makes for a CPU: they count as rejected_staged
+ * (`collect --remeasure` times them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

@@ -980,9 +980,15 @@ lower_program *lower_schedule_ctx(ir_arena *arena, sc_pipeline *p, const bounds_
 
 lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen) {
+    return lower_schedule_for(arena, p, b, s, false, err, errlen);
+}
+
+lower_program *lower_schedule_for(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                                  const sched_state *s, bool cpu, char *err, size_t errlen) {
     if (err && errlen) err[0] = 0;
     if (check_complete(p, s, err, errlen)) return NULL;
     nest_ctx *x = nest_ctx_new(p, b);
+    nest_ctx_set_staging(x, !cpu);
     nest_ctx_cache_kernels(x, false);
     nest *m = nest_build(x, s, err, errlen);
     lower_program *prog = m ? lower_model(arena, p, b, s, m, err, errlen) : NULL;

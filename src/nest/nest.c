@@ -61,6 +61,7 @@ struct nest_ctx {
     klast *last;
     nest_stats stats;
     bool no_kernel_cache;
+    bool no_staging;               /* nest_ctx_set_staging(x, false) */
     fusion_graph *graph;           /* the consumer graph and the fusion rules */
     fusion_use *uses;              /* fusion_max_uses entries */
     /* scratch, sized n (one build at a time per ctx) */
@@ -134,6 +135,18 @@ nest_stats nest_ctx_stats(const nest_ctx *x) {
 }
 
 void nest_ctx_cache_kernels(nest_ctx *x, bool on) { x->no_kernel_cache = !on; }
+
+void nest_ctx_set_staging(nest_ctx *x, bool on) {
+    if (x->no_staging == !on) return;
+    x->no_staging = !on;
+    nest_ctx_flush(x);
+}
+
+bool nest_would_stage(const nest *n) {
+    for (int i = 0; i < n->nkernels; i++)
+        if (n->kernels[i]->unstaged) return true;
+    return false;
+}
 
 void nest_ctx_flush(nest_ctx *x) {
     ir_arena_free(x->karena);
@@ -468,6 +481,10 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             for (int d = 0; d < cand[j]->ndims; d++) elems *= sp[d].hi - sp[d].lo + 1;
             if (elems > NEST_STAGE_ELEMS || elems >= ncalls[j] * loads) continue;
             if (ke->k.staged_elems + elems > NEST_STAGED_REGISTERS) continue;
+            if (x->no_staging) {
+                ke->k.unstaged++;
+                continue;
+            }
             for (int d = 0; d < cand[j]->ndims; d++) staged_ext[nst][d] = sp[d].hi - sp[d].lo + 1;
             staged[nst++] = cand[j];
             ke->k.nstaged++;

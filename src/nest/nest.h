@@ -77,6 +77,8 @@ typedef struct {
     int64_t register_elems;        /* their elements per thread, summed */
     int nstaged;                   /* register-staged copies */
     int64_t staged_elems;
+    int unstaged;                  /* copies the GPU rule stages and this ctx does not
+                                    * (nest_ctx_set_staging) */
 } nest_kernel;
 
 /* One access: a call in a stage after inlining; calls with the same
@@ -183,6 +185,17 @@ void nest_ctx_free(nest_ctx *x);
  * Func and the rule when s breaks one of the rules lowering enforces. */
 nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen);
 void nest_free(nest *n);
+
+/* Whether lowering stages producers in registers (§6.7; default on).  A
+ * CPU target turns it off (nest_ctx_for_target): PoCL keeps a
+ * work-item's private array in memory, one copy per work-item, so a
+ * staged stencil ran 6x slower than the same tile reading global memory
+ * (docs/backends.md): callers pass on = !target.cpu.  Drops the cached
+ * kernels when it changes: nests built before must be freed first. */
+void nest_ctx_set_staging(nest_ctx *x, bool on);
+/* Whether some kernel of n has copies the GPU rule would have staged
+ * that n's ctx did not (its code differs from code made with staging). */
+bool nest_would_stage(const nest *n);
 
 /* Whether built kernels are kept for reuse (default on; off to measure
  * or check a build from scratch).  Stage expressions are always kept. */

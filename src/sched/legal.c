@@ -409,7 +409,10 @@ static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, 
         if (fused(full->f[i]) && !memo_find(x, s->f[i] ? s->f[i] : full->f[i])->key) need = true;
     if (!need) return 0;
     char msg[512] = "";
-    if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
+    if (!x->nest) {
+        x->nest = nest_ctx_new(x->p, x->b);
+        nest_ctx_set_staging(x->nest, !(x->t && x->t->cpu));
+    }
     nest *model = nest_build(x->nest, full, msg, sizeof msg);
     if (!model) return base_fail(err, errlen, "%s", msg);
     for (int i = 0; i < x->n; i++) {
@@ -608,7 +611,10 @@ double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
     /* the loop-nest model's figure: the points its pure stage computes,
      * recompute included */
     char msg[256];
-    if (!x->nest) x->nest = nest_ctx_new(x->p, x->b);
+    if (!x->nest) {
+        x->nest = nest_ctx_new(x->p, x->b);
+        nest_ctx_set_staging(x->nest, !(x->t && x->t->cpu));
+    }
     nest *model = nest_build(x->nest, full, msg, sizeof msg);
     if (model && model->funcs[fid] && model->funcs[fid]->nstages > 0) {
         /* stage 0, the pure definition, has no reduction loops */

@@ -94,6 +94,7 @@ int tool_floor(int argc, char **argv) {
             free(files);
             return TOOL_INPUT;
         }
+        d.cpu = t.cpu;
         printf("device: %s: %s (%s math)\n", devname, desc, cg_math_name(math));
         measure_limits lim = { 60000, 60000 };
         measure_outcome o;
