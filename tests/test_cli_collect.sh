@@ -166,4 +166,28 @@ rc=$?
 ok collect_sigint_exit "$rc"
 ok collect_sigint_says_stopped "$(grep -q 'stopped: run again to resume' "$idb.log"; echo $?)"
 ok collect_sigint_no_failures "$(sqlite3 "$idb" 'SELECT count(*) FROM failures' | grep -qx 0; echo $?)"
+# --remeasure on a CPU (PoCL): generation 7 changed only the code of
+# schedules that stage in registers, so of three generation-6 results
+# (the baseline, one point a thread; the root schedule, bx in out's
+# threads of 2 x 3 points, which stages in; and a schedule whose out
+# stages bx) the two that stage are timed again and the baseline's kept
+sdb=$tmp/staged.db
+spipe=$tmp/st.pipe
+cat >"$spipe" <<'PIPE'
+pipeline st;
+input u16 in(66, 52);
+bx(x, y) = u16((u32(in(x, y)) + in(x + 1, y)) / 2);
+out(x, y) = u16((u32(bx(x, y)) + bx(x, y + 1) + bx(x, y + 2)) / 3);
+output out(64, 48);
+PIPE
+case_ collect_cpu_two 0 -e 'collect: 2 measured, 0 failed' -- \
+    "$sc" collect --db "$sdb" --device opencl --schedules 2 "$spipe"
+staged_text=$(printf 'schedule st;\nout: root [x=16x2 y=4x2];\nbx: root [x=32x1 y=8x1];\n')
+sqlite3 "$sdb" "INSERT INTO schedules(pipeline, text, hash0, hash1, hash2, hash3) VALUES (1, '$staged_text', 'h', 'h', 'h', 'h')"
+sqlite3 "$sdb" "INSERT INTO measurements(schedule, device, ms, ref_ms, samples, runs, kernels, check_result, sizes, date, version) SELECT (SELECT max(id) FROM schedules), device, ms, ref_ms, samples, runs, kernels, check_result, sizes, date, version FROM measurements LIMIT 1"
+sqlite3 "$sdb" "UPDATE measurements SET version = 'abc cg6'"
+case_ collect_cpu_staged_only 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 1 already stored' -- \
+    "$sc" collect --db "$sdb" --device opencl --schedules 2 --remeasure "$spipe"
+ok collect_cpu_staged_retimed "$(sqlite3 "$sdb" "SELECT version FROM measurements WHERE schedule = (SELECT max(id) FROM schedules)" | grep -q ' cg7'; echo $?)"
+ok collect_cpu_plain_kept "$(sqlite3 "$sdb" "SELECT s.text FROM measurements m JOIN schedules s ON s.id = m.schedule WHERE m.version = 'abc cg6'" | grep -c 'root \[x=64x1 y=1x1\]' | grep -qx 2; echo $?)"
 exit $failed

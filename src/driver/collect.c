@@ -150,6 +150,7 @@ struct collect_pipe {
     bool exact, tried_exact;      /* measured with exact code (see collect_ctx) */
     char **stale;                 /* --remeasure: stored schedule texts to time again */
     int nstale;
+    nest_ctx *unstaged;           /* a CPU's --remeasure: which stale results staged (made when asked) */
 };
 
 collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
@@ -202,6 +203,7 @@ void collect_pipe_free(collect_pipe *cp) {
     if (!cp) return;
     for (int i = 0; i < cp->nstale; i++) free(cp->stale[i]);
     free(cp->stale);
+    nest_ctx_free(cp->unstaged);
     measure_buffers_free(cp->p, cp->in, cp->ref);
     ir_arena_free(cp->a);
     bounds_free(cp->b);
@@ -222,18 +224,39 @@ int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store
     return has;
 }
 
+/* Whether a CPU's result f of s, stale by its generation, timed the code
+ * this build makes all the same: generation 7 changed only a CPU's code
+ * of schedules that stage (CG_GENERATION_CPU_UNSTAGED, codegen.h), so a
+ * generation-6 result of one that does not is current. */
+static bool current_on_cpu(collect_ctx *c, collect_pipe *cp, const sched_state *s, const store_found *f) {
+    if (!c->t.cpu || CG_GENERATION != CG_GENERATION_CPU_UNSTAGED || f->generation != CG_GENERATION - 1 ||
+        f->ref_ms <= 0)
+        return false;
+    if (!cp->unstaged) {
+        cp->unstaged = nest_ctx_new(cp->p, cp->b);
+        nest_ctx_set_staging(cp->unstaged, false);
+        nest_ctx_cache_kernels(cp->unstaged, false);
+    }
+    char err[512];
+    nest *m = nest_build(cp->unstaged, s, err, sizeof err);
+    bool current = m && !nest_would_stage(m);
+    nest_free(m);
+    return current;
+}
+
 /* Whether a drawn schedule is to be measured: 1 yes, 0 it has a result
- * (with --remeasure: a result that has a reference time), -1 with err. */
-static int wanted(collect_ctx *c, const collect_pipe *cp, const char *text, char *err, size_t errlen) {
+ * (with --remeasure: a result that is not stale), -1 with err. */
+static int wanted(collect_ctx *c, collect_pipe *cp, const sched_state *s, const char *text, char *err,
+                  size_t errlen) {
     store_found f;
     int has = collect_find(c, cp, text, &f, err, errlen);
     if (has < 0) return -1;
-    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f));
+    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f) && !current_on_cpu(c, cp, s, &f));
 }
 
 /* Adds the drawn schedule s (its text owned by the caller) to the list
  * unless it was drawn before or is stored; 1 added, 0 not, -1 err. */
-static int consider(collect_ctx *c, const collect_pipe *cp, sched_state *s, const char *text, char ***seen,
+static int consider(collect_ctx *c, collect_pipe *cp, sched_state *s, const char *text, char ***seen,
                     int *distinct, sched_state **states, char **texts, int *n, char *err, size_t errlen) {
     for (int i = 0; i < *distinct; i++)
         if (!strcmp((*seen)[i], text)) {
@@ -242,7 +265,7 @@ static int consider(collect_ctx *c, const collect_pipe *cp, sched_state *s, cons
         }
     *seen = realloc(*seen, sizeof **seen * (size_t)(*distinct + 1));
     if (!*seen || !((*seen)[(*distinct)++] = strdup(text))) abort();
-    int w = wanted(c, cp, text, err, errlen);
+    int w = wanted(c, cp, s, text, err, errlen);
     if (w <= 0) {
         if (w == 0) c->tot.skipped++;
         return w;

@@ -50,11 +50,14 @@ static void collect_help(void) {
            "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
            "  --remeasure      measure again the schedules whose stored measurement is stale:\n"
            "                   without a reference time (an older collect's), or of code older\n"
-           "                   than this build generates (its version's cgN, below cg%d);\n"
-           "                   replaces their measurement; then every stored schedule of the\n"
+           "                   than this build generates (its version's cgN, below cg%d;\n"
+           "                   on a CPU, cg%d only where the schedule stages in registers,\n"
+           "                   the one thing cg%d changed there); replaces their measurement;\n"
+           "                   then every stored schedule of the\n"
            "                   pipeline with no fresh time on any device is timed again too\n"
            "                   (from its text; training leaves out the older time)\n"
-           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n", CG_GENERATION);
+           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n", CG_GENERATION,
+           CG_GENERATION_CPU_UNSTAGED - 1, CG_GENERATION_CPU_UNSTAGED);
 }
 
 /* One pipeline: a pipeline that does not parse is skipped with a
