@@ -647,6 +647,28 @@ static const char *HSTENCIL =
     "out(x, y) = in(x, y) + in(x + 1, y) + in(x + 2, y);\n"
     "output out(256, 64);\n";
 
+/* vector_gathers_per_point: the calls whose lanes along the first thread
+ * loop are neither one element nor consecutive ones.  HSTENCIL with one
+ * point a thread: none; with 2 points a thread along x, lane l reads
+ * in(2l + k, y): the three loads and the store are gathers; 2 points a
+ * thread along y leaves x's lanes consecutive.  A row read of a transpose
+ * (in(y, x) with threads along x) is a gather; a broadcast (a column
+ * coordinate only: in(0, y)) is not. */
+static void test_vector_gathers(void) {
+    featured x;
+    struct { const char *src, *sched; double want; } cases[] = {
+        { HSTENCIL, "schedule hstencil;\nout: root [x=32x1 y=1x1];\n", 0 },
+        { HSTENCIL, "schedule hstencil;\nout: root [x=32x2 y=1x1];\n", 4 },
+        { HSTENCIL, "schedule hstencil;\nout: root [x=32x1 y=1x2];\n", 0 },
+        { "pipeline tr;\ninput f32 in(64, 64);\nout(x, y) = in(y, x) + in(0, y);\noutput out(64, 64);\n",
+          "schedule tr;\nout: root [x=32x1 y=1x1];\n", 1 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (featurize(&x, cases[c].src, cases[c].sched)) EXPECT(&x, "out", "vector_gathers_per_point", cases[c].want);
+        featured_free(&x);
+    }
+}
+
 static void test_cpu_cached_warp(void) {
     target cpu = A100;
     cpu.cpu = true;
@@ -802,6 +824,7 @@ int main(void) {
     RUN(test_access_memo);
     RUN(test_inline_ops);
     RUN(test_cpu_cached_warp);
+    RUN(test_vector_gathers);
     RUN(test_reduction_tile_loads);
     RUN(test_bounded_footprints);
     RUN(test_narrow_residual_warp);

@@ -29,7 +29,9 @@
  *    occupancy) is unused, as in Halide;
  *  - 30 and 31 (unused in Halide) are ours: the arithmetic and the load
  *    instructions the stage executes, so that the work of inlined
- *    producers enters a term and not only the coefficients. */
+ *    producers enters a term and not only the coefficients;
+ *  - 10 is ours too: the gathers (a load per lane on a CPU that vectorizes
+ *    across threads), num_scalars x vector_gathers_per_point. */
 void cost_terms(const double *v, const target *t, double *T) {
     for (int k = 0; k < NN_COEF; k++) T[k] = 0;
     bool inl = F(inlined_calls) != 0;
@@ -89,6 +91,9 @@ void cost_terms(const double *v, const target *t, double *T) {
     }
     T[NN_TERM_ARITH] = F(num_scalars) * arith * w;
     T[NN_TERM_LOADS] = F(num_scalars) * loads * w;
+    /* gathers: a CPU's vector load per lane where the lanes' addresses
+     * are not one element or consecutive ones (feat_warp.h) */
+    T[10] = F(num_scalars) * F(vector_gathers_per_point) * w;
 }
 
 static const char *const term_names[NN_COEF] = {
@@ -102,6 +107,7 @@ static const char *const term_names[NN_COEF] = {
     [7] = "load: num_realizations x unique_register_bytes_read_per_realization",
     [8] = "load: num_realizations x unique_register_lines_read_per_realization",
     [9] = "working set: working_set_at_thread",
+    [10] = "load: num_scalars x vector gathers per point x idle core / lane wastage",
     [11] = "load: threads x unique_shared_bytes_read_per_thread",
     [13] = "load: threads x unique_global_bytes_read_per_thread",
     [16] = "load: num_realizations x unique_shared_lines_read_per_realization",

@@ -411,9 +411,48 @@ done:
     return rc;
 }
 
+/* How many of the calls are gathers to the lanes first .. along the
+ * layout's first dimension, up to the end of its row (feat_warp.h). */
+static int gather_calls(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
+                        int64_t first, int nlanes) {
+    int m = nlanes;
+    if (ln->nlayout > 0) {
+        int64_t row_left = ln->L[0] - first % ln->L[0];
+        if (row_left < m) m = (int)row_left;
+    }
+    if (m < 2) return 0;
+    int64_t base[LANES][FEAT_MAX_LOOPS];
+    lane_origins(ln, first, m, base);
+    int nl = ln->nloops, gathers = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t rel[LANES], konst, step[FEAT_MAX_LOOPS];
+        if (linear(calls[i], st, nl, &konst, step)) {
+            for (int l = 0; l < m; l++) {
+                rel[l] = 0;
+                for (int j = 0; j < nl; j++) rel[l] += step[j] * (base[l][j] - base[0][j]);
+            }
+        } else if (irregular(calls[i], st)) {
+            gathers++;
+            continue;
+        } else {
+            int64_t a0 = address(calls[i], st, nl, base[0]);
+            for (int l = 0; l < m; l++) rel[l] = address(calls[i], st, nl, base[l]) - a0;
+        }
+        bool same = true, up = true, down = true;
+        for (int l = 1; l < m; l++) {
+            same &= rel[l] == 0;
+            up &= rel[l] == (int64_t)l * st->elem;
+            down &= rel[l] == -(int64_t)l * st->elem;
+        }
+        gathers += !(same || up || down);
+    }
+    return gathers;
+}
+
 int feat_warp_access(const feat_lanes *ln, int n, const feat_form *const *calls, const feat_storage *st,
                      int64_t first, int nlanes, bool unrolled, bool cached, feat_warp_pool *keep, feat_warp_cost *c) {
     if (n == 0 || nlanes <= 0) return 0;
+    c->gathers += gather_calls(ln, n, calls, st, first, nlanes);
     if (cached) return warp_cached(ln, n, calls, st, first, nlanes, unrolled, keep, c);
     double scale;
     int64_t iters = iterations(ln, unrolled, FEAT_WARP_ITERS, &scale);

@@ -39,6 +39,15 @@
  * So a thread that computes 8 neighbouring points costs on a CPU what 8
  * neighbouring threads cost, where on a GPU its warp's instructions are
  * strided (8 times the sectors), and a stencil's taps share their lines.
+ *
+ * What the sectors do not show is the instruction: a CPU's vector load
+ * serves the lanes only where their addresses are one element (a
+ * broadcast) or consecutive elements, up or down; any other pattern is a
+ * gather, an element per lane (a stride of 2 along x ran a u16 stencil
+ * 6x slower on PoCL, docs/features.md).  `gathers` counts the calls whose
+ * lanes along the layout's first dimension (the one PoCL vectorizes: at
+ * most to the end of the warp's first row of it) are such a pattern,
+ * irregular calls included, once per call whatever the iterations.
  */
 #ifndef SC_FEAT_WARP_H
 #define SC_FEAT_WARP_H
@@ -74,6 +83,7 @@ typedef struct {
     double moved;          /* bytes the transactions move (32 per sector, 128 per wavefront) */
     double lift_lines;     /* LIFT lines, summed over the accesses (first iteration) */
     int lift_n;            /* accesses counted in lift_lines */
+    double gathers;        /* calls whose lanes are a gather (below), once per call */
 } feat_warp_cost;
 
 /* Lane patterns priced per residue, kept across calls (the same stencil

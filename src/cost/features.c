@@ -616,6 +616,7 @@ static int warp_access(ctx *c, const feat_lanes *ln, int n, const feat_form *con
     out->moved += d.moved;
     out->lift_lines += d.lift_lines;
     out->lift_n += d.lift_n;
+    out->gathers += d.gathers;
     return 0;
 }
 
@@ -929,6 +930,8 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     double lift = lw->load[0].lift_lines + lw->store[0].lift_lines;
     int nlift = lw->load[0].lift_n + lw->store[0].lift_n;
     v[FEAT_AT(FEAT_global_lines_per_warp_access)] = ratio(lift, nlift);
+    v[FEAT_AT(FEAT_vector_gathers_per_point)] =
+        lw->load[0].gathers + lw->load[1].gathers + lw->store[0].gathers + lw->store[1].gathers;
 
     /* working set at the thread level: this Func if it lives there, and the
      * THREAD Funcs computed inside its threads (directly or nested) */

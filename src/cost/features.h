@@ -119,7 +119,8 @@ typedef enum { FEAT_ALGO, FEAT_SCHED } feat_kind;
     X(shared_mem_occupancy, FEAT_SCHED, "ratio", "shared memory of the kernel's block / the per-block limit") \
     X(shared_mem_block_limit_factor, FEAT_SCHED, "ratio", "blocks per SM shared memory allows / the hardware's") \
     X(max_warp_occupancy, FEAT_SCHED, "ratio", "active warps per SM / the hardware's") \
-    X(max_block_occupancy, FEAT_SCHED, "ratio", "active blocks per SM / the hardware's")
+    X(max_block_occupancy, FEAT_SCHED, "ratio", "active blocks per SM / the hardware's") \
+    X(vector_gathers_per_point, FEAT_SCHED, "calls", "loads and stores per point whose neighbouring threads' addresses are neither one element nor consecutive ones (a gather where a CPU vectorizes)")
 
 enum {
 #define FEAT_ENUM_(name, kind, unit, doc) FEAT_##name,

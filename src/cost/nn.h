@@ -51,8 +51,9 @@
  * 2: a stage's operation counts include those of the inline Funcs it
  * expands.  3: on a CPU target a warp's memory transactions are the
  * distinct sectors it touches over its iterations (feat_warp.h).  4: terms
- * 30 and 31, the arithmetic and load instructions the stage executes. */
-#define NN_TERMS_VERSION 4
+ * 30 and 31, the arithmetic and load instructions the stage executes.
+ * 5: term 10, the gathers (feature vector_gathers_per_point). */
+#define NN_TERMS_VERSION 5
 
 /* Terms 30 and 31: the arithmetic and the load instructions a stage
  * executes (costmodel.c); their sum is what the instruction floor prices. */
