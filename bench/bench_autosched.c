@@ -8,7 +8,7 @@
  *   build/bench_autosched [--apps a,b] [--small] [--device opencl|c|cuda]
  *        [--random 80] [--k 5] [--samples 80] [--weights W] [--weights-dir D]
  *        [--autotune a,b] [--iterations 5] [--batch 80] [--timeout-ms 10000]
- *        [--jobs J] [--tsv DIR]
+ *        [--jobs J] [--tsv DIR] [--margin R]
  *
  * Every schedule is measured as src/driver/measure.h describes, in turn
  * with the app's baseline in the same process: a mode's speed-up is the
@@ -25,6 +25,11 @@
  * device) leaves every mode timed alone (with limits of twice the
  * baseline's time), its speed-up against that one time (or none), and the
  * row says so.
+ *
+ * --margin R adds a second summary line: one-shot as `schedule --strategy
+ * oneshot --margin R` would have picked, from the same measurements (the
+ * baseline, speed-up 1, where the pick's predicted gain over the
+ * baseline's prediction is at most R; the pick's own otherwise).
  *
  * Under each app a line gives the model's predictions for the baseline
  * and for one-shot's pick beside their measured times (the two numbers
@@ -155,6 +160,7 @@ int main(int argc, char **argv) {
     FILE *preds = NULL;
     int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
     int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double margin = 0;
     bool small = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -174,9 +180,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) batch = atoi(v);
         else if (!strcmp(a, "--timeout-ms")) timeout_ms = atoi(v);
         else if (!strcmp(a, "--jobs")) jobs = atoi(v);
+        else if (!strcmp(a, "--margin")) margin = atof(v);
         else { fprintf(stderr, "bench_autosched: unknown option %s\n", a); return 2; }
     }
-    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1) {
+    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1 ||
+        (margin != 0 && !(margin >= 1))) {
         fprintf(stderr, "bench_autosched: counts must be positive\n");
         return 2;
     }
@@ -222,8 +230,8 @@ int main(int argc, char **argv) {
            small ? "small" : "paper", nrandom, samples, k, tuned ? "" : "; no autotuning");
     printf("%-16s %6s | %-18s | %-18s | %-18s | %-18s | %-18s | %8s | %s\n", "app", "stages", "baseline",
            "best random", "one-shot", "top-K", "autotune", "search s", "floor (memory-bound and near)");
-    int faster = 0, counted = 0, top_ok = 0;
-    double log_sum = 0;
+    int faster = 0, counted = 0, top_ok = 0, mfaster = 0;
+    double log_sum = 0, mlog_sum = 0;
     for (int ai = 0; ai < napps; ai++) {
         if (!apps_wanted(apps, names[ai])) continue;
         app_case ac;
@@ -413,6 +421,11 @@ int main(int argc, char **argv) {
             faster += ro.speedup > 1;
             log_sum += log(ro.speedup);
             top_ok += rk.speedup >= ro.speedup;
+            /* --margin: the baseline where the pick's predicted gain is
+             * at most the margin (as strategy.c keeps it) */
+            double ms_ = margin > 1 && pred_base <= margin * pred_one ? 1.0 : ro.speedup;
+            mfaster += ms_ > 1;
+            mlog_sum += log(ms_);
         }
         ir_arena_free(a);
         app_free(&ac);
@@ -420,6 +433,9 @@ int main(int argc, char **argv) {
     if (counted)
         printf("one-shot faster than the baseline on %d of %d apps (goal 15 of 18), geomean %.3gx (goal 2x); "
                "top-%d at least one-shot on %d of %d\n", faster, counted, exp(log_sum / counted), k, top_ok, counted);
+    if (counted && margin > 1)
+        printf("with --margin %g (the baseline kept where the pick is predicted at most %gx faster): one-shot faster "
+               "on %d of %d apps, geomean %.3gx\n", margin, margin, mfaster, counted, exp(mlog_sum / counted));
     if (wdir) printf("'*': no held-out weights in %s; the shipped weights were used (trained with this app)\n", wdir);
     if (modes) fclose(modes);
     if (preds) fclose(preds);

@@ -63,6 +63,7 @@ typedef struct {
     /* the oneshot strategy's search */
     const char *weights;
     int beam, passes, samples_given, explain;
+    double margin;
     int k, jobs;                  /* topk: candidates measured, parallel compiles (0: not given) */
 } options;
 
@@ -107,7 +108,7 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "dump")) printf(" --what=ir|bounds|deps|ops");
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
-               "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain]\n"
+               "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain] [--margin R]\n"
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
@@ -171,6 +172,8 @@ static void print_help(const char *cmd) {
                "                 baseline and root join them, so the schedule returned is\n"
                "                 never predicted slower than either\n"
                "  --explain      the predicted cost of every stage and its largest terms\n"
+               "  --margin R     keep the baseline unless the best schedule is predicted more\n"
+               "                 than R times faster (R >= 1; default 1: the best predicted)\n"
                "For a CUDA target, the batch's schedules are compiled with NVRTC, best\n"
                "predicted first, and the first that spills no registers is returned (all\n"
                "spill: the best predicted within 50%% of the least spilling; s8.1).\n"
@@ -306,7 +309,8 @@ static int parse_options(int argc, char **argv, options *o) {
                            !strcmp(a, "--seed") || !strcmp(a, "--what") || string_option(o, a) ||
                            !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
                            !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial") || !strcmp(a, "--beam") ||
-                           !strcmp(a, "--passes") || !strcmp(a, "--k") || !strcmp(a, "--jobs");
+                           !strcmp(a, "--passes") || !strcmp(a, "--k") || !strcmp(a, "--jobs") ||
+                           !strcmp(a, "--margin");
         if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
@@ -360,6 +364,12 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--beam") || !strcmp(a, "--passes")) {
             if (!parse_count(val, 1, 100000, !strcmp(a, "--beam") ? &o->beam : &o->passes))
                 return usage_error("%s: expected a positive integer, got '%s'", a, val);
+        } else if (!strcmp(a, "--margin")) {
+            char *end;
+            errno = 0;
+            o->margin = strtod(val, &end);
+            if (!*val || *end || errno || !isfinite(o->margin) || o->margin < 1)
+                return usage_error("--margin: expected a number of at least 1, got '%s'", val);
         } else if (!strcmp(a, "--partial")) {
             if (!parse_count(val, 0, 1000000, &o->partial))
                 return usage_error("--partial: expected a number of decisions >= 0, got '%s'", val);
@@ -387,6 +397,8 @@ static int parse_options(int argc, char **argv, options *o) {
     if (!oneshot && (o->weights || o->beam || o->passes || o->explain || (o->samples_given && !strcmp(o->cmd, "schedule"))))
         return usage_error("--weights, --beam, --passes, --samples and --explain (of schedule) are options of "
                            "--strategy oneshot and topk%s", "");
+    if (o->margin && (!oneshot || topk))
+        return usage_error("--margin is an option of --strategy oneshot%s", "");
     if (!topk && (o->k || o->jobs)) return usage_error("--k and --jobs are options of --strategy topk%s", "");
     if (topk && !strcmp(o->cmd, "schedule") && !o->device)
         return usage_error("--strategy topk measures its candidates: give --device D%s", "");
@@ -642,7 +654,7 @@ static int load_scheduled(driver_state *d, const options *o) {
                         : o->device ? "host-opencl,a100"   /* opencl or c: not the GPU's limits */
                         : NULL;
     space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
-                             o->explain, stdout, NULL, NULL };
+                             o->explain, stdout, NULL, NULL, o->margin };
     /* top-K measures on the device of --device (schedule) */
     bool topk = o->strategy && !strcmp(o->strategy, "topk");
     driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, &sa, o->k,

@@ -73,6 +73,21 @@ case_ oneshot_scalar_runs 0 -o 'check: matches the reference.* 0 of 502 output p
 "$sc" random-pipeline --seed 17 -o "$tmp/r17.pipe"
 case_ oneshot_random_pipeline 0 -o 'check: matches the reference' -- \
     "$sc" run "$tmp/r17.pipe" --strategy oneshot "${opts[@]}" --device c --check
+# --margin: the baseline kept unless the pick is predicted more than R
+# times faster; a huge margin keeps it, and it is the baseline strategy's
+# schedule
+case_ oneshot_margin_keeps_baseline 0 -o '^# oneshot: kept the baseline \([0-9.e+-]+ ms predicted\), within --margin 1e\+06' -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --margin 1e6 -o "$tmp/mb.sched"
+case_ oneshot_margin_baseline 0 -- "$sc" schedule "$app" --small --target a100 --strategy baseline -o "$tmp/b.sched"
+diff <(grep -v '^#' "$tmp/mb.sched") <(grep -v '^#' "$tmp/b.sched") >/dev/null; ok oneshot_margin_is_baseline $?
+case_ oneshot_margin_one 0 -- "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --margin 1
+diff <(grep -v '^# wall' "$tmp/first.txt") <(grep -v '^# wall' "$out") >/dev/null; ok oneshot_margin_one_unchanged $?
+case_ oneshot_margin_small 2 -e "--margin: expected a number of at least 1, got '0.5'" -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --margin 0.5
+case_ oneshot_margin_not_number 2 -e "--margin: expected a number of at least 1, got 'x'" -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --margin x
+case_ oneshot_margin_without 2 -e '--margin is an option of --strategy oneshot' -- \
+    "$sc" schedule "$app" --small --strategy baseline --margin 2
 
 # bad usage
 case_ oneshot_weights_without 2 -e 'are options of --strategy oneshot' -- \

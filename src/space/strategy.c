@@ -112,6 +112,36 @@ int space_load_weights_list(const char *paths, const char *who, const target *t,
     return n;
 }
 
+/* --margin: the baseline (space_reference's first) where the pick is not
+ * predicted more than margin times faster than it, else NULL.  Its
+ * prediction is the batch's where the batch holds it, else cm's. */
+static sched_state *kept_baseline(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const target *t,
+                                  cost_model *cm, const search_sample *pick, const search_sample *batch, int n,
+                                  double margin, double *base_ms) {
+    sched_state *fx[2] = { NULL, NULL };
+    space_reference(a, p, b, t, false, fx);
+    char *text = fx[0] ? sched_to_text(p, fx[0]) : NULL;
+    if (!text || (pick->text && !strcmp(pick->text, text))) {
+        free(text);
+        return NULL;
+    }
+    double ms = NAN;
+    for (int i = 0; i < n && ms != ms; i++)
+        if (batch[i].text && !strcmp(batch[i].text, text)) ms = batch[i].ms;
+    free(text);
+    if (ms != ms) {
+        char err[512];
+        feat_result r = { 0 };
+        if (feat_compute(p, b, fx[0], t, &r, err, sizeof err) == 0) {
+            const feat_result *fr = &r;
+            if (cost_predict(cm, 1, &fr, &ms, err, sizeof err) != 0) ms = NAN;
+        }
+        feat_free(&r);
+    }
+    *base_ms = ms;
+    return ms <= margin * pick->ms ? fx[0] : NULL;
+}
+
 /* One-shot and top-K (Anderson et al. 2021 §8): one beam search and
  * greedy samples (beam.h); one-shot returns the best by the learned model
  * (or what the driver's pick keeps of the batch: the CUDA spill filter),
@@ -164,6 +194,16 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
     int pick = n > 0 ? 0 : -1;
     if (n > 0 && sa->pick) pick = sa->pick(sa->pick_ctx, p, b, batch, n, err, errlen);
     sched_state *s = pick >= 0 ? batch[pick].s : NULL;
+    double base_ms;
+    sched_state *kept = s && !topk && sa->margin > 1
+                            ? kept_baseline(a, p, b, o->t, cm, &batch[pick], batch, n, sa->margin, &base_ms) : NULL;
+    if (kept) {
+        if (r)
+            fprintf(r, "# %s: kept the baseline (%.6g ms predicted), within --margin %g of the pick (%.6g ms)\n",
+                    who, base_ms, sa->margin, batch[pick].ms);
+        s = kept;
+        pick = -1;
+    }
     if (s && r) {
         if (pick > 0) fprintf(r, "# %s: chose the schedule predicted #%d (%.6g ms)\n", who, pick + 1, batch[pick].ms);
         if (sa->explain && search_explain(r, p, b, s, o->t, m, err, errlen) != 0) s = NULL;

@@ -29,6 +29,8 @@ typedef struct {
     FILE *report;                 /* the prediction and the statistics as '#' lines (NULL: none) */
     space_pick_fn pick;           /* NULL: the best predicted (topk needs one) */
     void *pick_ctx;
+    double margin;                /* one-shot keeps the baseline unless its pick is predicted
+                                   * more than this many times faster (0 or 1: off) */
 } space_search_args;
 
 typedef struct space_strategy {
