@@ -183,9 +183,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--margin")) margin = atof(v);
         else { fprintf(stderr, "bench_autosched: unknown option %s\n", a); return 2; }
     }
-    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1 ||
-        (margin != 0 && !(margin >= 1))) {
+    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1) {
         fprintf(stderr, "bench_autosched: counts must be positive\n");
+        return 2;
+    }
+    if (margin != 0 && !(margin >= 1)) {
+        fprintf(stderr, "bench_autosched: --margin: expected a number of at least 1\n");
         return 2;
     }
     measure_device dev;
