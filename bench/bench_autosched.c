@@ -143,16 +143,9 @@ static void tsv_row(FILE *f, const char *app, const char *mode, result r) {
 /* The model's prediction for one schedule (NAN when it cannot be had). */
 static double predict_one(cost_model *cm, const sc_pipeline *p, const bounds_result *b, const sched_state *s,
                           const target *t) {
-    if (!s) return NAN;
     char err[512];
-    feat_result r = { 0 };
-    double ms = NAN;
-    if (feat_compute(p, b, s, t, &r, err, sizeof err) == 0) {
-        const feat_result *fr = &r;
-        if (cost_predict(cm, 1, &fr, &ms, err, sizeof err) != 0) ms = NAN;
-    }
-    feat_free(&r);
-    return ms;
+    double ms;
+    return s && cost_predict_schedule(cm, p, b, s, t, &ms, err, sizeof err) == 0 ? ms : NAN;
 }
 
 int main(int argc, char **argv) {

@@ -406,6 +406,18 @@ static void memo_push(cost_memo *c, size_t n, const feat_row *row) {
     c->rows[n] = row;
 }
 
+int cost_predict_schedule(cost_model *m, const sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                          const target *t, double *ms, char *err, size_t errlen) {
+    feat_result r = { 0 };
+    int rc = feat_compute(p, b, s, t, &r, err, errlen);
+    if (rc == 0) {
+        const feat_result *fr = &r;
+        rc = cost_predict(m, 1, &fr, ms, err, errlen);
+    }
+    feat_free(&r);
+    return rc;
+}
+
 /* cost_predict on copies of the rows, for a model that is not a sum over
  * rows. */
 static int predict_copies(cost_model *m, int n, const feat_refs *const *feats, double *ms, char *err,

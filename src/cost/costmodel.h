@@ -55,6 +55,10 @@ static inline int cost_predict(cost_model *m, int n, const feat_result *const *f
 static inline void cost_free(cost_model *m) {
     if (m) m->ops->free(m);
 }
+/* The prediction for one complete schedule s of p on target t: its
+ * features (feat_compute) costed alone.  0, or -1 with err. */
+int cost_predict_schedule(cost_model *m, const sc_pipeline *p, const bounds_result *b, const sched_state *s,
+                          const target *t, double *ms, char *err, size_t errlen);
 
 /* The parts of rows already costed, by feat_row.key, for a search that
  * costs the same kernels' rows again and again (a state differs from its

@@ -1475,7 +1475,7 @@ int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state
     if (!err || !errlen) { err = local; errlen = sizeof local; }
     memset(out, 0, sizeof *out);
     nest_ctx *x = nest_ctx_new(p, b);
-    if (x) nest_ctx_set_staging(x, !(t && t->cpu));
+    if (x) nest_ctx_set_staging(x, target_stages_registers(t));
     nest *model = x ? nest_build(x, s, err, errlen) : NULL;
     int rc = model ? feat_compute_model(p, b, s, model, t, out, err, errlen) : -1;
     if (!x) snprintf(err, errlen, "out of memory");

@@ -147,7 +147,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         nest_ctx_flush(L->nx);
         L->since_flush = 0;
     }
-    nest_ctx_set_staging(L->nx, !L->t.cpu);
+    nest_ctx_set_staging(L->nx, target_stages_registers(&L->t));
     nest *model = nest_build(L->nx, st, err, sizeof err);
     if (model && L->t.cpu && s->generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model)) {
         /* timed with register staging, which a CPU's code no longer has */

@@ -187,11 +187,11 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen);
 void nest_free(nest *n);
 
 /* Whether lowering stages producers in registers (§6.7; default on).  A
- * CPU target turns it off (nest_ctx_for_target): PoCL keeps a
- * work-item's private array in memory, one copy per work-item, so a
- * staged stencil ran 6x slower than the same tile reading global memory
- * (docs/backends.md): callers pass on = !target.cpu.  Drops the cached
- * kernels when it changes: nests built before must be freed first. */
+ * CPU target turns it off: PoCL keeps a work-item's private array in
+ * memory, one copy per work-item, so a staged stencil ran 6x slower than
+ * the same tile reading global memory (docs/backends.md): callers pass
+ * target_stages_registers(t).  Drops the cached kernels when it changes:
+ * nests built before must be freed first. */
 void nest_ctx_set_staging(nest_ctx *x, bool on);
 /* Whether some kernel of n has copies the GPU rule would have staged
  * that n's ctx did not (its code differs from code made with staging). */

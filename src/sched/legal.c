@@ -399,6 +399,16 @@ static sched_state *completed(legal_ctx *x, ir_arena *scratch, const sched_state
     return full;
 }
 
+/* The ctx's loop-nest context, made at first use, staging as its target
+ * wants (target_stages_registers). */
+static nest_ctx *legal_nest(legal_ctx *x) {
+    if (!x->nest) {
+        x->nest = nest_ctx_new(x->p, x->b);
+        nest_ctx_set_staging(x->nest, target_stages_registers(x->t));
+    }
+    return x->nest;
+}
+
 /* Measures the footprint of every fused Func of the complete state full
  * not measured yet (keys: the records of s, which full shares): from the
  * loop-nest model (nest.h), which gives lowering's footprints without
@@ -409,11 +419,7 @@ static int measure(legal_ctx *x, const sched_state *s, const sched_state *full, 
         if (fused(full->f[i]) && !memo_find(x, s->f[i] ? s->f[i] : full->f[i])->key) need = true;
     if (!need) return 0;
     char msg[512] = "";
-    if (!x->nest) {
-        x->nest = nest_ctx_new(x->p, x->b);
-        nest_ctx_set_staging(x->nest, !(x->t && x->t->cpu));
-    }
-    nest *model = nest_build(x->nest, full, msg, sizeof msg);
+    nest *model = nest_build(legal_nest(x), full, msg, sizeof msg);
     if (!model) return base_fail(err, errlen, "%s", msg);
     for (int i = 0; i < x->n; i++) {
         if (!fused(full->f[i])) continue;
@@ -611,11 +617,7 @@ double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
     /* the loop-nest model's figure: the points its pure stage computes,
      * recompute included */
     char msg[256];
-    if (!x->nest) {
-        x->nest = nest_ctx_new(x->p, x->b);
-        nest_ctx_set_staging(x->nest, !(x->t && x->t->cpu));
-    }
-    nest *model = nest_build(x->nest, full, msg, sizeof msg);
+    nest *model = nest_build(legal_nest(x), full, msg, sizeof msg);
     if (model && model->funcs[fid] && model->funcs[fid]->nstages > 0) {
         /* stage 0, the pure definition, has no reduction loops */
         const nest_stage *ns = model->funcs[fid]->stages[0];

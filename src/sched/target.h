@@ -43,6 +43,13 @@ typedef struct {
     bool cpu;
 } target;
 
+/* Whether code for t stages producers in registers (Anderson et al.
+ * §6.7): a GPU's does (t NULL: a GPU); a CPU's does not, as PoCL keeps a
+ * work-item's private array in memory (docs/backends.md, generation 7).
+ * What every loop-nest context working for a target is set to
+ * (nest_ctx_set_staging) and what lowering for it follows. */
+static inline bool target_stages_registers(const target *t) { return !(t && t->cpu); }
+
 /* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */
 int target_load(const char *path, target *t, char *err, size_t errlen);
 /* The same from text in file form (target_print's); what names it in

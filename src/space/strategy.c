@@ -129,15 +129,8 @@ static sched_state *kept_baseline(ir_arena *a, const sc_pipeline *p, const bound
     for (int i = 0; i < n && ms != ms; i++)
         if (batch[i].text && !strcmp(batch[i].text, text)) ms = batch[i].ms;
     free(text);
-    if (ms != ms) {
-        char err[512];
-        feat_result r = { 0 };
-        if (feat_compute(p, b, fx[0], t, &r, err, sizeof err) == 0) {
-            const feat_result *fr = &r;
-            if (cost_predict(cm, 1, &fr, &ms, err, sizeof err) != 0) ms = NAN;
-        }
-        feat_free(&r);
-    }
+    char err[512];
+    if (ms != ms && cost_predict_schedule(cm, p, b, fx[0], t, &ms, err, sizeof err) != 0) ms = NAN;
     *base_ms = ms;
     return ms <= margin * pick->ms ? fx[0] : NULL;
 }
