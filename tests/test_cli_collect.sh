@@ -180,14 +180,30 @@ bx(x, y) = u16((u32(in(x, y)) + in(x + 1, y)) / 2);
 out(x, y) = u16((u32(bx(x, y)) + bx(x, y + 1) + bx(x, y + 2)) / 3);
 output out(64, 48);
 PIPE
+# stale_all TEXT GEN: the schedule TEXT stored with a copy of the first
+# result, then every result of $sdb marked as of code generation GEN
+stale_all() {
+    sqlite3 "$sdb" "INSERT INTO schedules(pipeline, text, hash0, hash1, hash2, hash3) VALUES (1, '$1', 'h', 'h', 'h', 'h')"
+    sqlite3 "$sdb" "INSERT INTO measurements(schedule, device, ms, ref_ms, samples, runs, kernels, check_result, sizes, date, version) SELECT (SELECT max(id) FROM schedules), device, ms, ref_ms, samples, runs, kernels, check_result, sizes, date, version FROM measurements LIMIT 1"
+    sqlite3 "$sdb" "UPDATE measurements SET version = 'abc cg$2'"
+}
 case_ collect_cpu_two 0 -e 'collect: 2 measured, 0 failed' -- \
     "$sc" collect --db "$sdb" --device opencl --schedules 2 "$spipe"
 staged_text=$(printf 'schedule st;\nout: root [x=16x2 y=4x2];\nbx: root [x=32x1 y=8x1];\n')
-sqlite3 "$sdb" "INSERT INTO schedules(pipeline, text, hash0, hash1, hash2, hash3) VALUES (1, '$staged_text', 'h', 'h', 'h', 'h')"
-sqlite3 "$sdb" "INSERT INTO measurements(schedule, device, ms, ref_ms, samples, runs, kernels, check_result, sizes, date, version) SELECT (SELECT max(id) FROM schedules), device, ms, ref_ms, samples, runs, kernels, check_result, sizes, date, version FROM measurements LIMIT 1"
-sqlite3 "$sdb" "UPDATE measurements SET version = 'abc cg6'"
+stale_all "$staged_text" 6
 case_ collect_cpu_staged_only 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 1 already stored' -- \
     "$sc" collect --db "$sdb" --device opencl --schedules 2 --remeasure "$spipe"
-ok collect_cpu_staged_retimed "$(sqlite3 "$sdb" "SELECT version FROM measurements WHERE schedule = (SELECT max(id) FROM schedules)" | grep -q ' cg7'; echo $?)"
+gen=$(sed -n 's/^#define CG_GENERATION \([0-9]*\)$/\1/p' src/codegen/codegen.h)
+ok collect_cpu_staged_retimed "$(sqlite3 "$sdb" "SELECT version FROM measurements WHERE schedule = (SELECT max(id) FROM schedules)" | grep -q " cg$gen\$"; echo $?)"
 ok collect_cpu_plain_kept "$(sqlite3 "$sdb" "SELECT s.text FROM measurements m JOIN schedules s ON s.id = m.schedule WHERE m.version = 'abc cg6'" | grep -c 'root \[x=64x1 y=1x1\]' | grep -qx 2; echo $?)"
+# --remeasure of generation-7 results: generation 8 changed only the code
+# of schedules with a thread-level Func of 16 to 63 points a thread, so of
+# the three (the two above and bx in out's threads of 1 x 18 points) only
+# that one is timed again
+thr_text=$(printf 'schedule st;\nout: root [x=16x1 y=3x16];\nbx: thread of out;\n')
+stale_all "$thr_text" 7
+case_ collect_thread_unrolled_only 0 -e 'collect: 1 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$sdb" --device opencl --schedules 2 --remeasure "$spipe"
+ok collect_thread_unrolled_retimed "$(sqlite3 "$sdb" "SELECT version FROM measurements WHERE schedule = (SELECT max(id) FROM schedules)" | grep -q " cg$gen\$"; echo $?)"
+ok collect_thread_others_kept "$(sqlite3 "$sdb" "SELECT count(*) FROM measurements WHERE version = 'abc cg7'" | grep -qx 3; echo $?)"
 exit $failed

@@ -16,6 +16,7 @@
 #include "features.h"
 #include "fixtures.h"
 #include "nest.h"
+#include "nest_query.h"
 
 /* A 3x1 then 1x3 box blur whose input is read through a clamp, so that
  * only the second stage (reading blur_x at x, y-1..y+1) stages affinely. */
@@ -134,6 +135,68 @@ static void test_no_staging_on_cpu(void) {
     feat_free(&fc);
     if (cpu) {
         l.prog = cpu;
+        CHECK(mismatches_on_c(&l) == 0);
+        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
+        CHECK(bad == 0 || bad == -2);
+    }
+    lowered_free(&l);
+}
+
+/* A thread-level Func of 16 to 63 points a thread has its loops unrolled
+ * (NEST_UNROLL_THREAD_LIMIT), so that every index into its private array
+ * is a constant; a root Func's tile of as many points keeps its loops;
+ * a reduction in a thread-level Func unrolls under the same limit. */
+static void test_thread_tiles_unrolled(void) {
+    lowered l;
+    /* out: 1 x 16 points a thread; blur_x in its threads: 1 x 18 */
+    CHECK(lower_text(&l, blur_src, "schedule t;\nout: root [x=16x1 y=2x16];\nblur_x: thread of out;\nclamped: inline;\n"));
+    if (l.prog) {
+        char *src = cg_generate(l.prog, CG_OPENCL);
+        CHECK(src && strstr(src, "for (int blur_x_y_u_ = 0; blur_x_y_u_ < 18; blur_x_y_u_++)") != NULL);
+        /* out's own 16 points stay a loop */
+        CHECK(src && strstr(src, "for (int out_y = ") != NULL && !strstr(src, "out_y_u_ < 16"));
+        free(src);
+        char err[1024];
+        nest_ctx *x = nest_ctx_new(l.p, l.b);
+        nest *m = nest_build(x, l.s, err, sizeof err);
+        CHECK(m && nest_unrolls_thread_tiles(m));
+        nest_free(m);
+        nest_ctx_free(x);
+        CHECK(mismatches_on_c(&l) == 0);
+        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
+        CHECK(bad == 0 || bad == -2);
+    }
+    lowered_free(&l);
+    /* 1 x 4 points: unrolled under either limit, nothing changed */
+    CHECK(lower_text(&l, blur_src, "schedule t;\nout: root [x=16x1 y=2x2];\nblur_x: thread of out;\nclamped: inline;\n"));
+    if (l.prog) {
+        char err[1024];
+        nest_ctx *x = nest_ctx_new(l.p, l.b);
+        nest *m = nest_build(x, l.s, err, sizeof err);
+        CHECK(m && !nest_unrolls_thread_tiles(m));
+        nest_free(m);
+        nest_ctx_free(x);
+    }
+    lowered_free(&l);
+    /* a reduction of 8 steps over 4 points in a consumer's threads */
+    const char *red_src = "size W = 64;\nsize H = 48;\ninput f32 in(W + 8, H);\n"
+                          "rdom r(0, 8);\nacc(x, y) = 0.5f;\nacc(x, y) += in(x + r.x, y);\n"
+                          "out(x, y) = acc(x, y) * 2.0f;\noutput out(W, H);\n";
+    CHECK(lower_text(&l, red_src, "schedule t;\nout: root [x=16x1 y=4x4];\nacc: thread of out;\n"));
+    if (l.prog) {
+        char *src = cg_generate(l.prog, CG_OPENCL);
+        /* the reduction loop carries the unroll pragma (an unrolled loop
+         * counts from 0) */
+        const char *r = src ? strstr(src, "for (int acc_r_x_u_ = 0; acc_r_x_u_ < 8; acc_r_x_u_++)") : NULL;
+        CHECK(r != NULL);
+        if (r) {
+            const char *line = r;
+            while (line > src && line[-1] != '\n') line--;
+            const char *prev = line - 1;
+            while (prev > src && prev[-1] != '\n') prev--;
+            CHECK(!strncmp(prev + strspn(prev, " "), "#pragma unroll", 14));
+        }
+        free(src);
         CHECK(mismatches_on_c(&l) == 0);
         int64_t bad = mismatches_on(&rt_opencl_ops, &l);
         CHECK(bad == 0 || bad == -2);
@@ -298,6 +361,7 @@ int main(void) {
     RUN(test_reduction_order);
     RUN(test_staging_stencil);
     RUN(test_no_staging_on_cpu);
+    RUN(test_thread_tiles_unrolled);
     RUN(test_staging_needs_reuse_and_unrolling);
     RUN(test_staging_reduction);
     RUN(test_staging_registers);

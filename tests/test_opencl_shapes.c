@@ -126,6 +126,21 @@ static char *big_body_pipe(void) {
 }
 static const char big_body_8[] = "schedule big_body;\nout: root [x=8x8 y=1x1];\nclamped: inline;\n";
 static const char big_body_2[] = "schedule big_body;\nout: root [x=8x2 y=1x1];\nclamped: inline;\n";
+/* 4 points of 49 taps: over the 2,048 nodes of older generations' cap,
+ * under CG_OPENCL_UNROLL_NODES */
+static const char big_body_4[] = "schedule big_body;\nout: root [x=8x4 y=1x1];\nclamped: inline;\n";
+
+/* Whether sched's OpenCL code unrolls a loop that the older cap left
+ * rolled (cg_opencl_unrolls_past), as expected. */
+static void unrolls_past(const char *name, const char *pipe, const char *sched, bool expected) {
+    char err[8192] = "";
+    fixture fx = fixture_load(pipe);
+    sched_state *s = sched_parse(fx.a, fx.p, name, sched, err, sizeof err);
+    lower_program *prog = s ? lower_schedule(fx.a, fx.p, fx.b, s, err, sizeof err) : NULL;
+    check_report(prog && cg_opencl_unrolls_past(prog, CG_OPENCL_UNROLL_NODES_BEFORE_8) == expected,
+                 "%s: unrolls past the old cap: %s", name, expected ? "yes" : "no");
+    fixture_unload(&fx);
+}
 
 /* The OpenCL code of the schedule contains (or lacks) each of the texts. */
 static void code_has(const char *name, const char *pipe, const char *sched, const char *const *has,
@@ -182,7 +197,14 @@ int main(void) {
     code_has("big_body_2", big_body_pipe(), big_body_2,
              (const char *const[]){ "#pragma unroll", "for (int out_x_u_ = 0; out_x_u_ < 2; out_x_u_++)", NULL },
              (const char *const[]){ NULL });
+    code_has("big_body_4", big_body_pipe(), big_body_4,
+             (const char *const[]){ "#pragma unroll", "for (int out_x_u_ = 0; out_x_u_ < 4; out_x_u_++)", NULL },
+             (const char *const[]){ NULL });
+    unrolls_past("big_body_4", big_body_pipe(), big_body_4, true);
+    unrolls_past("big_body_2", big_body_pipe(), big_body_2, false);
+    unrolls_past("big_body_8", big_body_pipe(), big_body_8, false);
     run_shape("big_body_8", big_body_pipe(), big_body_8);
+    run_shape("big_body_4", big_body_pipe(), big_body_4);
     run_shape("blur_lined_up", blur_pipe, blur_lined_up);
     run_shape("blur_flat", blur_pipe, blur_flat);
     run_shape("blur_half", blur_pipe, blur_half);

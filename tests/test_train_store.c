@@ -458,11 +458,54 @@ static void test_cpu_staged(void) {
     remove(db);
 }
 
+/* A sample of code older than CG_GENERATION_THREAD_UNROLLED is rejected,
+ * on any device, where a thread-level Func of its schedule has loops that
+ * lowering now unrolls (nest_unrolls_thread_tiles); loaded where none has,
+ * or where the code is newer. */
+static void test_thread_unrolled(void) {
+    char db[128], err[2048];
+    snprintf(db, sizeof db, "/tmp/test_train_unrolled_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline blur;\ninput u16 in(66, 52);\n"
+                              "bx(x, y) = u16((u32(in(x, y)) + in(x + 1, y)) / 2);\n"
+                              "out(x, y) = u16((u32(bx(x, y)) + bx(x, y + 1) + bx(x, y + 2)) / 3);\n"
+                              "output out(64, 48);\n");
+    int64_t devg, pid;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    /* bx in out's threads: 1 x 18 points (unrolled now), 1 x 4 (always) */
+    const char *wide = "schedule blur;\nout: root [x=16x1 y=3x16];\nbx: thread of out;\n";
+    const char *narrow = "schedule blur;\nout: root [x=16x1 y=4x2];\nbx: thread of out;\n";
+    CHECK(put_one(st, &fx, pid, devg, wide, 10, "2026-11-28T09:00:00Z", "abc cg7", false) == 1);
+    CHECK(put_one(st, &fx, pid, devg, narrow, 11, "2026-11-28T09:00:00Z", "abc cg7", false) == 1);
+    store_close(st);
+    train_data d;
+    train_data_init(&d);
+    train_load_opts o = { NULL, 0, NULL, NULL, 0, NULL, 0 };
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+    CHECK(d.nsamples == 1 && d.rejected_unrolled == 1);
+    train_data_free(&d);
+    st = store_open(db, STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (st) {
+        char version[64];
+        snprintf(version, sizeof version, "abc cg%d", CG_GENERATION_THREAD_UNROLLED);
+        CHECK(put_one(st, &fx, pid, devg, wide, 9, "2026-11-28T10:00:00Z", version, true) == 1);
+        store_close(st);
+        train_data_init(&d);
+        CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+        CHECK(d.nsamples == 2 && d.rejected_unrolled == 0);
+        train_data_free(&d);
+    }
+    fixture_unload(&fx);
+    remove(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
     RUN(test_neighbours);
     RUN(test_cpu_staged);
+    RUN(test_thread_unrolled);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -68,13 +68,13 @@ const cg_target cg_target_opencl = {
      * loop whose start depended on the work-item (an in-place scan read
      * rows not yet stored; a stencil read a __local array before its phase
      * had filled it).  tests/test_opencl_shapes.c keeps both shapes.
-     * Only loops of up to 2,048 expression nodes unrolled: PoCL's
-     * work-group compile of a bgu kernel whose 8 unrolled points came to
-     * 33,405 nodes took 26 s at its first launch (0.8 s rolled); 4,178
-     * nodes 1.4 s, 1,756 nodes 0.5 s (docs/backends.md). */
+     * Only loops of up to CG_OPENCL_UNROLL_NODES expression nodes
+     * unrolled: PoCL's work-group compile of a bgu kernel whose 8 unrolled
+     * points came to 33,405 nodes took 26 s at its first launch (0.8 s
+     * rolled); 4,178 nodes 1.4 s, 1,756 nodes 0.5 s (docs/backends.md). */
     .unroll = "#pragma unroll",
     .unroll_counted = true,
-    .unroll_nodes = 2048,
+    .unroll_nodes = CG_OPENCL_UNROLL_NODES,
     .interior = true,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,

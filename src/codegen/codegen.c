@@ -445,6 +445,42 @@ static void count_unrolled(const kstmt *s, node_count *c)
     }
 }
 
+/* Whether some loop with the unroll hint in s comes to more than lo and
+ * at most hi nodes unrolled. */
+static bool unrolls_between(const kstmt *s, int64_t lo, int64_t hi)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case KS_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (unrolls_between(s->items[i], lo, hi))
+                return true;
+        return false;
+    case KS_FOR:
+        if (s->unroll) {
+            node_count c = { 0, hi };
+            count_unrolled(s, &c);
+            if (c.n > lo && c.n <= hi)
+                return true;
+        }
+        return unrolls_between(s->body, lo, hi);
+    case KS_IF:
+        return unrolls_between(s->body, lo, hi);
+    default:
+        return false;
+    }
+}
+
+bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
+{
+    for (int k = 0; k < prog->nkernels; k++)
+        for (int ph = 0; ph < prog->kernels[k]->nphases; ph++)
+            if (unrolls_between(prog->kernels[k]->phases[ph], before, cg_target_opencl.unroll_nodes))
+                return true;
+    return false;
+}
+
 /* Whether the loop s gets the back end's unroll pragma. */
 static bool unroll_pragma(const cg_ctx *g, const kstmt *s)
 {

@@ -38,10 +38,22 @@
  *      points ran 20.2 and 19.9 ms staged, 3.5 and 3.7 ms reading global
  *      memory.  Only code with staging changed: a CPU's samples of older
  *      generations whose schedule stages are left out of training
- *      (train_load.h, rejected_staged). */
-#define CG_GENERATION 7
+ *      (train_load.h, rejected_staged);
+ *   8  2026-11-28: a thread-level Func's loops unrolled up to 64 points
+ *      (NEST_UNROLL_THREAD_LIMIT, nest_query.h), not 16: its private array
+ *      stays in registers only when every index into it is a constant.
+ *      harris' clamped, 3 x 8 points a thread of gray, looped: gray took
+ *      17.3 ms on PoCL, 10.4 ms unrolled; learned_demosaic's l3 (4 points
+ *      x 8 reduction steps) in a3's threads: a3 226 ms, 57 ms unrolled.
+ *      And OpenCL loops unrolled up to 4,096 expression nodes, not 2,048
+ *      (CG_OPENCL_UNROLL_NODES): harris' out in threads of 1 x 5 points
+ *      ran rolled, 19.6 ms, against 4.0 ms unrolled.  Only schedules with
+ *      such loops changed (train_load.h, rejected_unrolled). */
+#define CG_GENERATION 8
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
+/* The first generation that unrolls thread-level tiles up to 64 points. */
+#define CG_GENERATION_THREAD_UNROLLED 8
 
 #include "lower.h"
 
@@ -58,6 +70,18 @@ typedef enum { CG_C, CG_OPENCL, CG_CUDA } cg_backend;
  *                  against the reference within a stated tolerance
  *                  (exec.h, exec_tolerance). */
 typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
+
+/* The most expression nodes an OpenCL loop unrolled may come to (the rest
+ * stay rolled, for PoCL's compile time: cg_opencl.c).  2,048 before
+ * generation 8: harris' out in threads of 1 x 5 points (about 2,100
+ * nodes) ran rolled, 19.6 ms on PoCL, against 4.0 ms unrolled. */
+#define CG_OPENCL_UNROLL_NODES 4096
+#define CG_OPENCL_UNROLL_NODES_BEFORE_8 2048
+
+/* Whether OpenCL code of prog unrolls a loop that a cap of `before` nodes
+ * left rolled (the loop's unrolled size is over before and at most
+ * CG_OPENCL_UNROLL_NODES): code that differs from an older generation's. */
+bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 
 /* cg_generate_math with CG_MATH_EXACT. */
 char *cg_generate(const lower_program *prog, cg_backend backend);

@@ -803,7 +803,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     if (inner < 0) inner = inner_pure;
     v[FEAT_AT(FEAT_innermost_loop_extent)] = inner >= 0 ? (double)sp->serial[inner] : 1;
     v[FEAT_AT(FEAT_innermost_pure_loop_extent)] = inner_pure >= 0 ? (double)sp->extent[inner_pure] : 1;
-    bool unrolled = serial_pts < 16;
+    bool unrolled = serial_pts < rec->unroll_limit;
     v[FEAT_AT(FEAT_unrolled_loop_extent)] = unrolled ? serial_pts : 1;
     v[FEAT_AT(FEAT_inner_parallelism)] = (double)threads;
     v[FEAT_AT(FEAT_outer_parallelism)] = (double)kn->nblocks;

@@ -9,6 +9,7 @@
 #include "base.h"
 #include "collect.h"
 #include "beam.h"
+#include "nest_query.h"
 #include "space.h"
 
 struct collect_ctx {
@@ -150,7 +151,7 @@ struct collect_pipe {
     bool exact, tried_exact;      /* measured with exact code (see collect_ctx) */
     char **stale;                 /* --remeasure: stored schedule texts to time again */
     int nstale;
-    nest_ctx *unstaged;           /* a CPU's --remeasure: which stale results staged (made when asked) */
+    nest_ctx *unstaged;           /* --remeasure: which stale results timed other code (made when asked) */
 };
 
 collect_pipe *collect_pipe_open(collect_ctx *c, const char *name, const char *text, const char *source, bool small,
@@ -224,14 +225,20 @@ int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store
     return has;
 }
 
-/* Whether a CPU's result f of s, stale by its generation, timed the code
- * this build makes all the same: generation 7 changed only a CPU's code
- * of schedules that stage (CG_GENERATION_CPU_UNSTAGED, codegen.h), so a
- * generation-6 result of one that does not is current. */
-static bool current_on_cpu(collect_ctx *c, collect_pipe *cp, const sched_state *s, const store_found *f) {
-    if (!c->t.cpu || CG_GENERATION != CG_GENERATION_CPU_UNSTAGED || f->generation != CG_GENERATION - 1 ||
-        f->ref_ms <= 0)
-        return false;
+/* The oldest generation whose code differs from this build's only where
+ * the rules below say (codegen.h). */
+#define COLLECT_CURRENT_SINCE 6
+
+/* Whether the result f of s, stale by its generation, timed the code this
+ * build makes all the same (codegen.h): generation 7 changed only a CPU's
+ * code of schedules that stage (CG_GENERATION_CPU_UNSTAGED), generation 8
+ * only that of schedules with loops it unrolls and they did not
+ * (CG_GENERATION_THREAD_UNROLLED: thread-level tiles; OpenCL loops under
+ * the larger node cap); older ones changed more. */
+static bool current_code(collect_ctx *c, collect_pipe *cp, const sched_state *s, const store_found *f) {
+    _Static_assert(CG_GENERATION == CG_GENERATION_THREAD_UNROLLED,
+                   "a new generation: say here which older results it leaves current");
+    if (f->generation < COLLECT_CURRENT_SINCE || f->ref_ms <= 0) return false;
     if (!cp->unstaged) {
         cp->unstaged = nest_ctx_new(cp->p, cp->b);
         nest_ctx_set_staging(cp->unstaged, false);
@@ -239,8 +246,16 @@ static bool current_on_cpu(collect_ctx *c, collect_pipe *cp, const sched_state *
     }
     char err[512];
     nest *m = nest_build(cp->unstaged, s, err, sizeof err);
-    bool current = m && !nest_would_stage(m);
+    bool current = m != NULL;
+    if (current && c->t.cpu && f->generation < CG_GENERATION_CPU_UNSTAGED) current = !nest_would_stage(m);
+    if (current && f->generation < CG_GENERATION_THREAD_UNROLLED) current = !nest_unrolls_thread_tiles(m);
     nest_free(m);
+    if (current && f->generation < CG_GENERATION_THREAD_UNROLLED && c->dev.ops == &rt_opencl_ops) {
+        ir_arena *a = ir_arena_new();
+        lower_program *prog = lower_schedule_for(a, cp->p, cp->b, s, c->t.cpu, err, sizeof err);
+        current = prog && !cg_opencl_unrolls_past(prog, CG_OPENCL_UNROLL_NODES_BEFORE_8);
+        ir_arena_free(a);
+    }
     return current;
 }
 
@@ -251,7 +266,7 @@ static int wanted(collect_ctx *c, collect_pipe *cp, const sched_state *s, const 
     store_found f;
     int has = collect_find(c, cp, text, &f, err, errlen);
     if (has < 0) return -1;
-    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f) && !current_on_cpu(c, cp, s, &f));
+    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f) && !current_code(c, cp, s, &f));
 }
 
 /* Adds the drawn schedule s (its text owned by the caller) to the list

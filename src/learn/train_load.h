@@ -24,6 +24,13 @@
  * rule stages in registers (nest_would_stage) timed staged code, which
  * lowering no longer makes for a CPU: they count as rejected_staged
  * (`collect --remeasure` times them again).
+ *
+ * Samples of code older than CG_GENERATION_THREAD_UNROLLED whose code
+ * left a loop rolled that this build unrolls count as rejected_unrolled
+ * (`collect --remeasure` times them again): on every target, a
+ * thread-level stage of 16 to 63 points (nest_unrolls_thread_tiles); on an
+ * OpenCL device, a loop of 2,049 to 4,096 expression nodes unrolled
+ * (cg_opencl_unrolls_past).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

@@ -494,14 +494,15 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const nest_stage *r
 /* The reduction loops of stg (variables rvar) around body, dimension x
  * innermost; each is unrolled where it and the `total` points of the
  * serial tile with it are short. */
-static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rvar, int64_t total, kstmt *body) {
+static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rvar, int64_t total, int64_t lim,
+                              kstmt *body) {
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
             kstmt *loop = stmt(c, KS_FOR);
             loop->var = rvar[d];
             loop->min = mk_int(c, stg->rdom->min[d]);
             loop->extent = stg->rdom->extent[d];
-            loop->unroll = stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT && total * stg->rdom->extent[d] < LEGAL_UNROLL_LIMIT;
+            loop->unroll = stg->rdom->extent[d] < lim && total * stg->rdom->extent[d] < lim;
             loop->body = body;
             body = loop;
         }
@@ -557,7 +558,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
     /* the reduction loops: innermost, or around the serial tile
      * (nest_reduction_around_tile) */
     bool red_outer = nest_reduction_around_tile(rec);
-    if (!red_outer) body = reduction_loops(c, stg, rvar, total, body);
+    if (!red_outer) body = reduction_loops(c, stg, rvar, total, rec->unroll_limit, body);
     sc_expr *cond = NULL;
     for (int k = 0; k < np; k++)
         if (limit && limit[k]) {
@@ -579,7 +580,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
         loop->body = body;
         body = loop;
     }
-    if (red_outer) body = reduction_loops(c, stg, rvar, total, body);
+    if (red_outer) body = reduction_loops(c, stg, rvar, total, rec->unroll_limit, body);
     seq_add(c, seq, body);
 }
 

@@ -18,6 +18,7 @@
 #include "footprint.h"
 #include "fusion.h"
 #include "hull.h"
+#include "nest_query.h"
 #include "inlined.h"
 #include "nest.h"
 
@@ -418,17 +419,18 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     int64_t total = 1;
     for (int k = 0; k < np; k++) total *= n[k];
     int64_t loads = total;
-    bool unrolled = total < 16;
+    rec->unroll_limit = nest_unroll_limit(w->s->f[f->id]->loc);
+    bool unrolled = total < NEST_UNROLL_LIMIT;          /* for staging, the base limit */
     int64_t redpts = 1;
     rec->nred = 0;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
-            unrolled &= stg->rdom->extent[d] < 16 && total * stg->rdom->extent[d] < 16;
+            unrolled &= stg->rdom->extent[d] < NEST_UNROLL_LIMIT && total * stg->rdom->extent[d] < NEST_UNROLL_LIMIT;
             loads *= stg->rdom->extent[d];
             redpts *= stg->rdom->extent[d];
             rec->red[rec->nred++] = stg->rdom->extent[d];
         }
-    rec->unrolled = total < 16;
+    rec->unrolled = total < rec->unroll_limit;
     const inlined_stages *e = w->se[f->id];
     int nc = e->ncalls[st];
     const sc_expr *const *calls = e->calls[st];

@@ -127,6 +127,8 @@ typedef struct {
     int64_t red[SC_MAX_DIMS];      /* reduction loops, serial inside */
     int64_t threads_used;          /* product of threads */
     bool unrolled;                 /* lowering unrolls its serial loops */
+    int unroll_limit;              /* loops unrolled below this many points
+                                    * (nest_unroll_limit) */
     int nstaged;                   /* producers staged in registers here */
     int64_t staged_elems;
     int64_t realizations_per_block;   /* per block of its kernel */

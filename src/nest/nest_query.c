@@ -23,6 +23,34 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
     return n;
 }
 
+int nest_unroll_limit(sched_loc loc) { return loc == SCHED_THREAD ? NEST_UNROLL_THREAD_LIMIT : NEST_UNROLL_LIMIT; }
+
+bool nest_unrolls_thread_tiles(const nest *n) {
+    for (int fid = 0; fid < n->nfuncs; fid++) {
+        const nest_func *f = n->funcs[fid];
+        if (!f || f->loc != SCHED_THREAD) continue;
+        for (int st = 0; st < f->nstages; st++) {
+            const nest_stage *rec = f->stages[st];
+            if (!rec) continue;
+            /* the same answers under both limits for every loop: the
+             * limits differ, so compare loop by loop */
+            int64_t total = 1, all;
+            for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
+            all = total;
+            bool differs = (total < NEST_UNROLL_LIMIT) != (total < NEST_UNROLL_THREAD_LIMIT);
+            for (int d = 0; d < rec->nred; d++) {
+                int64_t e = rec->red[d];
+                differs |= (e < NEST_UNROLL_LIMIT && total * e < NEST_UNROLL_LIMIT) !=
+                           (e < NEST_UNROLL_THREAD_LIMIT && total * e < NEST_UNROLL_THREAD_LIMIT);
+                all *= e;
+            }
+            differs |= (all < NEST_UNROLL_LIMIT) != (all < NEST_UNROLL_THREAD_LIMIT);
+            if (differs) return true;
+        }
+    }
+    return false;
+}
+
 bool nest_reduction_around_tile(const nest_stage *rec) {
     if (!ir_stage_accumulates(rec->func, rec->stage)) return false;
     int64_t total = 1;

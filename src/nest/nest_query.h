@@ -32,6 +32,23 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out);
  * extent is the hull's. */
 bool nest_hull_whole(const nest_kernel *k, bool thread);
 
+/* Loops of a stage with fewer points than this (its serial tile, times a
+ * reduction loop's extent for that loop) are unrolled: NEST_UNROLL_LIMIT,
+ * or NEST_UNROLL_THREAD_LIMIT for a Func computed at thread level, whose
+ * values live in a private array that stays in registers only when every
+ * index into it is a constant (its loops unrolled).  A looped one lives in
+ * memory: PoCL kept harris' clamped (3 x 8 points a thread) there, and its
+ * consumer took 17.3 ms against 2.8 ms at root. */
+#define NEST_UNROLL_LIMIT 16
+#define NEST_UNROLL_THREAD_LIMIT 64
+int nest_unroll_limit(sched_loc loc);
+
+/* Whether some thread-level stage of n has loops that NEST_UNROLL_LIMIT
+ * left rolled and NEST_UNROLL_THREAD_LIMIT unrolls (its serial tile, a
+ * reduction loop, or the model's unrolled extent): code that lowering made
+ * otherwise before CG_GENERATION_THREAD_UNROLLED (codegen.h). */
+bool nest_unrolls_thread_tiles(const nest *n);
+
 /* Whether lowering runs the reduction loops of stage rec around its
  * serial tile rather than inside it: the stage accumulates in place
  * (ir_stage_accumulates) and its tile has more than one point.  Each
