@@ -121,6 +121,56 @@ static void test_fits_checks_partial_states(void) {
     sc_pipeline_free(p);
 }
 
+/* Whether, with out at root in threads of 1 x 4 points, the pruned
+ * enumerator offers prod (a reduction of `terms` steps) at thread level
+ * of out on target t. */
+static bool offers_thread(int terms, target t) {
+    char src[512];
+    snprintf(src, sizeof src,
+             "pipeline mm;\ninput f32 a(%d, 64);\ninput f32 bm(32, %d);\nrdom k(0, %d);\n"
+             "prod(i, j) = 0.0f;\nprod(i, j) += a(k.x, j) * bm(i, k.x);\nout(i, j) = prod(i, j) * 2.0f;\n"
+             "output out(32, 64);\n", terms, terms, terms);
+    sc_pipeline *p = sc_parse_string("mm.pipe", src, strlen(src), NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(b != NULL);
+    if (!b) {
+        sc_pipeline_free(p);
+        return false;
+    }
+    space_opts o = { &t, true };
+    legal_ctx *x = space_legal(p, b, &o);
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_state_new(a, p);
+    int out = space_next(p, s, NULL);
+    sched_func *sf = sched_func_new(a, SCHED_ROOT, -1, 1);
+    sf->tile[0] = (sched_tile){ .npure = 2, .threads = { 32, 4 }, .serial = { 1, 4 } };
+    s->f[out] = sf;
+    ir_vec ch = { 0 };
+    int n = space_children(a, x, p, b, s, &o, &ch);
+    bool thread = false;
+    for (int i = 0; i < n; i++) {
+        const sched_state *c = ch.items[i];
+        for (int f = 0; f < p->funcs.n; f++)
+            thread |= f != out && c->f[f] && c->f[f]->loc == SCHED_THREAD;
+    }
+    ir_arena_free(a);
+    legal_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return thread;
+}
+
+/* On a CPU target the pruned search computes no long reduction in its
+ * consumer's threads (each work-item would carry its running values
+ * through a rolled loop); a short one, and a GPU's, stay. */
+static void test_cpu_prunes_thread_reductions(void) {
+    target gpu = fixture_target("a100"), cpu = gpu;
+    cpu.cpu = true;
+    CHECK(offers_thread(256, gpu));
+    CHECK(!offers_thread(256, cpu));
+    CHECK(offers_thread(8, cpu));
+}
+
 /* Random walks; at every tiling step the kept list must equal what
  * space_enum_skip steps through.  Returns the tiling steps compared. */
 static int compare_tilings(const char *app, int seeds, int *blocks) {
@@ -226,5 +276,6 @@ int main(void) {
     RUN(test_walk_is_deterministic);
     RUN(test_fits_checks_partial_states);
     RUN(test_kept_tilings_are_the_enumerators);
+    RUN(test_cpu_prunes_thread_reductions);
     CHECK_EXIT();
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base.h"
+#include "nest_query.h"
 #include "space.h"
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -66,6 +67,21 @@ static sched_func *location_record(space_enum *e, ir_arena *a, sched_loc loc, in
     return sf;
 }
 
+/* Whether a stage of f reduces over more points than a thread-level Func
+ * unrolls (NEST_UNROLL_THREAD_LIMIT): computed in its consumer's threads,
+ * each work-item would carry its running values through a rolled loop,
+ * which a CPU's OpenCL runs one work-item at a time (docs/schedule.md,
+ * "Pruning"). */
+static bool long_reduction(const sc_func *f) {
+    for (int st = 0; st < f->nstages; st++) {
+        const sc_rdom *r = f->stages[st].rdom;
+        int64_t n = 1;
+        for (int d = 0; r && d < r->ndims; d++) n *= r->extent[d];
+        if (r && n >= NEST_UNROLL_THREAD_LIMIT) return true;
+    }
+    return false;
+}
+
 /* Adds fid at loc when that is legal (and, pruning, not excessive); root
  * always is (legal.h, the default tiling). */
 static void add_loc(space_enum *e, ir_arena *a, sched_loc loc, int at) {
@@ -82,6 +98,7 @@ static void add_loc(space_enum *e, ir_arena *a, sched_loc loc, int at) {
                 double r = legal_redundancy(e->x, c, e->fid);
                 ok = r >= 0 && r <= LEGAL_MAX_REDUNDANCY;
             }
+            if (ok && loc == SCHED_THREAD && e->o->t && e->o->t->cpu) ok = !long_reduction(func_at(e->p, e->fid));
         }
         ir_arena_free(scratch);
     }
