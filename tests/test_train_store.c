@@ -400,6 +400,28 @@ static void test_reduction_order(void) {
     remove(db);
 }
 
+/* Loads every sample of db (nothing held out) into *d (train_data_free
+ * it); false when that fails. */
+static bool load_all(const char *db, train_data *d) {
+    char err[2048];
+    train_data_init(d);
+    train_load_opts o = { NULL, 0, NULL, NULL, 0, NULL, 0 };
+    return train_load(d, db, NULL, &o, err, sizeof err) == 0;
+}
+
+/* Stores a time of sched on device dev measured by code generation gen
+ * in db, replacing an older generation's; false when that fails. */
+static bool put_generation(const char *db, const fixture *fx, int64_t pid, int64_t dev, const char *sched,
+                           int gen) {
+    char err[2048], version[64];
+    store *st = store_open(db, STORE_WRITE, err, sizeof err);
+    if (!st) return false;
+    snprintf(version, sizeof version, "abc cg%d", gen);
+    bool ok = put_one(st, fx, pid, dev, sched, 9, "2026-11-28T10:00:00Z", version, true) == 1;
+    store_close(st);
+    return ok;
+}
+
 /* A CPU's sample (target kind cpu) of code older than
  * CG_GENERATION_CPU_UNSTAGED is rejected where its schedule has a kernel
  * the GPU rule stages in registers (the code it timed had the staged
@@ -434,26 +456,14 @@ static void test_cpu_staged(void) {
                       cases[c].version, false) == 1);
     store_close(st);
     train_data d;
-    train_data_init(&d);
-    train_load_opts o = { NULL, 0, NULL, NULL, 0, NULL, 0 };
-    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
-    CHECK(d.nsamples == 2 && d.rejected_staged == 1);
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_staged == 1);
     train_data_free(&d);
-    /* the same staged schedule timed by this build's code: loaded */
-    st = store_open(db, STORE_WRITE, err, sizeof err);
-    CHECK(st != NULL);
-    if (st) {
-        char version[64];
-        snprintf(version, sizeof version, "abc cg%d", CG_GENERATION_CPU_UNSTAGED);
-        CHECK(put_one(st, &fx, pid, devl, staged, 9, "2026-11-28T10:00:00Z", version, true) == 1);
-        store_close(st);
-        train_data_init(&d);
-        CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
-        /* loaded; the GPU's time of the schedule, of older code, is left
-         * out now that newer code's exists (store_each_sample) */
-        CHECK(d.nsamples == 2 && d.rejected_staged == 0);
-        train_data_free(&d);
-    }
+    /* the same staged schedule timed by this build's code: loaded; the
+     * GPU's time of the schedule, of older code, is left out now that
+     * newer code's exists (store_each_sample) */
+    CHECK(put_generation(db, &fx, pid, devl, staged, CG_GENERATION_CPU_UNSTAGED));
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_staged == 0);
+    train_data_free(&d);
     fixture_unload(&fx);
     remove(db);
 }
@@ -463,7 +473,7 @@ static void test_cpu_staged(void) {
  * lowering now unrolls (nest_unrolls_thread_tiles); loaded where none has,
  * or where the code is newer. */
 static void test_thread_unrolled(void) {
-    char db[128], err[2048];
+    char db[128];
     snprintf(db, sizeof db, "/tmp/test_train_unrolled_%d.db", (int)getpid());
     fixture fx = fixture_load("pipeline blur;\ninput u16 in(66, 52);\n"
                               "bx(x, y) = u16((u32(in(x, y)) + in(x + 1, y)) / 2);\n"
@@ -479,23 +489,11 @@ static void test_thread_unrolled(void) {
     CHECK(put_one(st, &fx, pid, devg, narrow, 11, "2026-11-28T09:00:00Z", "abc cg7", false) == 1);
     store_close(st);
     train_data d;
-    train_data_init(&d);
-    train_load_opts o = { NULL, 0, NULL, NULL, 0, NULL, 0 };
-    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
-    CHECK(d.nsamples == 1 && d.rejected_unrolled == 1);
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_unrolled == 1);
     train_data_free(&d);
-    st = store_open(db, STORE_WRITE, err, sizeof err);
-    CHECK(st != NULL);
-    if (st) {
-        char version[64];
-        snprintf(version, sizeof version, "abc cg%d", CG_GENERATION_THREAD_UNROLLED);
-        CHECK(put_one(st, &fx, pid, devg, wide, 9, "2026-11-28T10:00:00Z", version, true) == 1);
-        store_close(st);
-        train_data_init(&d);
-        CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
-        CHECK(d.nsamples == 2 && d.rejected_unrolled == 0);
-        train_data_free(&d);
-    }
+    CHECK(put_generation(db, &fx, pid, devg, wide, CG_GENERATION_THREAD_UNROLLED));
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_unrolled == 0);
+    train_data_free(&d);
     fixture_unload(&fx);
     remove(db);
 }
