@@ -494,7 +494,7 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const nest_stage *r
 /* The reduction loops of stg (variables rvar) around body, dimension x
  * innermost; each is unrolled where it and the `total` points of the
  * serial tile with it are short. */
-static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rvar, int64_t total, int64_t lim,
+static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rvar, int64_t total, int lim,
                               kstmt *body) {
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
@@ -502,7 +502,7 @@ static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rv
             loop->var = rvar[d];
             loop->min = mk_int(c, stg->rdom->min[d]);
             loop->extent = stg->rdom->extent[d];
-            loop->unroll = stg->rdom->extent[d] < lim && total * stg->rdom->extent[d] < lim;
+            loop->unroll = nest_reduction_unrolls(stg->rdom->extent[d], total, lim);
             loop->body = body;
             body = loop;
         }

@@ -425,7 +425,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     rec->nred = 0;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
-            unrolled &= stg->rdom->extent[d] < NEST_UNROLL_LIMIT && total * stg->rdom->extent[d] < NEST_UNROLL_LIMIT;
+            unrolled &= nest_reduction_unrolls(stg->rdom->extent[d], total, NEST_UNROLL_LIMIT);
             loads *= stg->rdom->extent[d];
             redpts *= stg->rdom->extent[d];
             rec->red[rec->nred++] = stg->rdom->extent[d];

@@ -25,27 +25,33 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
 
 int nest_unroll_limit(sched_loc loc) { return loc == SCHED_THREAD ? NEST_UNROLL_THREAD_LIMIT : NEST_UNROLL_LIMIT; }
 
+bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit) {
+    return extent < limit && tile_points * extent < limit;
+}
+
+/* Which loops of rec `limit` unrolls, as bits: its pure tile (bit 0),
+ * each reduction loop d (bit 1 + d), and the whole serial tile with the
+ * reductions as the features count it (the last bit). */
+static unsigned unrolled_loops(const nest_stage *rec, int limit) {
+    int64_t total = 1;
+    for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
+    int64_t all = total;
+    unsigned bits = total < limit;
+    for (int d = 0; d < rec->nred; d++) {
+        bits |= (unsigned)nest_reduction_unrolls(rec->red[d], total, limit) << (1 + d);
+        all *= rec->red[d];
+    }
+    return bits | (unsigned)(all < limit) << (1 + SC_MAX_DIMS);
+}
+
 bool nest_unrolls_thread_tiles(const nest *n) {
     for (int fid = 0; fid < n->nfuncs; fid++) {
         const nest_func *f = n->funcs[fid];
         if (!f || f->loc != SCHED_THREAD) continue;
         for (int st = 0; st < f->nstages; st++) {
             const nest_stage *rec = f->stages[st];
-            if (!rec) continue;
-            /* the same answers under both limits for every loop: the
-             * limits differ, so compare loop by loop */
-            int64_t total = 1, all;
-            for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
-            all = total;
-            bool differs = (total < NEST_UNROLL_LIMIT) != (total < NEST_UNROLL_THREAD_LIMIT);
-            for (int d = 0; d < rec->nred; d++) {
-                int64_t e = rec->red[d];
-                differs |= (e < NEST_UNROLL_LIMIT && total * e < NEST_UNROLL_LIMIT) !=
-                           (e < NEST_UNROLL_THREAD_LIMIT && total * e < NEST_UNROLL_THREAD_LIMIT);
-                all *= e;
-            }
-            differs |= (all < NEST_UNROLL_LIMIT) != (all < NEST_UNROLL_THREAD_LIMIT);
-            if (differs) return true;
+            if (rec && unrolled_loops(rec, NEST_UNROLL_LIMIT) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT))
+                return true;
         }
     }
     return false;

@@ -42,6 +42,9 @@ bool nest_hull_whole(const nest_kernel *k, bool thread);
 #define NEST_UNROLL_LIMIT 16
 #define NEST_UNROLL_THREAD_LIMIT 64
 int nest_unroll_limit(sched_loc loc);
+/* Whether a reduction loop of `extent` steps around a serial tile of
+ * tile_points points unrolls under limit: both below it. */
+bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit);
 
 /* Whether some thread-level stage of n has loops that NEST_UNROLL_LIMIT
  * left rolled and NEST_UNROLL_THREAD_LIMIT unrolls (its serial tile, a
