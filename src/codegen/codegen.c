@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cg_backend.h"
+#include "nest_query.h"
 
 /* ---- growing text and arrays ---------------------------------------------- */
 
@@ -479,6 +480,27 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
             if (unrolls_between(prog->kernels[k]->phases[ph], before, cg_target_opencl.unroll_nodes))
                 return true;
     return false;
+}
+
+cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
+                                     const sched_state *s, const nest *model, bool cpu, bool opencl)
+{
+    _Static_assert(CG_GENERATION == CG_GENERATION_THREAD_UNROLLED,
+                   "a new generation: say here which older code it changed");
+    if (cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
+        return CG_CODE_STAGING;
+    if (generation >= CG_GENERATION_THREAD_UNROLLED)
+        return CG_CODE_SAME;
+    if (nest_unrolls_thread_tiles(model))
+        return CG_CODE_UNROLLING;
+    if (!opencl)
+        return CG_CODE_SAME;
+    ir_arena *a = ir_arena_new();
+    char err[512];
+    lower_program *prog = lower_schedule_for(a, p, b, s, cpu, err, sizeof err);
+    bool more = prog && cg_opencl_unrolls_past(prog, CG_OPENCL_UNROLL_NODES_BEFORE_8);
+    ir_arena_free(a);
+    return more ? CG_CODE_UNROLLING : CG_CODE_SAME;
 }
 
 /* Whether the loop s gets the back end's unroll pragma. */

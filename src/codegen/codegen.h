@@ -83,6 +83,18 @@ typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
  * CG_OPENCL_UNROLL_NODES): code that differs from an older generation's. */
 bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 
+/* What changed since an older generation's code for a schedule, as far as
+ * generations 7 and 8 changed it (older ones changed more: callers that
+ * care leave them out): the code of s that code generation `generation`
+ * made (its loop-nest model, built without staging; on a CPU target or
+ * not, through OpenCL or not) lacked staging that it had then
+ * (CG_CODE_STAGING: a CPU before CG_GENERATION_CPU_UNSTAGED) or left
+ * loops rolled that this build unrolls (CG_CODE_UNROLLING: before
+ * CG_GENERATION_THREAD_UNROLLED). */
+typedef enum { CG_CODE_SAME, CG_CODE_STAGING, CG_CODE_UNROLLING } cg_code_change;
+cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
+                                     const sched_state *s, const nest *model, bool cpu, bool opencl);
+
 /* cg_generate_math with CG_MATH_EXACT. */
 char *cg_generate(const lower_program *prog, cg_backend backend);
 char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math);

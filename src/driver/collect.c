@@ -230,14 +230,9 @@ int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store
 #define COLLECT_CURRENT_SINCE 6
 
 /* Whether the result f of s, stale by its generation, timed the code this
- * build makes all the same (codegen.h): generation 7 changed only a CPU's
- * code of schedules that stage (CG_GENERATION_CPU_UNSTAGED), generation 8
- * only that of schedules with loops it unrolls and they did not
- * (CG_GENERATION_THREAD_UNROLLED: thread-level tiles; OpenCL loops under
- * the larger node cap); older ones changed more. */
+ * build makes all the same: generations 7 and 8 changed only what
+ * cg_code_changed_since (codegen.h) tells apart; older ones changed more. */
 static bool current_code(collect_ctx *c, collect_pipe *cp, const sched_state *s, const store_found *f) {
-    _Static_assert(CG_GENERATION == CG_GENERATION_THREAD_UNROLLED,
-                   "a new generation: say here which older results it leaves current");
     if (f->generation < COLLECT_CURRENT_SINCE || f->ref_ms <= 0) return false;
     if (!cp->unstaged) {
         cp->unstaged = nest_ctx_new(cp->p, cp->b);
@@ -246,16 +241,9 @@ static bool current_code(collect_ctx *c, collect_pipe *cp, const sched_state *s,
     }
     char err[512];
     nest *m = nest_build(cp->unstaged, s, err, sizeof err);
-    bool current = m != NULL;
-    if (current && c->t.cpu && f->generation < CG_GENERATION_CPU_UNSTAGED) current = !nest_would_stage(m);
-    if (current && f->generation < CG_GENERATION_THREAD_UNROLLED) current = !nest_unrolls_thread_tiles(m);
+    bool current = m && cg_code_changed_since(f->generation, cp->p, cp->b, s, m, c->t.cpu,
+                                              c->dev.ops == &rt_opencl_ops) == CG_CODE_SAME;
     nest_free(m);
-    if (current && f->generation < CG_GENERATION_THREAD_UNROLLED && c->dev.ops == &rt_opencl_ops) {
-        ir_arena *a = ir_arena_new();
-        lower_program *prog = lower_schedule_for(a, cp->p, cp->b, s, c->t.cpu, err, sizeof err);
-        current = prog && !cg_opencl_unrolls_past(prog, CG_OPENCL_UNROLL_NODES_BEFORE_8);
-        ir_arena_free(a);
-    }
     return current;
 }
 

@@ -96,17 +96,6 @@ static void loader_pipeline(loader *L, const store_sample *s) {
     loader_group(L, s);
 }
 
-/* Whether the OpenCL code of st unrolls a loop that the node cap of older
- * generations left rolled (codegen.h, CG_OPENCL_UNROLL_NODES). */
-static bool opencl_unrolls_more(const loader *L, const sched_state *st) {
-    ir_arena *a = ir_arena_new();
-    char err[512];
-    lower_program *prog = lower_schedule_for(a, L->p, L->b, st, L->t.cpu, err, sizeof err);
-    bool more = prog && cg_opencl_unrolls_past(prog, CG_OPENCL_UNROLL_NODES_BEFORE_8);
-    ir_arena_free(a);
-    return more;
-}
-
 static int loader_sample(const store_sample *s, void *ud) {
     loader *L = ud;
     train_data *d = L->d;
@@ -160,17 +149,15 @@ static int loader_sample(const store_sample *s, void *ud) {
     }
     nest_ctx_set_staging(L->nx, target_stages_registers(&L->t));
     nest *model = nest_build(L->nx, st, err, sizeof err);
-    if (model && L->t.cpu && s->generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model)) {
-        /* timed with register staging, which a CPU's code no longer has */
+    /* timed with register staging, which a CPU's code no longer has, or
+     * with loops rolled that lowering now unrolls */
+    cg_code_change change = model ? cg_code_changed_since(s->generation, L->p, L->b, st, model, L->t.cpu,
+                                                          !strncmp(s->device_key, "opencl:", 7))
+                                  : CG_CODE_SAME;
+    if (change != CG_CODE_SAME) {
         nest_free(model);
-        d->rejected_staged++;
-        return 0;
-    }
-    if (model && s->generation < CG_GENERATION_THREAD_UNROLLED &&
-        (nest_unrolls_thread_tiles(model) || (!strncmp(s->device_key, "opencl:", 7) && opencl_unrolls_more(L, st)))) {
-        /* timed with loops rolled that lowering now unrolls */
-        nest_free(model);
-        d->rejected_unrolled++;
+        if (change == CG_CODE_STAGING) d->rejected_staged++;
+        else d->rejected_unrolled++;
         return 0;
     }
     if (model && s->date && !strncmp(s->date, "20", 2) && strcmp(s->date, TRAIN_REDUCTION_AROUND_TILE) < 0 &&
