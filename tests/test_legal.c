@@ -7,6 +7,7 @@
  * legal_fits and every complete child lowers; the walks draw among the
  * enumerated children, so there is nothing to redraw.
  */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,61 @@ static void test_partial_states(void) {
     fixture_unload(&fx);
 }
 
+static const char *STENCILS =
+    "input f32 in(256, 128);\n"
+    "c = repeat_edge(in);\n"
+    "g(x, y) = c(x, y) * 2 + 1;\n"
+    "h(x, y) = g(x - 1, y) + g(x, y) + g(x + 1, y);\n"
+    "out(x, y) = h(x, y - 2) + h(x, y - 1) + h(x, y) + h(x, y + 1) + h(x, y + 2);\n"
+    "output out(256, 128);\n";
+
+/* Inline recompute (§6.6): h inline evaluates its value 5 times per point
+ * of out's 256 x 128, 4.85 per point of its own 256 x 132 region; g (258
+ * x 132) 3 x 256 x 132 times under a root h (2.98 per point), 15 x 256 x
+ * 128 under an inline h (14.4); the boundary Func c has no arithmetic of
+ * its own, so it counts 1 however often it is called (14.4 evaluations).  The pruned
+ * enumerator offers h no inline location; the unpruned one does. */
+static void test_inline_redundancy(void) {
+    fixture fx = fixture_load(STENCILS);
+    target t = fixture_target("a100");
+    legal_ctx *x = legal_new(fx.p, fx.b, &t, true);
+    char err[512];
+    int c = sc_func_lookup(fx.p, "c")->id, g = sc_func_lookup(fx.p, "g")->id, h = sc_func_lookup(fx.p, "h")->id;
+    sched_state *s = sched_parse(fx.a, fx.p, "t.sched",
+                                 "schedule t;\nout: root [x=32x1 y=1x1];\nh: inline;\ng: inline;\nc: inline;\n", err,
+                                 sizeof err);
+    CHECK(s != NULL);
+    if (!s) { legal_free(x); fixture_unload(&fx); return; }
+    CHECK(fusion_value_ops(sc_func_lookup(fx.p, "c")) == 0);
+    CHECK(fusion_value_ops(sc_func_lookup(fx.p, "g")) == 2);
+    double rh = legal_inline_redundancy(x, s, h), rg = legal_inline_redundancy(x, s, g);
+    CHECK(fabs(rh - 5.0 * 128 / 132) < 1e-9);
+    CHECK(fabs(rg - 15.0 * 256 * 128 / (258 * 132)) < 1e-9);
+    CHECK(legal_inline_redundancy(x, s, c) == 1);
+    fusion_graph *fg = fusion_graph_new(fx.p);
+    CHECK(fabs(fusion_inline_evaluations(fg, fx.b, s, c) - rg) < 1e-9);
+    fusion_graph_free(fg);
+    sched_state *hr = sched_state_copy(fx.a, s);
+    hr->f[h] = sched_func_new(fx.a, SCHED_ROOT, -1, 1);
+    hr->f[h]->tile[0] = legal_default_tile(x, sc_func_lookup(fx.p, "h"), 0);
+    double rg2 = legal_inline_redundancy(x, hr, g);
+    CHECK(fabs(rg2 - 3.0 * 256 / 258) < 1e-9);
+    CHECK(legal_inline_redundancy(x, hr, h) == 1);
+    legal_free(x);
+    /* the enumerator, deciding h under a root out */
+    sched_state *top = sched_state_copy(fx.a, s);
+    top->f[h] = top->f[g] = top->f[c] = NULL;
+    space_opts o = { &t, false }, pr = { &t, true };
+    ir_vec all = {0}, pruned = {0};
+    count_children(&fx, top, &o, &all);
+    count_children(&fx, top, &pr, &pruned);
+    bool inl_all = false, inl_pruned = false;
+    for (int i = 0; i < all.n; i++) inl_all |= ((sched_state *)all.items[i])->f[h]->loc == SCHED_INLINE;
+    for (int i = 0; i < pruned.n; i++) inl_pruned |= ((sched_state *)pruned.items[i])->f[h]->loc == SCHED_INLINE;
+    CHECK(inl_all && !inl_pruned && pruned.n > 0);
+    fixture_unload(&fx);
+}
+
 /* What one walk found. */
 typedef struct { long states, children, lowered, illegal, unlowered, complete, redraws, empty; } walk_counts;
 
@@ -313,6 +369,7 @@ int main(void) {
     RUN(test_copy_counts);
     RUN(test_blur_counts);
     RUN(test_partial_states);
+    RUN(test_inline_redundancy);
     RUN(test_random_walk);
     RUN(test_walks);
     CHECK_EXIT();

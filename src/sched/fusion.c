@@ -13,11 +13,15 @@ struct fusion_graph {
     const sc_pipeline *p;
     int n;                      /* funcs */
     fusion_use **callers;       /* [f] the stages that call f directly (not f itself) */
+    int **sites;                /* [f][i]: how many calls of f callers[f][i] makes per point */
     int *ncallers;
     int max_uses;
     int *mark;                  /* [f] generation marks for walks */
     int gen;
     int *stack;
+    double *evals;              /* [f] fusion_inline_evaluations' figures, */
+    int *evals_mark;            /* valid where evals_mark is evals_gen */
+    int evals_gen;
 };
 
 static const sc_func *func_at(const sc_pipeline *p, int id) { return p->funcs.items[id]; }
@@ -28,11 +32,19 @@ typedef struct { fusion_graph *x; int caller, stage; } call_walk;
 
 static void add_caller(fusion_graph *x, int callee, int caller, int stage) {
     for (int i = 0; i < x->ncallers[callee]; i++)
-        if (x->callers[callee][i].func == caller && x->callers[callee][i].stage == stage) return;
-    fusion_use *c = realloc(x->callers[callee], sizeof(fusion_use) * (size_t)(x->ncallers[callee] + 1));
-    if (!c) abort();
-    c[x->ncallers[callee]++] = (fusion_use){ caller, stage };
+        if (x->callers[callee][i].func == caller && x->callers[callee][i].stage == stage) {
+            x->sites[callee][i]++;
+            return;
+        }
+    int n = x->ncallers[callee];
+    fusion_use *c = realloc(x->callers[callee], sizeof(fusion_use) * (size_t)(n + 1));
+    int *k = realloc(x->sites[callee], sizeof(int) * (size_t)(n + 1));
+    if (!c || !k) abort();
+    c[n] = (fusion_use){ caller, stage };
+    k[n] = 1;
     x->callers[callee] = c;
+    x->sites[callee] = k;
+    x->ncallers[callee] = n + 1;
 }
 
 static void note_call(const sc_expr *e, void *user) {
@@ -46,6 +58,9 @@ fusion_graph *fusion_graph_new(const sc_pipeline *p) {
     x->p = p;
     x->n = p->funcs.n;
     x->callers = base_calloc((size_t)x->n + 1, sizeof(fusion_use *));
+    x->sites = base_calloc((size_t)x->n + 1, sizeof(int *));
+    x->evals = base_calloc((size_t)x->n + 1, sizeof(double));
+    x->evals_mark = base_calloc((size_t)x->n + 1, sizeof(int));
     x->ncallers = base_calloc((size_t)x->n + 1, sizeof(int));
     x->mark = base_calloc((size_t)x->n + 1, sizeof(int));
     x->stack = base_calloc((size_t)x->n + 1, sizeof(int));
@@ -66,8 +81,14 @@ fusion_graph *fusion_graph_new(const sc_pipeline *p) {
 
 void fusion_graph_free(fusion_graph *x) {
     if (!x) return;
-    for (int i = 0; i < x->n; i++) free(x->callers[i]);
+    for (int i = 0; i < x->n; i++) {
+        free(x->callers[i]);
+        free(x->sites[i]);
+    }
     free(x->callers);
+    free(x->sites);
+    free(x->evals);
+    free(x->evals_mark);
     free(x->ncallers);
     free(x->mark);
     free(x->stack);
@@ -110,6 +131,56 @@ int fusion_consumers(fusion_graph *x, const sched_state *s, int fid, fusion_use 
         }
     }
     qsort(out, (size_t)n, sizeof *out, use_cmp);
+    return n;
+}
+
+/* ---- inline recompute ------------------------------------------------------ */
+
+/* Points of stage st of a non-inline f: its loops over the whole region
+ * (reduction loops included). */
+static double stage_points(const bounds_result *b, int f, int st) {
+    const bounds_stage *bs = &b->funcs[f].stages[st];
+    double n = 1;
+    for (int i = 0; i < bs->nloops; i++) n *= bs->extent[i] > 0 ? (double)bs->extent[i] : 1;
+    return n;
+}
+
+/* How many times f's value is evaluated in s: its region's points when it
+ * is not inline, else the sum over its callers' stages of their call
+ * sites times their evaluations (memoized for one walk). */
+static double evaluations(fusion_graph *x, const bounds_result *b, const sched_state *s, int f) {
+    if (!is_inline(s, f)) return stage_points(b, f, 0);
+    if (x->evals_mark[f] == x->evals_gen) return x->evals[f];
+    double n = 0;
+    for (int i = 0; i < x->ncallers[f]; i++) {
+        fusion_use u = x->callers[f][i];
+        double pts = is_inline(s, u.func) ? evaluations(x, b, s, u.func) : stage_points(b, u.func, u.stage);
+        n += (double)x->sites[f][i] * pts;
+    }
+    x->evals_mark[f] = x->evals_gen;
+    x->evals[f] = n;
+    return n;
+}
+
+double fusion_inline_evaluations(fusion_graph *x, const bounds_result *b, const sched_state *s, int fid) {
+    if (!is_inline(s, fid)) return 1;
+    x->evals_gen++;
+    double region = 1;
+    const bounds_func *bf = &b->funcs[fid];
+    for (int d = 0; d < bf->ndims; d++) region *= bf->extent[d] > 0 ? (double)bf->extent[d] : 1;
+    return evaluations(x, b, s, fid) / region;
+}
+
+static int value_ops(const sc_expr *e) {
+    if (e->kind == E_CALL) return 0;
+    int n = e->kind == E_BINARY || e->kind == E_UNARY || e->kind == E_SELECT || e->kind == E_MATH;
+    for (int i = 0; i < e->nargs; i++) n += value_ops(e->args[i]);
+    return n;
+}
+
+int fusion_value_ops(const sc_func *f) {
+    int n = 0;
+    for (int st = 0; st < f->nstages; st++) n += value_ops(f->stages[st].value);
     return n;
 }
 

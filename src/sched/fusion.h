@@ -64,6 +64,18 @@ int fusion_lca(fusion_graph *g, const sched_state *s, int fid, sched_loc loc);
  * -1 when its placement breaks the rules. */
 int fusion_stage_at(fusion_graph *g, const sched_state *s, int fid);
 
+/* How many times fid's value is evaluated per point of its region once
+ * the inline Funcs of s are substituted into their callers (undecided
+ * Funcs count as not inline): the call sites of every non-inline stage
+ * that reaches fid through inline Funcs, times that stage's points over
+ * its whole region (reduction loops included), over fid's region.  1
+ * when fid is not inline. */
+double fusion_inline_evaluations(fusion_graph *g, const bounds_result *b, const sched_state *s, int fid);
+/* The arithmetic operations of f's definitions outside call arguments:
+ * what an inline expansion of f computes again at every evaluation (0 for
+ * a Func that only reads another, a boundary condition). */
+int fusion_value_ops(const sc_func *f);
+
 /* Tree size of e once the inline Funcs of s are substituted: each
  * occurrence of an inline call costs its Func's size (func_size: the size
  * of its value, itself inlined) plus its arguments once per use.  The

@@ -604,6 +604,11 @@ int legal_fits(legal_ctx *x, const sched_state *s, char *err, size_t errlen) {
     return rc;
 }
 
+double legal_inline_redundancy(legal_ctx *x, const sched_state *s, int fid) {
+    if (fusion_value_ops(func_at(x->p, fid)) == 0) return 1;
+    return fusion_inline_evaluations(x->g, x->b, s, fid);
+}
+
 double legal_redundancy(legal_ctx *x, const sched_state *s, int fid) {
     const sched_func *sf = s->f[fid];
     if (!fused(sf)) return 1;

@@ -136,6 +136,13 @@ double legal_max_inlined_size(const sc_pipeline *p, const sched_state *s, int *w
  * footprint times how many times it is computed) over the points of its
  * region; 1 for root Funcs.  -1 when it cannot be measured. */
 double legal_redundancy(legal_ctx *x, const sched_state *s, int fid);
+/* The same for an inline Func: how many times s evaluates fid's value per
+ * point of its region (fusion_inline_evaluations), or 1 when its value
+ * has no arithmetic of its own (a boundary condition), since then an
+ * evaluation is only a load.  The pruned search keeps it within
+ * LEGAL_MAX_REDUNDANCY too (§6.6, "excessive recompute, usually caused by
+ * inlining"). */
+double legal_inline_redundancy(legal_ctx *x, const sched_state *s, int fid);
 
 /* A fused Func's footprint does not depend on its own tiling: child, a
  * copy of parent that tiles one more stage, has parent's measured

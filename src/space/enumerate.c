@@ -93,7 +93,9 @@ static void add_loc(space_enum *e, ir_arena *a, sched_loc loc, int at) {
         c->f[e->fid] = sf;
         ok = legal_fits(e->x, c, NULL, 0) == 0;
         if (ok && e->o->prune) {
-            if (loc == SCHED_INLINE) ok = legal_max_inlined_size(e->p, c, NULL) <= LEGAL_SEARCH_INLINED;
+            if (loc == SCHED_INLINE)
+                ok = legal_max_inlined_size(e->p, c, NULL) <= LEGAL_SEARCH_INLINED &&
+                     legal_inline_redundancy(e->x, c, e->fid) <= LEGAL_MAX_REDUNDANCY;
             if (loc == SCHED_BLOCK || loc == SCHED_THREAD) {
                 double r = legal_redundancy(e->x, c, e->fid);
                 ok = r >= 0 && r <= LEGAL_MAX_REDUNDANCY;
