@@ -18,6 +18,17 @@
 #include "target.h"
 
 /* targets/NAME.target; a test cannot go on without it, so it exits. */
+/* Removes the SQLite database at path and the -wal and -shm files a
+ * reader or writer may leave beside it. */
+static inline void fixture_remove_db(const char *path) {
+    char side[1024];
+    remove(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    remove(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    remove(side);
+}
+
 static inline target fixture_target(const char *name) {
     target t;
     char err[512];

@@ -100,7 +100,7 @@ static void test_from_store(void) {
     char db[128], xz[128], err[2048];
     snprintf(db, sizeof db, "/tmp/test_train_store_%d.db", (int)getpid());
     snprintf(xz, sizeof xz, "/tmp/test_train_store_%d.txt.xz", (int)getpid());
-    remove(db);
+    fixture_remove_db(db);
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
     if (!st) fprintf(stderr, "  %s\n", err);
     CHECK(st != NULL);
@@ -177,13 +177,8 @@ static void test_from_store(void) {
     CHECK(train_load(&d, NULL, "/nonexistent/samples.txt.xz", &o, err, sizeof err) != 0 &&
           strstr(err, "/nonexistent/samples.txt.xz"));
     train_data_free(&d);
-    remove(db);
+    fixture_remove_db(db);
     remove(xz);
-    char side[160];
-    snprintf(side, sizeof side, "%s-wal", db);
-    remove(side);
-    snprintf(side, sizeof side, "%s-shm", db);
-    remove(side);
 }
 
 /* The drift check: each sample gets the median time of its pipeline's
@@ -217,7 +212,7 @@ static void test_neighbours(void) {
  * fx unloaded. */
 static store *one_pipeline_store(const char *db, fixture *fx, int64_t *devc, int64_t *pid) {
     char err[2048], tt[4096];
-    remove(db);
+    fixture_remove_db(db);
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
     CHECK(st != NULL);
     if (!st) {
@@ -288,7 +283,7 @@ static void test_cold_reference(void) {
     CHECK(d.nsamples == 3 && d.rejected_cold == 1);
     train_data_free(&d);
     fixture_unload(&fx);
-    remove(db);
+    fixture_remove_db(db);
 }
 
 /* A pipeline's samples of different code generations form separate groups
@@ -340,7 +335,7 @@ static void test_generation_groups(void) {
     CHECK(d.nsamples == 2 && d.npipes == 1 && d.rejected_generation == 2);
     train_data_free(&d);
     fixture_unload(&fx);
-    remove(db);
+    fixture_remove_db(db);
 }
 
 /* Stores one successful result of the schedule text sched (timed ms,
@@ -397,7 +392,7 @@ static void test_reduction_order(void) {
     CHECK(d.nsamples == 2 && d.rejected_order == 1 && d.rejected_cold == 0);
     train_data_free(&d);
     fixture_unload(&fx);
-    remove(db);
+    fixture_remove_db(db);
 }
 
 /* Loads every sample of db (nothing held out) into *d (train_data_free
@@ -465,7 +460,7 @@ static void test_cpu_staged(void) {
     CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_staged == 0);
     train_data_free(&d);
     fixture_unload(&fx);
-    remove(db);
+    fixture_remove_db(db);
 }
 
 /* A sample of code older than CG_GENERATION_THREAD_UNROLLED is rejected,
@@ -495,7 +490,7 @@ static void test_thread_unrolled(void) {
     CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_unrolled == 0);
     train_data_free(&d);
     fixture_unload(&fx);
-    remove(db);
+    fixture_remove_db(db);
 }
 
 int main(void) {
