@@ -592,6 +592,10 @@ static void test_semantics(void)
         OUT("fromf", Cast(t, F));
         OUT("fromf_big", Cast(t, Mul(F, sc_float(P, 1e6))));
         OUT("minc", Bin(SC_MAX, Mul(a, sc_const(P, t, -1)), sc_const(P, t, (double)INT32_MIN)));
+        /* by powers of two: a shift and a mask where a may be negative */
+        OUT("div32", Div(a, sc_const(P, t, 32)));
+        OUT("div2", Div(a, sc_const(P, t, 2)));
+        OUT("mod8", Mod(a, sc_const(P, t, 8)));
         for (int u = 0; u < 6; u++)
             if (it[u] != t) {
                 snprintf(fmt, sizeof fmt, "%sto_%s%%d", pre, sc_type_name(it[u]));
@@ -648,6 +652,8 @@ static void test_semantics(void)
     CHECK(contains(t[CG_C], "sc_mod_f32("));
     CHECK(contains(t[CG_C], "((int32_t)((uint32_t)"));
     CHECK(contains(t[CG_OPENCL], "static inline char sc_div_i8(char a, char b)"));
+    CHECK(contains(t[CG_C], "i16_div320_g[x] = ((int16_t)((a_i16_g[x]) >> 5));"));
+    CHECK(contains(t[CG_OPENCL], "i32_mod80_g[x] = ((int)((a_i32_g[x]) & 7));"));
     CHECK(contains(t[CG_CUDA], "typedef unsigned char uint8_t;"));
     CHECK(t[CG_C] && strlen(t[CG_C]) < 400000);               /* shared subexpressions */
 

@@ -493,11 +493,44 @@ static void test_thread_unrolled(void) {
     fixture_remove_db(db);
 }
 
+/* A sample of code older than CG_GENERATION_POW2_DIVISION of a pipeline
+ * that divides a signed integer by a constant power of two is rejected
+ * (that code called the helper; this build shifts); loaded once timed by
+ * newer code.  Unsigned division (the blur above) is not such a pipeline. */
+static void test_pow2_division(void) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_division_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline halves;\ninput u16 in(64, 48);\n"
+                              "d(x, y) = i16(in(x, y)) - 100;\n"
+                              "out(x, y) = d(x, y) / 4 + d(x, y) % 8;\n"
+                              "output out(64, 48);\n");
+    fixture blur = fixture_load("pipeline blur;\ninput u16 in(66, 52);\n"
+                                "out(x, y) = u16((u32(in(x, y)) + in(x + 1, y)) / 2);\n"
+                                "output out(65, 52);\n");
+    CHECK(cg_divides_by_pow2(fx.p) && !cg_divides_by_pow2(blur.p));
+    fixture_unload(&blur);
+    int64_t devg, pid;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    const char *text = "schedule halves;\nout: root [x=32x1 y=4x1];\nd: inline;\n";
+    CHECK(put_one(st, &fx, pid, devg, text, 10, "2026-11-28T09:00:00Z", "abc cg8", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 0 && d.rejected_division == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devg, text, CG_GENERATION_POW2_DIVISION));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_division == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
     RUN(test_neighbours);
     RUN(test_cpu_staged);
+    RUN(test_pow2_division);
     RUN(test_thread_unrolled);
     RUN(test_cold_reference);
     RUN(test_reduction_order);

@@ -210,6 +210,7 @@ struct cg_ctx {
     struct { const char *var; int64_t lo, hi; } ovr[SC_MAX_DIMS];
     int novr;
     int64_t undecided;
+    int64_t pow2_shifts;          /* divisions and modulos by 2^k printed as shifts and masks */
 };
 
 void *cg_grow(void *p, size_t n);          /* realloc, aborting when out of memory */
@@ -234,6 +235,8 @@ int cg_st_root(cg_ctx *g, const sc_expr *e, int uses);
 void cg_st_hoist(cg_ctx *g, int id);
 /* Prints node id; `top` drops the outer parentheses of an infix form. */
 void cg_expr(cg_ctx *g, int id, bool top);
+/* k when c is 2^k with k >= 1, else -1. */
+int cg_pow2_log(int64_t c);
 /* The flat element index of coordinates coord (nodes) in a, whose mins
  * are the nodes min. */
 void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min);

@@ -482,13 +482,52 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
     return false;
 }
 
+static bool divides_by_pow2(const sc_expr *e)
+{
+    if (e->kind == E_BINARY && (e->op == SC_DIV || e->op == SC_MOD) && sc_type_is_signed(e->type) &&
+        e->type != SC_F32 && e->args[1]->kind == E_CONST && cg_pow2_log(e->args[1]->c.i) > 0)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (divides_by_pow2(e->args[i]))
+            return true;
+    return false;
+}
+
+bool cg_divides_by_pow2(const sc_pipeline *p)
+{
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sc_func *f = p->funcs.items[i];
+        if (f->kind != FUNC_DEFINED)
+            continue;
+        for (int st = 0; st < f->nstages; st++) {
+            if (divides_by_pow2(f->stages[st].value))
+                return true;
+            for (int d = 0; d < f->stages[st].nargs; d++)
+                if (divides_by_pow2(f->stages[st].args[d]))
+                    return true;
+        }
+    }
+    return false;
+}
+
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_THREAD_UNROLLED,
+    _Static_assert(CG_GENERATION == CG_GENERATION_POW2_DIVISION,
                    "a new generation: say here which older code it changed");
     if (cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
         return CG_CODE_STAGING;
+    if (generation < CG_GENERATION_POW2_DIVISION && cg_divides_by_pow2(p)) {
+        /* the pipeline divides so: whether its code does (a dividend that
+         * is never negative was divided in plain C before too) */
+        ir_arena *a = ir_arena_new();
+        char err[512];
+        lower_program *prog = lower_schedule_for(a, p, b, s, cpu, err, sizeof err);
+        bool shifts = prog && cg_pow2_shifts(prog) > 0;
+        ir_arena_free(a);
+        if (shifts)
+            return CG_CODE_DIVISION;
+    }
     if (generation >= CG_GENERATION_THREAD_UNROLLED)
         return CG_CODE_SAME;
     if (nest_unrolls_thread_tiles(model))
@@ -986,7 +1025,9 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     return cg_generate_math(prog, backend, CG_MATH_EXACT);
 }
 
-char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
+/* The file for prog; *pow2_shifts (may be NULL) gets how many divisions
+ * and modulos by powers of two it prints as shifts and masks. */
+static char *generate(const lower_program *prog, cg_backend backend, cg_math math, int64_t *pow2_shifts)
 {
     static const cg_target *const targets[] = {
         [CG_C] = &cg_target_c, [CG_OPENCL] = &cg_target_opencl, [CG_CUDA] = &cg_target_cuda,
@@ -1028,7 +1069,21 @@ char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math ma
     free(g.pkey);
     free(g.pval);
     free(g.stab);
+    if (pow2_shifts)
+        *pow2_shifts = g.pow2_shifts;
     return file.s;
+}
+
+char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
+{
+    return generate(prog, backend, math, NULL);
+}
+
+int64_t cg_pow2_shifts(const lower_program *prog)
+{
+    int64_t n = 0;
+    free(generate(prog, CG_C, CG_MATH_EXACT, &n));
+    return n;
 }
 
 /* The options each back end's header comment also names (cg_c.c,

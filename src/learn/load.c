@@ -157,6 +157,7 @@ static int loader_sample(const store_sample *s, void *ud) {
     if (change != CG_CODE_SAME) {
         nest_free(model);
         if (change == CG_CODE_STAGING) d->rejected_staged++;
+        else if (change == CG_CODE_DIVISION) d->rejected_division++;
         else d->rejected_unrolled++;
         return 0;
     }

@@ -31,6 +31,11 @@
  * thread-level stage of 16 to 63 points (nest_unrolls_thread_tiles); on an
  * OpenCL device, a loop of 2,049 to 4,096 expression nodes unrolled
  * (cg_opencl_unrolls_past).
+ *
+ * Samples of code older than CG_GENERATION_POW2_DIVISION of a pipeline
+ * that divides a signed integer by a constant power of two
+ * (cg_divides_by_pow2) called a helper where this build shifts: they
+ * count as rejected_division (`collect --remeasure` times them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
