@@ -482,32 +482,66 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
     return false;
 }
 
-static bool divides_by_pow2(const sc_expr *e)
+static void note_pow2_division(const sc_expr *e, void *user)
 {
     if (e->kind == E_BINARY && (e->op == SC_DIV || e->op == SC_MOD) && sc_type_is_signed(e->type) &&
         e->type != SC_F32 && e->args[1]->kind == E_CONST && cg_pow2_log(e->args[1]->c.i) > 0)
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (divides_by_pow2(e->args[i]))
-            return true;
-    return false;
+        *(bool *)user = true;
 }
 
 bool cg_divides_by_pow2(const sc_pipeline *p)
 {
-    for (int i = 0; i < p->funcs.n; i++) {
+    bool found = false;
+    for (int i = 0; i < p->funcs.n && !found; i++) {
         const sc_func *f = p->funcs.items[i];
         if (f->kind != FUNC_DEFINED)
             continue;
         for (int st = 0; st < f->nstages; st++) {
-            if (divides_by_pow2(f->stages[st].value))
-                return true;
+            ir_visit(f->stages[st].value, note_pow2_division, &found);
             for (int d = 0; d < f->stages[st].nargs; d++)
-                if (divides_by_pow2(f->stages[st].args[d]))
-                    return true;
+                ir_visit(f->stages[st].args[d], note_pow2_division, &found);
         }
     }
-    return false;
+    return found;
+}
+
+/* The schedule's program, lowered on the first call only. */
+typedef struct {
+    sc_pipeline *p;
+    const bounds_result *b;
+    const sched_state *s;
+    bool cpu, done;
+    ir_arena *a;
+    lower_program *prog;
+} lowered;
+
+static lower_program *lowered_program(lowered *l)
+{
+    if (!l->done) {
+        char err[512];
+        l->done = true;
+        l->a = ir_arena_new();
+        l->prog = lower_schedule_for(l->a, l->p, l->b, l->s, l->cpu, err, sizeof err);
+    }
+    return l->prog;
+}
+
+static cg_code_change code_change(int generation, lowered *l, const nest *model, bool opencl)
+{
+    if (l->cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
+        return CG_CODE_STAGING;
+    /* where the pipeline divides so, whether its code does (a dividend
+     * that is never negative was divided in plain C before too) */
+    if (generation < CG_GENERATION_POW2_DIVISION && cg_divides_by_pow2(l->p) && lowered_program(l) &&
+        cg_pow2_shifts(lowered_program(l)) > 0)
+        return CG_CODE_DIVISION;
+    if (generation >= CG_GENERATION_THREAD_UNROLLED)
+        return CG_CODE_SAME;
+    if (nest_unrolls_thread_tiles(model))
+        return CG_CODE_UNROLLING;
+    if (opencl && lowered_program(l) && cg_opencl_unrolls_past(lowered_program(l), CG_OPENCL_UNROLL_NODES_BEFORE_8))
+        return CG_CODE_UNROLLING;
+    return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
@@ -515,31 +549,10 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
 {
     _Static_assert(CG_GENERATION == CG_GENERATION_POW2_DIVISION,
                    "a new generation: say here which older code it changed");
-    if (cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
-        return CG_CODE_STAGING;
-    if (generation < CG_GENERATION_POW2_DIVISION && cg_divides_by_pow2(p)) {
-        /* the pipeline divides so: whether its code does (a dividend that
-         * is never negative was divided in plain C before too) */
-        ir_arena *a = ir_arena_new();
-        char err[512];
-        lower_program *prog = lower_schedule_for(a, p, b, s, cpu, err, sizeof err);
-        bool shifts = prog && cg_pow2_shifts(prog) > 0;
-        ir_arena_free(a);
-        if (shifts)
-            return CG_CODE_DIVISION;
-    }
-    if (generation >= CG_GENERATION_THREAD_UNROLLED)
-        return CG_CODE_SAME;
-    if (nest_unrolls_thread_tiles(model))
-        return CG_CODE_UNROLLING;
-    if (!opencl)
-        return CG_CODE_SAME;
-    ir_arena *a = ir_arena_new();
-    char err[512];
-    lower_program *prog = lower_schedule_for(a, p, b, s, cpu, err, sizeof err);
-    bool more = prog && cg_opencl_unrolls_past(prog, CG_OPENCL_UNROLL_NODES_BEFORE_8);
-    ir_arena_free(a);
-    return more ? CG_CODE_UNROLLING : CG_CODE_SAME;
+    lowered l = { p, b, s, cpu, false, NULL, NULL };
+    cg_code_change c = code_change(generation, &l, model, opencl);
+    ir_arena_free(l.a);
+    return c;
 }
 
 /* Whether the loop s gets the back end's unroll pragma. */
