@@ -19,8 +19,9 @@
 #   gpu.txt.xz   with the seconds left of SECONDS (default 480) after that,
 #                `collect --device cuda` on random pipelines (from seed
 #                FIRST_SEED, default 1), exported as samples text
-# Each step has a time limit; a step that fails or runs out says so in its
-# log and the next one runs.
+# Each step has a time limit (FUZZ_LIMIT, default 180 s for exact math and
+# two thirds of it for fast math; BENCH_LIMIT, default 300 s); a step that
+# fails or runs out says so in its log and the next one runs.
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT [SECONDS]}
 budget=${2:-480}
@@ -55,10 +56,10 @@ step "$out/tests.log" 60 build/tests/test_rt
 step "$out/tests.log" 60 build/tests/test_target
 step "$out/tests.log" 180 build/tests/test_host
 
-SEEDS=${SEEDS:-3} BACKENDS=cuda CUDA_SEEDS=0 JOBS=$jobs step "$out/fuzz.log" 180 bash tests/fuzz_schedules.sh build
-SEEDS=${SEEDS:-3} BACKENDS=cuda CUDA_SEEDS=0 JOBS=$jobs MATH=fast step "$out/fuzz.log" 120 bash tests/fuzz_schedules.sh build
+SEEDS=${SEEDS:-3} BACKENDS=cuda CUDA_SEEDS=0 JOBS=$jobs step "$out/fuzz.log" "${FUZZ_LIMIT:-180}" bash tests/fuzz_schedules.sh build
+SEEDS=${SEEDS:-3} BACKENDS=cuda CUDA_SEEDS=0 JOBS=$jobs MATH=fast step "$out/fuzz.log" $((${FUZZ_LIMIT:-180} * 2 / 3)) bash tests/fuzz_schedules.sh build
 
-step "$out/bench.txt" 300 build/bench_autosched --device cuda --random "${RANDOM_SCHEDULES:-5}" --k "${K:-5}" \
+step "$out/bench.txt" "${BENCH_LIMIT:-300}" build/bench_autosched --device cuda --random "${RANDOM_SCHEDULES:-5}" --k "${K:-5}" \
     --jobs "$jobs" --tsv "$out/bench"
 [ -f "$out/bench/modes.tsv" ] && mv "$out/bench/modes.tsv" "$out/modes.tsv"
 rm -rf "$out/bench"
