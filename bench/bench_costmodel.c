@@ -4,7 +4,7 @@
  *
  *   build/bench_costmodel [--weights W] [--apps a,b] [--states N] [--min-s S]
  *   build/bench_costmodel --db F | --data F.txt.xz [--epochs N] [--seed N] [--apps a,b]
- *                         [--loss throughput|rank] [--min-generation N]
+ *                         [--loss throughput|rank] [--min-generation N] [--weight-decay D]
  *
  * Speed (always): N random complete schedules (default 64) of each app
  * (default: camera_pipe, harris, local_laplacian, unsharp, bilateral_grid
@@ -221,7 +221,7 @@ static figures rank_app(const train_data *d, const double *pred) {
 }
 
 static int bench_holdout(const char *db, const char *data, const char *apps, int epochs, uint64_t seed,
-                         train_loss loss, int min_generation) {
+                         train_loss loss, int min_generation, double decay) {
     char err[2048];
     train_data d;
     train_data_init(&d);
@@ -235,9 +235,9 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
     printf("%d samples of %d groups (rejected: %lld features, %lld times, %lld unreadable, %lld of code older "
            "than generation %d)\n", d.nsamples, groups, (long long)d.rejected_features, (long long)d.rejected_time,
            (long long)d.rejected_input, (long long)d.rejected_generation, min_generation > 1 ? min_generation : 1);
-    printf("hold-one-app-out, %d epochs, seed %llu, %s loss: pairwise accuracy / Spearman rho / "
+    printf("hold-one-app-out, %d epochs, seed %llu, %s loss, weight decay %g: pairwise accuracy / Spearman rho / "
            "time of the top-ranked sample over the fastest\n", epochs, (unsigned long long)seed,
-           loss == TRAIN_LOSS_RANK ? "rank" : "throughput");
+           loss == TRAIN_LOSS_RANK ? "rank" : "throughput", decay);
     printf("%-26s %5s | %-21s | %-21s | %-21s | %-21s\n", "app", "n", "network", "bytes moved", "least squares",
            db ? "neighbours in time" : "(neighbours: --db)");
     char **names;
@@ -263,6 +263,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
         o.epochs = epochs;
         o.seed = seed;
         o.loss = loss;
+        o.weight_decay = decay;
         figures f[4];
         if (train_run(&d, m, &o, NULL, NULL, err, sizeof err) != 0) {
             printf("%-26s | %s\n", names[a], err);
@@ -321,7 +322,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
 int main(int argc, char **argv) {
     const char *weights = NULL, *apps = NULL, *db = NULL, *data = NULL;
     int nstates = 64, epochs = 200, min_generation = 0;
-    double min_s = 0.5;
+    double min_s = 0.5, decay = 0;
     uint64_t seed = 1;
     train_loss loss = TRAIN_LOSS_RANK;
     for (int i = 1; i < argc; i++) {
@@ -332,6 +333,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--data") && v) data = v, i++;
         else if (!strcmp(a, "--states") && v) nstates = atoi(v), i++;
         else if (!strcmp(a, "--epochs") && v) epochs = atoi(v), i++;
+        else if (!strcmp(a, "--weight-decay") && v) decay = atof(v), i++;
         else if (!strcmp(a, "--seed") && v) seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--min-s") && v) min_s = atof(v), i++;
         else if (!strcmp(a, "--min-generation") && v && atoi(v) >= 1 && atoi(v) <= CG_GENERATION)
@@ -341,7 +343,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: bench_costmodel [--weights W] [--apps a,b] [--states N] [--min-s S] "
                             "[--db F | --data F] [--epochs N] [--seed N] [--loss throughput|rank] "
-                            "[--min-generation 1..%d]\n", CG_GENERATION);
+                            "[--min-generation 1..%d] [--weight-decay D]\n", CG_GENERATION);
             return 2;
         }
     }
@@ -356,7 +358,7 @@ int main(int argc, char **argv) {
         nn_init(w, 1);
     }
     int rc = bench_speed(w, db || data ? DEFAULT_APPS : apps ? apps : DEFAULT_APPS, nstates, min_s);
-    if (rc == 0 && (db || data)) rc = bench_holdout(db, data, apps, epochs, seed, loss, min_generation);
+    if (rc == 0 && (db || data)) rc = bench_holdout(db, data, apps, epochs, seed, loss, min_generation, decay);
     free(w);
     return rc;
 }

@@ -20,6 +20,7 @@ case_ train_bad_epochs 2 -e "--epochs: expected a number of epochs >= 0, got 'tw
 case_ train_bad_seed 2 -e "--seed: expected a number >= 0, got '-3'" -- "$sc" train --db a.db -o "$tmp/w" --seed -3
 case_ train_bad_loss 2 -e "--loss: 'l1' is not one of throughput, rank" -- "$sc" train --db a.db -o "$tmp/w" --loss l1
 case_ train_bad_anneal 2 -e "--anneal: expected a fraction of the epochs from 0 to 1, got '1.5'" -- "$sc" train --db a.db -o "$tmp/w" --anneal 1.5
+case_ train_bad_decay 2 -e "--weight-decay: expected a factor from 0 to 100, got '-1'" -- "$sc" train --db a.db -o "$tmp/w" --weight-decay -1
 case_ train_missing_value 2 -e 'option --device needs a value' -- "$sc" train --db a.db -o "$tmp/w" --device
 case_ train_unknown_option 2 -e "unknown option '--fast'" -- "$sc" train --db a.db -o "$tmp/w" --fast
 case_ predict_no_weights 2 -e 'no weights given' -- "$sc" predict "$app" --small

@@ -284,6 +284,52 @@ static void test_step_size(void) {
     CHECK(train_step_size(&o, 3) == o.lr);
 }
 
+/* Weight decay multiplies the three layers' weights by 1 - f and leaves
+ * their biases and the log scale; in training it pulls the weights
+ * towards 0: a run with decay ends with a smaller weight norm than the
+ * same run without, and still learns the synthetic data. */
+static void test_weight_decay(void) {
+    nn_model *m = calloc(1, sizeof *m), *k = calloc(1, sizeof *k);
+    nn_init(m, 5);
+    *k = *m;
+    nn_decay_weights(m, 0.25);
+    bool layers = true, rest = true;
+    for (int i = 0; i < NN_NPARAMS; i++) {
+        bool w = (i >= NN_OFF_W1 && i < NN_OFF_B1) || (i >= NN_OFF_W2 && i < NN_OFF_B2) ||
+                 (i >= NN_OFF_W3 && i < NN_OFF_B3);
+        if (w) layers &= m->w[i] == k->w[i] * 0.75;
+        else rest &= m->w[i] == k->w[i];
+    }
+    CHECK(layers && rest);
+    *m = *k;
+    nn_decay_weights(m, 0);                         /* no decay: unchanged */
+    CHECK(!memcmp(m->w, k->w, sizeof m->w));
+    train_data d;
+    synthetic(&d, 20, NULL);
+    train_opts o;
+    train_opts_default(&o);
+    CHECK(o.weight_decay == 0);
+    o.epochs = 30;
+    o.lr = 3e-3;
+    o.seed = 3;
+    double norm[2];
+    train_metrics tm[2];
+    char err[256];
+    for (int r = 0; r < 2; r++) {
+        o.weight_decay = r ? 20 : 0;
+        CHECK(train_run(&d, m, &o, &tm[r], NULL, err, sizeof err) == 0);
+        norm[r] = 0;
+        for (int i = NN_OFF_W2; i < NN_OFF_B2; i++) norm[r] += m->w[i] * m->w[i];
+    }
+    printf("  schedule layer's squared norm %.4g without decay, %.4g with; pairwise %.3f, %.3f\n", norm[0], norm[1],
+           tm[0].pairwise, tm[1].pairwise);
+    CHECK(norm[1] < 0.8 * norm[0]);
+    CHECK(tm[1].pairwise > 0.8);
+    free(m);
+    free(k);
+    train_data_free(&d);
+}
+
 static void save_or_fail(const nn_model *m, const char *path) {
     char err[512];
     if (nn_save(m, path, err, sizeof err) != 0) fprintf(stderr, "  %s\n", err);
@@ -639,6 +685,7 @@ int main(void) {
     RUN(test_instruction_floor);
     RUN(test_learns);
     RUN(test_step_size);
+    RUN(test_weight_decay);
     RUN(test_deterministic);
     RUN(test_weights_file);
     RUN(test_costmodel);

@@ -255,6 +255,13 @@ void nn_adam_step(nn_model *m, nn_adam *a, const double *grad, double lr) {
     }
 }
 
+void nn_decay_weights(nn_model *m, double f) {
+    if (!(f > 0)) return;
+    static const int range[3][2] = { { NN_OFF_W1, NN_OFF_B1 }, { NN_OFF_W2, NN_OFF_B2 }, { NN_OFF_W3, NN_OFF_B3 } };
+    for (int k = 0; k < 3; k++)
+        for (int i = range[k][0]; i < range[k][1]; i++) m->w[i] *= 1.0 - f;
+}
+
 /* ---- the weights file ----
  *   "SCWEIGHT"                          8 bytes
  *   u32 format version, u32 NN_NPARAMS, u32 NN_COEF, u32 0

@@ -145,6 +145,10 @@ typedef struct {
 } nn_adam;
 void nn_adam_init(nn_adam *a);
 void nn_adam_step(nn_model *m, nn_adam *a, const double *grad, double lr);
+/* Decoupled weight decay: the three layers' weights (not their biases nor
+ * the log scale) multiplied by 1 - f, pulling every stage's coefficients
+ * towards the same values (train_opts.weight_decay). */
+void nn_decay_weights(nn_model *m, double f);
 
 /* The weights file (docs/costmodel.md): a header (magic, format version,
  * layout hash, device key, training summary), the parameters and the term

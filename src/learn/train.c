@@ -417,6 +417,7 @@ void train_opts_default(train_opts *o) {
     o->lr = 1e-3;
     o->anneal = 0.2;
     o->reg = 1e-5;
+    o->weight_decay = 0;
     o->batch = TRAIN_BATCH;
     o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
     o->floor_quantile = TRAIN_FLOOR_QUANTILE;
@@ -614,6 +615,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
             memset(grad, 0, sizeof(double) * NN_NPARAMS);
             loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, o->loss, grad);
             nn_adam_step(m, adam, grad, lr);
+            nn_decay_weights(m, lr * o->weight_decay);
             if (bar && (b % 8 == 0 || b == nb - 1)) train_bar(e, o->epochs, b + 1, nb);
         }
         if (bar) fprintf(stderr, "\r\033[K");

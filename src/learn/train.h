@@ -101,6 +101,7 @@ typedef struct {
     double anneal;                    /* the last fraction of the epochs whose step falls
                                          linearly from lr to lr / 20 (0.2 by default) */
     double reg;                       /* weight of the dead-coefficient regularizer (1e-5) */
+    double weight_decay;              /* decoupled weight decay per step, times the step size (0: none) */
     int batch;                        /* schedules per minibatch, at most TRAIN_BATCH */
     train_loss loss;
     bool fine_tune;                   /* m holds weights to start from (term scales kept) */

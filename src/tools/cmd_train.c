@@ -48,6 +48,8 @@ static void train_usage(FILE *out) {
             "  --epochs N        passes over the training samples (default 50)\n"
             "  --seed N          initial weights and minibatch order (default 1)\n"
             "  --lr X            Adam's learning rate (default 0.001)\n"
+            "  --weight-decay D  decoupled weight decay: each step shrinks the layers' weights by\n"
+            "                    D x the step size (default 0; docs/costmodel.md)\n"
             "  --anneal F        the last fraction F of the epochs lowers the rate linearly to\n"
             "                    a twentieth (default 0.2; 0: a constant rate)\n"
             "  --floor-quantile Q  the instruction floor: no stage runs its instructions\n"
@@ -100,7 +102,7 @@ int tool_train(int argc, char **argv) {
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, min_generation = 0;
-    double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE;
+    double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
@@ -142,6 +144,9 @@ int tool_train(int argc, char **argv) {
             valid = n;
         } else if ((v = opt_value(argc, argv, &i, "--lr", &missing))) {
             if (!parse_double(v, 1e-9, 1, &lr)) rc = tool_usage_error(cmd, "--lr: expected a rate in (0, 1], got '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--weight-decay", &missing))) {
+            if (!parse_double(v, 0, 100, &decay))
+                rc = tool_usage_error(cmd, "--weight-decay: expected a factor from 0 to 100, got '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--anneal", &missing))) {
             if (!parse_double(v, 0, 1, &anneal))
                 rc = tool_usage_error(cmd, "--anneal: expected a fraction of the epochs from 0 to 1, got '%s'", v);
@@ -226,6 +231,7 @@ int tool_train(int argc, char **argv) {
     o.seed = (uint64_t)seed;
     o.lr = lr;
     o.anneal = anneal;
+    o.weight_decay = decay;
     o.floor_quantile = floor_q;
     o.loss = loss;
     o.fine_tune = init != NULL;
