@@ -144,17 +144,25 @@ static void test_no_staging_on_cpu(void) {
 
 /* A thread-level Func of 16 to 63 points a thread has its loops unrolled
  * (NEST_UNROLL_THREAD_LIMIT), so that every index into its private array
- * is a constant; a root Func's tile of as many points keeps its loops;
- * a reduction in a thread-level Func unrolls under the same limit. */
+ * is a constant, and so has the stage that reads that array (generation
+ * 10), whose OpenCL indices into it are the unrolled loops' counters; a
+ * root Func's tile of as many points with no such producer keeps its
+ * loops; a reduction in a thread-level Func unrolls under the same
+ * limit. */
 static void test_thread_tiles_unrolled(void) {
     lowered l;
-    /* out: 1 x 16 points a thread; blur_x in its threads: 1 x 18 */
-    CHECK(lower_text(&l, blur_src, "schedule t;\nout: root [x=16x1 y=2x16];\nblur_x: thread of out;\nclamped: inline;\n"));
+    /* out: 1 x 16 points a thread; blur_x in its threads: 1 x 18 (the
+     * tiles divide the image: no thread's window is clamped) */
+    CHECK(lower_text(&l, blur_src, "schedule t;\nout: root [x=16x1 y=1x16];\nblur_x: thread of out;\nclamped: inline;\n"));
     if (l.prog) {
         char *src = cg_generate(l.prog, CG_OPENCL);
         CHECK(src && strstr(src, "for (int blur_x_y_u_ = 0; blur_x_y_u_ < 18; blur_x_y_u_++)") != NULL);
-        /* out's own 16 points stay a loop */
-        CHECK(src && strstr(src, "for (int out_y = ") != NULL && !strstr(src, "out_y_u_ < 16"));
+        /* out's own 16 points, which read blur_x's array, unroll too, and
+         * index it with the loops' counters alone */
+        CHECK(src && strstr(src, "for (int out_y_u_ = 0; out_y_u_ < 16; out_y_u_++)") != NULL);
+        CHECK(src && strstr(src, "blur_x_r[blur_x_x_u_ + blur_x_y_u_]") != NULL);
+        CHECK(src && strstr(src, "blur_x_r[out_x_u_ + out_y_u_ + 2]") != NULL);
+        CHECK(src && !strstr(src, "- blur_x_y_min"));
         free(src);
         char err[1024];
         nest_ctx *x = nest_ctx_new(l.p, l.b);
@@ -165,6 +173,26 @@ static void test_thread_tiles_unrolled(void) {
         CHECK(mismatches_on_c(&l) == 0);
         int64_t bad = mismatches_on(&rt_opencl_ops, &l);
         CHECK(bad == 0 || bad == -2);
+    }
+    lowered_free(&l);
+    /* a 2-D tile: out 4 x 8 points a thread reading blur_x's 4 x 10 */
+    CHECK(lower_text(&l, blur_src, "schedule t;\nout: root [x=4x4 y=2x8];\nblur_x: thread of out;\nclamped: inline;\n"));
+    if (l.prog) {
+        char *src = cg_generate(l.prog, CG_OPENCL);
+        CHECK(src && strstr(src, "for (int out_x_u_ = 0; out_x_u_ < 4; out_x_u_++)") != NULL);
+        CHECK(src && strstr(src, "blur_x_r[out_x_u_ + out_y_u_ * 4 + 8]") != NULL);
+        free(src);
+        CHECK(mismatches_on_c(&l) == 0);
+        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
+        CHECK(bad == 0 || bad == -2);
+    }
+    lowered_free(&l);
+    /* out's 16 points with blur_x at root: no private array, a loop */
+    CHECK(lower_text(&l, blur_src, "schedule t;\nout: root [x=16x1 y=2x16];\nblur_x: root [x=16x1 y=2x1];\nclamped: inline;\n"));
+    if (l.prog) {
+        char *src = cg_generate(l.prog, CG_OPENCL);
+        CHECK(src && strstr(src, "for (int out_y = ") != NULL && !strstr(src, "out_y_u_ < 16"));
+        free(src);
     }
     lowered_free(&l);
     /* 1 x 4 points: unrolled under either limit, nothing changed */

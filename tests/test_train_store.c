@@ -466,7 +466,10 @@ static void test_cpu_staged(void) {
 /* A sample of code older than CG_GENERATION_THREAD_UNROLLED is rejected,
  * on any device, where a thread-level Func of its schedule has loops that
  * lowering now unrolls (nest_unrolls_thread_tiles); loaded where none has,
- * or where the code is newer. */
+ * or where the code is newer.  One older than
+ * CG_GENERATION_PRIVATE_INDICES is rejected where the stage reading such
+ * a Func's private array has loops that lowering now unrolls
+ * (nest_unrolls_private_readers). */
 static void test_thread_unrolled(void) {
     char db[128];
     snprintf(db, sizeof db, "/tmp/test_train_unrolled_%d.db", (int)getpid());
@@ -479,6 +482,7 @@ static void test_thread_unrolled(void) {
     if (!st) return;
     /* bx in out's threads: 1 x 18 points (unrolled now), 1 x 4 (always) */
     const char *wide = "schedule blur;\nout: root [x=16x1 y=3x16];\nbx: thread of out;\n";
+    /* the narrow one's reader (out, 2 points) unrolled in every generation */
     const char *narrow = "schedule blur;\nout: root [x=16x1 y=4x2];\nbx: thread of out;\n";
     CHECK(put_one(st, &fx, pid, devg, wide, 10, "2026-11-28T09:00:00Z", "abc cg7", false) == 1);
     CHECK(put_one(st, &fx, pid, devg, narrow, 11, "2026-11-28T09:00:00Z", "abc cg7", false) == 1);
@@ -486,8 +490,13 @@ static void test_thread_unrolled(void) {
     train_data d;
     CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_unrolled == 1);
     train_data_free(&d);
+    /* generation 8 unrolled bx's 18 points but left out's 16 rolled: out
+     * reads bx's private array, and unrolls since generation 10 */
     CHECK(put_generation(db, &fx, pid, devg, wide, CG_GENERATION_THREAD_UNROLLED));
-    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_unrolled == 0);
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_unrolled == 0 && d.rejected_private == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devg, wide, CG_GENERATION_PRIVATE_INDICES));
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_private == 0);
     train_data_free(&d);
     fixture_unload(&fx);
     fixture_remove_db(db);

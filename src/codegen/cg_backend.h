@@ -174,7 +174,18 @@ typedef struct {
     int tmp;                          /* temporary number, or -1 */
 } cg_node;
 
-typedef struct { const char *name; int64_t lo, hi; } cg_var;
+/* A variable in scope: its range; `lin`, for an i32 KS_LET its value as a
+ * linear form (cg_ctx.lins, -1 where it is none), and for the variable of
+ * a loop printed counted (`for (v_u_ = 0; ...) { v = min + v_u_;`) min's,
+ * with `counted` (the private arrays' indices are simplified through
+ * them: cg_index). */
+typedef struct {
+    const char *name;
+    int64_t lo, hi;
+    int lin;
+    bool counted;
+} cg_var;
+typedef struct cg_lin cg_lin;
 
 enum { CG_SCRATCH_N = 4, CG_SCRATCH = 320 };
 
@@ -189,6 +200,8 @@ struct cg_ctx {
     char **names;                     /* mangled: pairs (original, result) */
     int nnames, capnames;
     cg_var *env;                      /* variables in scope, innermost last */
+    cg_lin *lins;                     /* the linear forms of cg_var.lin, per kernel */
+    int nlins, caplins;
     int nenv, capenv;
     cg_node *node;                    /* the statement's DAG */
     int nnode, capnode;
@@ -244,6 +257,9 @@ void cg_int(cg_ctx *g, sc_type t, int64_t v);
 
 /* A variable in scope with its value range (i32). */
 void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi);
+/* Node id's linear form (cg_var.lin) stored in g->lins: its index, or -1
+ * where it is none. */
+int cg_lin_of(cg_ctx *g, int id);
 
 /* cg_range.c */
 void cg_type_range(sc_type t, int64_t *lo, int64_t *hi);   /* bool: [0, 1] */

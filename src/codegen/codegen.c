@@ -535,19 +535,24 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
     if (generation < CG_GENERATION_POW2_DIVISION && cg_divides_by_pow2(l->p) && lowered_program(l) &&
         cg_pow2_shifts(lowered_program(l)) > 0)
         return CG_CODE_DIVISION;
-    if (generation >= CG_GENERATION_THREAD_UNROLLED)
-        return CG_CODE_SAME;
-    if (nest_unrolls_thread_tiles(model))
-        return CG_CODE_UNROLLING;
-    if (opencl && lowered_program(l) && cg_opencl_unrolls_past(lowered_program(l), CG_OPENCL_UNROLL_NODES_BEFORE_8))
-        return CG_CODE_UNROLLING;
+    if (generation < CG_GENERATION_THREAD_UNROLLED) {
+        if (nest_unrolls_thread_tiles(model))
+            return CG_CODE_UNROLLING;
+        if (opencl && lowered_program(l) &&
+            cg_opencl_unrolls_past(lowered_program(l), CG_OPENCL_UNROLL_NODES_BEFORE_8))
+            return CG_CODE_UNROLLING;
+    }
+    /* the readers' loops; OpenCL's indices changed form in every reader,
+     * but where its loops were unrolled already PoCL ran the same (docs) */
+    if (generation < CG_GENERATION_PRIVATE_INDICES && nest_unrolls_private_readers(model))
+        return CG_CODE_PRIVATE;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_POW2_DIVISION,
+    _Static_assert(CG_GENERATION == CG_GENERATION_PRIVATE_INDICES,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);
@@ -606,6 +611,10 @@ static void pr_for(cg_ctx *g, const kstmt *s)
     }
     int saved = g->nenv;
     cg_env_push(g, s->var, mn->lo, mn->hi + (s->extent > 0 ? s->extent - 1 : 0));
+    if (pragma && g->t->unroll_counted) {
+        g->env[g->nenv - 1].lin = cg_lin_of(g, m);
+        g->env[g->nenv - 1].counted = true;
+    }
     pr_body(g, s->body);
     g->nenv = saved;
     cg_line(g, "}");
@@ -694,6 +703,7 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
                 hi = hi < g->ovr[i].hi ? hi : g->ovr[i].hi;
             }
         cg_env_push(g, s->var, lo, hi);
+        g->env[g->nenv - 1].lin = s->value->type == SC_I32 ? cg_lin_of(g, v) : -1;
         if (s->value->type == SC_F32)
             g->nenv--;                      /* no range for floats */
         break;
@@ -980,6 +990,7 @@ static void pr_kernel(cg_ctx *g, const lower_kernel *k)
     cg_buf body = {0}, scratch = {0}, *out = g->out;
     g->k = k;
     g->nenv = 0;
+    g->nlins = 0;
     g->ntmp = 0;
     g->nprinted = 0;
     g->printed_bid = g->printed_tid = false;
@@ -1077,6 +1088,7 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
         free(g.names[i]);
     free(g.names);
     free(g.env);
+    free(g.lins);
     free(g.printed);
     free(g.node);
     free(g.pkey);

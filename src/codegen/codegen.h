@@ -56,14 +56,26 @@
  *      branches kept PoCL from vectorizing larger kernels: camera_pipe's
  *      out with 4 points a work-item divides an i16 by 32: 67 ms, 15 ms
  *      with the shift.  Samples of pipelines that divide so changed
- *      (train_load.h, rejected_division). */
-#define CG_GENERATION 9
+ *      (train_load.h, rejected_division).
+ *  10  2026-11-28: a stage that reads a thread-level Func's private array
+ *      unrolls its loops up to 64 points too (nest_unroll_limit), and
+ *      OpenCL indexes private arrays by the unrolled loops' counters
+ *      alone where the tile's base cancels (cg_index): PoCL kept such an
+ *      array in memory when its indices were not plainly constants;
+ *      box_blur's out over 16 rows a work-item with blur_x in its
+ *      threads: 3.6 ms rolled, 1.3 ms unrolled with the old indices,
+ *      0.47-0.65 ms now.  Samples of schedules whose readers' loops
+ *      unroll now changed (train_load.h, rejected_private). */
+#define CG_GENERATION 10
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
 #define CG_GENERATION_THREAD_UNROLLED 8
 /* The first generation that divides by powers of two with shifts. */
 #define CG_GENERATION_POW2_DIVISION 9
+/* The first generation that unrolls the readers of private arrays and
+ * indexes those arrays (OpenCL) by loop counters. */
+#define CG_GENERATION_PRIVATE_INDICES 10
 
 #include "lower.h"
 
@@ -94,7 +106,7 @@ typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
 bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 
 /* What changed since an older generation's code for a schedule, as far as
- * generations 7 to 9 changed it (older ones changed more: callers that
+ * generations 7 to 10 changed it (older ones changed more: callers that
  * care leave them out): the code of s that code generation `generation`
  * made (its loop-nest model, built without staging; on a CPU target or
  * not, through OpenCL or not) lacked staging that it had then
@@ -102,8 +114,19 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
  * helper where this build shifts (CG_CODE_DIVISION: before
  * CG_GENERATION_POW2_DIVISION, code with cg_pow2_shifts) or
  * left loops rolled that this build unrolls (CG_CODE_UNROLLING: before
- * CG_GENERATION_THREAD_UNROLLED). */
-typedef enum { CG_CODE_SAME, CG_CODE_STAGING, CG_CODE_DIVISION, CG_CODE_UNROLLING } cg_code_change;
+ * CG_GENERATION_THREAD_UNROLLED), or read a thread-level Func's private
+ * array through loops this build unrolls or, on OpenCL, through indices
+ * this build prints as loop counters (CG_CODE_PRIVATE: before
+ * CG_GENERATION_PRIVATE_INDICES, where nest_unrolls_private_readers: the
+ * indices changed in every reader, but one whose loops were unrolled
+ * already ran the same on PoCL, docs/backends.md). */
+typedef enum {
+    CG_CODE_SAME,
+    CG_CODE_STAGING,
+    CG_CODE_DIVISION,
+    CG_CODE_UNROLLING,
+    CG_CODE_PRIVATE
+} cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
  * where the dividend may be negative did generation 9 change the code,

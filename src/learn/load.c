@@ -158,6 +158,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         nest_free(model);
         if (change == CG_CODE_STAGING) d->rejected_staged++;
         else if (change == CG_CODE_DIVISION) d->rejected_division++;
+        else if (change == CG_CODE_PRIVATE) d->rejected_private++;
         else d->rejected_unrolled++;
         return 0;
     }

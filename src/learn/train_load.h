@@ -36,6 +36,15 @@
  * that divides a signed integer by a constant power of two
  * (cg_divides_by_pow2) called a helper where this build shifts: they
  * count as rejected_division (`collect --remeasure` times them again).
+ *
+ * Samples of code older than CG_GENERATION_PRIVATE_INDICES whose schedule
+ * has a stage reading a thread-level Func's private array with loops that
+ * this build unrolls and older builds left rolled
+ * (nest_unrolls_private_readers) count as rejected_private (`collect
+ * --remeasure` times them again).  OpenCL's indices into private arrays
+ * changed form in every reader; where its loops were unrolled before
+ * too, PoCL ran the two forms alike (docs/backends.md), and those
+ * samples are kept.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

@@ -395,7 +395,7 @@ static int64_t access_box(build *w, const inlined_stages *e, int index, const sc
     return elems;
 }
 
-static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb);
+static int thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb);
 
 /* Computes stage st of f over tiles of n points from origins tb, as
  * lowering's emit_stage; rpb: how many times per block; real: the
@@ -412,14 +412,16 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     fp_box bbox = make_box(w->x, f, st, blk, blkn);
     /* a THREAD-level Func's own thread-level producers belong to the
      * group of the stage that computes it */
-    if (w->s->f[f->id]->loc != SCHED_THREAD) thread_group(w, f, st, &box, &bbox, rpb * rec->threads_used);
+    int private_producers = 0;
+    if (w->s->f[f->id]->loc != SCHED_THREAD)
+        private_producers = thread_group(w, f, st, &box, &bbox, rpb * rec->threads_used);
     if (w->failed) return;
     int dims[SC_MAX_DIMS], li[SC_MAX_DIMS], np = pure_loops(x, f, st, dims, li);
     const ir_stage *stg = &f->stages[st];
     int64_t total = 1;
     for (int k = 0; k < np; k++) total *= n[k];
     int64_t loads = total;
-    rec->unroll_limit = nest_unroll_limit(w->s->f[f->id]->loc);
+    rec->unroll_limit = nest_unroll_limit(w->s->f[f->id]->loc, private_producers > 0);
     bool unrolled = total < NEST_UNROLL_LIMIT;          /* for staging, the base limit */
     int64_t redpts = 1;
     rec->nred = 0;
@@ -624,7 +626,7 @@ static void alloc_member(build *w, nest_func *m, const sc_func *prod, nest_mem m
 /* The THREAD-level Funcs that stage st of f computes per thread tile
  * (box; bbox: what one block computes of the stage): in registers over
  * their footprints, producers first; rpb: realizations per block. */
-static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb) {
+static int thread_group(build *w, const sc_func *f, int st, const fp_box *box, const fp_box *bbox, int64_t rpb) {
     int *members = base_calloc((size_t)w->x->n + 1, sizeof(int));
     int n = fused_group(w, SCHED_THREAD, f, st, box, bbox, members);
     for (int i = n - 1; i >= 0 && !w->failed; i--) {
@@ -649,6 +651,7 @@ static void thread_group(build *w, const sc_func *f, int st, const fp_box *box, 
         }
     }
     free(members);
+    return n;
 }
 
 /* The thread bases of a stage spread over threads[k] threads from base

@@ -23,7 +23,9 @@ int nest_staged_producers(const nest_stage *rec, const sc_func **out) {
     return n;
 }
 
-int nest_unroll_limit(sched_loc loc) { return loc == SCHED_THREAD ? NEST_UNROLL_THREAD_LIMIT : NEST_UNROLL_LIMIT; }
+int nest_unroll_limit(sched_loc loc, bool reads_private) {
+    return loc == SCHED_THREAD || reads_private ? NEST_UNROLL_THREAD_LIMIT : NEST_UNROLL_LIMIT;
+}
 
 bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit) {
     return extent < limit && tile_points * extent < limit;
@@ -51,6 +53,20 @@ bool nest_unrolls_thread_tiles(const nest *n) {
         for (int st = 0; st < f->nstages; st++) {
             const nest_stage *rec = f->stages[st];
             if (rec && unrolled_loops(rec, NEST_UNROLL_LIMIT) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT))
+                return true;
+        }
+    }
+    return false;
+}
+
+bool nest_unrolls_private_readers(const nest *n) {
+    for (int fid = 0; fid < n->nfuncs; fid++) {
+        const nest_func *f = n->funcs[fid];
+        if (!f || f->loc == SCHED_THREAD) continue;
+        for (int st = 0; st < f->nstages; st++) {
+            const nest_stage *rec = f->stages[st];
+            if (rec && rec->unroll_limit == NEST_UNROLL_THREAD_LIMIT &&
+                unrolled_loops(rec, NEST_UNROLL_LIMIT) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT))
                 return true;
         }
     }

@@ -36,12 +36,16 @@ bool nest_hull_whole(const nest_kernel *k, bool thread);
  * reduction loop's extent for that loop) are unrolled: NEST_UNROLL_LIMIT,
  * or NEST_UNROLL_THREAD_LIMIT for a Func computed at thread level, whose
  * values live in a private array that stays in registers only when every
- * index into it is a constant (its loops unrolled).  A looped one lives in
- * memory: PoCL kept harris' clamped (3 x 8 points a thread) there, and its
- * consumer took 17.3 ms against 2.8 ms at root. */
+ * index into it is a constant (its loops unrolled), and for a stage that
+ * reads such arrays (reads_private: Funcs at thread level of it), whose
+ * indices into them are constants only when its own loops are unrolled
+ * too.  A looped one lives in memory: PoCL kept harris' clamped (3 x 8
+ * points a thread) there, and its consumer took 17.3 ms against 2.8 ms at
+ * root; box_blur's out over 16 rows a thread, reading blur_x's 18 rows
+ * from such an array, 3.6 ms looped. */
 #define NEST_UNROLL_LIMIT 16
 #define NEST_UNROLL_THREAD_LIMIT 64
-int nest_unroll_limit(sched_loc loc);
+int nest_unroll_limit(sched_loc loc, bool reads_private);
 /* Whether a reduction loop of `extent` steps around a serial tile of
  * tile_points points unrolls under limit: both below it. */
 bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit);
@@ -51,6 +55,12 @@ bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit);
  * reduction loop, or the model's unrolled extent): code that lowering made
  * otherwise before CG_GENERATION_THREAD_UNROLLED (codegen.h). */
 bool nest_unrolls_thread_tiles(const nest *n);
+
+/* Whether some stage of n that is not at thread level reads a thread-level
+ * Func's private array (its limit NEST_UNROLL_THREAD_LIMIT) with loops
+ * that NEST_UNROLL_LIMIT left rolled and its limit unrolls: code that
+ * lowering made otherwise before CG_GENERATION_PRIVATE_INDICES. */
+bool nest_unrolls_private_readers(const nest *n);
 
 /* Whether lowering runs the reduction loops of stage rec around its
  * serial tile rather than inside it: the stage accumulates in place
