@@ -39,7 +39,7 @@ typedef struct cg_target {
     bool unroll_counted;                  /* an unrolled loop counts from 0 and sets its
                                              variable in the body (OpenCL: below) */
     int64_t unroll_nodes;                 /* the pragma only on loops of at most this many
-                                             expression nodes unrolled (0: any; OpenCL) */
+                                             expression nodes unrolled (0: any; OpenCL, C) */
     bool interior;                        /* kernels get interior copies (codegen.c);
                                              not C: gcc -O2 on the doubled bodies took
                                              test_schedules from 2 to 8 minutes */

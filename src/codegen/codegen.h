@@ -98,6 +98,9 @@ typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
  * generation 8: harris' out in threads of 1 x 5 points (about 2,100
  * nodes) ran rolled, 19.6 ms on PoCL, against 4.0 ms unrolled. */
 #define CG_OPENCL_UNROLL_NODES 4096
+/* The same cap for the C back end's `#pragma GCC unroll` (since
+ * generation 10; CUDA has none). */
+#define CG_C_UNROLL_NODES 4096
 #define CG_OPENCL_UNROLL_NODES_BEFORE_8 2048
 
 /* Whether OpenCL code of prog unrolls a loop that a cap of `before` nodes
