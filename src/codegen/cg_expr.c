@@ -847,12 +847,5 @@ void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi)
     }
     if (!cg_fits(SC_I32, lo, hi))
         cg_type_range(SC_I32, &lo, &hi);
-    cg_var v = { name, lo, hi, -1, false };     /* a narrowed copy keeps the value */
-    for (int i = g->nenv - 1; i >= 0; i--)
-        if (!strcmp(g->env[i].name, name)) {
-            v.lin = g->env[i].lin;
-            v.counted = g->env[i].counted;
-            break;
-        }
-    g->env[g->nenv++] = v;
+    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false };
 }

@@ -382,8 +382,12 @@ static void narrow_env(cg_ctx *g, const sc_expr *cond)
     for (int i = g->nenv - 1; i >= 0; i--)
         if (!strcmp(g->env[i].name, v->name)) {
             int64_t hi = cond->op == SC_LT ? c->c.i - 1 : c->c.i;
-            if (hi < g->env[i].hi)
-                cg_env_push(g, v->name, g->env[i].lo, hi < g->env[i].lo ? g->env[i].lo : hi);
+            if (hi < g->env[i].hi) {
+                cg_var was = g->env[i];             /* the copy keeps the linear form */
+                cg_env_push(g, v->name, was.lo, hi < was.lo ? was.lo : hi);
+                g->env[g->nenv - 1].lin = was.lin;
+                g->env[g->nenv - 1].counted = was.counted;
+            }
             return;
         }
 }
