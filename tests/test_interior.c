@@ -11,7 +11,13 @@
  *    reference evaluator bit for bit, block-level Funcs (phases and
  *    barriers inside the branch) and tails included;
  *  - the CUDA code of the same schedules compiles (NVRTC), where the
- *    toolkit is installed.
+ *    toolkit is installed;
+ *  - lowered for a CPU (lower_schedule_for), the OpenCL code of a large
+ *    kernel launches the interior blocks apart (cg_generate_launches): a
+ *    kernel of its own with no edge handling and no branch around its
+ *    body, and the kernel's own function over the other blocks, the two
+ *    launches covering the kernel's blocks; a small kernel keeps the
+ *    branch; run against the reference.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +86,31 @@ static const char r41_pipe[] =
     "scan9(x, (H / 2) - 1 - r1) = 0.8750 * scan9(x, (H / 2) - r1) + 0.1250 * scan9(x, (H / 2) - 1 - r1);\n"
     "output scan9(W, (H / 2));\n";
 
+/* Clamps in three dimensions, with a partial tile along x: the edge
+ * blocks come from every base (codegen.c, edge_bid). */
+static const char cube_pipe[] =
+    "pipeline edge_cube;\n"
+    "input f32 in(21, 18, 9);\n"
+    "out(x, y, c) = in(clamp(x - 1, 0, 20), clamp(y + 1, 0, 17), clamp(c + 1, 0, 8)) + in(x, y, c) + "
+    "in(clamp(x + 1, 0, 20), clamp(y - 1, 0, 17), clamp(c - 1, 0, 8)) * in(clamp(x - 2, 0, 20), y, c) + "
+    "in(clamp(x + 2, 0, 20), clamp(y + 2, 0, 17), c) * in(x, clamp(y - 2, 0, 17), clamp(c + 2, 0, 8));\n"
+    "output out(21, 18, 9);\n";
+
+/* A 5 x 5 stencil of a repeat_edge input, 70 x 50: 8 points a thread
+ * come to over 600 nodes. */
+static const char stencil_pipe[] =
+    "pipeline edge_stencil;\n"
+    "input u16 in(70, 50);\n"
+    "clamped = repeat_edge(in);\n"
+    "out(x, y) = u16(clamped(x - 2, y - 2) + 2 * clamped(x - 1, y - 2) + 3 * clamped(x, y - 2) + "
+    "4 * clamped(x + 1, y - 2) + 5 * clamped(x + 2, y - 2) + 6 * clamped(x - 2, y - 1) + 7 * clamped(x - 1, y - 1) + "
+    "8 * clamped(x, y - 1) + 9 * clamped(x + 1, y - 1) + 10 * clamped(x + 2, y - 1) + 11 * clamped(x - 2, y) + "
+    "12 * clamped(x - 1, y) + 13 * clamped(x, y) + 14 * clamped(x + 1, y) + 15 * clamped(x + 2, y) + "
+    "16 * clamped(x - 2, y + 1) + 17 * clamped(x - 1, y + 1) + 18 * clamped(x, y + 1) + 19 * clamped(x + 1, y + 1) + "
+    "20 * clamped(x + 2, y + 1) + 21 * clamped(x - 2, y + 2) + 22 * clamped(x - 1, y + 2) + "
+    "23 * clamped(x, y + 2) + 24 * clamped(x + 1, y + 2) + 25 * clamped(x + 2, y + 2));\n"
+    "output out(70, 50);\n";
+
 /* No edges: a pointwise scale. */
 static const char plain_pipe[] =
     "pipeline plain;\n"
@@ -92,6 +123,9 @@ typedef struct {
     const char *kernel;           /* the kernel checked for its interior copy */
     const char *condition;        /* its condition, or NULL: no copy */
     bool partial;                 /* some edges stay (too few blocks along x) */
+    bool split;                   /* for a CPU, OpenCL launches its interior apart
+                                     (a body of CG_SPLIT_NODES nodes or more); where
+                                     false, it may, and is checked the same way */
 } shape;
 
 static const shape shapes[] = {
@@ -100,26 +134,31 @@ static const shape shapes[] = {
      * from -1) */
     { "blur_root", blur_pipe,
       "schedule edge_blur;\nout: root [x=8x1 y=1x1];\nbx: root [x=8x1 y=2x1];\nclamped: inline;\n",
-      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {", false },
+      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {", false, false },
     /* bx at block level: two phases with a barrier in each copy */
     { "blur_block", blur_pipe,
       "schedule edge_blur;\nout: root [x=8x2 y=4x1];\nbx: block of out [x=16 y=1];\nclamped: inline;\n",
-      "out_s0", "if (out_x_b >= 16 && out_x_b <= 80 && out_y_b >= 4 && out_y_b <= 72) {", false },
+      "out_s0", "if (out_x_b >= 16 && out_x_b <= 80 && out_y_b >= 4 && out_y_b <= 72) {", false, true },
     { "blur_clamped_root", blur_pipe,
       "schedule edge_blur;\nout: root [x=4x2 y=2x2];\nbx: inline;\nclamped: root [x=16x1 y=1x1];\n",
-      "clamped_s0", "if (clamped_x_b >= 15 && clamped_x_b <= 79 && clamped_y_b >= 0 && clamped_y_b <= 76) {", false },
+      "clamped_s0", "if (clamped_x_b >= 15 && clamped_x_b <= 79 && clamped_y_b >= 0 && clamped_y_b <= 76) {", false, false },
     /* the select of constant_exterior, along y only */
     { "zero_root", zero_pipe,
       "schedule edge_zero;\nout: root [x=8x1 y=1x2];\npadded: inline;\n",
-      "out_s0", "if (out_y_b >= 2 && out_y_b <= 26) {", false },
+      "out_s0", "if (out_y_b >= 2 && out_y_b <= 26) {", false, false },
     { "barrier_phases", r41_pipe,
       "schedule random_41;\nscan9: root [x=32x1 y=1x3] [x=8x1] [x=8x1];\nup8: inline;\n"
       "sqrt7: block of scan9 [x=1 y=4];\nconv6: thread of sqrt7;\npad5: inline;\nrelu4: root [x=8x1 y=1x4];\n"
       "maxpool3: inline;\nact2: block of relu4 [x=1 y=1];\npad1: inline;\nluma0: inline;\n",
-      "scan9_s0", "if (scan9_y_b >= 3 && scan9_y_b <= 15) {", true },
-    { "plain", plain_pipe, "schedule plain;\nout: root [x=16x1 y=1x1];\n", "out_s0", NULL, false },
+      "scan9_s0", "if (scan9_y_b >= 3 && scan9_y_b <= 15) {", true, false },
+    { "cube", cube_pipe, "schedule edge_cube;\nout: root [x=4x1 y=2x2 c=1x2];\n", "out_s0",
+      "if (out_x_b >= 4 && out_x_b <= 12 && out_y_b >= 4 && out_y_b <= 12 && out_c_b >= 2 && out_c_b <= 6) {",
+      true, true },     /* c + 2 reaches past the interior's last c: its clamp stays */
+    { "stencil_split", stencil_pipe, "schedule edge_stencil;\nout: root [x=16x1 y=4x2];\nclamped: inline;\n",
+      "out_s0", "if (out_x_b >= 16 && out_x_b <= 48 && out_y_b >= 8 && out_y_b <= 40) {", false, true },
+    { "plain", plain_pipe, "schedule plain;\nout: root [x=16x1 y=1x1];\n", "out_s0", NULL, false, false },
     { "one_block", blur_pipe,
-      "schedule edge_blur;\nout: root [x=128x1 y=1x77];\nbx: inline;\nclamped: inline;\n", "out_s0", NULL, false },
+      "schedule edge_blur;\nout: root [x=128x1 y=1x77];\nbx: inline;\nclamped: inline;\n", "out_s0", NULL, false, false },
 };
 
 /* The text of kernel `name` in the code, up to the next kernel's comment. */
@@ -172,6 +211,73 @@ static void check_copy(const shape *sh, const lower_program *prog) {
     free(code);
 }
 
+/* Whether the text of the code between from and to has edge handling:
+ * a clamp, a select or a guard (a phase's `if (tid < n)` is none). */
+static bool has_edges(const char *from, const char *to) {
+    for (const char *w = from; w < to; w++)
+        if (!strncmp(w, "sc_min_", 7) || !strncmp(w, "sc_max_", 7) || !strncmp(w, " ? ", 3) ||
+            (!strncmp(w, "if (", 4) && strncmp(w, "if (tid < ", 10)))
+            return true;
+    return false;
+}
+
+/* The shape lowered for a CPU: OpenCL launches the interior apart. */
+static void check_split(const shape *sh, const lower_program *prog, sc_buffer *const *in, sc_buffer *const *ref) {
+    char err[8192] = "";
+    cg_launch *l = NULL;
+    int n = 0;
+    char *code = cg_generate_launches(prog, CG_OPENCL, CG_MATH_EXACT, &l, &n);
+    int kernel = -1;
+    for (int i = 0; i < prog->nkernels; i++)
+        if (!strcmp(prog->kernels[i]->name, sh->kernel)) kernel = i;
+    int mine = 0, interior = -1, edge = -1;
+    for (int i = 0; i < n; i++)
+        if (l[i].kernel == kernel) {
+            mine++;
+            if (l[i].interior) interior = i;
+            else edge = i;
+        }
+    check_report(code && kernel >= 0, "%s/cpu: %s in the OpenCL code", sh->name, sh->kernel);
+    bool any = false;
+    for (int i = 0; i < n; i++) any |= l[i].interior;
+    check_report(any == cg_opencl_splits(prog), "%s/cpu: cg_opencl_splits", sh->name);
+    bool splits = mine == 2;
+    if (sh->split || !sh->condition)
+        check_report(splits == sh->split, "%s/cpu: %s launched apart: %s", sh->name, sh->kernel,
+                     sh->split ? "yes" : "no");
+    if (!splits) {
+        /* small: the interior copy in its branch, as on a GPU */
+        char name[128];
+        snprintf(name, sizeof name, "void %s%s(", sh->kernel, CG_INTERIOR_SUFFIX);
+        check_report(mine == 1 && edge >= 0 && l[edge].nblocks == prog->kernels[kernel]->nblocks &&
+                         !strstr(code, name),
+                     "%s/cpu: %s launched once over its blocks", sh->name, sh->kernel);
+    } else {
+        bool two = mine == 2 && interior > edge && edge >= 0 &&
+                   l[edge].nblocks + l[interior].nblocks == prog->kernels[kernel]->nblocks &&
+                   l[edge].nblocks > 0 && l[interior].nblocks > 0;
+        check_report(two, "%s/cpu: %s launched twice, the edge and the interior blocks, %lld blocks in all",
+                     sh->name, sh->kernel, (long long)prog->kernels[kernel]->nblocks);
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", sh->kernel, CG_INTERIOR_SUFFIX);
+        char *k = code ? kernel_text(code, name) : NULL;
+        const char *body = k ? strstr(k, "/* phase") : NULL;
+        check_report(body && strstr(k, "bid_interior_") && (sh->partial || !has_edges(body, body + strlen(body))),
+                     "%s/cpu: %s has no edge handling", sh->name, name);
+        free(k);
+        k = code ? kernel_text(code, sh->kernel) : NULL;
+        check_report(k && strstr(k, "bid_edge_") && has_edges(strchr(k, '{'), k + strlen(k)),
+                     "%s/cpu: %s runs the edge blocks with their edge handling", sh->name, sh->kernel);
+        free(k);
+    }
+    free(code);
+    free(l);
+    for (int d = 0; d < ndev; d++) {
+        bool ok = fixture_run_exact(&devs[d], prog, in, ref, 60000, true, err, sizeof err);
+        check_report(ok, "%s/cpu on %s%s%s", sh->name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
+    }
+}
+
 static void run_shape(const shape *sh) {
     char err[8192] = "";
     fixture fx = fixture_load(sh->pipe);
@@ -196,6 +302,9 @@ static void run_shape(const shape *sh) {
         if (m) cuda.ops->module_free(m);
         free(src);
     }
+    lower_program *cpu = lower_schedule_for(fx.a, fx.p, fx.b, s, true, err, sizeof err);
+    check_report(cpu != NULL, "%s: lowered for a CPU%s%s", sh->name, cpu ? "" : ": ", cpu ? "" : err);
+    if (cpu) check_split(sh, cpu, in, ref);
     measure_buffers_free(fx.p, in, ref);
     fixture_unload(&fx);
 }

@@ -502,6 +502,66 @@ static void test_thread_unrolled(void) {
     fixture_remove_db(db);
 }
 
+/* A CPU's OpenCL sample of code older than CG_GENERATION_SPLIT_INTERIOR
+ * is rejected where a kernel of its program has interior blocks that this
+ * build launches apart (cg_opencl_splits: a body of CG_SPLIT_NODES nodes
+ * or more); loaded where the kernel is small, where the code is newer,
+ * or where the device is not a CPU. */
+static void test_split_interior(void) {
+    char db[128], err[2048], tt[4096];
+    snprintf(db, sizeof db, "/tmp/test_train_split_%d.db", (int)getpid());
+    /* a 5 x 5 stencil */
+    fixture fx = fixture_load("pipeline sten;\ninput u16 in(68, 52);\n"
+                              "out(x, y) = u16(in(x, y) + 2 * in(x + 1, y) + 3 * in(x + 2, y) + 4 * in(x + 3, y) + "
+                              "5 * in(x + 4, y) + 6 * in(x, y + 1) + 7 * in(x + 1, y + 1) + 8 * in(x + 2, y + 1) + "
+                              "9 * in(x + 3, y + 1) + 10 * in(x + 4, y + 1) + 11 * in(x, y + 2) + 12 * in(x + 1, y + 2) + "
+                              "13 * in(x + 2, y + 2) + 14 * in(x + 3, y + 2) + 15 * in(x + 4, y + 2) + "
+                              "16 * in(x, y + 3) + 17 * in(x + 1, y + 3) + 18 * in(x + 2, y + 3) + "
+                              "19 * in(x + 3, y + 3) + 20 * in(x + 4, y + 3) + 21 * in(x, y + 4) + "
+                              "22 * in(x + 1, y + 4) + 23 * in(x + 2, y + 4) + 24 * in(x + 3, y + 4) + "
+                              "25 * in(x + 4, y + 4));\n"
+                              "output out(64, 44);\n");
+    int64_t devc, pid;
+    store *st = one_pipeline_store(db, &fx, &devc, &pid);
+    if (!st) return;
+    target cpu = A100;
+    cpu.cpu = true;
+    target_print(&cpu, tt, sizeof tt);
+    store_device dl = { CL_KEY, "fast", "PoCL", tt };
+    int64_t devl = store_put_device(st, &dl, err, sizeof err);
+    target_print(&A100, tt, sizeof tt);
+    store_device dg = { "opencl:test:a-gpu", "fast", "a GPU", tt };
+    int64_t devg = store_put_device(st, &dg, err, sizeof err);
+    CHECK(devl >= 0 && devg >= 0);
+    /* 44 rows in tiles of 8: a partial tile, so interior blocks; 4 points a
+     * thread come to over 256 nodes, 1 to fewer */
+    const char *big = "schedule sten;\nout: root [x=16x2 y=4x2];\n";
+    const char *small = "schedule sten;\nout: root [x=16x1 y=3x1];\n";
+    lower_program *prog[2];
+    const char *scheds[2] = { big, small };
+    for (int i = 0; i < 2; i++) {
+        sched_state *sc = sched_parse(fx.a, fx.p, "t.sched", scheds[i], err, sizeof err);
+        prog[i] = sc ? lower_schedule_for(fx.a, fx.p, fx.b, sc, true, err, sizeof err) : NULL;
+        CHECK(prog[i] != NULL);
+    }
+    CHECK(prog[0] && cg_opencl_splits(prog[0]));
+    CHECK(prog[1] && !cg_opencl_splits(prog[1]));
+    CHECK(put_one(st, &fx, pid, devl, big, 10, "2026-11-28T09:00:00Z", "abc cg10", false) == 1);
+    CHECK(put_one(st, &fx, pid, devl, small, 11, "2026-11-28T09:00:00Z", "abc cg10", false) == 1);
+    CHECK(put_one(st, &fx, pid, devg, big, 12, "2026-11-28T09:00:00Z", "abc cg10", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_interior == 1);
+    train_data_free(&d);
+    /* timed by this build's code: loaded (and the GPU's older time of
+     * the schedule left out, store_each_sample) */
+    CHECK(put_generation(db, &fx, pid, devl, big, CG_GENERATION_SPLIT_INTERIOR));
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_interior == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 /* A sample of code older than CG_GENERATION_POW2_DIVISION of a pipeline
  * that divides a signed integer by a constant power of two is rejected
  * (that code called the helper; this build shifts); loaded once timed by
@@ -541,6 +601,7 @@ int main(void) {
     RUN(test_cpu_staged);
     RUN(test_pow2_division);
     RUN(test_thread_unrolled);
+    RUN(test_split_interior);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -43,6 +43,9 @@ typedef struct cg_target {
     bool interior;                        /* kernels get interior copies (codegen.c);
                                              not C: gcc -O2 on the doubled bodies took
                                              test_schedules from 2 to 8 minutes */
+    bool split_on_cpu;                    /* for a CPU (lower_program.cpu), the interior
+                                             copy is a kernel of its own, launched over
+                                             the interior blocks (OpenCL: codegen.c) */
     void (*prologue)(cg_ctx *g);          /* includes, typedefs, pragmas */
     void (*kernel_open)(cg_ctx *g, const lower_kernel *k);
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);
@@ -223,6 +226,14 @@ struct cg_ctx {
     struct { const char *var; int64_t lo, hi; } ovr[SC_MAX_DIMS];
     int novr;
     int64_t undecided;
+    /* Split launches (cg_target.split_on_cpu): the kernel being printed
+     * launched over some of its blocks, bid_map its bid (printed) from the
+     * launch's group index, the variable bid_group; the interior copy's
+     * name has name_suffix; the launches so far. */
+    const char *bid_map, *bid_group;
+    const char *name_suffix;
+    cg_launch *launches;
+    int nlaunches, caplaunches;
     int64_t pow2_shifts;          /* divisions and modulos by 2^k printed as shifts and masks */
 };
 

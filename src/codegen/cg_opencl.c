@@ -4,7 +4,9 @@
  * loop, lower_kernel.tdim, so that a thread's coordinates are its local
  * ids: PoCL vectorizes over local id 0 only when x = base + get_local_id(0)
  * and not base + tid % 16), local memory for shared arrays,
- * barrier(CLK_LOCAL_MEM_FENCE) between phases.
+ * barrier(CLK_LOCAL_MEM_FENCE) between phases.  For a CPU target a large
+ * kernel's interior blocks are a kernel of their own (codegen.c,
+ * split_on_cpu): PoCL vectorizes each copy alone, not the two in a branch.
  *
  * Expected build options: -cl-fp32-correctly-rounded-divide-sqrt (OpenCL
  * otherwise allows 2.5 ulp division and 3 ulp sqrt), and none of
@@ -76,6 +78,7 @@ const cg_target cg_target_opencl = {
     .unroll_counted = true,
     .unroll_nodes = CG_OPENCL_UNROLL_NODES,
     .interior = true,
+    .split_on_cpu = true,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,
     .phase_open = cg_gpu_phase_open,

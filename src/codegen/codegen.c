@@ -293,7 +293,7 @@ void cg_math_prologue(cg_ctx *g, const char *qual)
 void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k)
 {
     const cg_target *t = g->t;
-    cg_printf(g, "%s(", cg_name(g, k->name));
+    cg_printf(g, "%s%s(", cg_name(g, k->name), g->name_suffix ? g->name_suffix : "");
     for (int i = 0; i < k->nargs; i++) {
         const lower_alloc *a = k->args[i];
         cg_printf(g, "%s%s%s%s *%s %s", i ? ",\n        " : "", t->gpu.global_qual,
@@ -315,7 +315,10 @@ void cg_gpu_kernel_frame(cg_ctx *g, const lower_kernel *k)
             cg_line(g, "(void)%s;            /* unused here (its uses were constant) */",
                     cg_name(g, i < k->nargs ? k->args[i]->name : k->params[i - k->nargs]->name));
     }
-    if (cg_printed_var(g, "bid"))
+    if (cg_printed_var(g, "bid") && g->bid_map) {
+        cg_line(g, "const %s %s = (%s)%s;", t->gpu.index_type, g->bid_group, t->gpu.index_type, t->gpu.bid);
+        cg_line(g, "const %s bid = %s;", t->gpu.index_type, g->bid_map);
+    } else if (cg_printed_var(g, "bid"))
         cg_line(g, "const %s bid = (%s)%s;", t->gpu.index_type, t->gpu.index_type, t->gpu.bid);
     int T[3];
     cg_thread_layout(k, T);
@@ -550,13 +553,16 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
      * but where its loops were unrolled already PoCL ran the same (docs) */
     if (generation < CG_GENERATION_PRIVATE_INDICES && nest_unrolls_private_readers(model))
         return CG_CODE_PRIVATE;
+    if (generation < CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu && lowered_program(l) &&
+        cg_opencl_splits(lowered_program(l)))
+        return CG_CODE_INTERIOR;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_PRIVATE_INDICES,
+    _Static_assert(CG_GENERATION == CG_GENERATION_SPLIT_INTERIOR,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);
@@ -831,6 +837,18 @@ static int64_t base_at(const lower_kernel *k, int b, int64_t j)
     return k->bases[b].min + k->bases[b].step * j;
 }
 
+/* The LETs of k's block bases get the ranges of the blocks jlo[b] ..
+ * jhi[b] of each base when printed (cg_ctx.ovr) until g->novr is 0. */
+static void set_interior_ranges(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi)
+{
+    g->novr = k->nbases;
+    for (int b = 0; b < k->nbases; b++) {
+        g->ovr[b].var = k->bases[b].var;
+        g->ovr[b].lo = base_at(k, b, jlo[b]);
+        g->ovr[b].hi = base_at(k, b, jhi[b]);
+    }
+}
+
 /* Pushes block_setup's LETs again with the ranges of the blocks jlo[b] ..
  * jhi[b] of each base (cg_ctx.ovr), shadowing the printed ones: printed
  * into scratch and dropped.  With phases, the phases too (to count what
@@ -839,12 +857,7 @@ static void push_interior(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, 
 {
     cg_buf scratch = {0}, *out = g->out;
     int indent = g->indent, ntmp = g->ntmp;
-    g->novr = k->nbases;
-    for (int b = 0; b < k->nbases; b++) {
-        g->ovr[b].var = k->bases[b].var;
-        g->ovr[b].lo = base_at(k, b, jlo[b]);
-        g->ovr[b].hi = base_at(k, b, jhi[b]);
-    }
+    set_interior_ranges(g, k, jlo, jhi);
     g->out = &scratch;
     pr_stmt(g, k->block_setup, true);
     if (phases)
@@ -937,34 +950,101 @@ static bool interior_blocks(cg_ctx *g, const lower_kernel *k, int64_t *jlo, int6
     return true;
 }
 
-/* The kernel's phases after block_setup (printed): in each, the interior
- * blocks' copy and the general one, or the general one alone.  The
- * branch is inside each phase, so that no barrier is inside a branch:
- * though the condition is the same for every thread of a block (which
- * OpenCL and CUDA allow), PoCL 3.1's loopvec method miscompiled barriers
- * in the two branches (random_41 of test_oneshot: 384 of 1152 points
- * wrong; its loops and cbs methods were right). */
-static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
+/* Which part of a kernel a function prints: the whole (with interior
+ * copies in a branch), or, split for a CPU, the kernel's own function
+ * (its interior blocks skip every phase) or its interior copy. */
+typedef enum { PART_WHOLE, PART_EDGE, PART_INTERIOR } kernel_part;
+
+typedef struct {
+    kernel_part part;
+    bool split;                          /* PART_EDGE found interior blocks */
+    int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
+    int64_t ninterior;                   /* the interior's blocks */
+} kernel_split;
+
+/* The condition that a block is in the interior jlo .. jhi, printed into
+ * cond (empty when every block is); its length. */
+static size_t interior_condition(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, const int64_t *jhi,
+                                 char *cond, size_t size)
 {
+    size_t n = 0;
+    cond[0] = 0;
+    for (int b = 0; b < k->nbases && n < size; b++) {
+        const char *v = cg_name(g, k->bases[b].var);
+        if (jlo[b] > 0)
+            n += (size_t)snprintf(cond + n, size - n, "%s%s >= %" PRId64, n ? " && " : "", v,
+                                  base_at(k, b, jlo[b]));
+        if (jhi[b] < k->bases[b].count - 1 && n < size)
+            n += (size_t)snprintf(cond + n, size - n, "%s%s <= %" PRId64, n ? " && " : "", v,
+                                  base_at(k, b, jhi[b]));
+    }
+    if (n >= size)
+        cg_bug("interior condition too long in", k->name);
+    return n;
+}
+
+/* Whether the kernel's phases come to CG_SPLIT_NODES expression nodes or
+ * more, unrolled loops counted as unrolled. */
+static bool large_kernel(const lower_kernel *k)
+{
+    int64_t cap = CG_SPLIT_NODES;
+    node_count c = { 0, cap };
+    for (int i = 0; i < k->nphases && c.n < cap; i++)
+        count_unrolled(k->phases[i], &c);
+    return c.n >= cap;
+}
+
+/* Whether the kernel's blocks are exactly its bases' digits (lower.c:
+ * bid's mixed radix, the first base fastest), so that an interior block's
+ * index can be mapped to its bid. */
+static bool blocks_are_bases(const lower_kernel *k)
+{
+    int64_t n = 1;
+    for (int b = 0; b < k->nbases; b++)
+        n *= k->bases[b].count;
+    return k->nbases > 0 && n == k->nblocks;
+}
+
+/* The kernel's phases after block_setup (printed).  PART_WHOLE: in each,
+ * the interior blocks' copy and the general one, or the general one
+ * alone.  The branch is inside each phase, so that no barrier is inside a
+ * branch: though the condition is the same for every thread of a block
+ * (which OpenCL and CUDA allow), PoCL 3.1's loopvec method miscompiled
+ * barriers in the two branches (random_41 of test_oneshot: 384 of 1152
+ * points wrong; its loops and cbs methods were right).  PART_EDGE (a
+ * target that splits, for a CPU): the general copy in each phase, under
+ * `if (!(interior))`, and sp->split with the interior if there is one;
+ * PART_INTERIOR: the interior copy of sp's blocks, unconditional. */
+static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
+{
+    int saved = g->nenv;
+    if (sp->part == PART_INTERIOR) {        /* block_setup was printed for the interior */
+        pr_phases(g, k);
+        return;
+    }
     int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
     if (!g->t->interior || !interior_blocks(g, k, jlo, jhi)) {
         pr_phases(g, k);
         return;
     }
     char cond[1024];
-    size_t n = 0;
-    for (int b = 0; b < k->nbases && n < sizeof cond; b++) {
-        const char *v = cg_name(g, k->bases[b].var);
-        if (jlo[b] > 0)
-            n += (size_t)snprintf(cond + n, sizeof cond - n, "%s%s >= %" PRId64, n ? " && " : "", v,
-                                  base_at(k, b, jlo[b]));
-        if (jhi[b] < k->bases[b].count - 1 && n < sizeof cond)
-            n += (size_t)snprintf(cond + n, sizeof cond - n, "%s%s <= %" PRId64, n ? " && " : "", v,
-                                  base_at(k, b, jhi[b]));
+    size_t n = interior_condition(g, k, jlo, jhi, cond, sizeof cond);
+    bool split = sp->part == PART_EDGE && n > 0 && blocks_are_bases(k);
+    if (split)
+        split = large_kernel(k);
+    if (split) {
+        sp->split = true;
+        sp->ninterior = 1;
+        for (int b = 0; b < k->nbases; b++) {
+            sp->jlo[b] = jlo[b];
+            sp->jhi[b] = jhi[b];
+            sp->ninterior *= jhi[b] - jlo[b] + 1;
+        }
     }
-    if (n >= sizeof cond)
-        cg_bug("interior condition too long in", k->name);
-    int saved = g->nenv;
+    if (split) {
+        pr_phases(g, k);
+        return;
+    }
     for (int i = 0; i < k->nphases; i++) {
         g->t->phase_open(g, k, i);
         cg_line(g, "if (%s) {    /* interior blocks: no edge handling */", n ? cond : "1");
@@ -983,13 +1063,117 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k)
     }
 }
 
+/* The bid of block `index` (a printed expression) of the box lo .. hi of
+ * the kernel's blocks, its blocks in the order of the kernel's (the first
+ * base fastest), appended to out at *n. */
+static void box_bid(const lower_kernel *k, const char *index, const int64_t *lo, const int64_t *hi, char *out,
+                    size_t size, size_t *at)
+{
+    size_t n = *at;
+    int64_t below = 1, below_interior = 1;
+    bool first = true;
+    for (int b = 0; b < k->nbases && n < size; b++) {
+        int64_t c = hi[b] - lo[b] + 1;
+        char digit[200], q[96], first_block[32] = "";
+        if (c == 1)
+            snprintf(digit, sizeof digit, "%" PRId64, lo[b]);
+        else {
+            if (below_interior > 1)
+                snprintf(q, sizeof q, "%s / %" PRId64, index, below_interior);
+            else
+                snprintf(q, sizeof q, "%s", index);
+            if (lo[b] > 0)
+                snprintf(first_block, sizeof first_block, "%" PRId64 " + ", lo[b]);
+            if (b < k->nbases - 1)
+                snprintf(digit, sizeof digit, "%s(%s) %% %" PRId64, first_block, q, c);
+            else
+                snprintf(digit, sizeof digit, "%s%s", first_block, q);
+        }
+        if (below > 1)
+            n += (size_t)snprintf(out + n, size - n, "%s(%s) * %" PRId64, first ? "" : " + ", digit, below);
+        else
+            n += (size_t)snprintf(out + n, size - n, "%s(%s)", first ? "" : " + ", digit);
+        first = false;
+        below *= k->bases[b].count;
+        below_interior *= c;
+    }
+    if (n >= size)
+        cg_bug("block index too long in", k->name);
+    *at = n;
+}
+
+/* The interior copy's bid from its own group index, bid_interior_. */
+static void interior_bid(const lower_kernel *k, const kernel_split *sp, char *out, size_t size)
+{
+    size_t n = 0;
+    out[0] = 0;
+    box_bid(k, "bid_interior_", sp->jlo, sp->jhi, out, size, &n);
+}
+
+/* The edge blocks' bid from their own group index, bid_edge_.  The blocks
+ * outside the interior are, base by base, those whose first base outside
+ * the interior's range is b: the bases before b within the interior, base
+ * b below or above it, the bases after b anywhere.  These slabs (two per
+ * base, some empty) are disjoint boxes; bid_edge_ counts through them in
+ * turn, and the expression picks the slab with a chain of `?:`. */
+static void edge_bid(const lower_kernel *k, const kernel_split *sp, char *out, size_t size)
+{
+    size_t n = 0;
+    int64_t offset = 0;
+    int open = 0;
+    out[0] = 0;
+    for (int b = 0; b < k->nbases; b++)
+        for (int side = 0; side < 2; side++) {
+            int64_t lo[SC_MAX_DIMS], hi[SC_MAX_DIMS], count = 1;
+            for (int d = 0; d < k->nbases; d++) {
+                lo[d] = d < b ? sp->jlo[d] : 0;
+                hi[d] = d < b ? sp->jhi[d] : k->bases[d].count - 1;
+            }
+            if (side == 0)
+                hi[b] = sp->jlo[b] - 1;
+            else
+                lo[b] = sp->jhi[b] + 1;
+            for (int d = 0; d < k->nbases; d++)
+                count *= hi[d] >= lo[d] ? hi[d] - lo[d] + 1 : 0;
+            if (count == 0)
+                continue;
+            char index[64];
+            if (offset > 0)
+                snprintf(index, sizeof index, "(bid_edge_ - %" PRId64 ")", offset);
+            else
+                snprintf(index, sizeof index, "bid_edge_");
+            offset += count;
+            bool last = offset == k->nblocks - sp->ninterior;
+            if (!last && n < size) {
+                n += (size_t)snprintf(out + n, size - n, "bid_edge_ < %" PRId64 " ? ", offset);
+                open++;
+            }
+            if (n < size)
+                n += (size_t)snprintf(out + n, size - n, "(");
+            box_bid(k, index, lo, hi, out, size, &n);
+            if (n < size)
+                n += (size_t)snprintf(out + n, size - n, ")%s", last ? "" : " : ");
+        }
+    if (n >= size || offset != k->nblocks - sp->ninterior)
+        cg_bug("edge block index wrong in", k->name);
+}
+
+static void add_launch(cg_ctx *g, int kernel, bool interior, int64_t nblocks)
+{
+    if (g->nlaunches == g->caplaunches) {
+        g->caplaunches = g->caplaunches ? 2 * g->caplaunches : 16;
+        g->launches = cg_grow(g->launches, sizeof *g->launches * (size_t)g->caplaunches);
+    }
+    g->launches[g->nlaunches++] = (cg_launch){ kernel, interior, nblocks };
+}
+
 /*
- * A kernel.  The body is printed first, into its own buffer, so that the
- * frame knows which buffers, parameters and index variables it really
- * uses (constant folding can remove the last use of one); a first,
- * discarded call of kernel_open sets the body's indentation.
+ * A kernel's function.  The body is printed first, into its own buffer,
+ * so that the frame knows which buffers, parameters and index variables
+ * it really uses (constant folding can remove the last use of one); a
+ * first, discarded call of kernel_open sets the body's indentation.
  */
-static void pr_kernel(cg_ctx *g, const lower_kernel *k)
+static void pr_kernel_fn(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
 {
     cg_buf body = {0}, scratch = {0}, *out = g->out;
     g->k = k;
@@ -1010,12 +1194,30 @@ static void pr_kernel(cg_ctx *g, const lower_kernel *k)
     free(scratch.s);
     g->out = &body;
     int indent = g->indent;
+    if (sp->part == PART_INTERIOR)
+        set_interior_ranges(g, k, sp->jlo, sp->jhi);
     pr_stmt(g, k->block_setup, true);
-    pr_kernel_body(g, k);
+    g->novr = 0;
+    pr_kernel_body(g, k, sp);
     g->out = out;
     g->indent = 0;
-    cg_printf(g, "\n/* %s (%" PRId64 " x %d threads, %d phase%s): ", k->name, k->nblocks,
-              k->nthreads, k->nphases, k->nphases == 1 ? "" : "s");
+    bool interior = sp->part == PART_INTERIOR;
+    char bid[4096];
+    if (sp->split) {
+        if (interior)
+            interior_bid(k, sp, bid, sizeof bid);
+        else
+            edge_bid(k, sp, bid, sizeof bid);
+        g->bid_map = bid;
+        g->bid_group = interior ? "bid_interior_" : "bid_edge_";
+    }
+    cg_printf(g, "\n/* %s%s (%" PRId64 " x %d threads, %d phase%s): ", k->name, interior ? CG_INTERIOR_SUFFIX : "",
+              !sp->split ? k->nblocks : interior ? sp->ninterior : k->nblocks - sp->ninterior, k->nthreads,
+              k->nphases, k->nphases == 1 ? "" : "s");
+    if (interior)
+        cg_printf(g, "the interior blocks of %s, no edge handling; ", k->name);
+    else if (sp->split)
+        cg_printf(g, "the edge blocks, the interior's in %s%s; ", k->name, CG_INTERIOR_SUFFIX);
     pr_comment_text(g, k->comment ? k->comment : "");
     cg_printf(g, " */\n");
     g->t->kernel_open(g, k);
@@ -1024,6 +1226,25 @@ static void pr_kernel(cg_ctx *g, const lower_kernel *k)
     cg_printf(g, "%.*s", (int)body.n, body.s ? body.s : "");
     free(body.s);
     g->t->kernel_close(g, k);
+    g->bid_map = g->bid_group = NULL;
+}
+
+/* Kernel i of the program: one function, or for a CPU target that splits
+ * (cg_target.split_on_cpu) where it has interior blocks, two; and its
+ * launches. */
+static void pr_kernel(cg_ctx *g, int i)
+{
+    const lower_kernel *k = g->prog->kernels[i];
+    kernel_split sp = { .part = g->t->split_on_cpu && g->prog->cpu ? PART_EDGE : PART_WHOLE };
+    pr_kernel_fn(g, k, &sp);
+    add_launch(g, i, false, sp.split ? k->nblocks - sp.ninterior : k->nblocks);
+    if (!sp.split)
+        return;
+    sp.part = PART_INTERIOR;
+    g->name_suffix = CG_INTERIOR_SUFFIX;
+    pr_kernel_fn(g, k, &sp);
+    g->name_suffix = NULL;
+    add_launch(g, i, true, sp.ninterior);
 }
 
 static void pr_file_comment(cg_ctx *g)
@@ -1042,9 +1263,12 @@ static void pr_file_comment(cg_ctx *g)
         }
     }
     cg_printf(g, " *\n * Kernels, in launch order:\n");
-    for (int i = 0; i < p->nkernels; i++)
-        cg_printf(g, " *   %s: %" PRId64 " x %d threads\n", p->kernels[i]->name,
-                  p->kernels[i]->nblocks, p->kernels[i]->nthreads);
+    for (int i = 0; i < g->nlaunches; i++) {
+        const cg_launch *l = &g->launches[i];
+        const lower_kernel *k = p->kernels[l->kernel];
+        cg_printf(g, " *   %s%s: %" PRId64 " x %d threads\n", k->name, l->interior ? CG_INTERIOR_SUFFIX : "",
+                  l->nblocks, k->nthreads);
+    }
     cg_printf(g, " */\n");
 }
 
@@ -1054,8 +1278,10 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
 }
 
 /* The file for prog; *pow2_shifts (may be NULL) gets how many divisions
- * and modulos by powers of two it prints as shifts and masks. */
-static char *generate(const lower_program *prog, cg_backend backend, cg_math math, int64_t *pow2_shifts)
+ * and modulos by powers of two it prints as shifts and masks, *launches
+ * (may be NULL) the launches that run it (cg_launch, malloc'd). */
+static char *generate(const lower_program *prog, cg_backend backend, cg_math math, int64_t *pow2_shifts,
+                      cg_launch **launches, int *nlaunches)
 {
     static const cg_target *const targets[] = {
         [CG_C] = &cg_target_c, [CG_OPENCL] = &cg_target_opencl, [CG_CUDA] = &cg_target_cuda,
@@ -1070,7 +1296,7 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
     g.prog = prog;
     g.out = &kernels;
     for (int i = 0; i < prog->nkernels; i++)
-        pr_kernel(&g, prog->kernels[i]);
+        pr_kernel(&g, i);
     g.out = &file;
     g.indent = 0;
     pr_file_comment(&g);
@@ -1100,18 +1326,48 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
     free(g.stab);
     if (pow2_shifts)
         *pow2_shifts = g.pow2_shifts;
+    if (launches) {
+        *launches = g.launches;
+        *nlaunches = g.nlaunches;
+    } else
+        free(g.launches);
     return file.s;
 }
 
 char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
 {
-    return generate(prog, backend, math, NULL);
+    return generate(prog, backend, math, NULL, NULL, NULL);
+}
+
+char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_math math, cg_launch **launches,
+                           int *nlaunches)
+{
+    *launches = NULL;
+    *nlaunches = 0;
+    return generate(prog, backend, math, NULL, launches, nlaunches);
+}
+
+bool cg_opencl_splits(const lower_program *prog)
+{
+    bool large = false;
+    for (int i = 0; i < prog->nkernels && !large; i++)
+        large = prog->kernels[i]->nbases > 0 && large_kernel(prog->kernels[i]);
+    if (!prog->cpu || !large)
+        return false;
+    cg_launch *launches;
+    int n;
+    free(cg_generate_launches(prog, CG_OPENCL, CG_MATH_FAST, &launches, &n));
+    bool split = false;
+    for (int i = 0; i < n && !split; i++)
+        split = launches[i].interior;
+    free(launches);
+    return split;
 }
 
 int64_t cg_pow2_shifts(const lower_program *prog)
 {
     int64_t n = 0;
-    free(generate(prog, CG_C, CG_MATH_EXACT, &n));
+    free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL));
     return n;
 }
 

@@ -65,8 +65,18 @@
  *      box_blur's out over 16 rows a work-item with blur_x in its
  *      threads: 3.6 ms rolled, 1.3 ms unrolled with the old indices,
  *      0.47-0.65 ms now.  Samples of schedules whose readers' loops
- *      unroll now changed (train_load.h, rejected_private). */
-#define CG_GENERATION 10
+ *      unroll now changed (train_load.h, rejected_private).
+ *  11  2026-11-28: OpenCL code for a CPU target launches a kernel's
+ *      interior blocks apart (cg_launch): its interior copy is a kernel
+ *      of its own, with no branch around the body, and the kernel's own
+ *      function runs over the edge blocks only.  With the interior copy
+ *      and the general one as two sides of one branch in the work-item
+ *      loop, PoCL's vectorizer if-converted both and often gave up:
+ *      stencil_chain's stage_2 in 32 threads of 1 x 8 points ran 15.1 ms,
+ *      1.2 ms either copy alone, its one-shot pick 565 ms (docs/backends.md).
+ *      Samples of a CPU's OpenCL code with an interior copy changed
+ *      (train_load.h, rejected_interior). */
+#define CG_GENERATION 11
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -76,6 +86,9 @@
 /* The first generation that unrolls the readers of private arrays and
  * indexes those arrays (OpenCL) by loop counters. */
 #define CG_GENERATION_PRIVATE_INDICES 10
+/* The first generation whose OpenCL code for a CPU launches interior
+ * blocks apart. */
+#define CG_GENERATION_SPLIT_INTERIOR 11
 
 #include "lower.h"
 
@@ -101,15 +114,25 @@ typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
 /* The same cap for the C back end's `#pragma GCC unroll` (since
  * generation 10; CUDA has none). */
 #define CG_C_UNROLL_NODES 4096
+/* OpenCL code for a CPU launches a kernel's interior blocks apart only
+ * where its phases come to this many expression nodes or more (unrolled
+ * loops counted unrolled): PoCL vectorized the branch of smaller bodies,
+ * and a second launch, its blocks away from their rows' neighbours, cost
+ * more than it saved (docs/backends.md). */
+#define CG_SPLIT_NODES 256
 #define CG_OPENCL_UNROLL_NODES_BEFORE_8 2048
 
 /* Whether OpenCL code of prog unrolls a loop that a cap of `before` nodes
  * left rolled (the loop's unrolled size is over before and at most
  * CG_OPENCL_UNROLL_NODES): code that differs from an older generation's. */
 bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
+/* Whether OpenCL code of prog launches some kernel's interior blocks apart
+ * (prog->cpu and a kernel of CG_SPLIT_NODES nodes or more with interior
+ * blocks): code that differs from an older generation's. */
+bool cg_opencl_splits(const lower_program *prog);
 
 /* What changed since an older generation's code for a schedule, as far as
- * generations 7 to 10 changed it (older ones changed more: callers that
+ * generations 7 to 11 changed it (older ones changed more: callers that
  * care leave them out): the code of s that code generation `generation`
  * made (its loop-nest model, built without staging; on a CPU target or
  * not, through OpenCL or not) lacked staging that it had then
@@ -122,13 +145,17 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
  * this build prints as loop counters (CG_CODE_PRIVATE: before
  * CG_GENERATION_PRIVATE_INDICES, where nest_unrolls_private_readers: the
  * indices changed in every reader, but one whose loops were unrolled
- * already ran the same on PoCL, docs/backends.md). */
+ * already ran the same on PoCL, docs/backends.md), or, on a CPU through
+ * OpenCL, ran a kernel's interior blocks in a branch of the kernel that
+ * this build launches apart (CG_CODE_INTERIOR: before
+ * CG_GENERATION_SPLIT_INTERIOR, where cg_opencl_splits). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
     CG_CODE_DIVISION,
     CG_CODE_UNROLLING,
-    CG_CODE_PRIVATE
+    CG_CODE_PRIVATE,
+    CG_CODE_INTERIOR
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
@@ -140,6 +167,27 @@ bool cg_divides_by_pow2(const sc_pipeline *p);
 int64_t cg_pow2_shifts(const lower_program *prog);
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl);
+
+/* One launch of a program's kernel: lower_program.kernels[kernel] over
+ * nblocks blocks of its threads; with interior, its interior copy, the
+ * function named after the kernel with CG_INTERIOR_SUFFIX.  Code for a CPU
+ * target (lower_program.cpu) in OpenCL prints a kernel with interior
+ * blocks (codegen.c) as two functions: the kernel's own, whose blocks of
+ * the interior do nothing, and the interior copy, launched over the
+ * interior blocks alone, with no edge handling and no branch around its
+ * body (PoCL if-converted the two bodies of one branch and often did not
+ * vectorize them at all, docs/backends.md).  Other code launches each
+ * kernel once, over its blocks. */
+typedef struct {
+    int kernel;
+    bool interior;
+    int64_t nblocks;
+} cg_launch;
+#define CG_INTERIOR_SUFFIX "_interior"
+/* cg_generate_math, and the launches that run the program, in order
+ * (malloc'd; *nlaunches of them). */
+char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_math math, cg_launch **launches,
+                           int *nlaunches);
 
 /* cg_generate_math with CG_MATH_EXACT. */
 char *cg_generate(const lower_program *prog, cg_backend backend);

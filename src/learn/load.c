@@ -159,6 +159,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         if (change == CG_CODE_STAGING) d->rejected_staged++;
         else if (change == CG_CODE_DIVISION) d->rejected_division++;
         else if (change == CG_CODE_PRIVATE) d->rejected_private++;
+        else if (change == CG_CODE_INTERIOR) d->rejected_interior++;
         else d->rejected_unrolled++;
         return 0;
     }

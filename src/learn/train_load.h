@@ -45,6 +45,12 @@
  * changed form in every reader; where its loops were unrolled before
  * too, PoCL ran the two forms alike (docs/backends.md), and those
  * samples are kept.
+ *
+ * Samples of a CPU's OpenCL code older than CG_GENERATION_SPLIT_INTERIOR
+ * whose program has a kernel with interior blocks (cg_opencl_splits) ran
+ * the interior copy in a branch of the kernel, which this build launches
+ * apart: they count as rejected_interior (`collect --remeasure` times
+ * them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

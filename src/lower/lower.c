@@ -993,6 +993,7 @@ lower_program *lower_schedule_for(ir_arena *arena, sc_pipeline *p, const bounds_
     nest_ctx_cache_kernels(x, false);
     nest *m = nest_build(x, s, err, errlen);
     lower_program *prog = m ? lower_model(arena, p, b, s, m, err, errlen) : NULL;
+    if (prog) prog->cpu = cpu;
     nest_free(m);
     nest_ctx_free(x);
     return prog;

@@ -146,6 +146,9 @@ typedef struct {
     int nbuffers;
     lower_alloc **buffers;        /* every input and root Func (MEM_GLOBAL) */
     const char *schedule_text;    /* the whole schedule, for a comment */
+    bool cpu;                     /* lowered for a CPU target (lower_schedule_for):
+                                     OpenCL code launches interior blocks apart
+                                     (codegen.h, cg_generate_launches) */
 } lower_program;
 
 /* Lowers a complete, checked schedule.  Everything it makes (the program,

@@ -17,6 +17,8 @@ struct exec_session {
     rt_kernel_info *info;
     int ninfo;
     rt_buf **bufs;                 /* [index in prog->buffers] */
+    cg_launch *launches;           /* what runs the program (codegen.h) */
+    int nlaunches;
 };
 
 static int buffer_index(const lower_program *prog, const lower_alloc *a) {
@@ -42,7 +44,7 @@ exec_session *exec_open_math(const rt_ops *ops, rt_device *dev, const lower_prog
     s->ops = ops;
     s->dev = dev;
     s->prog = prog;
-    s->source = cg_generate_math(prog, be, math);
+    s->source = cg_generate_launches(prog, be, math, &s->launches, &s->nlaunches);
     s->bufs = calloc((size_t)prog->nbuffers + 1, sizeof(rt_buf *));
     if (!s->source || !s->bufs) abort();
     char opts[1024];
@@ -69,6 +71,7 @@ void exec_close(exec_session *s) {
     free(s->info);
     free(s->bufs);
     free(s->source);
+    free(s->launches);
     free(s);
 }
 
@@ -108,10 +111,14 @@ int exec_upload(exec_session *s, sc_buffer *const *inputs, char *err, size_t err
     return 0;
 }
 
-/* Enqueues kernel i of the program. */
+/* Enqueues kernel i of the program: its launches (one, or for split
+ * interior blocks two, codegen.h). */
 static int launch_one(exec_session *s, int i, char *err, size_t errlen) {
-    {
+    for (int l = 0; l < s->nlaunches; l++) {
+        if (s->launches[l].kernel != i) continue;
         const lower_kernel *k = s->prog->kernels[i];
+        char name[512];
+        snprintf(name, sizeof name, "%s%s", k->name, s->launches[l].interior ? CG_INTERIOR_SUFFIX : "");
         int n = k->nargs + k->nparams;
         rt_arg *args = calloc((size_t)n + 1, sizeof(rt_arg));
         if (!args) abort();
@@ -125,7 +132,7 @@ static int launch_one(exec_session *s, int i, char *err, size_t errlen) {
             if (q->type == SC_F32) { r->kind = RT_ARG_F32; r->f = (float)q->value; }
             else { r->kind = RT_ARG_I32; r->i = (int32_t)(int64_t)q->value; }
         }
-        int rc = s->ops->launch(s->mod, k->name, k->nblocks, k->nthreads, n, args, err, errlen);
+        int rc = s->ops->launch(s->mod, name, s->launches[l].nblocks, k->nthreads, n, args, err, errlen);
         free(args);
         if (rc != 0) return -1;
     }
