@@ -1012,9 +1012,11 @@ static bool blocks_are_bases(const lower_kernel *k)
  * (which OpenCL and CUDA allow), PoCL 3.1's loopvec method miscompiled
  * barriers in the two branches (random_41 of test_oneshot: 384 of 1152
  * points wrong; its loops and cbs methods were right).  PART_EDGE (a
- * target that splits, for a CPU): the general copy in each phase, under
- * `if (!(interior))`, and sp->split with the interior if there is one;
- * PART_INTERIOR: the interior copy of sp's blocks, unconditional. */
+ * target that splits, for a CPU): where the kernel is large and has
+ * interior blocks, sp->split with the interior and the general copy
+ * alone (the function runs over the edge blocks only), else as
+ * PART_WHOLE; PART_INTERIOR: the interior copy of sp's blocks, with no
+ * condition. */
 static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
 {
     int saved = g->nenv;
@@ -1029,10 +1031,7 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
     }
     char cond[1024];
     size_t n = interior_condition(g, k, jlo, jhi, cond, sizeof cond);
-    bool split = sp->part == PART_EDGE && n > 0 && blocks_are_bases(k);
-    if (split)
-        split = large_kernel(k);
-    if (split) {
+    if (sp->part == PART_EDGE && n > 0 && blocks_are_bases(k) && large_kernel(k)) {
         sp->split = true;
         sp->ninterior = 1;
         for (int b = 0; b < k->nbases; b++) {
@@ -1040,8 +1039,6 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
             sp->jhi[b] = jhi[b];
             sp->ninterior *= jhi[b] - jlo[b] + 1;
         }
-    }
-    if (split) {
         pr_phases(g, k);
         return;
     }
@@ -1120,7 +1117,6 @@ static void edge_bid(const lower_kernel *k, const kernel_split *sp, char *out, s
 {
     size_t n = 0;
     int64_t offset = 0;
-    int open = 0;
     out[0] = 0;
     for (int b = 0; b < k->nbases; b++)
         for (int side = 0; side < 2; side++) {
@@ -1144,10 +1140,8 @@ static void edge_bid(const lower_kernel *k, const kernel_split *sp, char *out, s
                 snprintf(index, sizeof index, "bid_edge_");
             offset += count;
             bool last = offset == k->nblocks - sp->ninterior;
-            if (!last && n < size) {
+            if (!last && n < size)
                 n += (size_t)snprintf(out + n, size - n, "bid_edge_ < %" PRId64 " ? ", offset);
-                open++;
-            }
             if (n < size)
                 n += (size_t)snprintf(out + n, size - n, "(");
             box_bid(k, index, lo, hi, out, size, &n);
