@@ -11,7 +11,9 @@
  *   MATH=exact (default) or fast
  *
  * Also checks, per schedule: the text form round-trips and lowers to the
- * same code, and the Halide form prints.  With exact math every output must
+ * same code, and the Halide form prints.  Where the OpenCL device is a CPU
+ * and the schedule lowered for a CPU launches a kernel's interior blocks
+ * apart (cg_opencl_splits), that program runs on it too ("opencl-cpu").  With exact math every output must
  * be bit-identical to the reference evaluator's (NaN equal to NaN); with
  * fast math within exec_tolerance(CG_MATH_FAST).  Each case prints how many
  * points differ, the outliers, the largest difference in ulps and
@@ -78,7 +80,7 @@ static void floors_needed(exec_session *s, const lower_program *prog, sc_buffer 
 
 /* Runs prog on dev and compares with the reference outputs. */
 static void run_on(const char *app, uint64_t seed, device *d, const lower_program *prog,
-                   sc_buffer **in, sc_buffer **ref) {
+                   sc_buffer **in, sc_buffer **ref, const char *what) {
     char err[8192], floors[256] = "";
     exec_diff df;
     exec_session *s = exec_open_checked(d->ops, d->dev, prog, math, NULL, in, ref, 120000, &df, err, sizeof err);
@@ -87,7 +89,8 @@ static void run_on(const char *app, uint64_t seed, device *d, const lower_progra
     if (s && math == CG_MATH_FAST) floors_needed(s, prog, ref, floors, sizeof floors);
     check_report(ok, "%s/seed%llu/%s%s (%d kernels; %lld of %lld points differ, %lld outliers; max %lld ulp, "
                  "max diff %.3g, largest |value| %.3g%s)%s%s",
-                 app, (unsigned long long)seed, d->ops->name, math == CG_MATH_FAST ? "/fast" : "", prog->nkernels,
+                 app, (unsigned long long)seed, what ? what : d->ops->name, math == CG_MATH_FAST ? "/fast" : "",
+                 prog->nkernels,
                  (long long)df.differ, (long long)df.points, (long long)df.outliers, (long long)df.max_ulp,
                  df.max_abs, df.scale, floors, ok ? "" : ": ", ok ? "" : err);
     exec_close(s);
@@ -182,9 +185,18 @@ int main(void) {
                    app, (unsigned long long)seeds[k]);
             free(text); free(text2); free(c1); free(c2); free(hal);
             prog->schedule_text = "";
-            for (int d = 0; d < ndev; d++) run_on(app, seeds[k], &devs[d], prog, in, ref);
+            for (int d = 0; d < ndev; d++) run_on(app, seeds[k], &devs[d], prog, in, ref, NULL);
+            if (t.cpu) {
+                lower_program *cpu = lower_schedule_for(arena, p, b, s, true, err, sizeof err);
+                if (!cpu) check_report(false, "%s/seed%llu/cpu: %s", app, (unsigned long long)seeds[k], err);
+                for (int d = 0; cpu && d < ndev; d++)
+                    if (devs[d].ops == &rt_opencl_ops && cg_opencl_splits(cpu)) {
+                        cpu->schedule_text = "";
+                        run_on(app, seeds[k], &devs[d], cpu, in, ref, "opencl-cpu");
+                    }
+            }
             if (cuda.dev && k < cuda_seeds) cuda_compile(app, seeds[k], &cuda, prog);
-            if (cuda.dev && cuda.ops->can_run(cuda.dev)) run_on(app, seeds[k], &cuda, prog, in, ref);
+            if (cuda.dev && cuda.ops->can_run(cuda.dev)) run_on(app, seeds[k], &cuda, prog, in, ref, NULL);
             ir_arena_free(arena);
         }
         app_free(&ac);
