@@ -1273,9 +1273,11 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
 
 /* The file for prog; *pow2_shifts (may be NULL) gets how many divisions
  * and modulos by powers of two it prints as shifts and masks, *launches
- * (may be NULL) the launches that run it (cg_launch, malloc'd). */
+ * (may be NULL) the launches that run it (cg_launch, malloc'd).  With
+ * split_probe, only the large kernels with block bases are printed, up to
+ * the first split, and no file: NULL, and the launches so far. */
 static char *generate(const lower_program *prog, cg_backend backend, cg_math math, int64_t *pow2_shifts,
-                      cg_launch **launches, int *nlaunches)
+                      cg_launch **launches, int *nlaunches, bool split_probe)
 {
     static const cg_target *const targets[] = {
         [CG_C] = &cg_target_c, [CG_OPENCL] = &cg_target_opencl, [CG_CUDA] = &cg_target_cuda,
@@ -1289,8 +1291,17 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
     g.math = math;
     g.prog = prog;
     g.out = &kernels;
-    for (int i = 0; i < prog->nkernels; i++)
+    for (int i = 0; i < prog->nkernels; i++) {
+        if (split_probe && !(prog->kernels[i]->nbases > 0 && large_kernel(prog->kernels[i])))
+            continue;
         pr_kernel(&g, i);
+        if (split_probe && g.nlaunches > 0 && g.launches[g.nlaunches - 1].interior)
+            break;
+    }
+    if (split_probe) {
+        free(kernels.s);
+        goto done;
+    }
     g.out = &file;
     g.indent = 0;
     pr_file_comment(&g);
@@ -1308,6 +1319,7 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
     free(kernels.s);
     if (g.t->host && cg_host_possible(prog))
         g.t->host(&g);
+done:
     for (int i = 0; i < g.nnames; i++)
         free(g.names[i]);
     free(g.names);
@@ -1330,7 +1342,7 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
 
 char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
 {
-    return generate(prog, backend, math, NULL, NULL, NULL);
+    return generate(prog, backend, math, NULL, NULL, NULL, false);
 }
 
 char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_math math, cg_launch **launches,
@@ -1338,7 +1350,7 @@ char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_mat
 {
     *launches = NULL;
     *nlaunches = 0;
-    return generate(prog, backend, math, NULL, launches, nlaunches);
+    return generate(prog, backend, math, NULL, launches, nlaunches, false);
 }
 
 bool cg_opencl_splits(const lower_program *prog)
@@ -1348,9 +1360,9 @@ bool cg_opencl_splits(const lower_program *prog)
         large = prog->kernels[i]->nbases > 0 && large_kernel(prog->kernels[i]);
     if (!prog->cpu || !large)
         return false;
-    cg_launch *launches;
-    int n;
-    free(cg_generate_launches(prog, CG_OPENCL, CG_MATH_FAST, &launches, &n));
+    cg_launch *launches = NULL;
+    int n = 0;
+    generate(prog, CG_OPENCL, CG_MATH_FAST, NULL, &launches, &n, true);
     bool split = false;
     for (int i = 0; i < n && !split; i++)
         split = launches[i].interior;
@@ -1361,7 +1373,7 @@ bool cg_opencl_splits(const lower_program *prog)
 int64_t cg_pow2_shifts(const lower_program *prog)
 {
     int64_t n = 0;
-    free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL));
+    free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL, false));
     return n;
 }
 
