@@ -176,6 +176,16 @@ static char *kernel_text(const char *code, const char *name) {
     return r;
 }
 
+/* Whether the text of the code between from and to has edge handling:
+ * a clamp, a select or a guard (a phase's `if (tid < n)` is none). */
+static bool has_edges(const char *from, const char *to) {
+    for (const char *w = from; w < to; w++)
+        if (!strncmp(w, "sc_min_", 7) || !strncmp(w, "sc_max_", 7) || !strncmp(w, " ? ", 3) ||
+            (!strncmp(w, "if (", 4) && strncmp(w, "if (tid < ", 10)))
+            return true;
+    return false;
+}
+
 static void check_copy(const shape *sh, const lower_program *prog) {
     char *code = cg_generate(prog, CG_OPENCL);
     char *k = code ? kernel_text(code, sh->kernel) : NULL;
@@ -192,11 +202,7 @@ static void check_copy(const shape *sh, const lower_program *prog) {
         check_report(c && at && c < at, "%s: %s's interior condition is '%s'", sh->name, sh->kernel, sh->condition);
         /* the interior copy, up to "} else {", decides every edge */
         const char *end = at ? strstr(at, "} else {") : NULL;
-        bool clean = at && end && !sh->partial;
-        for (const char *w = at; clean && w < end; w++)
-            if (!strncmp(w, "sc_min_", 7) || !strncmp(w, "sc_max_", 7) || !strncmp(w, " ? ", 3) ||
-                (!strncmp(w, "if (", 4) && strncmp(w, "if (tid < ", 10)))   /* threads a phase uses: not an edge */
-                clean = false;
+        bool clean = at && end && !sh->partial && !has_edges(at, end);
         if (!sh->partial)
             check_report(clean, "%s: no clamp, select or guard left in the interior copy of %s", sh->name,
                          sh->kernel);
@@ -209,16 +215,6 @@ static void check_copy(const shape *sh, const lower_program *prog) {
     code = cg_generate(prog, CG_C);
     check_report(code && !strstr(code, "/* interior blocks"), "%s: no interior copy in the C code", sh->name);
     free(code);
-}
-
-/* Whether the text of the code between from and to has edge handling:
- * a clamp, a select or a guard (a phase's `if (tid < n)` is none). */
-static bool has_edges(const char *from, const char *to) {
-    for (const char *w = from; w < to; w++)
-        if (!strncmp(w, "sc_min_", 7) || !strncmp(w, "sc_max_", 7) || !strncmp(w, " ? ", 3) ||
-            (!strncmp(w, "if (", 4) && strncmp(w, "if (tid < ", 10)))
-            return true;
-    return false;
 }
 
 /* The shape lowered for a CPU: OpenCL launches the interior apart. */

@@ -1224,8 +1224,8 @@ static void pr_kernel_fn(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
 }
 
 /* Kernel i of the program: one function, or for a CPU target that splits
- * (cg_target.split_on_cpu) where it has interior blocks, two; and its
- * launches. */
+ * (cg_target.split_on_cpu) where it is large and has interior blocks,
+ * two; and its launches. */
 static void pr_kernel(cg_ctx *g, int i)
 {
     const lower_kernel *k = g->prog->kernels[i];

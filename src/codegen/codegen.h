@@ -74,8 +74,9 @@
  *      loop, PoCL's vectorizer if-converted both and often gave up:
  *      stencil_chain's stage_2 in 32 threads of 1 x 8 points ran 15.1 ms,
  *      1.2 ms either copy alone, its one-shot pick 565 ms (docs/backends.md).
- *      Samples of a CPU's OpenCL code with an interior copy changed
- *      (train_load.h, rejected_interior). */
+ *      Only kernels of CG_SPLIT_NODES nodes or more are split.  Samples
+ *      of a CPU's OpenCL code with such a kernel changed (train_load.h,
+ *      rejected_interior). */
 #define CG_GENERATION 11
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
@@ -171,10 +172,10 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
 /* One launch of a program's kernel: lower_program.kernels[kernel] over
  * nblocks blocks of its threads; with interior, its interior copy, the
  * function named after the kernel with CG_INTERIOR_SUFFIX.  Code for a CPU
- * target (lower_program.cpu) in OpenCL prints a kernel with interior
- * blocks (codegen.c) as two functions: the kernel's own, whose blocks of
- * the interior do nothing, and the interior copy, launched over the
- * interior blocks alone, with no edge handling and no branch around its
+ * target (lower_program.cpu) in OpenCL prints a kernel of CG_SPLIT_NODES
+ * nodes or more with interior blocks (codegen.c) as two functions: the
+ * kernel's own, launched over the edge blocks alone, and the interior
+ * copy, launched over the interior blocks alone, with no edge handling and no branch around its
  * body (PoCL if-converted the two bodies of one branch and often did not
  * vectorize them at all, docs/backends.md).  Other code launches each
  * kernel once, over its blocks. */

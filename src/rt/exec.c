@@ -114,29 +114,29 @@ int exec_upload(exec_session *s, sc_buffer *const *inputs, char *err, size_t err
 /* Enqueues kernel i of the program: its launches (one, or for split
  * interior blocks two, codegen.h). */
 static int launch_one(exec_session *s, int i, char *err, size_t errlen) {
-    for (int l = 0; l < s->nlaunches; l++) {
+    const lower_kernel *k = s->prog->kernels[i];
+    int n = k->nargs + k->nparams;
+    rt_arg *args = calloc((size_t)n + 1, sizeof(rt_arg));
+    if (!args) abort();
+    for (int a = 0; a < k->nargs; a++) {
+        args[a].kind = RT_ARG_BUF;
+        args[a].buf = s->bufs[buffer_index(s->prog, k->args[a])];
+    }
+    for (int a = 0; a < k->nparams; a++) {
+        const sc_param *q = k->params[a];
+        rt_arg *r = &args[k->nargs + a];
+        if (q->type == SC_F32) { r->kind = RT_ARG_F32; r->f = (float)q->value; }
+        else { r->kind = RT_ARG_I32; r->i = (int32_t)(int64_t)q->value; }
+    }
+    int rc = 0;
+    for (int l = 0; l < s->nlaunches && rc == 0; l++) {
         if (s->launches[l].kernel != i) continue;
-        const lower_kernel *k = s->prog->kernels[i];
         char name[512];
         snprintf(name, sizeof name, "%s%s", k->name, s->launches[l].interior ? CG_INTERIOR_SUFFIX : "");
-        int n = k->nargs + k->nparams;
-        rt_arg *args = calloc((size_t)n + 1, sizeof(rt_arg));
-        if (!args) abort();
-        for (int a = 0; a < k->nargs; a++) {
-            args[a].kind = RT_ARG_BUF;
-            args[a].buf = s->bufs[buffer_index(s->prog, k->args[a])];
-        }
-        for (int a = 0; a < k->nparams; a++) {
-            const sc_param *q = k->params[a];
-            rt_arg *r = &args[k->nargs + a];
-            if (q->type == SC_F32) { r->kind = RT_ARG_F32; r->f = (float)q->value; }
-            else { r->kind = RT_ARG_I32; r->i = (int32_t)(int64_t)q->value; }
-        }
-        int rc = s->ops->launch(s->mod, name, s->launches[l].nblocks, k->nthreads, n, args, err, errlen);
-        free(args);
-        if (rc != 0) return -1;
+        rc = s->ops->launch(s->mod, name, s->launches[l].nblocks, k->nthreads, n, args, err, errlen);
     }
-    return 0;
+    free(args);
+    return rc != 0 ? -1 : 0;
 }
 
 static int launch_all(exec_session *s, char *err, size_t errlen) {
