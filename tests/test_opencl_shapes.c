@@ -24,6 +24,10 @@
  * the local ids where its threads line up with the work-group's shape
  * (lower.c, digit_in_local_ids); the box blurs below check the code of
  * both ways and run them.
+ *
+ * Generation 12 prints f32 min and max for a CPU as clang's builtins
+ * (cg_opencl.c); relu_rows, a work-item over 4 rows of max and min, checks
+ * the code for a CPU and for a GPU, and runs the CPU's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +85,19 @@ static const char block_sched[] =
     "conv0: root [x=16x2 y=1x4 c=4x1] [x=8x4 y=8x2 c=4x1];\n";
 
 /* A 3x3 box blur whose blur_x is computed per block of out. */
+/* max and min over 4 rows a work-item, a reduction before them */
+static const char relu_pipe[] =
+    "pipeline relu_rows;\n"
+    "input f32 in(66, 52);\n"
+    "input f32 w(4);\n"
+    "rdom r(0, 4);\n"
+    "acc(x, y) = 0.0;\n"
+    "acc(x, y) += w(r) * in(x + r % 2, y + r / 2);\n"
+    "out(x, y) = min(max(acc(x, y), 0.0), 0.75);\n"
+    "output out(64, 48);\n";
+
+static const char relu_rows[] = "schedule relu_rows;\nout: root [x=16x1 y=4x4];\nacc: thread of out;\n";
+
 static const char blur_pipe[] =
     "pipeline block_blur;\n"
     "size W = 40;\n"
@@ -142,13 +159,14 @@ static void unrolls_past(const char *name, const char *pipe, const char *sched, 
     fixture_unload(&fx);
 }
 
-/* The OpenCL code of the schedule contains (or lacks) each of the texts. */
-static void code_has(const char *name, const char *pipe, const char *sched, const char *const *has,
+/* The OpenCL code of the schedule (lowered for a CPU or not) contains (or
+ * lacks) each of the texts. */
+static void code_has(const char *name, const char *pipe, const char *sched, bool cpu, const char *const *has,
                      const char *const *lacks) {
     char err[8192] = "";
     fixture fx = fixture_load(pipe);
     sched_state *s = sched_parse(fx.a, fx.p, name, sched, err, sizeof err);
-    lower_program *prog = s ? lower_schedule(fx.a, fx.p, fx.b, s, err, sizeof err) : NULL;
+    lower_program *prog = s ? lower_schedule_for(fx.a, fx.p, fx.b, s, cpu, err, sizeof err) : NULL;
     char *src = prog ? cg_generate(prog, CG_OPENCL) : NULL;
     if (!src) check_report(false, "%s: no code: %s", name, err);
     for (int i = 0; src && has[i]; i++) check_report(strstr(src, has[i]) != NULL, "%s: the code has '%s'", name, has[i]);
@@ -158,11 +176,11 @@ static void code_has(const char *name, const char *pipe, const char *sched, cons
     fixture_unload(&fx);
 }
 
-static void run_shape(const char *name, const char *pipe, const char *sched) {
+static void run_shape(const char *name, const char *pipe, const char *sched, bool cpu) {
     char err[8192] = "";
     fixture fx = fixture_load(pipe);
     sched_state *s = sched_parse(fx.a, fx.p, name, sched, err, sizeof err);
-    lower_program *prog = s ? lower_schedule(fx.a, fx.p, fx.b, s, err, sizeof err) : NULL;
+    lower_program *prog = s ? lower_schedule_for(fx.a, fx.p, fx.b, s, cpu, err, sizeof err) : NULL;
     sc_buffer **in = NULL, **ref = NULL;
     if (!prog || measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) != 0) {
         check_report(false, "%s: %s", name, err);
@@ -182,32 +200,38 @@ static void run_shape(const char *name, const char *pipe, const char *sched) {
 
 int main(void) {
     ndev = fixture_open_devices(devs);
-    run_shape("scan_unrolled", scan_pipe, scan_sched);
-    run_shape("block_stencil", block_pipe, block_sched);
-    code_has("blur_lined_up", blur_pipe, blur_lined_up,
+    run_shape("scan_unrolled", scan_pipe, scan_sched, false);
+    run_shape("block_stencil", block_pipe, block_sched, false);
+    code_has("blur_lined_up", blur_pipe, blur_lined_up, false,
              (const char *const[]){ "blur_x_x_min + tid0;", "blur_x_y_min + (tid1 * 2);", "#pragma unroll",
                                     "for (int blur_x_y_u_ = 0; blur_x_y_u_ < 2; blur_x_y_u_++)", NULL },
              (const char *const[]){ "tid % 16", "tid / 16", NULL });
-    code_has("blur_flat", blur_pipe, blur_flat, (const char *const[]){ "tid % 8", "tid / 8", NULL },
+    code_has("blur_flat", blur_pipe, blur_flat, false, (const char *const[]){ "tid % 8", "tid / 8", NULL },
              (const char *const[]){ NULL });
-    code_has("blur_half", blur_pipe, blur_half, (const char *const[]){ "blur_x_x_min + tid0;", "tid / 16", NULL },
+    code_has("blur_half", blur_pipe, blur_half, false, (const char *const[]){ "blur_x_x_min + tid0;", "tid / 16", NULL },
              (const char *const[]){ "tid % 16", NULL });
-    code_has("big_body_8", big_body_pipe(), big_body_8, (const char *const[]){ "for (int out_x = ", NULL },
+    code_has("big_body_8", big_body_pipe(), big_body_8, false, (const char *const[]){ "for (int out_x = ", NULL },
              (const char *const[]){ "#pragma unroll", NULL });
-    code_has("big_body_2", big_body_pipe(), big_body_2,
+    code_has("big_body_2", big_body_pipe(), big_body_2, false,
              (const char *const[]){ "#pragma unroll", "for (int out_x_u_ = 0; out_x_u_ < 2; out_x_u_++)", NULL },
              (const char *const[]){ NULL });
-    code_has("big_body_4", big_body_pipe(), big_body_4,
+    code_has("big_body_4", big_body_pipe(), big_body_4, false,
              (const char *const[]){ "#pragma unroll", "for (int out_x_u_ = 0; out_x_u_ < 4; out_x_u_++)", NULL },
              (const char *const[]){ NULL });
     unrolls_past("big_body_4", big_body_pipe(), big_body_4, true);
     unrolls_past("big_body_2", big_body_pipe(), big_body_2, false);
     unrolls_past("big_body_8", big_body_pipe(), big_body_8, false);
-    run_shape("big_body_8", big_body_pipe(), big_body_8);
-    run_shape("big_body_4", big_body_pipe(), big_body_4);
-    run_shape("blur_lined_up", blur_pipe, blur_lined_up);
-    run_shape("blur_flat", blur_pipe, blur_flat);
-    run_shape("blur_half", blur_pipe, blur_half);
+    run_shape("big_body_8", big_body_pipe(), big_body_8, false);
+    run_shape("big_body_4", big_body_pipe(), big_body_4, false);
+    run_shape("blur_lined_up", blur_pipe, blur_lined_up, false);
+    run_shape("blur_flat", blur_pipe, blur_flat, false);
+    run_shape("blur_half", blur_pipe, blur_half, false);
+    code_has("relu_rows/cpu", relu_pipe, relu_rows, true,
+             (const char *const[]){ "__builtin_fmaxf(", "__builtin_fminf(", NULL },
+             (const char *const[]){ "fmax(", "fmin(", NULL });
+    code_has("relu_rows/gpu", relu_pipe, relu_rows, false, (const char *const[]){ "fmax(", "fmin(", NULL },
+             (const char *const[]){ "__builtin_", NULL });
+    run_shape("relu_rows/cpu", relu_pipe, relu_rows, true);
     fixture_close_devices(devs, ndev);
     CHECK_EXIT();
 }

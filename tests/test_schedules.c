@@ -13,7 +13,9 @@
  * Also checks, per schedule: the text form round-trips and lowers to the
  * same code, and the Halide form prints.  Where the OpenCL device is a CPU
  * and the schedule lowered for a CPU launches a kernel's interior blocks
- * apart (cg_opencl_splits), that program runs on it too ("opencl-cpu").  With exact math every output must
+ * apart (cg_opencl_splits) or the app takes an f32 min or max (which a
+ * CPU's code computes with clang's builtins, cg_uses_f32_minmax), that
+ * program runs on it too ("opencl-cpu").  With exact math every output must
  * be bit-identical to the reference evaluator's (NaN equal to NaN); with
  * fast math within exec_tolerance(CG_MATH_FAST).  Each case prints how many
  * points differ, the outliers, the largest difference in ulps and
@@ -190,7 +192,7 @@ int main(void) {
                 lower_program *cpu = lower_schedule_for(arena, p, b, s, true, err, sizeof err);
                 if (!cpu) check_report(false, "%s/seed%llu/cpu: %s", app, (unsigned long long)seeds[k], err);
                 for (int d = 0; cpu && d < ndev; d++)
-                    if (devs[d].ops == &rt_opencl_ops && cg_opencl_splits(cpu)) {
+                    if (devs[d].ops == &rt_opencl_ops && (cg_opencl_splits(cpu) || cg_uses_f32_minmax(p))) {
                         cpu->schedule_text = "";
                         run_on(app, seeds[k], &devs[d], cpu, in, ref, "opencl-cpu");
                     }

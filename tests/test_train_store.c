@@ -502,13 +502,27 @@ static void test_thread_unrolled(void) {
     fixture_remove_db(db);
 }
 
+/* Two OpenCL devices in st: PoCL on a CPU (*devl) and a GPU (*devg). */
+static void cpu_and_gpu_devices(store *st, int64_t *devl, int64_t *devg) {
+    char err[2048], tt[4096];
+    target cpu = A100;
+    cpu.cpu = true;
+    target_print(&cpu, tt, sizeof tt);
+    store_device dl = { CL_KEY, "fast", "PoCL", tt };
+    *devl = store_put_device(st, &dl, err, sizeof err);
+    target_print(&A100, tt, sizeof tt);
+    store_device dg = { "opencl:test:a-gpu", "fast", "a GPU", tt };
+    *devg = store_put_device(st, &dg, err, sizeof err);
+    CHECK(*devl >= 0 && *devg >= 0);
+}
+
 /* A CPU's OpenCL sample of code older than CG_GENERATION_SPLIT_INTERIOR
  * is rejected where a kernel of its program has interior blocks that this
  * build launches apart (cg_opencl_splits: a body of CG_SPLIT_NODES nodes
  * or more); loaded where the kernel is small, where the code is newer,
  * or where the device is not a CPU. */
 static void test_split_interior(void) {
-    char db[128], err[2048], tt[4096];
+    char db[128], err[2048];
     snprintf(db, sizeof db, "/tmp/test_train_split_%d.db", (int)getpid());
     /* a 5 x 5 stencil */
     fixture fx = fixture_load("pipeline sten;\ninput u16 in(68, 52);\n"
@@ -524,15 +538,8 @@ static void test_split_interior(void) {
     int64_t devc, pid;
     store *st = one_pipeline_store(db, &fx, &devc, &pid);
     if (!st) return;
-    target cpu = A100;
-    cpu.cpu = true;
-    target_print(&cpu, tt, sizeof tt);
-    store_device dl = { CL_KEY, "fast", "PoCL", tt };
-    int64_t devl = store_put_device(st, &dl, err, sizeof err);
-    target_print(&A100, tt, sizeof tt);
-    store_device dg = { "opencl:test:a-gpu", "fast", "a GPU", tt };
-    int64_t devg = store_put_device(st, &dg, err, sizeof err);
-    CHECK(devl >= 0 && devg >= 0);
+    int64_t devl, devg;
+    cpu_and_gpu_devices(st, &devl, &devg);
     /* 44 rows in tiles of 8: a partial tile, so interior blocks; 4 points a
      * thread come to over 256 nodes, 1 to fewer */
     const char *big = "schedule sten;\nout: root [x=16x2 y=4x2];\n";
@@ -594,6 +601,42 @@ static void test_pow2_division(void) {
     fixture_remove_db(db);
 }
 
+/* A CPU's OpenCL sample of code older than CG_GENERATION_CPU_MINMAX of a
+ * pipeline with an f32 min or max is rejected (that code called OpenCL's
+ * fmax; this build calls clang's builtin), a GPU's OpenCL sample of the
+ * same code loaded; once timed by newer code the CPU's is loaded (and the
+ * GPU's older time of the schedule left out, store_each_sample).  An
+ * integer max is no such pipeline. */
+static void test_cpu_minmax(void) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_minmax_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline relu;\ninput f32 in(64, 48);\n"
+                              "out(x, y) = max(in(x, y), 0.0);\n"
+                              "output out(64, 48);\n");
+    fixture imax = fixture_load("pipeline imax;\ninput u16 in(64, 48);\n"
+                                "out(x, y) = max(in(x, y), in(x, 47 - y));\n"
+                                "output out(64, 48);\n");
+    CHECK(cg_uses_f32_minmax(fx.p) && !cg_uses_f32_minmax(imax.p));
+    fixture_unload(&imax);
+    int64_t devc, pid;
+    store *st = one_pipeline_store(db, &fx, &devc, &pid);
+    if (!st) return;
+    int64_t devl, devg;
+    cpu_and_gpu_devices(st, &devl, &devg);
+    const char *text = "schedule relu;\nout: root [x=16x1 y=4x1];\n";
+    CHECK(put_one(st, &fx, pid, devl, text, 10, "2026-11-28T09:00:00Z", "abc cg11", false) == 1);
+    CHECK(put_one(st, &fx, pid, devg, text, 11, "2026-11-28T09:00:00Z", "abc cg11", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_minmax == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_CPU_MINMAX));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_minmax == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -602,6 +645,7 @@ int main(void) {
     RUN(test_pow2_division);
     RUN(test_thread_unrolled);
     RUN(test_split_interior);
+    RUN(test_cpu_minmax);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

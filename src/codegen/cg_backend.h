@@ -33,6 +33,9 @@ typedef struct cg_target {
     const char *math[SC_MATH_COUNT];      /* f32 math; [SC_ABS] is fabs */
     const char *fast_math[SC_MATH_COUNT]; /* CG_MATH_FAST: where it differs, else NULL */
     const char *fmin, *fmax;              /* f32 min / max (NaN-ignoring) */
+    const char *cpu_fmin, *cpu_fmax;      /* the same for a CPU (lower_program.cpu)
+                                             where it differs, else NULL (OpenCL:
+                                             clang's builtins, codegen.h generation 12) */
     const char *inf, *nan;                /* f32 +infinity and a quiet NaN */
     const char *unroll;                   /* pragma line for an unrolled loop;
                                              "%d" (if present) is the trip count */

@@ -429,7 +429,9 @@ static void pr_binary(cg_ctx *g, const cg_node *n, bool top)
         if (op == SC_MOD)
             helper_call(g, H_MOD, SC_F32, "mod", a, b);
         else if (op == SC_MIN || op == SC_MAX) {
-            cg_printf(g, "%s(", op == SC_MIN ? g->t->fmin : g->t->fmax);
+            const char *fn = op == SC_MIN ? g->t->fmin : g->t->fmax;
+            const char *cpu_fn = op == SC_MIN ? g->t->cpu_fmin : g->t->cpu_fmax;
+            cg_printf(g, "%s(", g->prog && g->prog->cpu && cpu_fn ? cpu_fn : fn);
             cg_expr(g, a, true);
             cg_printf(g, ", ");
             cg_expr(g, b, true);

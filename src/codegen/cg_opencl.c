@@ -7,6 +7,11 @@
  * barrier(CLK_LOCAL_MEM_FENCE) between phases.  For a CPU target a large
  * kernel's interior blocks are a kernel of their own (codegen.c,
  * split_on_cpu): PoCL vectorizes each copy alone, not the two in a branch.
+ * For a CPU target f32 min and max are clang's __builtin_fminf and
+ * __builtin_fmaxf (the same results as fmin and fmax): PoCL's fmin and fmax
+ * are a compare and a select, on which LLVM's SLP vectorizer seeded, packing
+ * a work-item's unrolled points into short vectors that kept the work-item
+ * loop from vectorizing (codegen.h, generation 12).
  *
  * Expected build options: -cl-fp32-correctly-rounded-divide-sqrt (OpenCL
  * otherwise allows 2.5 ulp division and 3 ulp sqrt), and none of
@@ -58,6 +63,8 @@ const cg_target cg_target_opencl = {
                    [SC_ATAN2] = "atan2" },
     .fmin = "fmin",
     .fmax = "fmax",
+    .cpu_fmin = "__builtin_fminf",
+    .cpu_fmax = "__builtin_fmaxf",
     .inf = "INFINITY",
     .nan = "NAN",
     /* PoCL runs a work-group as a loop over its work-items and vectorizes

@@ -496,7 +496,9 @@ static void note_pow2_division(const sc_expr *e, void *user)
         *(bool *)user = true;
 }
 
-bool cg_divides_by_pow2(const sc_pipeline *p)
+/* Whether note, visiting every node of p's definitions (values and
+ * update coordinates), sets its flag. */
+static bool any_definition(const sc_pipeline *p, void (*note)(const sc_expr *, void *))
 {
     bool found = false;
     for (int i = 0; i < p->funcs.n && !found; i++) {
@@ -504,13 +506,23 @@ bool cg_divides_by_pow2(const sc_pipeline *p)
         if (f->kind != FUNC_DEFINED)
             continue;
         for (int st = 0; st < f->nstages; st++) {
-            ir_visit(f->stages[st].value, note_pow2_division, &found);
+            ir_visit(f->stages[st].value, note, &found);
             for (int d = 0; d < f->stages[st].nargs; d++)
-                ir_visit(f->stages[st].args[d], note_pow2_division, &found);
+                ir_visit(f->stages[st].args[d], note, &found);
         }
     }
     return found;
 }
+
+bool cg_divides_by_pow2(const sc_pipeline *p) { return any_definition(p, note_pow2_division); }
+
+static void note_f32_minmax(const sc_expr *e, void *user)
+{
+    if (e->kind == E_BINARY && (e->op == SC_MIN || e->op == SC_MAX) && e->args[0]->type == SC_F32)
+        *(bool *)user = true;
+}
+
+bool cg_uses_f32_minmax(const sc_pipeline *p) { return any_definition(p, note_f32_minmax); }
 
 /* The schedule's program, lowered on the first call only. */
 typedef struct {
@@ -556,13 +568,15 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
     if (generation < CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu && lowered_program(l) &&
         cg_opencl_splits(lowered_program(l)))
         return CG_CODE_INTERIOR;
+    if (generation < CG_GENERATION_CPU_MINMAX && opencl && l->cpu && cg_uses_f32_minmax(l->p))
+        return CG_CODE_MINMAX;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_SPLIT_INTERIOR,
+    _Static_assert(CG_GENERATION == CG_GENERATION_CPU_MINMAX,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);

@@ -76,8 +76,19 @@
  *      1.2 ms either copy alone, its one-shot pick 565 ms (docs/backends.md).
  *      Only kernels of CG_SPLIT_NODES nodes or more are split.  Samples
  *      of a CPU's OpenCL code with such a kernel changed (train_load.h,
- *      rejected_interior). */
-#define CG_GENERATION 11
+ *      rejected_interior).
+ *  12  2026-11-28: OpenCL code for a CPU target computes f32 min and max
+ *      with clang's builtins (llvm.minnum, llvm.maxnum), not OpenCL's
+ *      fmin and fmax, which PoCL compiles to a compare and a select.
+ *      LLVM's SLP vectorizer, run on each work-item's code before PoCL
+ *      builds its work-item loops, seeded on those compares and packed a
+ *      work-item's unrolled points into short vectors, and the loop
+ *      vectorizer then left the work-item loop scalar: learned_demosaic's
+ *      a2 over 4 rows a work-item, l2 in its threads, 33 ms, 9.4 ms now;
+ *      max_filter's baseline 1,256 to 1,097 ms (docs/backends.md).
+ *      Samples of a CPU's OpenCL code of a pipeline with an f32 min or
+ *      max changed (train_load.h, rejected_minmax). */
+#define CG_GENERATION 12
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -90,6 +101,9 @@
 /* The first generation whose OpenCL code for a CPU launches interior
  * blocks apart. */
 #define CG_GENERATION_SPLIT_INTERIOR 11
+/* The first generation whose OpenCL code for a CPU computes f32 min and
+ * max with clang's builtins. */
+#define CG_GENERATION_CPU_MINMAX 12
 
 #include "lower.h"
 
@@ -133,7 +147,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 bool cg_opencl_splits(const lower_program *prog);
 
 /* What changed since an older generation's code for a schedule, as far as
- * generations 7 to 11 changed it (older ones changed more: callers that
+ * generations 7 to 12 changed it (older ones changed more: callers that
  * care leave them out): the code of s that code generation `generation`
  * made (its loop-nest model, built without staging; on a CPU target or
  * not, through OpenCL or not) lacked staging that it had then
@@ -149,20 +163,27 @@ bool cg_opencl_splits(const lower_program *prog);
  * already ran the same on PoCL, docs/backends.md), or, on a CPU through
  * OpenCL, ran a kernel's interior blocks in a branch of the kernel that
  * this build launches apart (CG_CODE_INTERIOR: before
- * CG_GENERATION_SPLIT_INTERIOR, where cg_opencl_splits). */
+ * CG_GENERATION_SPLIT_INTERIOR, where cg_opencl_splits), or, on a CPU
+ * through OpenCL, called OpenCL's fmin or fmax where this build calls
+ * clang's builtins (CG_CODE_MINMAX: before CG_GENERATION_CPU_MINMAX, where
+ * cg_uses_f32_minmax). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
     CG_CODE_DIVISION,
     CG_CODE_UNROLLING,
     CG_CODE_PRIVATE,
-    CG_CODE_INTERIOR
+    CG_CODE_INTERIOR,
+    CG_CODE_MINMAX
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
  * where the dividend may be negative did generation 9 change the code,
  * which cg_pow2_shifts counts). */
 bool cg_divides_by_pow2(const sc_pipeline *p);
+/* Whether a definition of p takes the min or max of two f32 values (the
+ * code of every schedule of p then prints one). */
+bool cg_uses_f32_minmax(const sc_pipeline *p);
 /* How many divisions and modulos by powers of two the code of prog
  * prints as shifts and masks (the same in every back end). */
 int64_t cg_pow2_shifts(const lower_program *prog);

@@ -51,6 +51,11 @@
  * the interior copy in a branch of the kernel, which this build launches
  * apart: they count as rejected_interior (`collect --remeasure` times
  * them again).
+ *
+ * Samples of a CPU's OpenCL code older than CG_GENERATION_CPU_MINMAX of a
+ * pipeline with an f32 min or max (cg_uses_f32_minmax) called OpenCL's
+ * fmin or fmax, where this build calls clang's builtins: they count as
+ * rejected_minmax (`collect --remeasure` times them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
