@@ -740,6 +740,33 @@ static void test_reduction_tile_loads(void) {
     featured_free(&one);
 }
 
+/* unrolled_loop_extent as lowering unrolls: a 4 x 3 x 3 reduction of one
+ * point a thread is 36 points of straight-line code (each loop short
+ * enough, though their product is over the limit of 16); with 2 points a
+ * thread, 72 (8 and 6 under 16); with 8, the 4-long loop times 8 points
+ * reaches 32 and stays rolled: 1. */
+static void test_unrolled_reduction_loops(void) {
+    const char *src = "pipeline conv;\ninput f32 in(68, 52, 4);\ninput f32 w(4, 3, 3);\nrdom r(0, 4, 0, 3, 0, 3);\n"
+                      "out(x, y) = 0.0;\nout(x, y) += w(r.x, r.y, r.z) * in(x + r.y, y + r.z, r.x);\n"
+                      "output out(64, 48);\n";
+    static const struct { const char *tile; double want; } cases[] = {
+        { "x=16x1 y=4x1", 36 }, { "x=16x2 y=4x1", 72 }, { "x=16x8 y=4x1", 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char sched[256];
+        snprintf(sched, sizeof sched, "schedule conv;\nout: root [x=16x1 y=4x1] [%s];\n", cases[i].tile);
+        featured x;
+        bool ok = featurize(&x, src, sched);
+        CHECK(ok);
+        if (ok) {
+            double got = fv_stage(&x, "out", 1, "unrolled_loop_extent");
+            if (got != cases[i].want) fprintf(stderr, "  [%s]: %g, expected %g\n", cases[i].tile, got, cases[i].want);
+            CHECK(got == cases[i].want);
+        }
+        featured_free(&x);
+    }
+}
+
 /* Footprints of irregular and mixed accesses: over the whole output, a
  * clamped data-dependent row reads at most the clamp's 8 rows and a row
  * modulo 4 at most 4 rows (before bounded forms, each was the whole
@@ -826,6 +853,7 @@ int main(void) {
     RUN(test_cpu_cached_warp);
     RUN(test_vector_gathers);
     RUN(test_reduction_tile_loads);
+    RUN(test_unrolled_reduction_loops);
     RUN(test_bounded_footprints);
     RUN(test_narrow_residual_warp);
     CHECK_EXIT();

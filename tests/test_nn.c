@@ -264,6 +264,48 @@ static void test_learns(void) {
     train_data_free(&d);
 }
 
+/* Intensive inputs: the extensive schedule inputs are the totals (21 of
+ * them, num_blocks and points_computed_total among them, not
+ * points_computed_per_thread); trained with o.intensive their W2 rows stay
+ * zero and the model still learns the synthetic data; fine-tuning such
+ * weights keeps them zero without being asked; a model trained without
+ * uses them. */
+static void test_intensive(void) {
+    int n = 0;
+    for (int k = 0; k < NN_SCHED_IN; k++) n += nn_sched_input_extensive(k);
+    CHECK(n == 21);
+    CHECK(nn_sched_input_extensive(FEAT_AT(FEAT_num_blocks) - NN_ALGO_IN));
+    CHECK(nn_sched_input_extensive(FEAT_AT(FEAT_points_computed_total) - NN_ALGO_IN));
+    CHECK(!nn_sched_input_extensive(FEAT_AT(FEAT_points_computed_per_thread) - NN_ALGO_IN));
+    CHECK(!nn_sched_input_extensive(FEAT_AT(FEAT_num_threads_per_block) - NN_ALGO_IN));
+    train_data d;
+    synthetic(&d, 20, NULL);
+    nn_model *m = calloc(1, sizeof *m);
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 30;
+    o.lr = 3e-3;
+    o.seed = 3;
+    o.intensive = true;
+    train_metrics tm;
+    char err[256];
+    CHECK(train_run(&d, m, &o, &tm, NULL, err, sizeof err) == 0);
+    CHECK(!nn_uses_extensive_inputs(m) && tm.pairwise > 0.8);
+    char summary[NN_SUMMARY_MAX];
+    train_summary(&d, &o, NULL, summary, sizeof summary);
+    CHECK(strstr(summary, "intensive schedule inputs") != NULL);
+    o.intensive = false;
+    o.fine_tune = true;
+    o.epochs = 5;
+    CHECK(train_run(&d, m, &o, NULL, NULL, err, sizeof err) == 0);
+    CHECK(!nn_uses_extensive_inputs(m));
+    o.fine_tune = false;
+    CHECK(train_run(&d, m, &o, NULL, NULL, err, sizeof err) == 0);
+    CHECK(nn_uses_extensive_inputs(m));
+    free(m);
+    train_data_free(&d);
+}
+
 /* The step: constant, then over the last fifth of the epochs falling
  * linearly to a twentieth in the last one; constant with anneal 0. */
 static void test_step_size(void) {
@@ -686,6 +728,7 @@ int main(void) {
     RUN(test_learns);
     RUN(test_step_size);
     RUN(test_weight_decay);
+    RUN(test_intensive);
     RUN(test_deterministic);
     RUN(test_weights_file);
     RUN(test_costmodel);

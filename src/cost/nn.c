@@ -27,6 +27,38 @@ static double nn_uniform(uint64_t *s, double a) {
 /* Coefficients start near 1 (b3 = 1 plus small weights), so every term
  * counts from the first step; W1 starts well inside the sigmoid so the
  * algorithm embedding has room to grow and shrink. */
+bool nn_sched_input_extensive(int k) {
+    static const int extensive[] = {
+        FEAT_num_realizations, FEAT_num_productions, FEAT_points_computed_per_realization,
+        FEAT_points_computed_total, FEAT_points_computed_minimum, FEAT_bytes_at_realization,
+        FEAT_bytes_at_production, FEAT_bytes_at_root, FEAT_innermost_pure_loop_extent,
+        FEAT_outer_parallelism, FEAT_num_scalars, FEAT_unique_global_bytes_read_per_realization,
+        FEAT_unique_shared_bytes_read_per_realization, FEAT_unique_register_bytes_read_per_realization,
+        FEAT_unique_global_lines_read_per_realization, FEAT_unique_shared_lines_read_per_realization,
+        FEAT_unique_register_lines_read_per_realization, FEAT_global_allocation_bytes_read_per_realization,
+        FEAT_shared_allocation_bytes_read_per_realization, FEAT_register_allocation_bytes_read_per_realization,
+        FEAT_num_blocks,
+    };
+    for (size_t i = 0; i < sizeof extensive / sizeof *extensive; i++)
+        if (FEAT_AT(extensive[i]) - NN_ALGO_IN == k)
+            return true;
+    return false;
+}
+
+void nn_drop_extensive_inputs(nn_model *m) {
+    for (int k = 0; k < NN_SCHED_IN; k++)
+        if (nn_sched_input_extensive(k))
+            memset(m->w + NN_OFF_W2 + k * NN_H2, 0, sizeof(double) * NN_H2);
+}
+
+bool nn_uses_extensive_inputs(const nn_model *m) {
+    for (int k = 0; k < NN_SCHED_IN; k++)
+        for (int j = 0; nn_sched_input_extensive(k) && j < NN_H2; j++)
+            if (m->w[NN_OFF_W2 + k * NN_H2 + j] != 0)
+                return true;
+    return false;
+}
+
 void nn_init(nn_model *m, uint64_t seed) {
     memset(m, 0, sizeof *m);
     uint64_t s = seed * 0x2545f4914f6cdd1dull + 0x1234567;

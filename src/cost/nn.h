@@ -52,8 +52,10 @@
  * expands.  3: on a CPU target a warp's memory transactions are the
  * distinct sectors it touches over its iterations (feat_warp.h).  4: terms
  * 30 and 31, the arithmetic and load instructions the stage executes.
- * 5: term 10, the gathers (feature vector_gathers_per_point). */
-#define NN_TERMS_VERSION 5
+ * 5: term 10, the gathers (feature vector_gathers_per_point).  6:
+ * unrolled_loop_extent counts a reduction whose loops lowering unrolls one
+ * by one (it read 1 where their product passed the limit). */
+#define NN_TERMS_VERSION 6
 
 /* Terms 30 and 31: the arithmetic and the load instructions a stage
  * executes (costmodel.c); their sum is what the instruction floor prices. */
@@ -86,6 +88,20 @@ typedef struct {
 
 /* Random initial weights (deterministic in seed), term scales 1. */
 void nn_init(nn_model *m, uint64_t seed);
+
+/* Whether schedule input k (0 .. NN_SCHED_IN - 1) is extensive: a total
+ * that grows with the pipeline's size where the stage is at root (points,
+ * bytes, blocks, realizations and productions, per-realization footprints
+ * and allocations, the innermost pure loop's extent).  The others are per
+ * point, per thread, per block or ratios. */
+bool nn_sched_input_extensive(int k);
+/* Zeroes the W2 rows of the extensive schedule inputs: the coefficients
+ * then depend on the intensive inputs alone, and a stage's cost grows with
+ * the size only through its terms (train --intensive, docs/costmodel.md). */
+void nn_drop_extensive_inputs(nn_model *m);
+/* Whether some W2 row of an extensive schedule input is not zero (false:
+ * weights trained with --intensive, which fine-tuning keeps so). */
+bool nn_uses_extensive_inputs(const nn_model *m);
 
 /* The hash of the input layout: every feature's name and kind, the
  * network's sizes and NN_TERMS_VERSION. */

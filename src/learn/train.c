@@ -574,8 +574,11 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
                          d->nsamples, nvalid);
     }
     double floor_ms = train_instruction_floor(d, o->floor_quantile);
+    /* fine-tuning keeps weights trained with intensive inputs so */
+    bool intensive = o->intensive || (o->fine_tune && !nn_uses_extensive_inputs(m));
     if (!o->fine_tune) {
         nn_init(m, o->seed);
+        if (intensive) nn_drop_extensive_inputs(m);
         train_calibrate(d, m);
         m->floor_ms = floor_ms;
     } else if (floor_ms > 0 && m->floor_ms > floor_ms) {
@@ -616,6 +619,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
             loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, o->loss, grad);
             nn_adam_step(m, adam, grad, lr);
             nn_decay_weights(m, lr * o->weight_decay);
+            if (intensive) nn_drop_extensive_inputs(m);
             if (bar && (b % 8 == 0 || b == nb - 1)) train_bar(e, o->epochs, b + 1, nb);
         }
         if (bar) fprintf(stderr, "\r\033[K");
@@ -661,6 +665,8 @@ void train_summary(const train_data *d, const train_opts *o, const train_metrics
     free(has);
     int n = snprintf(buf, len, "%d samples of %d groups trained, %d samples of %d validation; %d epochs, seed %llu",
                      ts, tp, vs, vp, o->epochs, (unsigned long long)o->seed);
+    if (o->intensive && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", intensive schedule inputs");
     if (valid && valid->samples && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, "; validation pairwise %.4f rho %.4f", valid->pairwise, valid->rho);
 }

@@ -108,6 +108,8 @@ typedef struct {
     int batch;                        /* schedules per minibatch, at most TRAIN_BATCH */
     train_loss loss;
     bool fine_tune;                   /* m holds weights to start from (term scales kept) */
+    bool intensive;                   /* coefficients from the intensive schedule inputs
+                                         alone (nn_drop_extensive_inputs) */
     double floor_quantile;            /* of the rates, for the instruction floor (TRAIN_FLOOR_QUANTILE) */
     bool progress;                    /* a progress bar on stderr (when it is a terminal) */
     FILE *log;                        /* one line per epoch, or NULL */

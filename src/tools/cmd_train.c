@@ -56,6 +56,9 @@ static void train_usage(FILE *out) {
             "                    faster than quantile Q of the training samples' rates\n"
             "                    (default 0.999; docs/costmodel.md)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
+            "  --intensive       the coefficients from the per-point, per-thread and per-block\n"
+            "                    schedule features alone, not from totals that grow with the\n"
+            "                    size (docs/costmodel.md)\n"
             "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
             "  --loss L          rank (the default: Adams et al. 2019's relative throughput plus a\n"
             "                    pairwise ranking term) or throughput (that alone); docs/costmodel.md\n");
@@ -102,6 +105,7 @@ int tool_train(int argc, char **argv) {
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, min_generation = 0;
+    bool intensive = false;
     double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
@@ -121,6 +125,7 @@ int tool_train(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "-o", &missing))) out = v;
         else if ((v = opt_value(argc, argv, &i, "--device", &missing))) device = v;
         else if ((v = opt_value(argc, argv, &i, "--init", &missing))) init = v;
+        else if (!strcmp(a, "--intensive")) intensive = true;
         else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing))) {
             char *c = copies[ncopies++] = strdup(v), *save = NULL;
             for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -234,6 +239,7 @@ int tool_train(int argc, char **argv) {
     o.lr = lr;
     o.anneal = anneal;
     o.weight_decay = decay;
+    o.intensive = intensive;
     o.floor_quantile = floor_q;
     o.loss = loss;
     o.fine_tune = init != NULL;
