@@ -196,10 +196,10 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
  * target (lower_program.cpu) in OpenCL prints a kernel of CG_SPLIT_NODES
  * nodes or more with interior blocks (codegen.c) as two functions: the
  * kernel's own, launched over the edge blocks alone, and the interior
- * copy, launched over the interior blocks alone, with no edge handling and no branch around its
- * body (PoCL if-converted the two bodies of one branch and often did not
- * vectorize them at all, docs/backends.md).  Other code launches each
- * kernel once, over its blocks. */
+ * copy, launched over the interior blocks alone, with no edge handling
+ * and no branch around its body (PoCL if-converted the two bodies of one
+ * branch and often did not vectorize them at all, docs/backends.md).
+ * Other code launches each kernel once, over its blocks. */
 typedef struct {
     int kernel;
     bool interior;

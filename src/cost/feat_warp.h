@@ -16,8 +16,8 @@
  *    reading the same word share it);
  *  - LIFT (Remmelg et al. 2020): the distinct lines of one instruction
  *    counted from the lanes' differences to lane 0, floor((a_l - a_0) / 128).
- * When the serial loops are unrolled (fewer than 16 points, as lowering
- * unrolls them), a lane does not load again an address it has loaded in an
+ * When the serial loops are unrolled (as lowering unrolls them, each loop
+ * on its own: nest_serial_loops_unrolled), a lane does not load again an address it has loaded in an
  * earlier iteration (the value stays in a register), and does not store
  * again an address it stores later (the store moves out of the unrolled
  * block): only lanes with a new address take part in an instruction.

@@ -803,14 +803,9 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     if (inner < 0) inner = inner_pure;
     v[FEAT_AT(FEAT_innermost_loop_extent)] = inner >= 0 ? (double)sp->serial[inner] : 1;
     v[FEAT_AT(FEAT_innermost_pure_loop_extent)] = inner_pure >= 0 ? (double)sp->extent[inner_pure] : 1;
-    /* the serial loops as lowering unrolls them (lower.c): the pure tile
-     * where it is short (rec->unrolled), each reduction loop where it and
-     * the tile are (nest_reduction_unrolls); straight-line code only where
-     * every one of them is unrolled (a 4 x 3 x 3 reduction is, 36 points) */
-    int64_t tile = 1;
-    for (int k = 0; k < rec->npure; k++) tile *= rec->serial[k];
-    bool unrolled = tile == 1 || rec->unrolled;
-    for (int d = 0; d < rec->nred; d++) unrolled &= nest_reduction_unrolls(rec->red[d], tile, rec->unroll_limit);
+    /* straight-line code only where lowering unrolls every serial loop,
+     * each on its own (a 4 x 3 x 3 reduction is, 36 points) */
+    bool unrolled = nest_serial_loops_unrolled(rec);
     v[FEAT_AT(FEAT_unrolled_loop_extent)] = unrolled ? serial_pts : 1;
     v[FEAT_AT(FEAT_inner_parallelism)] = (double)threads;
     v[FEAT_AT(FEAT_outer_parallelism)] = (double)kn->nblocks;

@@ -27,6 +27,19 @@ static double nn_uniform(uint64_t *s, double a) {
 /* Coefficients start near 1 (b3 = 1 plus small weights), so every term
  * counts from the first step; W1 starts well inside the sigmoid so the
  * algorithm embedding has room to grow and shrink. */
+void nn_init(nn_model *m, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    uint64_t s = seed * 0x2545f4914f6cdd1dull + 0x1234567;
+    double *w = m->w;
+    for (int i = 0; i < NN_ALGO_IN * NN_H1; i++) w[NN_OFF_W1 + i] = -3.0 + nn_uniform(&s, 0.5);
+    double a2 = 0.5 / sqrt((double)NN_SCHED_IN);
+    for (int i = 0; i < NN_SCHED_IN * NN_H2; i++) w[NN_OFF_W2 + i] = nn_uniform(&s, a2);
+    for (int i = 0; i < NN_H2; i++) w[NN_OFF_B2 + i] = 0.1;
+    for (int i = 0; i < (NN_H1 + NN_H2) * NN_COEF; i++) w[NN_OFF_W3 + i] = nn_uniform(&s, 0.05);
+    for (int i = 0; i < NN_COEF; i++) w[NN_OFF_B3 + i] = 1.0;
+    for (int i = 0; i < NN_COEF; i++) m->term_scale[i] = 1.0;
+}
+
 bool nn_sched_input_extensive(int k) {
     static const int extensive[] = {
         FEAT_num_realizations, FEAT_num_productions, FEAT_points_computed_per_realization,
@@ -57,19 +70,6 @@ bool nn_uses_extensive_inputs(const nn_model *m) {
             if (m->w[NN_OFF_W2 + k * NN_H2 + j] != 0)
                 return true;
     return false;
-}
-
-void nn_init(nn_model *m, uint64_t seed) {
-    memset(m, 0, sizeof *m);
-    uint64_t s = seed * 0x2545f4914f6cdd1dull + 0x1234567;
-    double *w = m->w;
-    for (int i = 0; i < NN_ALGO_IN * NN_H1; i++) w[NN_OFF_W1 + i] = -3.0 + nn_uniform(&s, 0.5);
-    double a2 = 0.5 / sqrt((double)NN_SCHED_IN);
-    for (int i = 0; i < NN_SCHED_IN * NN_H2; i++) w[NN_OFF_W2 + i] = nn_uniform(&s, a2);
-    for (int i = 0; i < NN_H2; i++) w[NN_OFF_B2 + i] = 0.1;
-    for (int i = 0; i < (NN_H1 + NN_H2) * NN_COEF; i++) w[NN_OFF_W3 + i] = nn_uniform(&s, 0.05);
-    for (int i = 0; i < NN_COEF; i++) w[NN_OFF_B3 + i] = 1.0;
-    for (int i = 0; i < NN_COEF; i++) m->term_scale[i] = 1.0;
 }
 
 /* FNV-1a, 64 bits. */

@@ -54,7 +54,8 @@
  * 30 and 31, the arithmetic and load instructions the stage executes.
  * 5: term 10, the gathers (feature vector_gathers_per_point).  6:
  * unrolled_loop_extent counts a reduction whose loops lowering unrolls one
- * by one (it read 1 where their product passed the limit). */
+ * by one (it read 1 where their product passed the limit), and the warp
+ * transactions count such loops as unrolled (nest_serial_loops_unrolled). */
 #define NN_TERMS_VERSION 6
 
 /* Terms 30 and 31: the arithmetic and the load instructions a stage

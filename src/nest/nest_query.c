@@ -46,6 +46,11 @@ static unsigned unrolled_loops(const nest_stage *rec, int limit) {
     return bits | (unsigned)(all < limit) << (1 + SC_MAX_DIMS);
 }
 
+bool nest_serial_loops_unrolled(const nest_stage *rec) {
+    unsigned every = (1u << (1 + rec->nred)) - 1;    /* the tile's bit and each reduction's */
+    return (unrolled_loops(rec, rec->unroll_limit) & every) == every;
+}
+
 bool nest_unrolls_thread_tiles(const nest *n) {
     for (int fid = 0; fid < n->nfuncs; fid++) {
         const nest_func *f = n->funcs[fid];

@@ -49,6 +49,10 @@ int nest_unroll_limit(sched_loc loc, bool reads_private);
 /* Whether a reduction loop of `extent` steps around a serial tile of
  * tile_points points unrolls under limit: both below it. */
 bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit);
+/* Whether lowering unrolls every serial loop of rec under its own limit
+ * (rec->unroll_limit): the pure tile and each reduction loop, so that a
+ * thread runs its points as straight-line code. */
+bool nest_serial_loops_unrolled(const nest_stage *rec);
 
 /* Whether some thread-level stage of n has loops that NEST_UNROLL_LIMIT
  * left rolled and NEST_UNROLL_THREAD_LIMIT unrolls (its serial tile, a
