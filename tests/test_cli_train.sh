@@ -64,6 +64,11 @@ case_ train_floor_quantile 0 -o 'the 0.6 quantile of the training samples' -- \
     "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --floor-quantile 0.6
 f6=$(sed -n 's/^instruction floor: \([0-9.e+-]*\) ms per instruction.*/\1/p' "$out")
 ok train_floor_quantile_higher "$(awk -v a="$f6" -v b="$f999" 'BEGIN { exit !(a > 0 && b > 0 && a > b) }'; echo $?)"
+# the gather floor: printed beside it, and left out with --no-gather-floor
+grep -q "^gather floor: [0-9.e+-]* ms per gather .*the 0.6 quantile" "$out"; ok train_gather_floor $?
+case_ train_no_gather_floor 0 -o '^instruction floor: ' -- \
+    "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --no-gather-floor
+! grep -q "^gather floor" "$out"; ok train_no_gather_floor_line $?
 case_ train_floor_quantile_bad 2 -e "--floor-quantile: expected a quantile from 0.5 to 1, got '0.2'" -- \
     "$sc" train --data "$data" -o "$tmp/q.weights" --floor-quantile 0.2
 case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4

@@ -104,7 +104,7 @@ static void test_layout(void) {
  * their instructions (terms 30 + 31), in rate[], scaled to ms; the count. */
 static int row_rates(const train_data *d, const nn_model *m, int n, double *rate) {
     nn_model bare = *m;
-    bare.floor_ms = 0;
+    bare.floor_ms = bare.gather_floor_ms = 0;
     int rows = d->samples[n - 1].row0 + d->samples[n - 1].nrows, k = 0;
     const double **algo = calloc((size_t)rows, sizeof *algo);
     double *cost = calloc((size_t)rows, sizeof(double));
@@ -229,6 +229,82 @@ static void test_instruction_floor(void) {
     *f = *m;
     f->floor_ms = 0;                                /* weights of format version 1: none */
     CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == 0);
+    free(f);
+    free(pred);
+    free(m);
+    train_data_free(&d);
+}
+
+/* The gather floor: with gathers put in some rows' term 10, training
+ * takes the floor from the samples that gather (none predicted slower
+ * than measured by it alone, one exactly); a row whose gathers are
+ * multiplied costs at least their floor, and the tape says which floor;
+ * --no-gather-floor trains none; fine-tuning only lowers it. */
+static void test_gather_floor(void) {
+    train_data d;
+    synthetic(&d, 20, NULL);
+    int rows = d.samples[d.nsamples - 1].row0 + d.samples[d.nsamples - 1].nrows, gathering = 0;
+    for (int r = 0; r < rows; r++) {
+        double *t = d.terms + (size_t)r * NN_COEF;
+        t[NN_TERM_GATHERS] = t[1] * (r % 3);
+    }
+    nn_model *m = calloc(1, sizeof *m);
+    train_opts o;
+    train_opts_default(&o);
+    o.epochs = 3;
+    char err[256];
+    CHECK(train_run(&d, m, &o, NULL, NULL, err, sizeof err) == 0);
+    CHECK(m->gather_floor_ms > 0 && m->gather_floor_ms == train_gather_floor(&d, TRAIN_FLOOR_QUANTILE));
+    CHECK(m->floor_ms == train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
+    double *pred = calloc((size_t)d.nsamples, sizeof(double));
+    train_predict_all(&d, m, pred);
+    int over = 0, exact = 0, under = 0;
+    for (int i = 0; i < d.nsamples; i++) {
+        const train_sample *sm = &d.samples[i];
+        double g = 0;
+        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++) g += nn_gathers(d.terms + (size_t)r * NN_COEF);
+        gathering += g > 0;
+        double fl = g * m->gather_floor_ms;
+        over += fl > sm->ms * (1 + 1e-12);
+        exact += g > 0 && fabs(fl - sm->ms) <= 1e-12 * sm->ms;
+        under += pred[i] < fl * (1 - 1e-12);
+    }
+    CHECK(gathering > 10 && over == 0 && exact >= 1 && under == 0);
+    /* one gathering row's gathers times 1e6: it costs at least their floor */
+    int row = -1;
+    for (int r = 0; r < rows && row < 0; r++)
+        if (nn_gathers(d.terms + (size_t)r * NN_COEF) > 0) row = r;
+    int s0 = 0;
+    while (d.samples[s0].row0 + d.samples[s0].nrows <= row) s0++;
+    double *terms = d.terms + (size_t)row * NN_COEF, before = pred[s0];
+    terms[NN_TERM_GATHERS] *= 1e6;
+    train_predict_all(&d, m, pred);
+    CHECK(pred[s0] >= nn_gathers(terms) * m->gather_floor_ms * (1 - 1e-12) && pred[s0] > before);
+    const double *algo[1] = { d.algo + (size_t)d.row_algo[row] * NN_ALGO_IN };
+    nn_rows one = { 1, algo, d.sched + (size_t)row * NN_SCHED_IN, terms };
+    nn_tape tape;
+    nn_tape_init(&tape);
+    nn_tape_reserve(&tape, 1);
+    double cost;
+    nn_forward(m, &one, &tape, &cost);
+    CHECK(tape.floored[0] == NN_FLOOR_GATHERS);
+    CHECK(fabs(cost * exp(m->w[NN_OFF_SCALE]) - nn_gathers(terms) * m->gather_floor_ms) <= 1e-9 * cost * exp(m->w[NN_OFF_SCALE]));
+    nn_tape_free(&tape);
+    terms[NN_TERM_GATHERS] /= 1e6;
+    /* without the option: no gather floor */
+    nn_model *f = calloc(1, sizeof *f);
+    o.gather_floor = false;
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->gather_floor_ms == 0 && f->floor_ms > 0);
+    o.gather_floor = true;
+    /* fine-tuning lowers the gather floor, never adds one */
+    *f = *m;
+    f->gather_floor_ms = 1e9;
+    o.fine_tune = true;
+    o.epochs = 1;
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->gather_floor_ms == train_gather_floor(&d, TRAIN_FLOOR_QUANTILE));
+    *f = *m;
+    f->gather_floor_ms = 0;                         /* weights of format version 2: none */
+    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->gather_floor_ms == 0);
     free(f);
     free(pred);
     free(m);
@@ -436,6 +512,7 @@ static void test_weights_file(void) {
     snprintf(m->device, sizeof m->device, "c:test-device");
     snprintf(m->summary, sizeof m->summary, "12 samples of 3 pipelines");
     m->floor_ms = 3.5e-9;
+    m->gather_floor_ms = 2.5e-8;
     char path[64], bad[64], err[512];
     snprintf(path, sizeof path, "/tmp/test_nn_%d.weights", (int)getpid());
     snprintf(bad, sizeof bad, "/tmp/test_nn_%d_bad.weights", (int)getpid());
@@ -443,7 +520,7 @@ static void test_weights_file(void) {
     CHECK(nn_load(r, path, err, sizeof err) == 0);
     CHECK(!memcmp(m->w, r->w, sizeof m->w) && !memcmp(m->term_scale, r->term_scale, sizeof m->term_scale));
     CHECK(!strcmp(r->device, "c:test-device") && !strcmp(r->summary, "12 samples of 3 pipelines"));
-    CHECK(r->floor_ms == m->floor_ms);
+    CHECK(r->floor_ms == m->floor_ms && r->gather_floor_ms == m->gather_floor_ms);
 
     unsigned char *p;
     long n = file_bytes(path, &p);
@@ -460,28 +537,35 @@ static void test_weights_file(void) {
     put_bytes(bad, p, n);
     CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "format version"));
     p[8] ^= 4;
-    /* format version 1: no floor before the checksum; loads with none */
-    unsigned char *v1 = malloc((size_t)n);
-    memcpy(v1, p, (size_t)n - 16);
-    v1[8] = 1;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (long i = 8; i < n - 16; i++) h = (h ^ v1[i]) * 0x100000001b3ull;
-    for (int i = 0; i < 8; i++) v1[n - 16 + i] = (unsigned char)(h >> (8 * i));
-    put_bytes(bad, v1, n - 8);
-    r->floor_ms = 1;
-    CHECK(nn_load(r, bad, err, sizeof err) == 0 && r->floor_ms == 0 && !memcmp(m->w, r->w, sizeof m->w));
-    free(v1);
-    /* a negative floor: refused by name (checksum made to match) */
-    unsigned char *neg = malloc((size_t)n);
-    memcpy(neg, p, (size_t)n);
-    double nf = -1;
-    memcpy(neg + n - 16, &nf, 8);
-    h = 0xcbf29ce484222325ull;
-    for (long i = 8; i < n - 8; i++) h = (h ^ neg[i]) * 0x100000001b3ull;
-    for (int i = 0; i < 8; i++) neg[n - 8 + i] = (unsigned char)(h >> (8 * i));
-    put_bytes(bad, neg, n);
-    CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "instruction floor"));
-    free(neg);
+    /* format versions 1 and 2: no floors, or no gather floor, before the
+     * checksum; they load without them */
+    for (int version = 1; version <= 2; version++) {
+        long keep = n - 8 - 8 * (NN_FORMAT_VERSION - version);  /* without the checksum and newer floors */
+        unsigned char *old = malloc((size_t)n);
+        memcpy(old, p, (size_t)keep);
+        old[8] = (unsigned char)version;
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (long i = 8; i < keep; i++) h = (h ^ old[i]) * 0x100000001b3ull;
+        for (int i = 0; i < 8; i++) old[keep + i] = (unsigned char)(h >> (8 * i));
+        put_bytes(bad, old, keep + 8);
+        r->floor_ms = r->gather_floor_ms = 1;
+        CHECK(nn_load(r, bad, err, sizeof err) == 0 && !memcmp(m->w, r->w, sizeof m->w));
+        CHECK(r->floor_ms == (version >= 2 ? m->floor_ms : 0) && r->gather_floor_ms == 0);
+        free(old);
+    }
+    /* a negative floor, each of the two: refused by name (checksum made to match) */
+    for (int which = 0; which < 2; which++) {
+        unsigned char *neg = malloc((size_t)n);
+        memcpy(neg, p, (size_t)n);
+        double nf = -1;
+        memcpy(neg + n - (which ? 16 : 24), &nf, 8);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (long i = 8; i < n - 8; i++) h = (h ^ neg[i]) * 0x100000001b3ull;
+        for (int i = 0; i < 8; i++) neg[n - 8 + i] = (unsigned char)(h >> (8 * i));
+        put_bytes(bad, neg, n);
+        CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, which ? "gather floor" : "instruction floor"));
+        free(neg);
+    }
     p[24] ^= 0x40;                                  /* the layout hash */
     put_bytes(bad, p, n);
     CHECK(nn_load(r, bad, err, sizeof err) != 0 && strstr(err, "another feature layout"));
@@ -725,6 +809,7 @@ int main(void) {
     RUN(test_gradient_rank);
     RUN(test_gradient_floor);
     RUN(test_instruction_floor);
+    RUN(test_gather_floor);
     RUN(test_learns);
     RUN(test_step_size);
     RUN(test_weight_decay);

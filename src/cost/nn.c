@@ -179,10 +179,13 @@ static double nn_dot_terms(const nn_model *m, const double *z, const double *ter
     return c;
 }
 
-/* The instruction floor of a row in the model's units (0 without one). */
-static double nn_floor_of(const nn_model *m, const double *terms) {
-    if (!(m->floor_ms > 0)) return 0;
-    return nn_instructions(terms) * m->floor_ms / exp(m->w[NN_OFF_SCALE]);
+/* The floor of a row in the model's units (0 without one): the larger of
+ * the instruction and the gather floors; *which says which (NN_FLOOR_*). */
+static double nn_floor_of(const nn_model *m, const double *terms, int *which) {
+    double fi = m->floor_ms > 0 ? nn_instructions(terms) * m->floor_ms : 0;
+    double fg = m->gather_floor_ms > 0 ? nn_gathers(terms) * m->gather_floor_ms : 0;
+    *which = fg > fi ? NN_FLOOR_GATHERS : NN_FLOOR_INSTRUCTIONS;
+    return fmax(fi, fg) / exp(m->w[NN_OFF_SCALE]);
 }
 
 double nn_row_cost(const nn_model *m, const double *part, const double *sched_log, const double *terms) {
@@ -190,7 +193,8 @@ double nn_row_cost(const nn_model *m, const double *part, const double *sched_lo
     nn_embed_sched(m, sched_log, e2);
     memcpy(z, part, sizeof z);
     nn_mix(m, NN_H1, NN_H2, e2, z);
-    return fmax(nn_dot_terms(m, z, terms), nn_floor_of(m, terms));
+    int which;
+    return fmax(nn_dot_terms(m, z, terms), nn_floor_of(m, terms, &which));
 }
 
 void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost) {
@@ -209,8 +213,9 @@ void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost) {
         nn_mix(m, 0, NN_H1, e1, z);
         nn_mix(m, NN_H1, NN_H2, e2, z);
         const double *terms = r->terms + (size_t)i * NN_COEF;
-        double c = nn_dot_terms(m, z, terms), fl = nn_floor_of(m, terms);
-        t->floored[i] = fl > c;
+        int which;
+        double c = nn_dot_terms(m, z, terms), fl = nn_floor_of(m, terms, &which);
+        t->floored[i] = fl > c ? (unsigned char)which : NN_FLOOR_NONE;
         cost[i] = t->floored[i] ? fl : c;
     }
     if (t == &local) nn_tape_free(&local);
@@ -302,6 +307,7 @@ void nn_decay_weights(nn_model *m, double f) {
  *   u32 length + summary bytes
  *   NN_NPARAMS + NN_COEF doubles (IEEE 754 binary64): weights, term scales
  *   1 double: floor_ms (format version 2; absent, and 0, in version 1)
+ *   1 double: gather_floor_ms (format version 3; absent, and 0, before)
  *   u64 FNV-1a of every byte after the magic up to here
  * Integers and doubles little-endian. */
 static const char nn_magic[8] = { 'S', 'C', 'W', 'E', 'I', 'G', 'H', 'T' };
@@ -354,6 +360,7 @@ int nn_save(const nn_model *m, const char *path, char *err, size_t errlen) {
     for (int i = 0; i < NN_NPARAMS; i++) nn_put_double(&b, m->w[i]);
     for (int i = 0; i < NN_COEF; i++) nn_put_double(&b, m->term_scale[i]);
     nn_put_double(&b, m->floor_ms);
+    nn_put_double(&b, m->gather_floor_ms);
     nn_put_u64(&b, nn_fnv(NN_FNV_INIT, b.p + 8, b.n - 8));
     /* a temporary file renamed over the target: never half a file */
     char tmp[4096];
@@ -416,7 +423,7 @@ static int nn_parse(nn_model *m, const char *path, const unsigned char *p, size_
     uint32_t version, np, nc, zero, dl, sl;
     uint64_t hash;
     if (!nn_get_u32(&r, &version)) goto truncated;
-    if (version != 1 && version != NN_FORMAT_VERSION)
+    if (version < 1 || version > NN_FORMAT_VERSION)
         return base_fail(err, errlen, "%s: weights format version %u, this stagecraft reads versions 1 to %d",
                          path, version, NN_FORMAT_VERSION);
     if (!nn_get_u32(&r, &np) || !nn_get_u32(&r, &nc) || !nn_get_u32(&r, &zero) || !nn_get_u64(&r, &hash))
@@ -437,6 +444,7 @@ static int nn_parse(nn_model *m, const char *path, const unsigned char *p, size_
     for (int i = 0; i < NN_COEF; i++)
         if (!nn_get_double(&r, &m->term_scale[i])) goto truncated;
     if (version >= 2 && !nn_get_double(&r, &m->floor_ms)) goto truncated;
+    if (version >= 3 && !nn_get_double(&r, &m->gather_floor_ms)) goto truncated;
     size_t body = r.at;
     uint64_t sum;
     if (!nn_get_u64(&r, &sum)) goto truncated;
@@ -451,6 +459,9 @@ static int nn_parse(nn_model *m, const char *path, const unsigned char *p, size_
     if (!isfinite(m->floor_ms) || m->floor_ms < 0)
         return base_fail(err, errlen, "%s: the instruction floor (%g ms) is not a finite non-negative number", path,
                          m->floor_ms);
+    if (!isfinite(m->gather_floor_ms) || m->gather_floor_ms < 0)
+        return base_fail(err, errlen, "%s: the gather floor (%g ms) is not a finite non-negative number", path,
+                         m->gather_floor_ms);
     return 0;
 truncated:
     return base_fail(err, errlen, "%s: truncated weights file (%zu bytes)", path, n);

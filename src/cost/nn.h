@@ -12,7 +12,8 @@
  *       e2 = relu(b2 + W2 log(1 + s))           NN_H2 wide
  *   z = b3 + W3 [e1; e2],  coef = relu(z)       NN_COEF wide
  *   stage cost = max(sum_k coef_k * term_k * term_scale_k,
- *                    (term_30 + term_31) * floor_ms / exp(log_scale))
+ *                    (term_30 + term_31) * floor_ms / exp(log_scale),
+ *                    term_10 * gather_floor_ms / exp(log_scale))
  *   state time (ms) = exp(log_scale) * sum over its stages of stage cost
  *
  * term_scale is fixed when training starts (1 / the mean of each term over
@@ -23,7 +24,13 @@
  * inline producers' included), a rate taken from the training samples
  * (train_instruction_floor) so that the network cannot extrapolate a
  * schedule that multiplies the work (inlining a stencil into a stencil) to
- * near zero cost.  0: no floor.  All arithmetic is in double: one
+ * near zero cost.  gather_floor_ms, the gather floor, is the same for
+ * the gathers of term 10 (a load or store per lane where a CPU vectorizes
+ * across threads whose addresses are not consecutive): the network can
+ * kill that term's coefficient, and a schedule whose every point gathers
+ * and scatters through local memory ran 27x slower than the instruction
+ * floor alone priced it (docs/costmodel.md).  0: no floor.  All
+ * arithmetic is in double: one
  * path for inference, training and the gradient check.
  *
  * Parameters are one flat array of NN_NPARAMS doubles with named slices
@@ -65,6 +72,9 @@
 static inline double nn_instructions(const double *terms) {
     return terms[NN_TERM_ARITH] + terms[NN_TERM_LOADS];
 }
+/* Term 10, the gathers a stage executes: what the gather floor prices. */
+#define NN_TERM_GATHERS 10
+static inline double nn_gathers(const double *terms) { return terms[NN_TERM_GATHERS]; }
 
 #define NN_OFF_W1 0                                      /* [NN_ALGO_IN][NN_H1], squashed by a sigmoid */
 #define NN_OFF_B1 (NN_OFF_W1 + NN_ALGO_IN * NN_H1)
@@ -83,6 +93,7 @@ typedef struct {
     double w[NN_NPARAMS];
     double term_scale[NN_COEF];
     double floor_ms;                  /* ms per instruction of terms 30 + 31 (0: no floor) */
+    double gather_floor_ms;           /* ms per gather of term 10 (0: no gather floor) */
     char device[NN_DEVICE_MAX];       /* the device key trained for ("" unknown) */
     char summary[NN_SUMMARY_MAX];     /* the training set, one line */
 } nn_model;
@@ -123,14 +134,16 @@ typedef struct {
     int cap;
     double sw1[NN_ALGO_IN * NN_H1];   /* sigmoid(W1) */
     double *e1, *e2, *z;              /* per row: NN_H1, NN_H2, NN_COEF */
-    unsigned char *floored;           /* per row: its cost is the instruction floor */
+    unsigned char *floored;           /* per row: its cost is a floor (NN_FLOOR_*, 0: the network's) */
 } nn_tape;
 void nn_tape_init(nn_tape *t);
 void nn_tape_reserve(nn_tape *t, int rows);
 void nn_tape_free(nn_tape *t);
 
+/* Which floor a row's cost is (nn_tape.floored). */
+enum { NN_FLOOR_NONE, NN_FLOOR_INSTRUCTIONS, NN_FLOOR_GATHERS };
 /* cost[r] = the cost of row r in the model's units (before exp(log_scale)),
- * the instruction floor included.  With a tape (reserved for r.n rows)
+ * the floors included.  With a tape (reserved for r.n rows)
  * keeps what nn_backward needs.  A floored row's cost does not depend on
  * the network, and its share of the state's time not on log_scale. */
 void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost);
@@ -170,7 +183,7 @@ void nn_decay_weights(nn_model *m, double f);
 /* The weights file (docs/costmodel.md): a header (magic, format version,
  * layout hash, device key, training summary), the parameters and the term
  * scales, and a checksum.  0, or -1 with a message naming the file. */
-#define NN_FORMAT_VERSION 2       /* 2 added floor_ms; version 1 files load with none */
+#define NN_FORMAT_VERSION 3       /* 2 added floor_ms, 3 gather_floor_ms; older files load without */
 int nn_save(const nn_model *m, const char *path, char *err, size_t errlen);
 int nn_load(nn_model *m, const char *path, char *err, size_t errlen);
 

@@ -421,6 +421,7 @@ void train_opts_default(train_opts *o) {
     o->batch = TRAIN_BATCH;
     o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
     o->floor_quantile = TRAIN_FLOOR_QUANTILE;
+    o->gather_floor = true;
 }
 
 void train_neighbour_predict(const train_data *d, int w, double *pred) {
@@ -495,16 +496,18 @@ void train_calibrate(const train_data *d, nn_model *m) {
     free(ratio);
 }
 
-double train_instruction_floor(const train_data *d, double q_share) {
+/* ms per unit of work at quantile q of the training samples' rates, the
+ * work of a sample being work(terms) summed over its stages; samples
+ * without such work take no part.  0 without samples. */
+static double train_rate_floor(const train_data *d, double q_share, double (*work)(const double *terms)) {
     double *rate = base_calloc((size_t)d->nsamples + 1, sizeof(double));
     int n = 0;
     for (int i = 0; i < d->nsamples; i++) {
         const train_sample *sm = &d->samples[i];
         if (d->pipes[sm->pipe].role != TRAIN_ROLE_TRAIN) continue;
-        double instr = 0;
-        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++)
-            instr += nn_instructions(d->terms + (size_t)r * NN_COEF);
-        if (instr > 0) rate[n++] = instr / sm->ms;
+        double units = 0;
+        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++) units += work(d->terms + (size_t)r * NN_COEF);
+        if (units > 0) rate[n++] = units / sm->ms;
     }
     double floor_ms = 0;
     if (n) {
@@ -515,6 +518,12 @@ double train_instruction_floor(const train_data *d, double q_share) {
     free(rate);
     return floor_ms;
 }
+
+double train_instruction_floor(const train_data *d, double q_share) {
+    return train_rate_floor(d, q_share, nn_instructions);
+}
+
+double train_gather_floor(const train_data *d, double q_share) { return train_rate_floor(d, q_share, nn_gathers); }
 
 /* Adam's step in epoch e (1-based): lr, then over the last `anneal` of
  * the epochs falling linearly to lr / 20 in the last one, so that the
@@ -574,6 +583,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
                          d->nsamples, nvalid);
     }
     double floor_ms = train_instruction_floor(d, o->floor_quantile);
+    double gather_ms = o->gather_floor ? train_gather_floor(d, o->floor_quantile) : 0;
     /* fine-tuning keeps weights trained with intensive inputs so */
     bool intensive = o->intensive || (o->fine_tune && !nn_uses_extensive_inputs(m));
     if (!o->fine_tune) {
@@ -581,8 +591,11 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         if (intensive) nn_drop_extensive_inputs(m);
         train_calibrate(d, m);
         m->floor_ms = floor_ms;
-    } else if (floor_ms > 0 && m->floor_ms > floor_ms) {
-        m->floor_ms = floor_ms;
+        m->gather_floor_ms = gather_ms;
+    } else {
+        /* a floor is lowered where the new samples ran faster, never added */
+        if (floor_ms > 0 && m->floor_ms > floor_ms) m->floor_ms = floor_ms;
+        if (gather_ms > 0 && m->gather_floor_ms > gather_ms) m->gather_floor_ms = gather_ms;
     }
     int bsize = o->batch > 0 && o->batch <= TRAIN_BATCH ? o->batch : TRAIN_BATCH;
     nn_adam *adam = base_calloc(1, sizeof *adam);

@@ -110,7 +110,8 @@ typedef struct {
     bool fine_tune;                   /* m holds weights to start from (term scales kept) */
     bool intensive;                   /* coefficients from the intensive schedule inputs
                                          alone (nn_drop_extensive_inputs) */
-    double floor_quantile;            /* of the rates, for the instruction floor (TRAIN_FLOOR_QUANTILE) */
+    double floor_quantile;            /* of the rates, for the floors (TRAIN_FLOOR_QUANTILE) */
+    bool gather_floor;                /* set the gather floor too (true by default) */
     bool progress;                    /* a progress bar on stderr (when it is a terminal) */
     FILE *log;                        /* one line per epoch, or NULL */
 } train_opts;
@@ -173,12 +174,17 @@ void train_calibrate(const train_data *d, nn_model *m);
  * of them away.  0 without samples. */
 #define TRAIN_FLOOR_QUANTILE 0.999
 double train_instruction_floor(const train_data *d, double q);
+/* The gather floor (nn.h) likewise: ms per gather of term 10 at quantile
+ * q of the rates of the training samples that gather at all. */
+double train_gather_floor(const train_data *d, double q);
 
 /* Trains m on the TRAIN_ROLE_TRAIN pipelines (from nn_init(seed), or from
  * m itself when fine-tuning), printing per epoch the training and
- * validation loss, pairwise accuracy and rho.  The instruction floor is
- * the training samples' (train_instruction_floor); a fine-tuned model
- * keeps its own where that is lower, and none where it had none.  The
+ * validation loss, pairwise accuracy and rho.  The instruction and the
+ * gather floors are the training samples' (train_instruction_floor,
+ * train_gather_floor; no gather floor without o->gather_floor); a
+ * fine-tuned model keeps its own where that is lower, and none where it
+ * had none.  The
  * final metrics in *train and *valid (may be NULL).  0, or -1 with err (no
  * training samples). */
 int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metrics *train, train_metrics *valid,

@@ -921,7 +921,10 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
         if (tape.floored[i]) {
             /* the network's terms fell below the floor: the floor is the cost */
             const double *ti = terms + (size_t)i * NN_COEF;
-            fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms", nn_instructions(ti), m->floor_ms);
+            if (tape.floored[i] == NN_FLOOR_GATHERS)
+                fprintf(out, "  [gather floor: %.4g gathers x %.3g ms", nn_gathers(ti), m->gather_floor_ms);
+            else
+                fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms", nn_instructions(ti), m->floor_ms);
             shown++;
         }
         for (int j = 0; j < 3 && !tape.floored[i]; j++) {
