@@ -13,6 +13,7 @@
  * Run from the repository root (targets/).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,47 @@ static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT, false); 
 static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK, false); }
 static void test_gradient_floor(void) { gradient_check(TRAIN_LOSS_RANK, true); }
 
+/* Checks a floor trained on d (floor_ms per unit of work(terms)) against
+ * the samples' times and the predictions pred: the floor alone predicts
+ * none of the samples slower than measured and one exactly, and no
+ * prediction is below it.  The number of samples with work. */
+static int check_floor_bounds(const train_data *d, const double *pred, double (*work)(const double *terms),
+                              double floor_ms) {
+    int over = 0, exact = 0, under = 0, with = 0;
+    for (int i = 0; i < d->nsamples; i++) {
+        const train_sample *sm = &d->samples[i];
+        double units = 0;
+        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++) units += work(d->terms + (size_t)r * NN_COEF);
+        with += units > 0;
+        double fl = units * floor_ms;
+        over += fl > sm->ms * (1 + 1e-12);
+        exact += units > 0 && fabs(fl - sm->ms) <= 1e-12 * sm->ms;
+        under += pred[i] < fl * (1 - 1e-12);
+    }
+    CHECK(over == 0 && exact >= 1 && under == 0);
+    return with;
+}
+
+/* Fine-tuning m on d for an epoch lowers the floor at byte offset field
+ * of the model (from far above) to want, what d's samples need, and keeps
+ * none where m had none (older weights). */
+static void check_fine_tuned_floor(const train_data *d, const nn_model *m, size_t field, double want) {
+    train_opts o;
+    train_opts_default(&o);
+    o.fine_tune = true;
+    o.epochs = 1;
+    char err[256];
+    nn_model *f = calloc(1, sizeof *f);
+    *f = *m;
+    double *fl = (double *)((char *)f + field);
+    *fl = 1e9;
+    CHECK(train_run(d, f, &o, NULL, NULL, err, sizeof err) == 0 && *fl == want);
+    *f = *m;
+    *fl = 0;
+    CHECK(train_run(d, f, &o, NULL, NULL, err, sizeof err) == 0 && *fl == 0);
+    free(f);
+}
+
 /* The instruction floor: training takes it from its samples, so that the
  * floor alone predicts none of them (fewer than a thousand) slower than
  * measured and one exactly; every prediction is at least the floor, also
@@ -200,18 +242,7 @@ static void test_instruction_floor(void) {
     CHECK(m->floor_ms > 0 && m->floor_ms == train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
     double *pred = calloc((size_t)d.nsamples, sizeof(double));
     train_predict_all(&d, m, pred);
-    int over = 0, exact = 0, under = 0;
-    for (int i = 0; i < d.nsamples; i++) {
-        const train_sample *sm = &d.samples[i];
-        double instr = 0;
-        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++)
-            instr += nn_instructions(d.terms + (size_t)r * NN_COEF);
-        double fl = instr * m->floor_ms;
-        over += fl > sm->ms * (1 + 1e-12);
-        exact += fabs(fl - sm->ms) <= 1e-12 * sm->ms;
-        under += pred[i] < fl * (1 - 1e-12);
-    }
-    CHECK(over == 0 && exact >= 1 && under == 0);
+    check_floor_bounds(&d, pred, nn_instructions, m->floor_ms);
     /* one row's arithmetic and loads times 1000: the row costs at least
      * the floor of that work, and more than before */
     const train_sample *s0 = &d.samples[0];
@@ -219,17 +250,9 @@ static void test_instruction_floor(void) {
     terms[30] *= 1000, terms[31] *= 1000;
     train_predict_all(&d, m, pred);
     CHECK(pred[0] >= nn_instructions(terms) * m->floor_ms * (1 - 1e-12) && pred[0] > before);
-    /* fine-tuning lowers the floor to what its own samples need, never raises it */
-    nn_model *f = calloc(1, sizeof *f);
-    *f = *m;
-    f->floor_ms = 1e9;
-    o.fine_tune = true;
-    o.epochs = 1;
-    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
-    *f = *m;
-    f->floor_ms = 0;                                /* weights of format version 1: none */
-    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->floor_ms == 0);
-    free(f);
+    /* fine-tuning lowers the floor to what its own samples need, never
+     * raises it; weights of format version 1 keep none */
+    check_fine_tuned_floor(&d, m, offsetof(nn_model, floor_ms), train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
     free(pred);
     free(m);
     train_data_free(&d);
@@ -243,7 +266,7 @@ static void test_instruction_floor(void) {
 static void test_gather_floor(void) {
     train_data d;
     synthetic(&d, 20, NULL);
-    int rows = d.samples[d.nsamples - 1].row0 + d.samples[d.nsamples - 1].nrows, gathering = 0;
+    int rows = d.samples[d.nsamples - 1].row0 + d.samples[d.nsamples - 1].nrows;
     for (int r = 0; r < rows; r++) {
         double *t = d.terms + (size_t)r * NN_COEF;
         t[NN_TERM_GATHERS] = t[1] * (r % 3);
@@ -258,18 +281,7 @@ static void test_gather_floor(void) {
     CHECK(m->floor_ms == train_instruction_floor(&d, TRAIN_FLOOR_QUANTILE));
     double *pred = calloc((size_t)d.nsamples, sizeof(double));
     train_predict_all(&d, m, pred);
-    int over = 0, exact = 0, under = 0;
-    for (int i = 0; i < d.nsamples; i++) {
-        const train_sample *sm = &d.samples[i];
-        double g = 0;
-        for (int r = sm->row0; r < sm->row0 + sm->nrows; r++) g += nn_gathers(d.terms + (size_t)r * NN_COEF);
-        gathering += g > 0;
-        double fl = g * m->gather_floor_ms;
-        over += fl > sm->ms * (1 + 1e-12);
-        exact += g > 0 && fabs(fl - sm->ms) <= 1e-12 * sm->ms;
-        under += pred[i] < fl * (1 - 1e-12);
-    }
-    CHECK(gathering > 10 && over == 0 && exact >= 1 && under == 0);
+    CHECK(check_floor_bounds(&d, pred, nn_gathers, m->gather_floor_ms) > 10);
     /* one gathering row's gathers times 1e6: it costs at least their floor */
     int row = -1;
     for (int r = 0; r < rows && row < 0; r++)
@@ -295,17 +307,9 @@ static void test_gather_floor(void) {
     nn_model *f = calloc(1, sizeof *f);
     o.gather_floor = false;
     CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->gather_floor_ms == 0 && f->floor_ms > 0);
-    o.gather_floor = true;
-    /* fine-tuning lowers the gather floor, never adds one */
-    *f = *m;
-    f->gather_floor_ms = 1e9;
-    o.fine_tune = true;
-    o.epochs = 1;
-    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->gather_floor_ms == train_gather_floor(&d, TRAIN_FLOOR_QUANTILE));
-    *f = *m;
-    f->gather_floor_ms = 0;                         /* weights of format version 2: none */
-    CHECK(train_run(&d, f, &o, NULL, NULL, err, sizeof err) == 0 && f->gather_floor_ms == 0);
     free(f);
+    /* fine-tuning lowers the gather floor; weights of format version 2 keep none */
+    check_fine_tuned_floor(&d, m, offsetof(nn_model, gather_floor_ms), train_gather_floor(&d, TRAIN_FLOOR_QUANTILE));
     free(pred);
     free(m);
     train_data_free(&d);
