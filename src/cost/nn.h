@@ -30,8 +30,8 @@
  * kill that term's coefficient, and a schedule whose every point gathers
  * and scatters through local memory ran 27x slower than the instruction
  * floor alone priced it (docs/costmodel.md).  0: no floor.  All
- * arithmetic is in double: one
- * path for inference, training and the gradient check.
+ * arithmetic is in double: one path for inference, training and the
+ * gradient check.
  *
  * Parameters are one flat array of NN_NPARAMS doubles with named slices
  * (NN_OFF_*); matrices are stored input-major (W[i][o] at i * outputs + o)
