@@ -69,6 +69,14 @@ grep -q "^gather floor: [0-9.e+-]* ms per gather .*the 0.6 quantile" "$out"; ok 
 case_ train_no_gather_floor 0 -o '^instruction floor: ' -- \
     "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --no-gather-floor
 ! grep -q "^gather floor" "$out"; ok train_no_gather_floor_line $?
+# --explain names the floor a stage is on: with the median rates both floors
+# bind on some stages of unsharp's random schedules
+"$sc" train --data "$data" -o "$tmp/q5.weights" --epochs 1 --floor-quantile 0.5 >/dev/null 2>&1
+for s in 1 2 3 4 5 6; do
+    "$sc" predict "$app" --small --strategy random --seed $s --target a100 --weights "$tmp/q5.weights" --explain 2>&1
+done >"$tmp/floors.txt"
+grep -q '\[gather floor: [0-9.e+]* gathers x [0-9.e+-]* ms' "$tmp/floors.txt"; ok predict_explain_gather_floor $?
+grep -q '\[instruction floor: [0-9.e+]* instructions x [0-9.e+-]* ms' "$tmp/floors.txt"; ok predict_explain_instruction_floor $?
 case_ train_floor_quantile_bad 2 -e "--floor-quantile: expected a quantile from 0.5 to 1, got '0.2'" -- \
     "$sc" train --data "$data" -o "$tmp/q.weights" --floor-quantile 0.2
 case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4
