@@ -61,17 +61,17 @@ grep -q "^instruction floor: [0-9.e+-]* ms per instruction" "$out"; ok train_ins
 # a lower quantile of the rates: a higher floor (more ms per instruction)
 f999=$(sed -n 's/^instruction floor: \([0-9.e+-]*\) ms per instruction.*the 0.999 quantile.*/\1/p' "$out")
 case_ train_floor_quantile 0 -o 'the 0.6 quantile of the training samples' -- \
-    "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --floor-quantile 0.6
+    "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --floor-quantile 0.6 --gather-floor
 f6=$(sed -n 's/^instruction floor: \([0-9.e+-]*\) ms per instruction.*/\1/p' "$out")
 ok train_floor_quantile_higher "$(awk -v a="$f6" -v b="$f999" 'BEGIN { exit !(a > 0 && b > 0 && a > b) }'; echo $?)"
-# the gather floor: printed beside it, and left out with --no-gather-floor
+# the gather floor: printed beside it with --gather-floor, and none without
 grep -q "^gather floor: [0-9.e+-]* ms per gather .*the 0.6 quantile" "$out"; ok train_gather_floor $?
 case_ train_no_gather_floor 0 -o '^instruction floor: ' -- \
-    "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1 --no-gather-floor
+    "$sc" train --data "$data" -o "$tmp/q.weights" --device "$ckey" --epochs 1
 ! grep -q "^gather floor" "$out"; ok train_no_gather_floor_line $?
 # --explain names the floor a stage is on: with the median rates both floors
 # bind on some stages of unsharp's random schedules
-"$sc" train --data "$data" -o "$tmp/q5.weights" --epochs 1 --floor-quantile 0.5 >/dev/null 2>&1
+"$sc" train --data "$data" -o "$tmp/q5.weights" --epochs 1 --floor-quantile 0.5 --gather-floor >/dev/null 2>&1
 for s in 1 2 3 4 5 6; do
     "$sc" predict "$app" --small --strategy random --seed $s --target a100 --weights "$tmp/q5.weights" --explain 2>&1
 done >"$tmp/floors.txt"

@@ -31,7 +31,7 @@
  *    instructions the stage executes, so that the work of inlined
  *    producers enters a term and not only the coefficients;
  *  - 10 is ours too: the gathers (a load per lane on a CPU that vectorizes
- *    across threads), num_scalars x vector_gathers_per_point. */
+ *    across threads), points computed x vector_gathers_per_point. */
 void cost_terms(const double *v, const target *t, double *T) {
     for (int k = 0; k < NN_COEF; k++) T[k] = 0;
     bool inl = F(inlined_calls) != 0;
@@ -82,18 +82,23 @@ void cost_terms(const double *v, const target *t, double *T) {
     T[9] = F(working_set_at_thread);
 
     /* instructions: the arithmetic and the loads the stage's body
-     * executes, inline Funcs' included (the op histogram is per point) */
+     * executes, inline Funcs' included (the op histogram is per point),
+     * at the points it computes: num_scalars also counts the iterations
+     * of a tile past the region, which a guard skips (a tile of 8 threads
+     * over a region 1 wide counted 8 times the work), and the instruction
+     * floor must not price work that is not done */
+    double executed = F(points_computed_total);
     double arith = 0, loads = 0;
     for (int ty = 0; ty < SC_TYPE_COUNT; ty++) {
         for (int k = OPS_ADD; k <= OPS_MATH; k++) arith += v[FEAT_OP(k, ty)];
         arith += v[FEAT_OP(OPS_CAST, ty)];
         for (int k = OPS_LOAD_INPUT; k <= OPS_LOAD_SELF; k++) loads += v[FEAT_OP(k, ty)];
     }
-    T[NN_TERM_ARITH] = F(num_scalars) * arith * w;
-    T[NN_TERM_LOADS] = F(num_scalars) * loads * w;
+    T[NN_TERM_ARITH] = executed * arith * w;
+    T[NN_TERM_LOADS] = executed * loads * w;
     /* gathers: a CPU's vector load per lane where the lanes' addresses
      * are not one element or consecutive ones (feat_warp.h) */
-    T[10] = F(num_scalars) * F(vector_gathers_per_point) * w;
+    T[10] = executed * F(vector_gathers_per_point) * w;
 }
 
 static const char *const term_names[NN_COEF] = {
@@ -107,7 +112,7 @@ static const char *const term_names[NN_COEF] = {
     [7] = "load: num_realizations x unique_register_bytes_read_per_realization",
     [8] = "load: num_realizations x unique_register_lines_read_per_realization",
     [9] = "working set: working_set_at_thread",
-    [10] = "load: num_scalars x vector gathers per point x idle core / lane wastage",
+    [10] = "load: points computed x vector gathers per point x idle core / lane wastage",
     [11] = "load: threads x unique_shared_bytes_read_per_thread",
     [13] = "load: threads x unique_global_bytes_read_per_thread",
     [16] = "load: num_realizations x unique_shared_lines_read_per_realization",
@@ -123,8 +128,8 @@ static const char *const term_names[NN_COEF] = {
     [27] = "load: num_blocks x num_shared_mem_loads_per_block",
     [28] = "load: num_blocks x num_global_mem_loads_per_block / efficiency",
     [29] = "store: num_blocks x num_shared_mem_stores_per_block",
-    [NN_TERM_ARITH] = "compute: num_scalars x arithmetic operations per point x idle core / lane wastage",
-    [NN_TERM_LOADS] = "load: num_scalars x load instructions per point x idle core / lane wastage",
+    [NN_TERM_ARITH] = "compute: points computed x arithmetic operations per point x idle core / lane wastage",
+    [NN_TERM_LOADS] = "load: points computed x load instructions per point x idle core / lane wastage",
 };
 
 const char *cost_term_name(int k) { return k >= 0 && k < NN_COEF ? term_names[k] : NULL; }

@@ -62,8 +62,10 @@
  * 5: term 10, the gathers (feature vector_gathers_per_point).  6:
  * unrolled_loop_extent counts a reduction whose loops lowering unrolls one
  * by one (it read 1 where their product passed the limit), and the warp
- * transactions count such loops as unrolled (nest_serial_loops_unrolled). */
-#define NN_TERMS_VERSION 6
+ * transactions count such loops as unrolled (nest_serial_loops_unrolled).
+ * 7: terms 30, 31 and 10 count the points computed, not num_scalars (which
+ * includes the iterations a guard skips). */
+#define NN_TERMS_VERSION 7
 
 /* Terms 30 and 31: the arithmetic and the load instructions a stage
  * executes (costmodel.c); their sum is what the instruction floor prices. */

@@ -421,7 +421,7 @@ void train_opts_default(train_opts *o) {
     o->batch = TRAIN_BATCH;
     o->loss = TRAIN_LOSS_RANK;        /* ranks measured samples better (docs/costmodel.md) */
     o->floor_quantile = TRAIN_FLOOR_QUANTILE;
-    o->gather_floor = true;
+    o->gather_floor = false;          /* train --gather-floor (docs/costmodel.md) */
 }
 
 void train_neighbour_predict(const train_data *d, int w, double *pred) {
@@ -583,7 +583,9 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
                          d->nsamples, nvalid);
     }
     double floor_ms = train_instruction_floor(d, o->floor_quantile);
-    double gather_ms = o->gather_floor ? train_gather_floor(d, o->floor_quantile) : 0;
+    /* the gather floor: asked for, or kept (and lowered) by fine-tuning */
+    bool gathers = o->fine_tune ? m->gather_floor_ms > 0 : o->gather_floor;
+    double gather_ms = gathers ? train_gather_floor(d, o->floor_quantile) : 0;
     /* fine-tuning keeps weights trained with intensive inputs so */
     bool intensive = o->intensive || (o->fine_tune && !nn_uses_extensive_inputs(m));
     if (!o->fine_tune) {

@@ -111,7 +111,7 @@ typedef struct {
     bool intensive;                   /* coefficients from the intensive schedule inputs
                                          alone (nn_drop_extensive_inputs) */
     double floor_quantile;            /* of the rates, for the floors (TRAIN_FLOOR_QUANTILE) */
-    bool gather_floor;                /* set the gather floor too (true by default) */
+    bool gather_floor;                /* set the gather floor too (false by default) */
     bool progress;                    /* a progress bar on stderr (when it is a terminal) */
     FILE *log;                        /* one line per epoch, or NULL */
 } train_opts;

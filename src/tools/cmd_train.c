@@ -52,10 +52,10 @@ static void train_usage(FILE *out) {
             "                    D x the step size (default 0; docs/costmodel.md)\n"
             "  --anneal F        the last fraction F of the epochs lowers the rate linearly to\n"
             "                    a twentieth (default 0.2; 0: a constant rate)\n"
-            "  --floor-quantile Q  the instruction and gather floors: no stage runs its\n"
-            "                    instructions (its gathers) faster than quantile Q of the\n"
-            "                    training samples' rates (default 0.999; docs/costmodel.md)\n"
-            "  --no-gather-floor the instruction floor alone\n"
+            "  --floor-quantile Q  the floors: no stage runs its instructions (its gathers)\n"
+            "                    faster than quantile Q of the training samples' rates\n"
+            "                    (default 0.999; docs/costmodel.md)\n"
+            "  --gather-floor    a gather floor beside the instruction floor (docs/costmodel.md)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
             "  --intensive       the coefficients from the per-point, per-thread and per-block\n"
             "                    schedule features alone, not from totals that grow with the\n"
@@ -106,7 +106,7 @@ int tool_train(int argc, char **argv) {
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, min_generation = 0;
-    bool intensive = false, gather_floor = true;
+    bool intensive = false, gather_floor = false;
     double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
@@ -127,7 +127,7 @@ int tool_train(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--device", &missing))) device = v;
         else if ((v = opt_value(argc, argv, &i, "--init", &missing))) init = v;
         else if (!strcmp(a, "--intensive")) intensive = true;
-        else if (!strcmp(a, "--no-gather-floor")) gather_floor = false;
+        else if (!strcmp(a, "--gather-floor")) gather_floor = true;
         else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing))) {
             char *c = copies[ncopies++] = strdup(v), *save = NULL;
             for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
