@@ -24,14 +24,14 @@
  * inline producers' included), a rate taken from the training samples
  * (train_instruction_floor) so that the network cannot extrapolate a
  * schedule that multiplies the work (inlining a stencil into a stencil) to
- * near zero cost.  gather_floor_ms, the gather floor, is the same for
- * the gathers of term 10 (a load or store per lane where a CPU vectorizes
- * across threads whose addresses are not consecutive): the network can
- * kill that term's coefficient, and a schedule whose every point gathers
- * and scatters through local memory ran 27x slower than the instruction
- * floor alone priced it (docs/costmodel.md).  0: no floor.  All
- * arithmetic is in double: one path for inference, training and the
- * gradient check.
+ * near zero cost.  gather_floor_ms, the gather floor (train
+ * --gather-floor; off by default), is the same for the gathers of term
+ * 10 (a load or store per lane where a CPU vectorizes across threads whose
+ * addresses are not consecutive): the network can kill that term's
+ * coefficient, and a schedule whose every point gathers and scatters
+ * through local memory ran 27x slower than the instruction floor alone
+ * priced it (docs/costmodel.md).  0: no floor.  All arithmetic is in
+ * double: one path for inference, training and the gradient check.
  *
  * Parameters are one flat array of NN_NPARAMS doubles with named slices
  * (NN_OFF_*); matrices are stored input-major (W[i][o] at i * outputs + o)
