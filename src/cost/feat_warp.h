@@ -17,10 +17,11 @@
  *  - LIFT (Remmelg et al. 2020): the distinct lines of one instruction
  *    counted from the lanes' differences to lane 0, floor((a_l - a_0) / 128).
  * When the serial loops are unrolled (as lowering unrolls them, each loop
- * on its own: nest_serial_loops_unrolled), a lane does not load again an address it has loaded in an
- * earlier iteration (the value stays in a register), and does not store
- * again an address it stores later (the store moves out of the unrolled
- * block): only lanes with a new address take part in an instruction.
+ * on its own: nest_serial_loops_unrolled), a lane does not load again an
+ * address it has loaded in an earlier iteration (the value stays in a
+ * register), and does not store again an address it stores later (the
+ * store moves out of the unrolled block): only lanes with a new address
+ * take part in an instruction.
  * Otherwise every iteration issues its instructions; at most
  * FEAT_WARP_ITERS iterations are enumerated (FEAT_WARP_SLOW_ITERS for an
  * access with fractional coefficients, a resampling) and the counts

@@ -180,11 +180,12 @@ static double nn_dot_terms(const nn_model *m, const double *z, const double *ter
 }
 
 /* The floor of a row in the model's units (0 without one): the larger of
- * the instruction and the gather floors; *which says which (NN_FLOOR_*). */
+ * the instruction and the gather floors; *which (unless NULL) says which
+ * (NN_FLOOR_*). */
 static double nn_floor_of(const nn_model *m, const double *terms, int *which) {
     double fi = m->floor_ms > 0 ? nn_instructions(terms) * m->floor_ms : 0;
     double fg = m->gather_floor_ms > 0 ? nn_gathers(terms) * m->gather_floor_ms : 0;
-    *which = fg > fi ? NN_FLOOR_GATHERS : NN_FLOOR_INSTRUCTIONS;
+    if (which) *which = fg > fi ? NN_FLOOR_GATHERS : NN_FLOOR_INSTRUCTIONS;
     return fmax(fi, fg) / exp(m->w[NN_OFF_SCALE]);
 }
 
@@ -193,8 +194,7 @@ double nn_row_cost(const nn_model *m, const double *part, const double *sched_lo
     nn_embed_sched(m, sched_log, e2);
     memcpy(z, part, sizeof z);
     nn_mix(m, NN_H1, NN_H2, e2, z);
-    int which;
-    return fmax(nn_dot_terms(m, z, terms), nn_floor_of(m, terms, &which));
+    return fmax(nn_dot_terms(m, z, terms), nn_floor_of(m, terms, NULL));
 }
 
 void nn_forward(const nn_model *m, const nn_rows *r, nn_tape *t, double *cost) {
