@@ -321,7 +321,8 @@ static void test_staging_registers(void) {
     lowered_free(&l);
 }
 
-/* Which updates accumulate in place (ir_stage_accumulates). */
+/* Which updates accumulate in place (ir_stage_accumulates) and which
+ * scatter (ir_stage_scatters). */
 static void test_accumulates(void) {
     const char *src = "input f32 in(8, 8);\nrdom r(0, 8);\n"
                       "acc(x) = 0.0;\nacc(x) += in(x, r);\n"            /* in place */
@@ -344,19 +345,23 @@ static void test_accumulates(void) {
         if (ir_stage_accumulates(f, 1) != want[i]) fprintf(stderr, "%s: expected %d\n", names[i], want[i]);
         CHECK(ir_stage_accumulates(f, 1) == want[i]);
         CHECK(!ir_stage_accumulates(f, 0));
+        CHECK(ir_stage_scatters(f, 1) == (i == 3));     /* only h's coordinate is loaded */
+        CHECK(!ir_stage_scatters(f, 0));
     }
     sc_pipeline_free(p);
 }
 
-/* Where the reduction loops go: around the serial tile of a stage that
- * accumulates in place over several points a thread (a matrix product's
- * 4x2 or 4x4), inside it for one point or for a scan; each gives the
- * reference's result bit for bit. */
+/* Where the reduction loops go: around the serial tile of an update over
+ * several points a thread (a matrix product's 4x2 or 4x4, a scan's 4),
+ * inside it for one point and for a scatter (4 points along its pure x);
+ * each gives the reference's result bit for bit. */
 static void test_reduction_order(void) {
     const char *mm = "input f32 A(16, 16);\ninput f32 B(16, 16);\nrdom r(0, 16);\n"
                      "prod(i, j) = 0.0;\nprod(i, j) += A(i, r) * B(r, j);\noutput prod(16, 16);\n";
     const char *sc = "input f32 in(16, 16);\nrdom r(1, 15);\n"
                      "f(x, y) = in(x, y);\nf(x, r) = f(x, r - 1) * 0.5 + f(x, r);\noutput f(16, 16);\n";
+    const char *sg = "input f32 in(8, 16);\nrdom r(0, 16);\n"
+                     "h(x, y) = 0.0;\nh(x, clamp(i32(in(x, r) * 8.0), 0, 7)) += in(x, r);\noutput h(8, 8);\n";
     struct { const char *src, *sched, *kernel, *rloop, *ploop; bool outer; } c[] = {
         { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x4 j=4x2];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
           true },
@@ -366,9 +371,13 @@ static void test_reduction_order(void) {
         /* one point a thread: the same code either way, the reduction inside */
         { mm, "schedule t;\nprod: root [i=4x4 j=4x4] [i=4x1 j=4x1];\n", "void prod_s1(", "prod_r_x = ", "prod_i = ",
           false },
-        { sc, "schedule t;\nf: root [x=4x4 y=4x1] [x=4x4];\n", "void f_s1(", "f_r_x = ", "f_x = ", false },
+        /* a scan: around its tile since code generation 13, inside one point */
+        { sc, "schedule t;\nf: root [x=4x4 y=4x1] [x=4x4];\n", "void f_s1(", "f_r_x = ", "f_x = ", true },
+        { sc, "schedule t;\nf: root [x=4x4 y=4x1] [x=4x1];\n", "void f_s1(", "f_r_x = ", "f_x = ", false },
+        /* a scatter along y, pure in x: inside */
+        { sg, "schedule t;\nh: root [x=4x1 y=4x1] [x=2x4];\n", "void h_s1(", "h_r_x = ", "h_x = ", false },
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         lowered l;
         CHECK(lower_text(&l, c[i].src, c[i].sched));
         if (l.prog) {

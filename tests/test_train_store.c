@@ -637,6 +637,35 @@ static void test_cpu_minmax(void) {
     fixture_remove_db(db);
 }
 
+/* A sample of code older than CG_GENERATION_SCANS_AROUND whose scan runs
+ * over a tile of several points a thread is rejected (that code ran the
+ * scan inside the tile; this build runs it around the tile); one whose
+ * scan has one point a thread ran the same code and is loaded, and so is
+ * the first once timed by newer code. */
+static void test_scan_order(void) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_scan_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline scan;\ninput f32 in(64, 48);\nrdom r(1, 47);\n"
+                              "f(x, y) = in(x, y);\nf(x, r) = f(x, r - 1) * 0.5 + f(x, r);\n"
+                              "output f(64, 48);\n");
+    int64_t devg, pid;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    const char *tiled = "schedule scan;\nf: root [x=16x1 y=4x1] [x=4x4];\n";
+    const char *one = "schedule scan;\nf: root [x=16x1 y=4x1] [x=16x1];\n";
+    CHECK(put_one(st, &fx, pid, devg, tiled, 10, "2026-11-28T09:00:00Z", "abc cg12", false) == 1);
+    CHECK(put_one(st, &fx, pid, devg, one, 11, "2026-11-28T09:00:00Z", "abc cg12", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_scan == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devg, tiled, CG_GENERATION_SCANS_AROUND));
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_scan == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -646,6 +675,7 @@ int main(void) {
     RUN(test_thread_unrolled);
     RUN(test_split_interior);
     RUN(test_cpu_minmax);
+    RUN(test_scan_order);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

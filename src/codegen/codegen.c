@@ -570,13 +570,15 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
         return CG_CODE_INTERIOR;
     if (generation < CG_GENERATION_CPU_MINMAX && opencl && l->cpu && cg_uses_f32_minmax(l->p))
         return CG_CODE_MINMAX;
+    if (generation < CG_GENERATION_SCANS_AROUND && nest_any_scan_around_tile(model))
+        return CG_CODE_SCAN_ORDER;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_CPU_MINMAX,
+    _Static_assert(CG_GENERATION == CG_GENERATION_SCANS_AROUND,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);

@@ -87,8 +87,19 @@
  *      a2 over 4 rows a work-item, l2 in its threads, 33 ms, 9.4 ms now;
  *      max_filter's baseline 1,256 to 1,097 ms (docs/backends.md).
  *      Samples of a CPU's OpenCL code of a pipeline with an f32 min or
- *      max changed (train_load.h, rejected_minmax). */
-#define CG_GENERATION 12
+ *      max changed (train_load.h, rejected_minmax).
+ *  13  2026-11-29: a scan (an update whose coordinates come from its
+ *      reduction domain, f(x, r) = f(x, r - 1) ..., not from values it
+ *      loads as a scatter's do) runs its reduction loops around a serial
+ *      tile of more than one point, as updates that accumulate in place
+ *      have since 2026-11-27 (nest_reduction_around_tile): the innermost
+ *      loop runs over
+ *      contiguous points, which PoCL vectorizes, where each point ran the
+ *      whole scan down a column before.  iir_blur's four scans in
+ *      threads of 4 x 16 points: 363 ms together, 40 ms now
+ *      (docs/benchmarks.md, "Scans around the tile").  Samples of
+ *      schedules with such a tile changed (train_load.h, rejected_scan). */
+#define CG_GENERATION 13
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -104,6 +115,9 @@
 /* The first generation whose OpenCL code for a CPU computes f32 min and
  * max with clang's builtins. */
 #define CG_GENERATION_CPU_MINMAX 12
+/* The first generation that runs a scan's reduction loops around a tile
+ * of several points, as those of updates that accumulate in place. */
+#define CG_GENERATION_SCANS_AROUND 13
 
 #include "lower.h"
 
@@ -147,7 +161,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 bool cg_opencl_splits(const lower_program *prog);
 
 /* What changed since an older generation's code for a schedule, as far as
- * generations 7 to 12 changed it (older ones changed more: callers that
+ * generations 7 to 13 changed it (older ones changed more: callers that
  * care leave them out): the code of s that code generation `generation`
  * made (its loop-nest model, built without staging; on a CPU target or
  * not, through OpenCL or not) lacked staging that it had then
@@ -166,7 +180,10 @@ bool cg_opencl_splits(const lower_program *prog);
  * CG_GENERATION_SPLIT_INTERIOR, where cg_opencl_splits), or, on a CPU
  * through OpenCL, called OpenCL's fmin or fmax where this build calls
  * clang's builtins (CG_CODE_MINMAX: before CG_GENERATION_CPU_MINMAX, where
- * cg_uses_f32_minmax). */
+ * cg_uses_f32_minmax), or ran the reduction loops of a scan inside a
+ * tile of several points where this build runs them around it
+ * (CG_CODE_SCAN_ORDER: before CG_GENERATION_SCANS_AROUND, where
+ * nest_any_scan_around_tile). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -174,7 +191,8 @@ typedef enum {
     CG_CODE_UNROLLING,
     CG_CODE_PRIVATE,
     CG_CODE_INTERIOR,
-    CG_CODE_MINMAX
+    CG_CODE_MINMAX,
+    CG_CODE_SCAN_ORDER
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only

@@ -709,15 +709,18 @@ static bool call_varies(const feat_call *c, int j) {
  * generated code does them: at each reduction step a call is loaded once
  * per distinct address in the tile, so one that does not move along a
  * pure loop serves the tile's points along it (sgemm's A(i, r) serves a
- * tile's j), and the stage's own running values stay in registers. */
-static void reuse_tile_loads(const sc_func *f, const feat_stage_access *a, const stage_pic *sp, double *v) {
+ * tile's j), and the running values of a stage that accumulates in place
+ * stay in registers (a scan's read of the step before is a load like any
+ * other). */
+static void reuse_tile_loads(const sc_func *f, int st, const feat_stage_access *a, const stage_pic *sp, double *v) {
     double pts = 1;
     for (int k = 0; k < sp->npure; k++) pts *= (double)sp->serial[sp->pure_loop[k]];
+    bool in_place = ir_stage_accumulates(f, st);
     for (int i = 0; i < a->n; i++) {
         const feat_call *c = &a->calls[i];
         ops_kind kind = c->prod == f ? OPS_LOAD_SELF : c->prod->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
         double distinct = 0;
-        if (kind != OPS_LOAD_SELF) {
+        if (kind != OPS_LOAD_SELF || !in_place) {
             distinct = 1;
             for (int k = 0; k < sp->npure; k++)
                 if (call_varies(c, sp->pure_loop[k])) distinct *= (double)sp->serial[sp->pure_loop[k]];
@@ -763,7 +766,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     }
     /* asked once: it walks the update's expression */
     bool around = nest_reduction_around_tile(rec);
-    if (around && rec->unrolled) reuse_tile_loads(f, a, sp, v);
+    if (around && rec->unrolled) reuse_tile_loads(f, st, a, sp, v);
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);
 
     double pure_pts = 1, serial_pts = 1, red = 1;

@@ -893,6 +893,18 @@ bool ir_stage_accumulates(const sc_func *f, int stage) {
     return w.ok;
 }
 
+static void call_visit(const sc_expr *e, void *user) {
+    if (e->kind == E_CALL) *(bool *)user = true;
+}
+
+bool ir_stage_scatters(const sc_func *f, int stage) {
+    if (stage <= 0 || stage >= f->nstages) return false;
+    const ir_stage *s = &f->stages[stage];
+    bool calls = false;
+    for (int d = 0; d < s->nargs && !calls; d++) ir_visit(s->args[d], call_visit, &calls);
+    return calls;
+}
+
 sc_rdom *sc_rdom_new(sc_pipeline *p, const char *name, int ndims,
                      const int *mins, const int *extents) {
     if (!check_new_name(p, "reduction domain", name)) return NULL;

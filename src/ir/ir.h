@@ -151,12 +151,16 @@ int ir_stage_loops(const sc_func *f, int stage, int *which);
 /* Whether update stage `stage` of f accumulates in place: it has a
  * reduction domain, writes each point at its own pure variables (f(x, y)
  * = ..., no coordinate computed from the domain) and reads f only at that
- * same point. Such a stage keeps a running value per point, and lowering
- * runs its reduction loops around a serial tile of several points
- * (nest_reduction_around_tile), so that one reduction step updates every
- * point of a thread's tile (sgemm, convolutions, maxima); scans (f(x, r) = f(x, r - 1) ...) and scatters (h(v(r)) += 1)
- * keep their reduction loops innermost. */
+ * same point (sgemm, convolutions, maxima; not scans, f(x, r) = f(x, r -
+ * 1) ..., nor scatters, h(v(r)) += 1).  Such a stage keeps a running value
+ * per point, which an unrolled tile holds in registers (features.c). */
 bool ir_stage_accumulates(const sc_func *f, int stage);
+
+/* Whether update stage `stage` of f scatters: a coordinate it writes is
+ * computed from values it loads (h(clamp(i32(v(r)), 0, 255)) += 1,
+ * bilateral_grid's histogram(x, y, zi(x, y, r), c)), so that where each
+ * step writes is known only at run time. */
+bool ir_stage_scatters(const sc_func *f, int stage);
 
 /* Expression printing in .pipe syntax (fully explicit); returns a malloc'd
  * string. */

@@ -56,6 +56,12 @@
  * pipeline with an f32 min or max (cg_uses_f32_minmax) called OpenCL's
  * fmin or fmax, where this build calls clang's builtins: they count as
  * rejected_minmax (`collect --remeasure` times them again).
+ *
+ * Samples of code older than CG_GENERATION_SCANS_AROUND whose schedule
+ * has an update that does not accumulate in place over a tile of more
+ * than one point (nest_any_scan_around_tile) ran its reduction loops
+ * inside the tile, where this build runs them around it: they count as
+ * rejected_scan (`collect --remeasure` times them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

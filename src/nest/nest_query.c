@@ -79,20 +79,28 @@ bool nest_unrolls_private_readers(const nest *n) {
 }
 
 bool nest_reduction_around_tile(const nest_stage *rec) {
-    if (!ir_stage_accumulates(rec->func, rec->stage)) return false;
+    if (rec->stage < 1 || !rec->func->stages[rec->stage].rdom || ir_stage_scatters(rec->func, rec->stage)) return false;
     int64_t total = 1;
     for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
     return total > 1;
 }
 
-bool nest_any_reduction_around_tile(const nest *n) {
+/* Whether some update of n runs its reduction around its tile and does
+ * not (scans) or does (!scans) accumulate in place. */
+static bool any_around(const nest *n, bool scans) {
     for (int fid = 0; fid < n->nfuncs; fid++) {
         const nest_func *f = n->funcs[fid];
-        for (int st = 1; f && st < f->nstages; st++)
-            if (f->stages[st] && nest_reduction_around_tile(f->stages[st])) return true;
+        for (int st = 1; f && st < f->nstages; st++) {
+            const nest_stage *rec = f->stages[st];
+            if (rec && nest_reduction_around_tile(rec) && ir_stage_accumulates(rec->func, st) != scans) return true;
+        }
     }
     return false;
 }
+
+bool nest_any_reduction_around_tile(const nest *n) { return any_around(n, false); }
+
+bool nest_any_scan_around_tile(const nest *n) { return any_around(n, true); }
 
 bool nest_hull_whole(const nest_kernel *k, bool thread) {
     double positions = (double)k->nblocks * (double)(thread && k->nthreads > 0 ? k->nthreads : 1);

@@ -67,17 +67,28 @@ bool nest_unrolls_thread_tiles(const nest *n);
 bool nest_unrolls_private_readers(const nest *n);
 
 /* Whether lowering runs the reduction loops of stage rec around its
- * serial tile rather than inside it: the stage accumulates in place
- * (ir_stage_accumulates) and its tile has more than one point.  Each
- * reduction step then updates the whole tile: an unrolled tile (under 16
- * points) keeps its running values in registers and shares the step's
- * loads, a larger one runs its innermost pure loop over contiguous
- * points, which the device compiler can vectorize. */
+ * serial tile rather than inside it: the stage is an update with a
+ * reduction domain that does not scatter (ir_stage_scatters) and its
+ * tile has more than one point.  Each reduction step then updates the
+ * whole tile (pure points never interact, so the order is free): an
+ * unrolled tile (under 16 points) keeps its running values in registers
+ * and shares the step's loads, a larger one runs its innermost pure loop
+ * over contiguous points, which the device compiler can vectorize.
+ * Before CG_GENERATION_SCANS_AROUND (codegen.h) only the updates that
+ * accumulate in place (ir_stage_accumulates) did, not scans (f(x, r) =
+ * f(x, r - 1) ...).  Scatters keep the reduction innermost: a scatter's
+ * reduction loop often runs along its input's rows (hist's rows of Y),
+ * and around the tile it ran up to 1.8x slower (docs/benchmarks.md). */
 bool nest_reduction_around_tile(const nest_stage *rec);
 
-/* Whether some stage of n has its reduction loops around its tile: code
- * that lowering made otherwise before TRAIN_REDUCTION_AROUND_TILE
- * (train_load.h). */
+/* Whether some stage of n that accumulates in place has its reduction
+ * loops around its tile: code that lowering made otherwise before
+ * TRAIN_REDUCTION_AROUND_TILE (train_load.h). */
 bool nest_any_reduction_around_tile(const nest *n);
+
+/* Whether some update of n that does not accumulate in place (a scan)
+ * has its reduction loops around its tile: code that lowering made
+ * otherwise before CG_GENERATION_SCANS_AROUND. */
+bool nest_any_scan_around_tile(const nest *n);
 
 #endif
