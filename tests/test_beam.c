@@ -364,6 +364,55 @@ static void test_freeze(void) {
     app_free(&ac);
 }
 
+/* A Func whose six updates run the same loops (and one that does not):
+ * with share_tiles the search decides the six with one tile, legal for
+ * each, in fewer steps; without it each is a decision of its own.  Both
+ * schedules run bit-exactly. */
+static const char *like_pipe =
+    "pipeline lk;\n"
+    "input f32 in(64, 48);\n"
+    "m(x, y, i) = in(x, y) * f32(i);\n"
+    "m(x, y, 0) = m(x, y, 0) + m(x, y, 1);\n"
+    "m(x, y, 1) = m(x, y, 1) * m(x, y, 0);\n"
+    "m(x, y, 2) = m(x, y, 2) - m(x, y, 1);\n"
+    "m(x, y, 3) = m(x, y, 3) + m(x, y, 2);\n"
+    "m(x, y, 0) = m(x, y, 0) * 0.5 + m(x, y, 3);\n"
+    "m(x, y, 1) = m(x, y, 1) - m(x, y, 0);\n"
+    "rdom r(1, 3);\n"
+    "m(x, y, r) = m(x, y, r) + m(x, y, r - 1);\n"
+    "out(x, y) = m(x, y, 0) + m(x, y, 1) + m(x, y, 2) + m(x, y, 3);\n"
+    "output out(64, 48);\n";
+
+static void test_share_tiles(void) {
+    char err[4096];
+    app_case ac;
+    if (load_text("lk", like_pipe, &ac) != 0) { CHECK(!"the pipeline of like updates loads"); return; }
+    int mid = func_id(ac.p, "m");
+    int64_t featurized[2] = { 0, 0 };
+    for (int share = 0; share < 2; share++) {
+        search_opts o = small_opts(&ops_model);
+        o.share_tiles = share;
+        o.freeze = false;
+        search_ctx *c = search_new(ac.p, ac.b, &o, err, sizeof err);
+        CHECK(c != NULL);
+        if (!c) continue;
+        ir_arena *a = ir_arena_new();
+        double ms;
+        sched_state *s = search_run(c, a, 8, 2, 5, &ms, err, sizeof err);
+        CHECK(check_schedule("lk", &ac, a, s, true));
+        featurized[share] = search_ctx_stats(c).featurized;
+        /* m has updates, so it is not inlined: tiled, the six like ones alike */
+        const sched_func *sf = s ? s->f[mid] : NULL;
+        CHECK(sf && sf->tile);
+        if (share && sf && sf->tile)
+            for (int st = 2; st <= 6; st++) CHECK(!memcmp(&sf->tile[st], &sf->tile[1], sizeof sf->tile[1]));
+        ir_arena_free(a);
+        search_free(c);
+    }
+    CHECK(featurized[1] > 0 && featurized[1] < featurized[0]);
+    app_free(&ac);
+}
+
 /* Pipelines the search must not choke on. */
 static void test_shapes(void) {
     static const struct { const char *name, *text; bool run; } cases[] = {
@@ -462,7 +511,7 @@ int main(void) {
     check_report(cdev != NULL, "open the C back end%s%s", cdev ? "" : ": ", cdev ? "" : err);
     check_report(train_weights() == 0, "weights trained on tests/data/train_tiny.txt");
     if (!cdev) CHECK_EXIT();
-    /* CASES=a,b runs only those (bucket_draws, secondary, freeze, hand_made,
+    /* CASES=a,b runs only those (bucket_draws, secondary, freeze, share_tiles, hand_made,
      * deterministic, shapes, random_pipelines, every_app); APPS=a,b only
      * those apps in every_app */
     const char *only = getenv("CASES");
@@ -470,6 +519,7 @@ int main(void) {
     CASE(bucket_draws);
     CASE(secondary);
     CASE(freeze);
+    CASE(share_tiles);
     CASE(hand_made);
     CASE(deterministic);
     CASE(shapes);

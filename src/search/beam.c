@@ -25,6 +25,7 @@ void search_opts_default(search_opts *o, const target *t, cost_model *m) {
     o->freeze_min = 16;
     o->lane_max = 0.5;
     o->core_max = 1.2;
+    o->share_tiles = true;
 }
 
 /* ---- a map from 64-bit hashes to small records (open addressing) -------- */
@@ -414,6 +415,34 @@ static int draw(space_rng *rng, int n, const bool *keep, int *idx) {
     return k;
 }
 
+/* Whether stages a and b of fid run the same loops (the same variables
+ * and reduction dimensions over the same ranges). */
+static bool same_loops(const search_ctx *c, int fid, int a, int b) {
+    const bounds_stage *x = &c->b->funcs[fid].stages[a], *y = &c->b->funcs[fid].stages[b];
+    if (x->nloops != y->nloops) return false;
+    for (int j = 0; j < x->nloops; j++)
+        if (x->which[j] != y->which[j] || x->min[j] != y->min[j] || x->extent[j] != y->extent[j]) return false;
+    return true;
+}
+
+/* The tile sf just took for stage st, given to the pending stages after
+ * it that run the same loops while it is legal for them (and a frozen
+ * decision does not say otherwise): a run of like updates is one
+ * decision, as Anderson et al. tile all of a Func's stages at once.  bgu's
+ * sol has 100 such updates; one search step each made its one-shot search
+ * take 9 s with some weights (docs/search.md). */
+static void share_tile(search_ctx *c, legal_ctx *x, const sched_state *s, sched_func *sf, int fid, int st) {
+    const sched_func *fz = c->frozen[fid];
+    while (sf->pending > 0) {
+        int nx = sf->nstages - sf->pending;
+        if (nx < 1 || !same_loops(c, fid, st, nx)) return;
+        if (fz && fz->loc == sf->loc && memcmp(&fz->tile[nx], &sf->tile[st], sizeof sf->tile[st]) != 0) return;
+        if (legal_tile(x, s, fid, nx, sf->loc, sf->at, &sf->tile[st], NULL, 0) != 0) return;
+        sf->tile[nx] = sf->tile[st];
+        sf->pending--;
+    }
+}
+
 /* The tiling children of parent (phase b of fid).  A tiling never
  * changes the hash at depth <= 2 (sched_hash), so they are one bucket:
  * their tiles come from the stage's list (space_tilings_of, the same
@@ -465,6 +494,7 @@ static int expand_tilings(search_ctx *c, ir_arena *a, legal_ctx *x, int fid, con
         sf->pending--;
         legal_inherit(x, sf, pf);
         ch->f[fid] = sf;
+        if (c->o.share_tiles) share_tile(c, x, ch, sf, fid, st);
         if (pass_on(c, parent, ch, out)) {
             free(keep);
             free(idx);
@@ -479,6 +509,7 @@ static int expand_tilings(search_ctx *c, ir_arena *a, legal_ctx *x, int fid, con
         sf->pending--;
         legal_inherit(x, sf, pf);
         ch->f[fid] = sf;
+        if (c->o.share_tiles) share_tile(c, x, ch, sf, fid, st);
         drawn[t] = ch;
     }
     int rc = take_bucket(c, parent, fid, drawn, k, m, out, err, errlen);

@@ -62,6 +62,8 @@ typedef struct {
     bool freeze;                  /* the §4 pre-pass (true) */
     int freeze_min;               /* freeze only pipelines of at least this many Funcs (16) */
     double lane_max, core_max;    /* secondary children: idle share of the block's lanes (0.5) / idle-core (1.2) */
+    bool share_tiles;             /* a stage's tile also taken by the pending stages after it that run the
+                                   * same loops, where legal: one decision (true) */
     /* Called for every bucket once its representatives are chosen (tests),
      * or NULL: its size, the representatives drawn, how many of them are
      * primary, how many secondary ones are costed. */
