@@ -93,11 +93,10 @@
  *      loads as a scatter's do) runs its reduction loops around a serial
  *      tile of more than one point, as updates that accumulate in place
  *      have since 2026-11-27 (nest_reduction_around_tile): the innermost
- *      loop runs over
- *      contiguous points, which PoCL vectorizes, where each point ran the
- *      whole scan down a column before.  iir_blur's four scans in
- *      threads of 4 x 16 points: 363 ms together, 40 ms now
- *      (docs/benchmarks.md, "Scans around the tile").  Samples of
+ *      loop runs over contiguous points, which PoCL vectorizes, where
+ *      each point ran the whole scan down a column before.  iir_blur's
+ *      four scans in threads of 4 x 16 points: 363 ms together, 40 ms
+ *      now (docs/benchmarks.md, "Scans around the tile").  Samples of
  *      schedules with such a tile changed (train_load.h, rejected_scan). */
 #define CG_GENERATION 13
 /* The first generation whose CPU code has no register staging. */

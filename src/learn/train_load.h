@@ -58,10 +58,10 @@
  * rejected_minmax (`collect --remeasure` times them again).
  *
  * Samples of code older than CG_GENERATION_SCANS_AROUND whose schedule
- * has an update that does not accumulate in place over a tile of more
- * than one point (nest_any_scan_around_tile) ran its reduction loops
- * inside the tile, where this build runs them around it: they count as
- * rejected_scan (`collect --remeasure` times them again).
+ * has a scan (an update that neither accumulates in place nor scatters)
+ * over a tile of more than one point (nest_any_scan_around_tile) ran its
+ * reduction loops inside the tile, where this build runs them around it:
+ * they count as rejected_scan (`collect --remeasure` times them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
