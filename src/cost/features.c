@@ -764,7 +764,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[FEAT_OP(k, ty)] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
     }
-    /* asked once: it walks the update's expression */
+    /* asked once: it walks the update's coordinates */
     bool around = nest_reduction_around_tile(rec);
     if (around && rec->unrolled) reuse_tile_loads(f, st, a, sp, v);
     memcpy(v + FEAT_AT(0), c->x->patterns[c->x->slot[f->id] + st], sizeof c->x->patterns[0]);

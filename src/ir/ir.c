@@ -905,6 +905,10 @@ bool ir_stage_scatters(const sc_func *f, int stage) {
     return calls;
 }
 
+bool ir_stage_reduction_around(const sc_func *f, int stage) {
+    return stage > 0 && stage < f->nstages && f->stages[stage].rdom && !ir_stage_scatters(f, stage);
+}
+
 sc_rdom *sc_rdom_new(sc_pipeline *p, const char *name, int ndims,
                      const int *mins, const int *extents) {
     if (!check_new_name(p, "reduction domain", name)) return NULL;

@@ -162,6 +162,12 @@ bool ir_stage_accumulates(const sc_func *f, int stage);
  * step writes is known only at run time. */
 bool ir_stage_scatters(const sc_func *f, int stage);
 
+/* Whether lowering runs the reduction loops of update `stage` of f around
+ * a thread's serial tile when the tile has more than one point: an update
+ * with a reduction domain that does not scatter (nest_reduction_around_tile
+ * adds the tile; the Halide export follows it). */
+bool ir_stage_reduction_around(const sc_func *f, int stage);
+
 /* Expression printing in .pipe syntax (fully explicit); returns a malloc'd
  * string. */
 char *ir_expr_to_string(const sc_expr *e);

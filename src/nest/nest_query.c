@@ -79,7 +79,7 @@ bool nest_unrolls_private_readers(const nest *n) {
 }
 
 bool nest_reduction_around_tile(const nest_stage *rec) {
-    if (rec->stage < 1 || !rec->func->stages[rec->stage].rdom || ir_stage_scatters(rec->func, rec->stage)) return false;
+    if (!ir_stage_reduction_around(rec->func, rec->stage)) return false;
     int64_t total = 1;
     for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
     return total > 1;

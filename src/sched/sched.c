@@ -705,11 +705,10 @@ static void halide_root_stage(hal *h, const sc_func *f, int st, const sched_tile
         }
     }
     sb_printf(b, "\n    .reorder(");
-    /* as nest_reduction_around_tile: an update that does not scatter,
-     * more than one point a thread */
+    /* as nest_reduction_around_tile: more than one point a thread */
     int64_t pts = 1;
     for (int k = 0; k < np; k++) pts *= t->serial[k];
-    reorder_serial(b, f, st, dims, np, pts > 1 && !ir_stage_scatters(f, st));
+    reorder_serial(b, f, st, dims, np, pts > 1 && ir_stage_reduction_around(f, st));
     for (int k = 0; k < np; k++) sb_printf(b, "%s_t, ", f->vars[dims[k]]);
     for (int k = 0; k < np; k++) sb_printf(b, "%s_o%s", f->vars[dims[k]], k + 1 < np ? ", " : ")");
     /* at most 3 GPU dimensions: the 3rd and outer loops are fused */
@@ -761,9 +760,9 @@ static void halide_block_stage(hal *h, const sc_func *f, int st, const sched_til
     }
     sb_printf(b, "\n    .reorder(");
     /* a thread computes ceil(footprint / threads) points of each loop,
-     * which this form does not know: the reduction around them unless
-     * the stage scatters, as lowering does for more than one */
-    reorder_serial(b, f, st, dims, np, !ir_stage_scatters(f, st));
+     * which this form does not know: the reduction around them where
+     * lowering puts it for more than one */
+    reorder_serial(b, f, st, dims, np, ir_stage_reduction_around(f, st));
     for (int k = 0; k < np; k++) sb_printf(b, "%s_t%s", f->vars[dims[k]], k + 1 < np ? ", " : ")");
     char fused[200];
     snprintf(fused, sizeof fused, "%s_t", np > 2 ? f->vars[dims[2]] : "");
