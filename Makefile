@@ -71,14 +71,24 @@ fuzz-schedules: all
 # dataset; TRAIN_DEVICE=KEY keeps one device's samples, TRAIN_EPOCHS=N;
 # only samples of code of generation TRAIN_MIN_GENERATION or newer (the
 # older code ran schedules too differently), 150 epochs of them (more
-# over-fit the held-out apps' ranking: docs/costmodel.md).
+# over-fit the held-out apps' ranking: docs/costmodel.md).  TRAIN_SEEDS
+# models, seeds 1 .. N: weights/pocl.weights, then pocl-2.weights and so
+# on, whose mean the searches predict with (docs/costmodel.md, "A mean of
+# models").
 TRAIN_EPOCHS ?= 150
 TRAIN_DEVICE ?=
 TRAIN_MIN_GENERATION ?= 2
+TRAIN_SEEDS ?= 6
 train: $(BUILD)/stagecraft
 	@mkdir -p weights
-	./$(BUILD)/stagecraft train --data data/samples.txt.xz -o weights/pocl.weights --epochs $(TRAIN_EPOCHS) \
-		--seed 1 --min-generation $(TRAIN_MIN_GENERATION) $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)')
+	@rm -f weights/pocl-[0-9]*.weights
+	@for s in $$(seq 1 $(TRAIN_SEEDS)); do \
+		o=weights/pocl.weights; [ $$s = 1 ] || o=weights/pocl-$$s.weights; \
+		echo "train seed $$s -> $$o"; \
+		./$(BUILD)/stagecraft train --data data/samples.txt.xz -o $$o --epochs $(TRAIN_EPOCHS) \
+			--seed $$s --min-generation $(TRAIN_MIN_GENERATION) $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
+			|| exit 1; \
+	done
 
 # The CUDA GPUs' own model, the default weights for a CUDA target: trained
 # on the samples measured on lent GPU machines (data/samples_gpu.txt.xz,
@@ -92,13 +102,16 @@ train-cuda: $(BUILD)/stagecraft
 # Hold-one-app-out weights for bench_autosched --weights-dir: for every
 # bundled app, HOLDOUT_DIR/APP.weights trained on the committed dataset
 # without that app's samples (18 trainings; TRAIN_EPOCHS=N to shorten).
+# HOLDOUT_SEED=N HOLDOUT_DIR=D for the other members of a mean of models
+# (bench_autosched --weights-dir D1,D2,...).
 HOLDOUT_DIR ?= $(BUILD)/holdout
+HOLDOUT_SEED ?= 1
 HOLDOUT_APPS = $(patsubst apps/%.pipe,%,$(wildcard apps/*.pipe))
 holdout-weights: $(BUILD)/stagecraft
 	@mkdir -p $(HOLDOUT_DIR)
 	@for a in $(HOLDOUT_APPS); do \
 		./$(BUILD)/stagecraft train --data data/samples.txt.xz -o $(HOLDOUT_DIR)/$$a.weights \
-			--epochs $(TRAIN_EPOCHS) --seed 1 --min-generation $(TRAIN_MIN_GENERATION) --hold-out $$a \
+			--epochs $(TRAIN_EPOCHS) --seed $(HOLDOUT_SEED) --min-generation $(TRAIN_MIN_GENERATION) --hold-out $$a \
 			$(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
 			>$(HOLDOUT_DIR)/$$a.log 2>&1 || { tail -n 5 $(HOLDOUT_DIR)/$$a.log; exit 1; }; \
 		tail -n 1 $(HOLDOUT_DIR)/$$a.log; \

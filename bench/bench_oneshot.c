@@ -12,7 +12,9 @@
  * bounds at the paper size, the weights loaded, search_oneshot with the
  * defaults (beam 32, 5 passes, 80 samples, seed 1), target a100, and the
  * weights it takes for the target (weights/cuda.weights for a CUDA one
- * where it exists, else weights/pocl.weights) unless --weights names others.  The
+ * where it exists, else weights/pocl.weights, each with its siblings
+ * NAME-2.weights, ...: the mean of them) unless --weights W[,W...] names
+ * others.  The
  * parent takes the child's own resource usage from wait4: its CPU time
  * (user + system), its peak resident memory (ru_maxrss), and the wall
  * time around it.  The search is single-threaded, so the CPU time is the
@@ -77,14 +79,19 @@ static void run_child(const bench_opts *o, const char *app, child_report *r) {
     }
     bounds_result *b = bounds_infer(p);
     target t;
-    nn_model *w = malloc(sizeof *w);
-    if (!b || !w || target_by_name(o->target, NULL, &t, r->err, sizeof r->err) != 0 ||
-        nn_load(w, o->weights, r->err, sizeof r->err) != 0) {
-        if (!b) snprintf(r->err, sizeof r->err, "%s: no bounds", app);
+    nn_model *ws[SPACE_MAX_WEIGHTS];
+    char used[4096];
+    if (!b) {
+        snprintf(r->err, sizeof r->err, "%s: no bounds", app);
         return;
     }
+    int nw = -1;
+    if (target_by_name(o->target, NULL, &t, r->err, sizeof r->err) != 0 ||
+        (nw = space_load_weights_list(o->weights, "bench_oneshot", &t, ws, used, sizeof used, r->err,
+                                      sizeof r->err)) < 0)
+        return;
     r->stages = count_stages(p);
-    cost_model *cm = cost_learned_new(w, &t);
+    cost_model *cm = cost_learned_mean_new((const nn_model *const *)ws, nw, &t);
     search_opts so;
     search_opts_default(&so, &t, cm);
     so.seed = o->seed;
@@ -101,7 +108,7 @@ static void run_child(const bench_opts *o, const char *app, child_report *r) {
     }
     ir_arena_free(a);
     cost_free(cm);
-    free(w);
+    for (int k = 0; k < nw; k++) free(ws[k]);
     bounds_free(b);
     sc_pipeline_free(p);
 }
@@ -177,20 +184,22 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    /* no --weights: the ones `stagecraft schedule` takes for the target */
-    static char wbuf[PATH_MAX + 64];
-    target wt;
-    if (!o.weights) {
-        char terr[512];
-        if (target_by_name(o.target, NULL, &wt, terr, sizeof terr) != 0) {
-            fprintf(stderr, "bench_oneshot: %s\n", terr);
+    /* no --weights: the ones `stagecraft schedule` takes for the target
+     * (with their siblings); loaded here once to say which, and again in
+     * each child, whose memory and time count it */
+    static char wused[4096];
+    {
+        char werr[1024];
+        target wt;
+        nn_model *ws[SPACE_MAX_WEIGHTS];
+        int nw = -1;
+        if (target_by_name(o.target, NULL, &wt, werr, sizeof werr) != 0 ||
+            (nw = space_load_weights_list(o.weights, "bench_oneshot", &wt, ws, wused, sizeof wused, werr,
+                                          sizeof werr)) < 0) {
+            fprintf(stderr, "bench_oneshot: %s\n", werr);
             return 1;
         }
-        o.weights = space_default_weights(&wt, wbuf, sizeof wbuf);
-    }
-    if (access(o.weights, R_OK) != 0) {
-        fprintf(stderr, "bench_oneshot: no weights file %s (give --weights W, or `make train`)\n", o.weights);
-        return 1;
+        for (int k = 0; k < nw; k++) free(ws[k]);
     }
     char err[1024], **names;
     int napps = apps_list("apps", &names, err, sizeof err);
@@ -201,8 +210,9 @@ int main(int argc, char **argv) {
     row *rows = calloc((size_t)napps + 1, sizeof *rows);
     if (!rows) abort();
     printf("# one-shot on every app: %s, seed %llu, %d samples; each app in a child process; CPU = user + system "
-           "(one core); goals: < %.0f s CPU (< %.0f s at <= %d stages), < %.0f MB\n",
-           o.target, (unsigned long long)o.seed, o.samples, GOAL_ALL_S, GOAL_SMALL_S, GOAL_SMALL_STAGES, GOAL_MB);
+           "(one core); goals: < %.0f s CPU (< %.0f s at <= %d stages), < %.0f MB\n# weights: %s\n",
+           o.target, (unsigned long long)o.seed, o.samples, GOAL_ALL_S, GOAL_SMALL_S, GOAL_SMALL_STAGES, GOAL_MB,
+           wused);
     printf("| app | stages | wall s | CPU s | peak MB | featurized | predicted ms | goal met |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---|\n");
     int n = 0, met = 0, failed = 0;

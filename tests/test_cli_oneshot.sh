@@ -42,6 +42,22 @@ case_ oneshot_mean_no_file 1 -e "names no file" -- "$sc" schedule "$app" --small
 case_ oneshot_mean_too_many 1 -e "at most 8 weights files" -- \
     "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$w,$w,$w,$w,$w,$w,$w,$w"
 
+# the default weights and the siblings beside them (pocl-2.weights, ...,
+# while they exist in a row): searched with their mean, named in the
+# report; a bad sibling is an error naming it
+mkdir -p "$tmp/dflt/weights"
+cp "$w" "$tmp/dflt/weights/pocl.weights"
+cp "$tmp/w2.weights" "$tmp/dflt/weights/pocl-2.weights"
+cp "$w" "$tmp/dflt/weights/pocl-4.weights"
+root=$PWD
+dflt=(schedule "$root/$app" --strategy oneshot --small --target host-opencl --beam 8 --passes 2 --samples 5 --seed 4)
+case_ oneshot_default_siblings 0 \
+    -o '^# oneshot: predicted [0-9.e+-]+ ms \(weights weights/pocl.weights,weights/pocl-2.weights\)' -- \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$tmp/dflt" "$sc" "${dflt[@]}"
+echo "not weights" >"$tmp/dflt/weights/pocl-2.weights"
+case_ oneshot_default_bad_sibling 1 -e 'weights/pocl-2.weights' -- \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$tmp/dflt" "$sc" "${dflt[@]}"
+
 # written, read back, run and checked on the C back end
 case_ oneshot_write 0 -o "wrote $tmp/h.sched \\(target a100\\)" -- \
     "$sc" schedule "$app" --strategy oneshot "${opts[@]}" -o "$tmp/h.sched"

@@ -23,7 +23,7 @@ case_ train_bad_anneal 2 -e "--anneal: expected a fraction of the epochs from 0 
 case_ train_bad_decay 2 -e "--weight-decay: expected a factor from 0 to 100, got '-1'" -- "$sc" train --db a.db -o "$tmp/w" --weight-decay -1
 case_ train_missing_value 2 -e 'option --device needs a value' -- "$sc" train --db a.db -o "$tmp/w" --device
 case_ train_unknown_option 2 -e "unknown option '--fast'" -- "$sc" train --db a.db -o "$tmp/w" --fast
-case_ predict_no_weights 2 -e 'no weights given' -- "$sc" predict "$app" --small
+case_ predict_empty_weights 1 -e 'names no file' -- "$sc" predict "$app" --small --weights ,
 case_ predict_no_pipe 2 -e 'no pipeline file given' -- "$sc" predict --weights w
 case_ predict_both 2 -e '--schedule and --strategy are exclusive' -- \
     "$sc" predict "$app" --weights w --schedule s --strategy root
@@ -77,6 +77,25 @@ for s in 1 2 3 4 5 6; do
 done >"$tmp/floors.txt"
 grep -q '\[gather floor: [0-9.e+]* gathers x [0-9.e+-]* ms' "$tmp/floors.txt"; ok predict_explain_gather_floor $?
 grep -q '\[instruction floor: [0-9.e+]* instructions x [0-9.e+-]* ms' "$tmp/floors.txt"; ok predict_explain_instruction_floor $?
+# a mean of models: the same model twice predicts what it predicts alone,
+# and --explain names the floor with how many of the models fell to it
+one=$("$sc" predict "$app" --small --strategy random --seed 2 --target a100 --weights "$tmp/q5.weights" | sed -n 's/^predicted: //p')
+case_ predict_mean_same 0 -o "^predicted: $one\$" -- \
+    "$sc" predict "$app" --small --strategy random --seed 2 --target a100 --weights "$tmp/q5.weights,$tmp/q5.weights"
+grep -q "^weights: $tmp/q5.weights,$tmp/q5.weights (the mean of 2 models" "$out"; ok predict_mean_named $?
+for s in 1 2 3 4 5 6; do
+    "$sc" predict "$app" --small --strategy random --seed $s --target a100 --weights "$tmp/q5.weights,$tmp/q5.weights" \
+        --explain 2>&1
+done >"$tmp/floors2.txt"
+grep -q '^# predicted cost per stage (ms; [0-9]* stages, [0-9.e+-]* ms in all; the mean of 2 models)' "$tmp/floors2.txt"
+ok predict_mean_explain_header $?
+grep -q 'instruction floor in 2 of 2 models [0-9.e+-]*' "$tmp/floors2.txt"; ok predict_mean_explain_floor $?
+# the default: the shipped weights and their siblings, from ./weights/
+mkdir -p "$tmp/dflt/weights"
+cp "$tmp/q5.weights" "$tmp/dflt/weights/pocl.weights"
+cp "$tmp/q5.weights" "$tmp/dflt/weights/pocl-2.weights"
+case_ predict_default_weights 0 -o '^weights: weights/pocl.weights,weights/pocl-2.weights \(the mean of 2 models' -- \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$tmp/dflt" "$sc" predict "$PWD/$app" --small --target host-opencl
 case_ train_floor_quantile_bad 2 -e "--floor-quantile: expected a quantile from 0.5 to 1, got '0.2'" -- \
     "$sc" train --data "$data" -o "$tmp/q.weights" --floor-quantile 0.2
 case_ train_device_again 0 -- "$sc" train --data "$data" -o "$tmp/c2.weights" --device "$ckey" --epochs 5 --seed 4

@@ -913,15 +913,23 @@ sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_resu
 /* ---- explain ----------------------------------------------------------------- */
 
 int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
-                   const nn_model *m, char *err, size_t errlen) {
+                   const nn_model *const *ms, int nm, char *err, size_t errlen) {
     feat_result fr = { 0 };
     if (feat_compute(p, b, s, t, &fr, err, errlen) != 0) return -1;
     int n = fr.n;
-    const double **algo = malloc(sizeof *algo * (size_t)(n ? n : 1));
-    double *sched = malloc(sizeof *sched * (size_t)(n ? n : 1) * NN_SCHED_IN);
-    double *terms = malloc(sizeof *terms * (size_t)(n ? n : 1) * NN_COEF);
-    double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
-    if (!algo || !sched || !terms || !cost) abort();
+    size_t rn = (size_t)(n ? n : 1);
+    const double **algo = malloc(sizeof *algo * rn);
+    double *sched = malloc(sizeof *sched * rn * NN_SCHED_IN);
+    double *terms = malloc(sizeof *terms * rn * NN_COEF);
+    double *cost = malloc(sizeof *cost * rn);
+    /* per row, the mean over the models of: its cost, each term's part
+     * (relu(z_k) * term_k * scale_k), and the cost of the models whose
+     * prediction fell to a floor (slots NN_COEF: instructions, NN_COEF + 1:
+     * gathers), with how many models did */
+    enum { SLOTS = NN_COEF + 2 };
+    double *mean = calloc(rn, sizeof *mean), *part = calloc(rn * SLOTS, sizeof *part);
+    int *floored = calloc(rn * 2, sizeof *floored);
+    if (!algo || !sched || !terms || !cost || !mean || !part || !floored) abort();
     for (int i = 0; i < n; i++) {
         algo[i] = fr.rows[i].v;
         nn_sched_inputs(fr.rows[i].v, sched + (size_t)i * NN_SCHED_IN);
@@ -931,40 +939,64 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
     nn_tape tape;
     nn_tape_init(&tape);
     nn_tape_reserve(&tape, n);
-    if (n) nn_forward(m, &rows, &tape, cost);
-    double scale = exp(m->w[NN_OFF_SCALE]), total = 0;
-    for (int i = 0; i < n; i++) total += cost[i] * scale;
-    fprintf(out, "# predicted cost per stage (ms; %d stages, %.6g ms in all)\n", n, total);
+    for (int j = 0; j < nm && n; j++) {
+        const nn_model *m = ms[j];
+        nn_forward(m, &rows, &tape, cost);
+        double scale = exp(m->w[NN_OFF_SCALE]);
+        for (int i = 0; i < n; i++) {
+            double *pi = part + (size_t)i * SLOTS;
+            mean[i] += cost[i] * scale / nm;
+            if (tape.floored[i]) {
+                int g = tape.floored[i] == NN_FLOOR_GATHERS;
+                pi[NN_COEF + g] += cost[i] * scale / nm;
+                floored[2 * i + g]++;
+                continue;
+            }
+            for (int k = 0; k < NN_COEF; k++) {
+                double z = tape.z[(size_t)i * NN_COEF + k];
+                pi[k] += (z > 0 ? z : 0) * terms[(size_t)i * NN_COEF + k] * m->term_scale[k] * scale / nm;
+            }
+        }
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++) total += mean[i];
+    if (nm > 1)
+        fprintf(out, "# predicted cost per stage (ms; %d stages, %.6g ms in all; the mean of %d models)\n", n, total,
+                nm);
+    else
+        fprintf(out, "# predicted cost per stage (ms; %d stages, %.6g ms in all)\n", n, total);
     for (int i = 0; i < n; i++) {
         const sc_func *f = p->funcs.items[fr.rows[i].func];
         char name[160];
         if (f->nstages > 1) snprintf(name, sizeof name, "%s.%d", f->name, fr.rows[i].stage);
         else snprintf(name, sizeof name, "%s", f->name);
-        fprintf(out, "#   %-24s %-6s %10.4g ms %5.1f%%", name, sched_loc_name(fr.rows[i].loc), cost[i] * scale,
-                total > 0 ? 100 * cost[i] * scale / total : 0.0);
-        /* the three largest terms: relu(z_k) * term_k * scale_k */
-        double part[NN_COEF];
-        for (int k = 0; k < NN_COEF; k++) {
-            double z = tape.z[(size_t)i * NN_COEF + k];
-            part[k] = (z > 0 ? z : 0) * terms[(size_t)i * NN_COEF + k] * m->term_scale[k] * scale;
-        }
+        fprintf(out, "#   %-24s %-6s %10.4g ms %5.1f%%", name, sched_loc_name(fr.rows[i].loc), mean[i],
+                total > 0 ? 100 * mean[i] / total : 0.0);
+        double *pi = part + (size_t)i * SLOTS;
+        const double *ti = terms + (size_t)i * NN_COEF;
         int shown = 0;
-        if (tape.floored[i]) {
+        if (nm == 1 && (floored[2 * i] || floored[2 * i + 1])) {
             /* the network's terms fell below the floor: the floor is the cost */
-            const double *ti = terms + (size_t)i * NN_COEF;
-            if (tape.floored[i] == NN_FLOOR_GATHERS)
-                fprintf(out, "  [gather floor: %.4g gathers x %.3g ms", nn_gathers(ti), m->gather_floor_ms);
+            if (floored[2 * i + 1])
+                fprintf(out, "  [gather floor: %.4g gathers x %.3g ms]\n", nn_gathers(ti), ms[0]->gather_floor_ms);
             else
-                fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms", nn_instructions(ti), m->floor_ms);
-            shown++;
+                fprintf(out, "  [instruction floor: %.4g instructions x %.3g ms]\n", nn_instructions(ti),
+                        ms[0]->floor_ms);
+            continue;
         }
-        for (int j = 0; j < 3 && !tape.floored[i]; j++) {
+        /* the three largest parts, a floor among them where some models
+         * fell to it */
+        for (int j = 0; j < 3; j++) {
             int kb = -1;
-            for (int k = 0; k < NN_COEF; k++)
-                if (cost_term_name(k) && part[k] > 0 && (kb < 0 || part[k] > part[kb])) kb = k;
+            for (int k = 0; k < SLOTS; k++)
+                if ((k >= NN_COEF || cost_term_name(k)) && pi[k] > 0 && (kb < 0 || pi[k] > pi[kb])) kb = k;
             if (kb < 0) break;
-            fprintf(out, "%s%s %.3g", shown++ ? "; " : "  [", cost_term_name(kb), part[kb]);
-            part[kb] = -1;
+            fprintf(out, "%s", shown++ ? "; " : "  [");
+            if (kb < NN_COEF) fprintf(out, "%s %.3g", cost_term_name(kb), pi[kb]);
+            else
+                fprintf(out, "%s floor in %d of %d models %.3g", kb == NN_COEF ? "instruction" : "gather",
+                        floored[2 * i + (kb - NN_COEF)], nm, pi[kb]);
+            pi[kb] = -1;
         }
         if (shown) fprintf(out, "]");
         fprintf(out, "\n");
@@ -974,6 +1006,9 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
     free(sched);
     free(terms);
     free(cost);
+    free(mean);
+    free(part);
+    free(floored);
     feat_free(&fr);
     return 0;
 }

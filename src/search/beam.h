@@ -152,8 +152,11 @@ sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_resu
                             int samples, double *ms, search_stats *st, char *err, size_t errlen);
 
 /* Per stage of the complete state s: its predicted cost and its largest
- * cost terms (the learned model's coefficients times terms), to out. */
+ * cost terms (the learned model's coefficients times terms), to out; with
+ * nm > 1 models, the mean of their costs and of each term's part (the
+ * prediction cost_learned_mean_new makes), a floor named with how many of
+ * the models fell to it. */
 int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
-                   const nn_model *m, char *err, size_t errlen);
+                   const nn_model *const *ms, int nm, char *err, size_t errlen);
 
 #endif

@@ -83,9 +83,41 @@ nn_model *space_load_weights(const char *path, const char *who, const target *t,
     return m;
 }
 
+/* The k-th member (k >= 2) of the default weights at path: NAME-k.weights
+ * beside NAME.weights. */
+static void weights_sibling(const char *path, int k, char *buf, size_t len) {
+    size_t n = strlen(path), ext = strlen(".weights");
+    if (n > ext && !strcmp(path + n - ext, ".weights")) n -= ext;
+    snprintf(buf, len, "%.*s-%d.weights", (int)n, path, k);
+}
+
+/* The default weights for t and the siblings beside them (NAME-2.weights,
+ * NAME-3.weights, ...: the same network trained with other seeds), as
+ * many as exist in a row, at most SPACE_MAX_WEIGHTS. */
+static int load_default_weights(const char *who, const target *t, nn_model **ms, char *used, size_t usedlen,
+                                char *err, size_t errlen) {
+    if (!(ms[0] = space_load_weights(NULL, who, t, used, usedlen, err, errlen))) return -1;
+    char first[PATH_MAX + 64];
+    snprintf(first, sizeof first, "%s", used);
+    int n = 1;
+    for (int k = 2; k <= SPACE_MAX_WEIGHTS; k++) {
+        char sib[PATH_MAX + 80], one[PATH_MAX + 80];
+        weights_sibling(first, k, sib, sizeof sib);
+        if (access(sib, R_OK) != 0) break;
+        if (!(ms[n] = space_load_weights(sib, who, t, one, sizeof one, err, errlen))) {
+            while (n > 0) free(ms[--n]);
+            return -1;
+        }
+        size_t u = strlen(used);
+        snprintf(used + u, usedlen - u, ",%s", sib);
+        n++;
+    }
+    return n;
+}
+
 int space_load_weights_list(const char *paths, const char *who, const target *t, nn_model **ms, char *used,
                             size_t usedlen, char *err, size_t errlen) {
-    if (!paths) return (ms[0] = space_load_weights(NULL, who, t, used, usedlen, err, errlen)) ? 1 : -1;
+    if (!paths) return load_default_weights(who, t, ms, used, usedlen, err, errlen);
     char *list = strdup(paths), *save = NULL;
     if (!list) abort();
     int n = 0;
@@ -199,7 +231,7 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
     }
     if (s && r) {
         if (pick > 0) fprintf(r, "# %s: chose the schedule predicted #%d (%.6g ms)\n", who, pick + 1, batch[pick].ms);
-        if (sa->explain && search_explain(r, p, b, s, o->t, m, err, errlen) != 0) s = NULL;
+        if (sa->explain && search_explain(r, p, b, s, o->t, (const nn_model *const *)ms, nm, err, errlen) != 0) s = NULL;
     }
     if (n > 0) search_samples_free(batch, n);
     free(batch);

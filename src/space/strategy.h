@@ -71,7 +71,9 @@ bool space_weights_from_cuda(const nn_model *m);
 nn_model *space_load_weights(const char *path, const char *who, const target *t, char *used, size_t usedlen,
                              char *err, size_t errlen);
 /* The same for a comma-separated list of weights files (NULL: the default
- * ones for t), whose mean a learned strategy predicts with
+ * ones for t, with the siblings beside them: NAME-2.weights, NAME-3.weights
+ * and so on while they exist, the same network trained with other seeds),
+ * whose mean a learned strategy predicts with
  * (cost_learned_mean_new): at most SPACE_MAX_WEIGHTS, each malloc'd into
  * ms; `used` names them all.  Their number, or -1 with err naming the
  * file (nothing is left allocated). */

@@ -3,6 +3,7 @@
  * store) and `stagecraft predict` (a schedule's predicted run time).
  * docs/costmodel.md.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "beam.h"
 #include "costmodel.h"
 #include "driver.h"
+#include "strategy.h"
 #include "tools.h"
 #include "train_load.h"
 
@@ -291,13 +293,15 @@ done:
 
 static void predict_usage(FILE *out) {
     fprintf(out,
-            "usage: stagecraft predict FILE.pipe [--schedule F.sched | --strategy S [--seed N]] --weights W\n"
+            "usage: stagecraft predict FILE.pipe [--schedule F.sched | --strategy S [--seed N]] [--weights W[,W...]]\n"
             "\n"
             "Prints the run time the learned cost model predicts for a schedule:\n"
             "  predicted: X ms\n"
             "\n"
             "options:\n"
-            "  --weights FILE    the model's weights (stagecraft train)\n"
+            "  --weights W,...   the model's weights (stagecraft train); several: the mean of\n"
+            "                    their predictions (default: the shipped ones for the target,\n"
+            "                    weights/pocl.weights and its siblings pocl-2.weights, ...)\n"
             "  --schedule FILE   the schedule (default: --strategy baseline)\n"
             "  --strategy S      make one instead (root, baseline, random)\n"
             "  --seed N          the random strategy's seed (default 1)\n"
@@ -335,7 +339,6 @@ int tool_predict(int argc, char **argv) {
     }
     if (rc == TOOL_OK) {
         if (!pipe) rc = tool_usage_error(cmd, "no pipeline file given");
-        else if (!weights) rc = tool_usage_error(cmd, "no weights given (--weights FILE)");
         else if (sched && strategy) rc = tool_usage_error(cmd, "--schedule and --strategy are exclusive");
         else if (strategy && !space_strategy_by_name(strategy)) {
             char names[256];
@@ -345,29 +348,29 @@ int tool_predict(int argc, char **argv) {
     }
     if (rc != TOOL_OK) return rc;
 
-    char err[2048];
-    nn_model *m = calloc(1, sizeof *m);
-    if (nn_load(m, weights, err, sizeof err) != 0) {
-        fprintf(stderr, "stagecraft predict: %s\n", err);
-        free(m);
-        return TOOL_INPUT;
-    }
+    char err[2048], used[PATH_MAX + 64];
     driver_state d;
     sc_parse_options po = { small, 0, NULL, NULL };
     if (driver_load(&d, pipe, &po, stderr) != 0) {
         driver_free(&d);
-        free(m);
         return TOOL_INPUT;
     }
     driver_sched_opts so = { .schedule_path = sched, .strategy = strategy, .seed = (uint64_t)seed, .target = tname };
     feat_result r = { 0 };
+    nn_model *models[SPACE_MAX_WEIGHTS];
+    int nm = 0;
     if (driver_schedule(&d, &so, stderr) != 0) rc = TOOL_INPUT;
-    else if (feat_compute(d.p, d.b, d.s, &d.t, &r, err, sizeof err) != 0) {
+    else if ((nm = space_load_weights_list(weights, "predict", &d.t, models, used, sizeof used, err, sizeof err)) < 0) {
+        fprintf(stderr, "stagecraft predict: %s\n", err);
+        nm = 0;
+        rc = TOOL_INPUT;
+    } else if (feat_compute(d.p, d.b, d.s, &d.t, &r, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft predict: %s\n", err);
         rc = TOOL_INPUT;
     }
+    const nn_model *m = nm ? models[0] : NULL;
     if (rc == TOOL_OK) {
-        cost_model *cm = cost_learned_new(m, &d.t);
+        cost_model *cm = cost_learned_mean_new((const nn_model *const *)models, nm, &d.t);
         const feat_result *fr = &r;
         double ms = NAN;
         if (cost_predict(cm, 1, &fr, &ms, err, sizeof err) != 0) {
@@ -375,9 +378,12 @@ int tool_predict(int argc, char **argv) {
             rc = TOOL_INPUT;
         } else {
             printf("predicted: %.6g ms\n", ms);
-            printf("weights: %s (device %s; %s)\n", weights, m->device[0] ? m->device : "unknown", m->summary);
+            if (nm > 1) printf("weights: %s (the mean of %d models; the first: device %s; %s)\n", used, nm,
+                               m->device[0] ? m->device : "unknown", m->summary);
+            else printf("weights: %s (device %s; %s)\n", used, m->device[0] ? m->device : "unknown", m->summary);
             printf("target: %s, %d stages featurized\n", d.t.name, r.n);
-            if (explain && search_explain(stdout, d.p, d.b, d.s, &d.t, m, err, sizeof err) != 0) {
+            if (explain && search_explain(stdout, d.p, d.b, d.s, &d.t, (const nn_model *const *)models, nm, err,
+                                          sizeof err) != 0) {
                 fprintf(stderr, "stagecraft predict: %s\n", err);
                 rc = TOOL_INPUT;
             }
@@ -392,6 +398,6 @@ int tool_predict(int argc, char **argv) {
     }
     feat_free(&r);
     driver_free(&d);
-    free(m);
+    for (int k = 0; k < nm; k++) free(models[k]);
     return rc;
 }
