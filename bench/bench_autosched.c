@@ -8,7 +8,7 @@
  *   build/bench_autosched [--apps a,b] [--small] [--device opencl|c|cuda]
  *        [--random 80] [--k 5] [--samples 80] [--weights W] [--weights-dir D]
  *        [--autotune a,b] [--iterations 5] [--batch 80] [--timeout-ms 10000]
- *        [--jobs J] [--tsv DIR] [--margin R]
+ *        [--jobs J] [--tsv DIR] [--margin R] [--spread S]
  *
  * Every schedule is measured as src/driver/measure.h describes, in turn
  * with the app's baseline in the same process: a mode's speed-up is the
@@ -30,6 +30,10 @@
  * oneshot --margin R` would have picked, from the same measurements (the
  * baseline, speed-up 1, where the pick's predicted gain over the
  * baseline's prediction is at most R; the pick's own otherwise).
+ *
+ * --spread S ranks the batch of a mean of models by exp(mean + S x the
+ * standard deviation) of the members' log predictions (search_opts.spread;
+ * `schedule --spread S`).
  *
  * Under each app a line gives the model's predictions for the baseline
  * and for one-shot's pick beside their measured times (the two numbers
@@ -153,7 +157,7 @@ int main(int argc, char **argv) {
     FILE *preds = NULL;
     int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
     int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    double margin = 0;
+    double margin = 0, spread = 0;
     bool small = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -174,6 +178,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--timeout-ms")) timeout_ms = atoi(v);
         else if (!strcmp(a, "--jobs")) jobs = atoi(v);
         else if (!strcmp(a, "--margin")) margin = atof(v);
+        else if (!strcmp(a, "--spread")) spread = atof(v);
         else { fprintf(stderr, "bench_autosched: unknown option %s\n", a); return 2; }
     }
     if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1) {
@@ -182,6 +187,10 @@ int main(int argc, char **argv) {
     }
     if (margin != 0 && !(margin >= 1)) {
         fprintf(stderr, "bench_autosched: --margin: expected a number of at least 1\n");
+        return 2;
+    }
+    if (!(spread >= 0 && spread <= 10)) {
+        fprintf(stderr, "bench_autosched: --spread: expected a number from 0 to 10\n");
         return 2;
     }
     measure_device dev;
@@ -303,6 +312,7 @@ int main(int argc, char **argv) {
             cost_model *cm = cost_learned_mean_new((const nn_model *const *)ms, nm, &t);
             search_opts o;
             search_opts_default(&o, &t, cm);
+            o.spread = spread;
             search_sample *bt = malloc(sizeof *bt * (size_t)samples);
             double c0 = cpu_s();
             int n = search_batch(a, ac.p, ac.b, &o, samples, bt, NULL, err, sizeof err);

@@ -64,6 +64,7 @@ typedef struct {
     const char *weights;
     int beam, passes, samples_given, explain;
     double margin;
+    double spread;                /* --spread; < 0: not given */
     int k, jobs;                  /* topk: candidates measured, parallel compiles (0: not given) */
 } options;
 
@@ -109,6 +110,7 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
                "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain] [--margin R]\n"
+               "       [--spread S]\n"
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
@@ -174,6 +176,10 @@ static void print_help(const char *cmd) {
                "  --explain      the predicted cost of every stage and its largest terms\n"
                "  --margin R     keep the baseline unless the best schedule is predicted more\n"
                "                 than R times faster (R >= 1; default 1: the best predicted)\n"
+               "  --spread S     with several weights files, rank the batch by exp(mean + S x\n"
+               "                 standard deviation) of the models' log predictions: S > 0\n"
+               "                 prefers the schedules the models agree on (0 to 10; default 0:\n"
+               "                 by the mean)\n"
                "For a CUDA target, the batch's schedules are compiled with NVRTC, best\n"
                "predicted first, and the first that spills no registers is returned (all\n"
                "spill: the best predicted within 50%% of the least spilling; s8.1).\n"
@@ -270,6 +276,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->warmup = 3;
     o->runs = 10;
     o->samples = 5;
+    o->spread = -1;
     o->timeout_ms = 60000;
     o->partial = -1;
     if (argc < 2) { print_usage(stderr); return EXIT_USAGE; }
@@ -310,7 +317,7 @@ static int parse_options(int argc, char **argv, options *o) {
                            !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
                            !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial") || !strcmp(a, "--beam") ||
                            !strcmp(a, "--passes") || !strcmp(a, "--k") || !strcmp(a, "--jobs") ||
-                           !strcmp(a, "--margin");
+                           !strcmp(a, "--margin") || !strcmp(a, "--spread");
         if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
@@ -370,6 +377,12 @@ static int parse_options(int argc, char **argv, options *o) {
             o->margin = strtod(val, &end);
             if (!*val || *end || errno || !isfinite(o->margin) || o->margin < 1)
                 return usage_error("--margin: expected a number of at least 1, got '%s'", val);
+        } else if (!strcmp(a, "--spread")) {
+            char *end;
+            errno = 0;
+            o->spread = strtod(val, &end);
+            if (!*val || *end || errno || !isfinite(o->spread) || o->spread < 0 || o->spread > 10)
+                return usage_error("--spread: expected a number from 0 to 10, got '%s'", val);
         } else if (!strcmp(a, "--partial")) {
             if (!parse_count(val, 0, 1000000, &o->partial))
                 return usage_error("--partial: expected a number of decisions >= 0, got '%s'", val);
@@ -399,6 +412,7 @@ static int parse_options(int argc, char **argv, options *o) {
                            "--strategy oneshot and topk%s", "");
     if (o->margin && (!oneshot || topk))
         return usage_error("--margin is an option of --strategy oneshot%s", "");
+    if (o->spread >= 0 && !oneshot) return usage_error("--spread is an option of --strategy oneshot and topk%s", "");
     if (!topk && (o->k || o->jobs)) return usage_error("--k and --jobs are options of --strategy topk%s", "");
     if (topk && !strcmp(o->cmd, "schedule") && !o->device)
         return usage_error("--strategy topk measures its candidates: give --device D%s", "");
@@ -654,7 +668,7 @@ static int load_scheduled(driver_state *d, const options *o) {
                         : o->device ? "host-opencl,a100"   /* opencl or c: not the GPU's limits */
                         : NULL;
     space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
-                             o->explain, stdout, NULL, NULL, o->margin };
+                             o->explain, stdout, NULL, NULL, o->margin, o->spread >= 0, o->spread };
     /* top-K measures on the device of --device (schedule) */
     bool topk = o->strategy && !strcmp(o->strategy, "topk");
     driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, &sa, o->k,

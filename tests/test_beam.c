@@ -25,7 +25,7 @@
 #include "train.h"
 #include "train_load.h"
 
-static nn_model weights;
+static nn_model weights, weights2;    /* seeds 1 and 2 */
 static target A100;
 static char tmpdir[] = "/tmp/test_beam_XXXXXX";
 static rt_device *cdev;
@@ -484,6 +484,60 @@ static void test_random_pipelines(void) {
     cost_free(cm);
 }
 
+/* --spread: a batch of a mean of models ranked by exp(mean + S x sd) of
+ * its members' log predictions, the same schedules as the batch by the
+ * mean; a single model's batch keeps its order. */
+static void test_spread(void) {
+    char err[4096];
+    app_case ac;
+    CHECK(app_load("apps", "unsharp", true, 7, &ac, err, sizeof err) == 0);
+    const nn_model *two[2] = { &weights, &weights2 };
+    cost_model *mean = cost_learned_mean_new(two, 2, &A100), *one = cost_learned_new(&weights, &A100);
+    enum { N = 6 };
+    search_sample by[3][N];
+    int n[3];
+    ir_arena *a = ir_arena_new();
+    for (int k = 0; k < 3; k++) {
+        search_opts o = small_opts(k < 2 ? mean : one);
+        o.spread = k == 0 ? 0 : 2;
+        n[k] = search_batch(a, ac.p, ac.b, &o, N, by[k], NULL, err, sizeof err);
+        CHECK(n[k] > 1);
+        for (int i = 1; i < n[k]; i++) CHECK(by[k][i - 1].rank <= by[k][i].rank);
+    }
+    /* by the mean: rank is the prediction */
+    for (int i = 0; i < n[0]; i++) CHECK(by[0][i].rank == by[0][i].ms);
+    /* with the spread: the same schedules, each ranked from its members */
+    CHECK(n[1] == n[0]);
+    int moved = 0;
+    for (int i = 0; i < n[1]; i++) {
+        int same = 0;
+        for (int j = 0; j < n[0]; j++) same += !strcmp(by[1][i].text, by[0][j].text) && by[1][i].ms == by[0][j].ms;
+        CHECK(same == 1);
+        moved += strcmp(by[1][i].text, by[0][i].text) != 0;
+        feat_result fr = { 0 };
+        double each[COST_MAX_MEMBERS];
+        CHECK(feat_compute(ac.p, ac.b, by[1][i].s, &A100, &fr, err, sizeof err) == 0);
+        CHECK(cost_predict_members(mean, &fr, each, err, sizeof err) == 2);
+        feat_free(&fr);
+        double l0 = log(each[0]), l1 = log(each[1]), m = (l0 + l1) / 2, sd = fabs(l0 - l1) / sqrt(2.0);
+        CHECK(fabs(by[1][i].rank - exp(m + 2 * sd)) <= 1e-9 * by[1][i].rank);
+        CHECK(fabs(by[1][i].ms - (each[0] + each[1]) / 2) <= 1e-9 * by[1][i].ms);
+    }
+    check_report(1, "spread: %d of %d schedules moved", moved, n[1]);
+    /* one model: the spread changes nothing */
+    search_opts o = small_opts(one);
+    search_sample plain[N];
+    int np = search_batch(a, ac.p, ac.b, &o, N, plain, NULL, err, sizeof err);
+    CHECK(np == n[2]);
+    for (int i = 0; i < np && i < n[2]; i++) CHECK(!strcmp(plain[i].text, by[2][i].text));
+    search_samples_free(plain, np);
+    for (int k = 0; k < 3; k++) search_samples_free(by[k], n[k]);
+    ir_arena_free(a);
+    cost_free(mean);
+    cost_free(one);
+    app_free(&ac);
+}
+
 static int train_weights(void) {
     char err[2048];
     train_data d;
@@ -498,6 +552,8 @@ static int train_weights(void) {
     to.epochs = 20;
     to.seed = 1;
     int rc = train_run(&d, &weights, &to, NULL, NULL, err, sizeof err);
+    to.seed = 2;
+    if (rc == 0) rc = train_run(&d, &weights2, &to, NULL, NULL, err, sizeof err);
     if (rc != 0) fprintf(stderr, "%s\n", err);
     train_data_free(&d);
     return rc;
@@ -512,7 +568,7 @@ int main(void) {
     check_report(train_weights() == 0, "weights trained on tests/data/train_tiny.txt");
     if (!cdev) CHECK_EXIT();
     /* CASES=a,b runs only those (bucket_draws, secondary, freeze, share_tiles, hand_made,
-     * deterministic, shapes, random_pipelines, every_app); APPS=a,b only
+     * deterministic, shapes, random_pipelines, spread, every_app); APPS=a,b only
      * those apps in every_app */
     const char *only = getenv("CASES");
 #define CASE(name) do { if (apps_wanted(only, #name)) RUN(test_##name); } while (0)
@@ -524,6 +580,7 @@ int main(void) {
     CASE(deterministic);
     CASE(shapes);
     CASE(random_pipelines);
+    CASE(spread);
     if (apps_wanted(only, "every_app")) test_every_app();
     rt_c_ops.close(cdev);
     char cmd[300];

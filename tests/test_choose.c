@@ -60,7 +60,7 @@ static void test_spills_reported(void) {
  * index it picks, and which it keeps. */
 static int filter(const int *order, int n, bool *keep, int k) {
     search_sample batch[4];
-    for (int i = 0; i < n; i++) batch[i] = (search_sample){ sch[order[i]], 1.0 + i, NULL, i };
+    for (int i = 0; i < n; i++) batch[i] = (search_sample){ sch[order[i]], 1.0 + i, NULL, i, 1.0 + i };
     choose_ctx c = { &a100, CG_MATH_FAST, k, NULL, 1, 0, NULL };
     char err[1024];
     return choose_spill_filter(&c, d.p, d.b, batch, n, keep, err, sizeof err);

@@ -36,6 +36,16 @@ case_ oneshot_mean_of_models 0 -o "^# oneshot: predicted [0-9.e+-]+ ms \\(weight
     "$sc" schedule "$app" --strategy oneshot "${mopts[@]}" -o "$tmp/m.sched"
 case_ oneshot_mean_runs 0 -o 'check: matches the reference' -- \
     "$sc" run "$app" --small --target a100 --schedule "$tmp/m.sched" --device c --check
+# --spread ranks the mean's batch by the models' agreement: a schedule
+# either way; bad values and other strategies refused
+case_ oneshot_mean_spread 0 -o "^# oneshot: predicted [0-9.e+-]+ ms" -- \
+    "$sc" schedule "$app" --strategy oneshot "${mopts[@]}" --spread 2 -o "$tmp/sp.sched"
+case_ oneshot_mean_spread_runs 0 -o 'check: matches the reference' -- \
+    "$sc" run "$app" --small --target a100 --schedule "$tmp/sp.sched" --device c --check
+case_ oneshot_spread_bad 2 -e "--spread: expected a number from 0 to 10, got '-1'" -- \
+    "$sc" schedule "$app" --strategy oneshot "${mopts[@]}" --spread -1
+case_ oneshot_spread_not_oneshot 2 -e '--spread is an option of --strategy oneshot and topk' -- \
+    "$sc" schedule "$app" --small --strategy baseline --spread 1
 case_ oneshot_mean_bad_file 1 -e "$tmp/none.weights: cannot open weights" -- \
     "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$tmp/none.weights"
 case_ oneshot_mean_no_file 1 -e "names no file" -- "$sc" schedule "$app" --small --strategy oneshot --weights ,

@@ -287,6 +287,15 @@ static int mean_row_parts(cost_model *m, int n, const feat_row *const *rows, dou
     return 0;
 }
 
+static int mean_members(cost_model *m, const feat_result *f, double *each) {
+    learned_mean *E = (learned_mean *)m;
+    for (int k = 0; k < E->n; k++) {
+        const feat_result *fr = f;
+        predict_rows(&E->m[k]->base, learned_row_of, 1, &fr, &each[k]);
+    }
+    return E->n;
+}
+
 static void mean_free(cost_model *m) {
     learned_mean *E = (learned_mean *)m;
     for (int k = 0; k < E->n; k++) learned_free(&E->m[k]->base);
@@ -300,10 +309,17 @@ static const cost_ops mean_ops = {
     .free = mean_free,
     .row_parts = mean_row_parts,
     .finish = mean_finish,
+    .members = mean_members,
 };
+
+int cost_predict_members(cost_model *m, const feat_result *f, double *each, char *err, size_t errlen) {
+    if (m->ops->members) return m->ops->members(m, f, each);
+    return cost_predict(m, 1, &f, each, err, errlen) == 0 ? 1 : -1;
+}
 
 cost_model *cost_learned_mean_new(const nn_model *const *ws, int n, const target *t) {
     if (n == 1) return cost_learned_new(ws[0], t);
+    if (n > COST_MAX_MEMBERS) n = COST_MAX_MEMBERS;
     learned_mean *E = base_calloc(1, sizeof *E);
     E->base.ops = &mean_ops;
     E->n = n;

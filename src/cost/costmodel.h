@@ -43,7 +43,12 @@ typedef struct {
      * 0) bit for bit.  0, or -1 with err. */
     int (*row_parts)(cost_model *m, int n, const feat_row *const *rows, double *parts, char *err, size_t errlen);
     double (*finish)(cost_model *m, double sum);
+    /* Optional, for a model that is a mean of others (NULL otherwise):
+     * each[k] = member k's prediction of the state f (room for
+     * COST_MAX_MEMBERS); returns how many members. */
+    int (*members)(cost_model *m, const feat_result *f, double *each);
 } cost_ops;
+#define COST_MAX_MEMBERS 8
 struct cost_model {
     const cost_ops *ops;
 };
@@ -55,6 +60,11 @@ static inline int cost_predict(cost_model *m, int n, const feat_result *const *f
 static inline void cost_free(cost_model *m) {
     if (m) m->ops->free(m);
 }
+/* Each member's prediction of the state f: each[k] for the members of a
+ * mean of models (cost_learned_mean_new), else each[0] = the model's own
+ * prediction.  Returns how many (>= 1), or -1 with err. */
+int cost_predict_members(cost_model *m, const feat_result *f, double *each, char *err, size_t errlen);
+
 /* The prediction for one complete schedule s of p on target t: its
  * features (feat_compute) costed alone.  0, or -1 with err. */
 int cost_predict_schedule(cost_model *m, const sc_pipeline *p, const bounds_result *b, const sched_state *s,

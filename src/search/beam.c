@@ -813,7 +813,7 @@ static void batch_add(const sc_pipeline *p, search_sample *out, int *n, int room
     int at = *n;
     while (at > 0 && out[at - 1].ms > ms) at--;
     memmove(out + at + 1, out + at, sizeof *out * (size_t)(*n - at));
-    out[at] = (search_sample){ s, ms, text, sample };
+    out[at] = (search_sample){ s, ms, text, sample, ms };
     ++*n;
 }
 
@@ -849,6 +849,36 @@ int search_freeze(search_ctx *c, bool *is_free, char *err, size_t errlen) {
 
 /* ---- one-shot ---------------------------------------------------------------- */
 
+/* Orders the batch out[0..n) by its members' agreement: rank = exp(mean +
+ * spread x standard deviation of the members' log predictions), lowest
+ * first (equal ranks keep their order); a model with one member leaves
+ * the order as it is.  0, or -1 with err. */
+static int rank_by_spread(search_ctx *c, search_sample *out, int n, double spread, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        feat_result fr = { 0 };
+        double each[COST_MAX_MEMBERS];
+        if (featurize(c, out[i].s, &fr, err, errlen) != 0) return -1;
+        int k = cost_predict_members(c->o.model, &fr, each, err, errlen);
+        feat_free(&fr);
+        if (k < 0) return -1;
+        if (k < 2) return 0;
+        double mean = 0, var = 0;
+        for (int j = 0; j < k; j++) mean += log(each[j]) / k;
+        for (int j = 0; j < k; j++) var += (log(each[j]) - mean) * (log(each[j]) - mean) / (k - 1);
+        out[i].rank = exp(mean + spread * sqrt(var));
+    }
+    for (int i = 1; i < n; i++) {
+        search_sample x = out[i];
+        int at = i;
+        while (at > 0 && out[at - 1].rank > x.rank) {
+            out[at] = out[at - 1];
+            at--;
+        }
+        out[at] = x;
+    }
+    return 0;
+}
+
 int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const search_opts *o, int samples,
                  search_sample *out, search_stats *st, char *err, size_t errlen) {
     double t0 = base_now_s();
@@ -878,6 +908,7 @@ int search_batch(ir_arena *a, const sc_pipeline *p, const bounds_result *b, cons
         if (fx[k] && (rc = predict_state(c, fx[k], &fx_ms, err, errlen)) == 0)
             batch_add(p, out, &n, samples, fx[k], fx_ms, -1 - k);
     }
+    if (rc == 0 && o->spread > 0) rc = rank_by_spread(c, out, n, o->spread, err, errlen);
     if (st) {
         *st = c->st;
         st->wall_s = base_now_s() - t0;

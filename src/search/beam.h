@@ -64,6 +64,9 @@ typedef struct {
     double lane_max, core_max;    /* secondary children: idle share of the block's lanes (0.5) / idle-core (1.2) */
     bool share_tiles;             /* a stage's tile also taken by the pending stages after it that run the
                                    * same loops, where legal: one decision (true) */
+    double spread;                /* a batch of a mean of models is ranked by exp(mean + spread x standard
+                                   * deviation) of its members' log predictions: > 0 prefers the schedules
+                                   * they agree on (0: by the mean prediction) */
     /* Called for every bucket once its representatives are chosen (tests),
      * or NULL: its size, the representatives drawn, how many of them are
      * primary, how many secondary ones are costed. */
@@ -128,6 +131,7 @@ typedef struct {
     double ms;
     char *text;
     int sample;
+    double rank;                  /* what the batch is ordered by: ms, or with o->spread the members' score */
 } search_sample;
 
 /* The batch of §8: one beam search (o->beam, o->passes, seed o->seed) and
@@ -136,7 +140,8 @@ typedef struct {
  * root, each where it passes the target's rules (docs/search.md).  The
  * distinct schedules (by text) go to out (room for `samples`; a fixed
  * schedule displaces the worst predicted when it is better and there is
- * no room), fastest predicted first;
+ * no room), fastest predicted first (with o->spread, the lowest rank
+ * first);
  * returns how many, or
  * -1 with err (nothing to free then).  search_samples_free frees the
  * texts. */

@@ -31,6 +31,8 @@ typedef struct {
     void *pick_ctx;
     double margin;                /* one-shot keeps the baseline unless its pick is predicted
                                    * more than this many times faster (0 or 1: off) */
+    bool spread_given;            /* search_opts.spread = spread; else the search's default */
+    double spread;
 } space_search_args;
 
 typedef struct space_strategy {
