@@ -58,6 +58,7 @@ DEMO_APP ?= unsharp
 demo: deps all
 	./$(BUILD)/stagecraft run apps/$(DEMO_APP).pipe -o $(BUILD)/$(DEMO_APP).png
 	./$(BUILD)/stagecraft bench apps/$(DEMO_APP).pipe --strategy baseline --dump=schedule --samples 3 --runs 3
+	./$(BUILD)/stagecraft bench apps/$(DEMO_APP).pipe --strategy oneshot --dump=schedule --samples 3 --runs 3
 
 # Random schedules of every app on the C and OpenCL back ends, checked
 # against the reference, their CUDA compiled for sm_80 and sm_90; SEEDS=N
