@@ -360,7 +360,7 @@ int tool_predict(int argc, char **argv) {
     nn_model *models[SPACE_MAX_WEIGHTS];
     int nm = 0;
     if (driver_schedule(&d, &so, stderr) != 0) rc = TOOL_INPUT;
-    else if ((nm = space_load_weights_list(weights, "predict", &d.t, models, used, sizeof used, err, sizeof err)) < 0) {
+    else if ((nm = space_load_weights_list(weights, "the prediction", &d.t, models, used, sizeof used, err, sizeof err)) < 0) {
         fprintf(stderr, "stagecraft predict: %s\n", err);
         nm = 0;
         rc = TOOL_INPUT;
