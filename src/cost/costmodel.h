@@ -100,7 +100,8 @@ cost_model *cost_learned_new(const nn_model *w, const target *t);
 /* The mean of n >= 1 learned models' predictions (the same network
  * trained with other seeds or data: their errors differ, so the best
  * predicted state of a search is less often one model's mistake).  With
- * n == 1 it is cost_learned_new(ws[0], t). */
+ * n == 1 it is cost_learned_new(ws[0], t); at most COST_MAX_MEMBERS are
+ * used (the weights lists that reach it are held to that). */
 cost_model *cost_learned_mean_new(const nn_model *const *ws, int n, const target *t);
 
 #endif

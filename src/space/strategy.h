@@ -79,7 +79,7 @@ nn_model *space_load_weights(const char *path, const char *who, const target *t,
  * (cost_learned_mean_new): at most SPACE_MAX_WEIGHTS, each malloc'd into
  * ms; `used` names them all.  Their number, or -1 with err naming the
  * file (nothing is left allocated). */
-#define SPACE_MAX_WEIGHTS 8
+#define SPACE_MAX_WEIGHTS COST_MAX_MEMBERS   /* the mean model's own bound */
 int space_load_weights_list(const char *paths, const char *who, const target *t, nn_model **ms, char *used,
                             size_t usedlen, char *err, size_t errlen);
 
