@@ -420,7 +420,9 @@ int main(int argc, char **argv) {
         tsv_row(modes, names[ai], "baseline", rb);
         tsv_row(modes, names[ai], "random", rr);
         tsv_row(modes, names[ai], "oneshot", ro);
-        tsv_row(modes, names[ai], "top5", rk);
+        char topk[16];
+        snprintf(topk, sizeof topk, "top%d", k);
+        tsv_row(modes, names[ai], topk, rk);
         tsv_row(modes, names[ai], "autotune", ra);
         if (ro.speedup > 0) {
             counted++;

@@ -19,8 +19,9 @@
 #
 # modes.tsv: a header `app mode ms speedup` (tab-separated), then one row
 # per app and mode.  Modes are drawn in this order, those present only:
-# baseline (the line at 1), random80, oneshot, top5, autotune,
-# halide-anderson2021, halide-li2018; others after them in the order met.
+# baseline (the line at 1), random, oneshot, topK (bench_autosched's top5
+# with --k 5), autotune, halide-anderson2021, halide-li2018; others after
+# them in the order met.
 # A speedup that is not a number ("-", empty: bench/halide_compare.py
 # writes none) is the app's baseline ms over the row's ms; a row whose ms
 # is not a number either is skipped, and so is an app with neither.  When
@@ -67,11 +68,18 @@ trap 'rm -rf "$work"' EXIT
 if [ -f "$modes" ]; then
     awk -F'\t' -v data="$work/modes.dat" -v cmds="$work/modes.gp" '
         function num(s) { return s ~ /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/ }
-        BEGIN {
-            n = split("random80 oneshot top5 autotune halide-anderson2021 halide-li2018", order, " ")
-            for (i = 1; i <= n; i++) { mode[i] = order[i]; known[order[i]] = i }
-            nmodes = n; napps = 0
+        # where a mode is drawn: the order of the modes below, any other
+        # after them in the order met
+        function rank(m) {
+            if (m == "random") return 1
+            if (m == "oneshot") return 2
+            if (m ~ /^top[0-9]+$/) return 3
+            if (m == "autotune") return 4
+            if (m == "halide-anderson2021") return 5
+            if (m == "halide-li2018") return 6
+            return 7
         }
+        BEGIN { nmodes = 0; napps = 0 }
         NR == 1 && $1 == "app" { next }
         NF >= 3 {
             if (!($1 in appidx)) { appidx[$1] = ++napps; app[napps] = $1 }
@@ -80,9 +88,16 @@ if [ -f "$modes" ]; then
             ms[$1, $2] = $3; sp[$1, $2] = $4; have[$1, $2] = 1
         }
         END {
-            # modes with at least one bar, in order
+            # the modes sorted by rank, then by the order met (insertion)
+            for (i = 1; i <= nmodes; i++) sorted[i] = i
+            for (i = 2; i <= nmodes; i++)
+                for (j = i; j > 1 && rank(mode[sorted[j]]) < rank(mode[sorted[j - 1]]); j--) {
+                    t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t
+                }
+            # modes with at least one bar, in that order
             used = 0
-            for (m = 1; m <= nmodes; m++) {
+            for (mi = 1; mi <= nmodes; mi++) {
+                m = sorted[mi]
                 any = 0
                 for (a = 1; a <= napps; a++) {
                     k = app[a] SUBSEP mode[m]
