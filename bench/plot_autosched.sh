@@ -88,12 +88,11 @@ if [ -f "$modes" ]; then
             ms[$1, $2] = $3; sp[$1, $2] = $4; have[$1, $2] = 1
         }
         END {
-            # the modes sorted by rank, then by the order met (insertion)
-            for (i = 1; i <= nmodes; i++) sorted[i] = i
-            for (i = 2; i <= nmodes; i++)
-                for (j = i; j > 1 && rank(mode[sorted[j]]) < rank(mode[sorted[j - 1]]); j--) {
-                    t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t
-                }
+            # the modes by rank, those of one rank in the order met
+            n = 0
+            for (r = 1; r <= 7; r++)
+                for (i = 1; i <= nmodes; i++)
+                    if (rank(mode[i]) == r) sorted[++n] = i
             # modes with at least one bar, in that order
             used = 0
             for (mi = 1; mi <= nmodes; mi++) {
