@@ -207,9 +207,31 @@ static void op_counts(void) {
     sc_pipeline_free(P);
 }
 
+/* pow(a, 2.0) counts as one f32 multiplication, as the back ends compute
+ * it (a * a); pow(a, 3.0) and pow(a, 2.5) stay math. */
+static void square_counts(void) {
+    P = sc_pipeline_new("squares");
+    int ext[2] = { 8, 8 };
+    sc_func *in = sc_input(P, "in", SC_F32, 2, ext);
+    sc_expr *sq[2] = { call2(in, V("x"), V("y")), sc_float(P, 2.0) };
+    sc_expr *cube[2] = { call2(in, V("x"), V("y")), sc_float(P, 3.0) };
+    sc_expr *frac[2] = { call2(in, V("x"), V("y")), sc_float(P, 2.5) };
+    sc_func *g = def2("g", sc_math(P, SC_POW, 2, sq));
+    sc_func *h = def2("h", add(sc_math(P, SC_POW, 2, cube), sc_math(P, SC_POW, 2, frac)));
+    CHECK(sc_output(P, g, 2, (int[]){ 8, 8 }) == 0 && sc_output(P, h, 2, (int[]){ 8, 8 }) == 0);
+    CHECK(finalize());
+    CHECK(ir_expr_is_square(sc_math(P, SC_POW, 2, sq)) && !ir_expr_is_square(sc_math(P, SC_POW, 2, cube)));
+    ops_result *o = ops_count(P);
+    CHECK(count(o, g, 0, OPS_MUL, SC_F32) == 1 && count(o, g, 0, OPS_MATH, SC_F32) == 0);
+    CHECK(count(o, h, 0, OPS_MUL, SC_F32) == 0 && count(o, h, 0, OPS_MATH, SC_F32) == 2);
+    ops_free(o);
+    sc_pipeline_free(P);
+}
+
 int main(void) {
     RUN(jacobians);
     RUN(update_jacobians);
     RUN(op_counts);
+    RUN(square_counts);
     CHECK_EXIT();
 }

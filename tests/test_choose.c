@@ -10,7 +10,9 @@
  * ended the spills of their blurred.update(0); in a, b and d again for code
  * generation 4, whose interior copy of the kernel's body changed the
  * spills: a and d now take b's former tile, which spills 12 bytes, and b
- * takes theirs, 4).
+ * takes theirs, 4; and for code generation 14, whose squares of a * a
+ * ended those spills: a, b and d now run push_down_1_dx in blocks of
+ * 1,024 threads, 64 registers each, and spill 84, 16 and 884 bytes).
  * The filter takes the best predicted that spills nothing; when all of
  * them spill, the best predicted within 50% of the least spilling.
  */

@@ -666,6 +666,36 @@ static void test_scan_order(void) {
     fixture_remove_db(db);
 }
 
+/* A sample of code older than CG_GENERATION_SQUARES of a pipeline that
+ * squares with pow(a, 2.0) is rejected (that code called pow; this build
+ * multiplies), loaded once timed by newer code; a cube is no square. */
+static void test_square(void) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_square_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline sq;\ninput f32 in(64, 48);\n"
+                              "out(x, y) = pow(in(x, y), 2.0);\n"
+                              "output out(64, 48);\n");
+    fixture cube = fixture_load("pipeline cube;\ninput f32 in(64, 48);\n"
+                                "out(x, y) = pow(in(x, y), 3.0);\n"
+                                "output out(64, 48);\n");
+    CHECK(cg_squares(fx.p) && !cg_squares(cube.p));
+    fixture_unload(&cube);
+    int64_t devg, pid;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    const char *text = "schedule sq;\nout: root [x=32x1 y=4x1];\n";
+    CHECK(put_one(st, &fx, pid, devg, text, 10, "2026-11-29T09:00:00Z", "abc cg13", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 0 && d.rejected_square == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devg, text, CG_GENERATION_SQUARES));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_square == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -676,6 +706,7 @@ int main(void) {
     RUN(test_split_interior);
     RUN(test_cpu_minmax);
     RUN(test_scan_order);
+    RUN(test_square);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

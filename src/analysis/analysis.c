@@ -363,7 +363,7 @@ static void ops_visit(const sc_expr *e, void *user) {
     case E_PARAM: k = OPS_PARAM; break;
     case E_CAST: k = OPS_CAST; break;
     case E_SELECT: k = OPS_SELECT; break;
-    case E_MATH: k = OPS_MATH; break;
+    case E_MATH: k = ir_expr_is_square(e) ? OPS_MUL : OPS_MATH; break;   /* pow(a, 2.0) is a * a */
     case E_UNARY:
         k = e->op == SC_NEG ? OPS_NEG : e->op == SC_NOT ? OPS_NOT : OPS_BITWISE;
         break;

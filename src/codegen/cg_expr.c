@@ -528,6 +528,15 @@ static void pr_math(cg_ctx *g, const cg_node *n)
             cg_expr(g, n->kid[0], false);
         return;
     }
+    if (ir_expr_is_square(e)) {
+        /* its operand a temporary (count_uses counts it twice) */
+        cg_printf(g, "(");
+        cg_expr(g, n->kid[0], false);
+        cg_printf(g, " * ");
+        cg_expr(g, n->kid[0], false);
+        cg_printf(g, ")");
+        return;
+    }
     cg_printf(g, "%s(", cg_math_fn(g, (sc_mathfn)e->op));
     for (int i = 0; i < n->nkid; i++) {
         cg_printf(g, i ? ", " : "");
@@ -805,9 +814,11 @@ static void count_uses(cg_ctx *g, int id)
     g->node[id].counted = true;
     if (trivial(&g->node[id]))
         return;
+    /* a square prints its operand twice (pr_math) */
+    int square = ir_expr_is_square(g->node[id].e);
     for (int i = 0; i < g->node[id].nkid; i++) {
         int k = resolve(g, g->node[id].kid[i]);
-        g->node[k].nref++;
+        g->node[k].nref += i == 0 && square ? 2 : 1;
         count_uses(g, k);
     }
 }

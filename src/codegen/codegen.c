@@ -516,6 +516,14 @@ static bool any_definition(const sc_pipeline *p, void (*note)(const sc_expr *, v
 
 bool cg_divides_by_pow2(const sc_pipeline *p) { return any_definition(p, note_pow2_division); }
 
+static void note_square(const sc_expr *e, void *user)
+{
+    if (ir_expr_is_square(e))
+        *(bool *)user = true;
+}
+
+bool cg_squares(const sc_pipeline *p) { return any_definition(p, note_square); }
+
 static void note_f32_minmax(const sc_expr *e, void *user)
 {
     if (e->kind == E_BINARY && (e->op == SC_MIN || e->op == SC_MAX) && e->args[0]->type == SC_F32)
@@ -572,13 +580,15 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
         return CG_CODE_MINMAX;
     if (generation < CG_GENERATION_SCANS_AROUND && nest_any_scan_around_tile(model))
         return CG_CODE_SCAN_ORDER;
+    if (generation < CG_GENERATION_SQUARES && cg_squares(l->p))
+        return CG_CODE_SQUARE;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_SCANS_AROUND,
+    _Static_assert(CG_GENERATION == CG_GENERATION_SQUARES,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);

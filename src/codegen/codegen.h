@@ -97,8 +97,17 @@
  *      each point ran the whole scan down a column before.  iir_blur's
  *      four scans in threads of 4 x 16 points: 363 ms together, 40 ms
  *      now (docs/benchmarks.md, "Scans around the tile").  Samples of
- *      schedules with such a tile changed (train_load.h, rejected_scan). */
-#define CG_GENERATION 13
+ *      schedules with such a tile changed (train_load.h, rejected_scan).
+ *  14  2026-11-29: pow(a, 2.0) is computed as a * a, a once (cg_expr.c),
+ *      the reference's value bit for bit (ir_expr_is_square), where it
+ *      called pow: PoCL's pow is a library call that its vectorizer
+ *      leaves scalar.  nl_means' dc at 256 x 256 (baseline): 566 ms, 3.3
+ *      ms now; its baseline at paper size 34.2 s, 0.81 s now; lens_blur's
+ *      48.0 s, 4.40 s now (exact code: with its squares' sums contracted
+ *      fast math moves a few depths beyond the tolerance; docs/backends.md,
+ *      "Squares").  Samples of a pipeline with such a square changed
+ *      (train_load.h, rejected_square). */
+#define CG_GENERATION 14
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -117,6 +126,8 @@
 /* The first generation that runs a scan's reduction loops around a tile
  * of several points, as those of updates that accumulate in place. */
 #define CG_GENERATION_SCANS_AROUND 13
+/* The first generation that computes pow(a, 2.0) as a * a. */
+#define CG_GENERATION_SQUARES 14
 
 #include "lower.h"
 
@@ -182,7 +193,8 @@ bool cg_opencl_splits(const lower_program *prog);
  * cg_uses_f32_minmax), or ran the reduction loops of a scan inside a
  * tile of several points where this build runs them around it
  * (CG_CODE_SCAN_ORDER: before CG_GENERATION_SCANS_AROUND, where
- * nest_any_scan_around_tile). */
+ * nest_any_scan_around_tile), or called pow where this build multiplies
+ * (CG_CODE_SQUARE: before CG_GENERATION_SQUARES, where cg_squares). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -191,13 +203,16 @@ typedef enum {
     CG_CODE_PRIVATE,
     CG_CODE_INTERIOR,
     CG_CODE_MINMAX,
-    CG_CODE_SCAN_ORDER
+    CG_CODE_SCAN_ORDER,
+    CG_CODE_SQUARE
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
  * where the dividend may be negative did generation 9 change the code,
  * which cg_pow2_shifts counts). */
 bool cg_divides_by_pow2(const sc_pipeline *p);
+/* Whether a definition of p squares with pow(a, 2.0) (ir_expr_is_square). */
+bool cg_squares(const sc_pipeline *p);
 /* Whether a definition of p takes the min or max of two f32 values (the
  * code of every schedule of p then prints one). */
 bool cg_uses_f32_minmax(const sc_pipeline *p);

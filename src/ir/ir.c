@@ -897,6 +897,11 @@ static void call_visit(const sc_expr *e, void *user) {
     if (e->kind == E_CALL) *(bool *)user = true;
 }
 
+bool ir_expr_is_square(const sc_expr *e) {
+    return e->kind == E_MATH && e->op == SC_POW && e->nargs == 2 && e->args[1]->kind == E_CONST &&
+           e->args[1]->type == SC_F32 && e->args[1]->c.f == 2.0;
+}
+
 bool ir_stage_scatters(const sc_func *f, int stage) {
     if (stage <= 0 || stage >= f->nstages) return false;
     const ir_stage *s = &f->stages[stage];

@@ -168,6 +168,13 @@ bool ir_stage_scatters(const sc_func *f, int stage);
  * adds the tile; the Halide export follows it). */
 bool ir_stage_reduction_around(const sc_func *f, int stage);
 
+/* Whether e is pow(a, 2.0), a square: every back end computes it as a * a
+ * (a once), which is pow's value bit for bit (a float's square is exact
+ * in double, so the reference's pow in double returns it exactly and
+ * rounds it to f32 once, as the product does), and the operation counts
+ * count it as one multiplication (analysis.h). */
+bool ir_expr_is_square(const sc_expr *e);
+
 /* Expression printing in .pipe syntax (fully explicit); returns a malloc'd
  * string. */
 char *ir_expr_to_string(const sc_expr *e);

@@ -62,6 +62,11 @@
  * over a tile of more than one point (nest_any_scan_around_tile) ran its
  * reduction loops inside the tile, where this build runs them around it:
  * they count as rejected_scan (`collect --remeasure` times them again).
+ *
+ * Samples of code older than CG_GENERATION_SQUARES of a pipeline that
+ * squares with pow(a, 2.0) (cg_squares) called pow where this build
+ * multiplies: they count as rejected_square (`collect --remeasure` times
+ * them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
