@@ -49,8 +49,8 @@ case_ oneshot_spread_not_oneshot 2 -e '--spread is an option of --strategy onesh
 case_ oneshot_mean_bad_file 1 -e "$tmp/none.weights: cannot open weights" -- \
     "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$tmp/none.weights"
 case_ oneshot_mean_no_file 1 -e "names no file" -- "$sc" schedule "$app" --small --strategy oneshot --weights ,
-case_ oneshot_mean_too_many 1 -e "at most 8 weights files" -- \
-    "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$w,$w,$w,$w,$w,$w,$w,$w"
+case_ oneshot_mean_too_many 1 -e "at most 16 weights files" -- \
+    "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w,$w"
 
 # the default weights and the siblings beside them (pocl-2.weights, ...,
 # while they exist in a row): searched with their mean, named in the

@@ -48,7 +48,7 @@ typedef struct {
      * COST_MAX_MEMBERS); returns how many members. */
     int (*members)(cost_model *m, const feat_result *f, double *each);
 } cost_ops;
-#define COST_MAX_MEMBERS 8
+#define COST_MAX_MEMBERS 16
 struct cost_model {
     const cost_ops *ops;
 };
