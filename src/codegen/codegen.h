@@ -171,7 +171,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 bool cg_opencl_splits(const lower_program *prog);
 
 /* What changed since an older generation's code for a schedule, as far as
- * generations 7 to 13 changed it (older ones changed more: callers that
+ * generations 7 to 14 changed it (older ones changed more: callers that
  * care leave them out): the code of s that code generation `generation`
  * made (its loop-nest model, built without staging; on a CPU target or
  * not, through OpenCL or not) lacked staging that it had then
