@@ -25,6 +25,11 @@
  * (lower.c, digit_in_local_ids); the box blurs below check the code of
  * both ways and run them.
  *
+ * Generation 15 gives a root stage with threads in more than three loops
+ * a work-group of three dimensions, the later loops digits of local id 2
+ * (lower.c, kernel_tdim); the wide_threads schedules check the code and
+ * run it.
+ *
  * Generation 12 prints f32 min and max for a CPU as clang's builtins
  * (cg_opencl.c); relu_rows, a work-item over 4 rows of max and min, checks
  * the code for a CPU and for a GPU, and runs the CPU's.
@@ -128,6 +133,35 @@ static const char blur_half[] =
     "blur_x: block of out [x=16 y=2];\n"
     "clamped: inline;\n";
 
+/* A root stage with threads in four loops (8 x 2 x 2 x 3): its
+ * work-group is 8 x 2 x 6, the last two loops digits of local id 2
+ * (generation 15, lower.c kernel_tdim), and so are a block-level Func's
+ * threads of those loops, lined up with the group or not. */
+static const char wide_pipe[] =
+    "pipeline wide_threads;\n"
+    "size W = 20;\n"
+    "size H = 6;\n"
+    "input f32 in(W, H);\n"
+    "clamped = repeat_edge(in);\n"
+    "p(x, y, a, b) = clamped(x + a, y - b) * 2.0 + f32(a * 3 + b);\n"
+    "out(x, y, a, b) = p(x, y, a, b) - p(x + 1, y, a, b) * 0.5;\n"
+    "output out(W, H, 4, 3);\n";
+static const char wide_root[] =
+    "schedule wide_threads;\n"
+    "out: root [x=8x1 y=2x1 a=2x1 b=3x1];\n"
+    "p: inline;\n"
+    "clamped: inline;\n";
+static const char wide_lined_up[] =
+    "schedule wide_threads;\n"
+    "out: root [x=8x1 y=2x1 a=2x1 b=3x1];\n"
+    "p: block of out [x=8 y=2 a=2 b=3];\n"
+    "clamped: inline;\n";
+static const char wide_flat[] =
+    "schedule wide_threads;\n"
+    "out: root [x=8x1 y=2x1 a=2x1 b=3x1];\n"
+    "p: block of out [x=4 y=4 a=2 b=3];\n"
+    "clamped: inline;\n";
+
 /* A 7x7 box filter (49 taps, each clamped), its x tiled 8 threads x S
  * serial points: unrolled, 8 points come to over the 2,048 expression
  * nodes that get the pragma (PoCL's compile time, cg_opencl.c), 2 do not. */
@@ -226,6 +260,20 @@ int main(void) {
     run_shape("blur_lined_up", blur_pipe, blur_lined_up, false);
     run_shape("blur_flat", blur_pipe, blur_flat, false);
     run_shape("blur_half", blur_pipe, blur_half, false);
+    code_has("wide_root", wide_pipe, wide_root, true,
+             (const char *const[]){ "reqd_work_group_size(8, 2, 6)", "out_x_b + tid0;", "out_y_b + tid1;",
+                                    "out_a_b + (tid2 % 2);", "out_b_t_ = tid2 / 2;", NULL },
+             (const char *const[]){ "tid % 8", "tid / ", "const int tid = ", NULL });
+    code_has("wide_lined_up", wide_pipe, wide_lined_up, false,
+             (const char *const[]){ "p_x_min + (tid0 * 2);", "p_y_min + tid1;", "p_a_min + (tid2 % 2);",
+                                    "p_b_t_ = tid2 / 2;", NULL },
+             (const char *const[]){ "const int tid = ", NULL });
+    code_has("wide_flat", wide_pipe, wide_flat, false,
+             (const char *const[]){ "(tid % 4)", "(tid / 4) % 4", "p_a_min + (tid2 % 2);", "p_b_t_ = tid2 / 2;", NULL },
+             (const char *const[]){ NULL });
+    run_shape("wide_root", wide_pipe, wide_root, true);
+    run_shape("wide_lined_up", wide_pipe, wide_lined_up, false);
+    run_shape("wide_flat", wide_pipe, wide_flat, true);
     code_has("relu_rows/cpu", relu_pipe, relu_rows, true,
              (const char *const[]){ "__builtin_fmaxf(", "__builtin_fminf(", NULL },
              (const char *const[]){ "fmax(", "fmin(", NULL });

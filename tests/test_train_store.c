@@ -696,6 +696,34 @@ static void test_square(void) {
     fixture_remove_db(db);
 }
 
+/* A sample of code older than CG_GENERATION_MERGED_THREADS whose root
+ * stage has threads in four loops is rejected (that code read them from a
+ * flat index); three threaded loops are kept, and so is the four-loop
+ * schedule timed by newer code. */
+static void test_merged_threads(void) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_merged_%d.db", (int)getpid());
+    fixture fx = fixture_load("pipeline wide;\ninput f32 in(64, 48);\n"
+                              "out(x, y, a, b) = in(x, y) * f32(a + b);\n"
+                              "output out(64, 48, 4, 4);\n");
+    int64_t devg, pid;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    const char *four = "schedule wide;\nout: root [x=16x1 y=2x1 a=2x1 b=2x1];\n";
+    const char *three = "schedule wide;\nout: root [x=16x1 y=2x1 a=4x1 b=1x1];\n";
+    CHECK(put_one(st, &fx, pid, devg, four, 10, "2026-11-29T09:00:00Z", "abc cg14", false) == 1);
+    CHECK(put_one(st, &fx, pid, devg, three, 11, "2026-11-29T09:00:00Z", "abc cg14", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_merged == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devg, four, CG_GENERATION_MERGED_THREADS));
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.rejected_merged == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -707,6 +735,7 @@ int main(void) {
     RUN(test_cpu_minmax);
     RUN(test_scan_order);
     RUN(test_square);
+    RUN(test_merged_threads);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

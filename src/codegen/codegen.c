@@ -582,13 +582,15 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
         return CG_CODE_SCAN_ORDER;
     if (generation < CG_GENERATION_SQUARES && cg_squares(l->p))
         return CG_CODE_SQUARE;
+    if (generation < CG_GENERATION_MERGED_THREADS && nest_merges_thread_loops(model))
+        return CG_CODE_MERGED_THREADS;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_SQUARES,
+    _Static_assert(CG_GENERATION == CG_GENERATION_MERGED_THREADS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);

@@ -106,8 +106,16 @@
  *      48.0 s, 4.40 s now (exact code: with its squares' sums contracted
  *      fast math moves a few depths beyond the tolerance; docs/backends.md,
  *      "Squares").  Samples of a pipeline with such a square changed
- *      (train_load.h, rejected_square). */
-#define CG_GENERATION 14
+ *      (train_load.h, rejected_square).
+ *  15  2026-11-29: a root stage with threads in more than three loops
+ *      gets a work-group of three dimensions, the first two loops' threads
+ *      and the product of the others' (lower_kernel.merged_tdim), whose
+ *      thread indices are digits of local id 2, where it was one flat
+ *      dimension read with / and %, which PoCL does not vectorize over:
+ *      nl_means' one-shot pick computes d in 32 x 4 x 8 x 4 threads, 564
+ *      ms before, 313 ms now (docs/backends.md).  Samples of schedules
+ *      with such a stage changed (train_load.h, rejected_merged). */
+#define CG_GENERATION 15
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -128,6 +136,9 @@
 #define CG_GENERATION_SCANS_AROUND 13
 /* The first generation that computes pow(a, 2.0) as a * a. */
 #define CG_GENERATION_SQUARES 14
+/* The first generation whose work-groups merge a root stage's fourth and
+ * later threaded loops into their third dimension. */
+#define CG_GENERATION_MERGED_THREADS 15
 
 #include "lower.h"
 
@@ -194,7 +205,10 @@ bool cg_opencl_splits(const lower_program *prog);
  * tile of several points where this build runs them around it
  * (CG_CODE_SCAN_ORDER: before CG_GENERATION_SCANS_AROUND, where
  * nest_any_scan_around_tile), or called pow where this build multiplies
- * (CG_CODE_SQUARE: before CG_GENERATION_SQUARES, where cg_squares). */
+ * (CG_CODE_SQUARE: before CG_GENERATION_SQUARES, where cg_squares), or
+ * read the thread indices of a root stage with more than three threaded
+ * loops from one flat index (CG_CODE_MERGED_THREADS: before
+ * CG_GENERATION_MERGED_THREADS, where nest_merges_thread_loops). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -204,7 +218,8 @@ typedef enum {
     CG_CODE_INTERIOR,
     CG_CODE_MINMAX,
     CG_CODE_SCAN_ORDER,
-    CG_CODE_SQUARE
+    CG_CODE_SQUARE,
+    CG_CODE_MERGED_THREADS
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only

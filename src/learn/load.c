@@ -163,6 +163,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         else if (change == CG_CODE_MINMAX) d->rejected_minmax++;
         else if (change == CG_CODE_SCAN_ORDER) d->rejected_scan++;
         else if (change == CG_CODE_SQUARE) d->rejected_square++;
+        else if (change == CG_CODE_MERGED_THREADS) d->rejected_merged++;
         else d->rejected_unrolled++;
         return 0;
     }

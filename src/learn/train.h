@@ -70,6 +70,8 @@ typedef struct {
     int64_t rejected_minmax;      /* a CPU's OpenCL code calling OpenCL's fmin or fmax (train_load.h) */
     int64_t rejected_scan;        /* of code running a scan's reduction inside a tile of several points */
     int64_t rejected_square;      /* of code calling pow for a square (train_load.h) */
+    int64_t rejected_merged;      /* of code reading more than three threaded loops
+                                     from a flat index (train_load.h) */
     int64_t rejected_cold;        /* timed once against a cold reference (train_load.h) */
     int64_t rejected_order;       /* measured before the reduction order changed (train_load.h) */
     int64_t rejected_generation;  /* code older than train_load_opts.min_generation */

@@ -67,6 +67,12 @@
  * squares with pow(a, 2.0) (cg_squares) called pow where this build
  * multiplies: they count as rejected_square (`collect --remeasure` times
  * them again).
+ *
+ * Samples of code older than CG_GENERATION_MERGED_THREADS whose schedule
+ * has a root stage with threads in more than three loops
+ * (nest_merges_thread_loops) read its thread indices from one flat index,
+ * where this build's work-group has three dimensions: they count as
+ * rejected_merged (`collect --remeasure` times them again).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

@@ -603,31 +603,43 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
 }
 
 /* The kernel's work-group shape (lower_kernel.tdim) from its root stage
- * rec: the threads of each loop that has some, in loop order, when at
- * most three loops have threads; else one flat dimension.  Set before
- * any phase is lowered: block-level phases read their threads from it. */
+ * rec: the threads of each loop that has some, in loop order, the third
+ * dimension those of the third and every later one (lower.h).  Set
+ * before any phase is lowered: block-level phases read their threads
+ * from it. */
 static void kernel_tdim(ctx *c, const nest_stage *rec) {
-    int threaded = 0, j = 0;
-    for (int k = 0; k < rec->npure; k++) threaded += rec->threads[k] > 1;
-    c->k->tdim[0] = threaded <= 3 ? 1 : c->k->nthreads;
-    c->k->tdim[1] = c->k->tdim[2] = 1;
-    for (int k = 0; threaded <= 3 && k < rec->npure; k++)
-        if (rec->threads[k] > 1) c->k->tdim[j++] = rec->threads[k];
+    int j = 0;
+    c->k->tdim[0] = c->k->tdim[1] = c->k->tdim[2] = 1;
+    c->k->merged_tdim = false;
+    for (int k = 0; k < rec->npure; k++) {
+        if (rec->threads[k] <= 1) continue;
+        c->k->merged_tdim |= j == 3;
+        c->k->tdim[j < 3 ? j++ : 2] *= rec->threads[k];
+    }
 }
 
 /* A thread digit (tid / below) % t as a local id
  * where the work-group's shape allows: below the threads of the group's
  * dimensions before j and t those of dimension j give tid_j (whose range
- * is the digit's, so the interior copies lose nothing).  PoCL vectorizes
- * a work-group's loop over its work-items only where the addresses are
- * affine in local id 0, which a digit of the flat index taken with / or
- * % never is.  NULL where the shape does not line up. */
+ * is the digit's, so the interior copies lose nothing); in a kernel whose
+ * third dimension merges several loops (lower_kernel.merged_tdim), a digit
+ * of it is one of tid2: (tid2 / (below / (T0 T1))) % t, the same value.
+ * PoCL vectorizes a work-group's loop over its work-items only where the
+ * addresses are affine in local id 0, which a digit of the flat index
+ * taken with / or % never is; tid2 is the same in all of its lanes.  NULL
+ * where the shape does not line up. */
 static sc_expr *digit_in_local_ids(ctx *c, int64_t below, int t) {
     const int *T = c->k->tdim;
     int64_t prefix = 1;
     for (int j = 0; j < 3; prefix *= T[j], j++)
         if (prefix == below && t == T[j]) return mk_var(c, lower_tid_names[j]);
-    return NULL;
+    int64_t plane = (int64_t)T[0] * T[1];
+    if (!c->k->merged_tdim || below % plane) return NULL;
+    int64_t sub = below / plane;
+    sc_expr *e = mk_var(c, lower_tid_names[2]);
+    if (sub > 1) e = mk_bin(c, SC_DIV, e, mk_int(c, sub));
+    if (sub * t < T[2]) e = mk_bin(c, SC_MOD, e, mk_int(c, t));
+    return e;
 }
 
 /* Splits the flat thread index over the loops of rec (threads[k] threads

@@ -118,13 +118,17 @@ typedef struct {
                                      ids from p->funcs.n up are staged copies */
     const sc_func *root;          /* the root Func and stage it computes */
     int stage;
-    /* The root phase's threads by loop: at most three of its pure loops
-     * have threads of their own, and it reads each one's thread index as
+    /* The root phase's threads by loop: where at most three of its pure
+     * loops have threads of their own, it reads each one's thread index as
      * the variable tid0, tid1, tid2 (in loop order), with tid = tid0 +
      * tdim[0] * (tid1 + tdim[1] * tid2) (an OpenCL work-group of shape
-     * tdim; CUDA and C derive them from tid).  With more threaded loops,
-     * tdim is {nthreads, 1, 1} and every phase reads tid alone. */
+     * tdim; CUDA and C derive them from tid).  With more threaded loops
+     * (merged_tdim), tdim[2] is the product of the third and later ones'
+     * threads, and their indices are digits of tid2 (before code
+     * generation 15: tdim was {nthreads, 1, 1}, and every phase read tid
+     * alone, whose digits PoCL does not vectorize over). */
     int tdim[3];
+    bool merged_tdim;
     /* The block's tile base in each pure loop of the root stage that has
      * more than one block: the variable LET in block_setup takes the
      * values min + step * j, j in [0, count) (the code generator's

@@ -102,6 +102,19 @@ bool nest_any_reduction_around_tile(const nest *n) { return any_around(n, false)
 
 bool nest_any_scan_around_tile(const nest *n) { return any_around(n, true); }
 
+bool nest_merges_thread_loops(const nest *n) {
+    for (int fid = 0; fid < n->nfuncs; fid++) {
+        const nest_func *f = n->funcs[fid];
+        for (int st = 0; f && f->loc == SCHED_ROOT && st < f->nstages; st++) {
+            const nest_stage *rec = f->stages[st];
+            int threaded = 0;
+            for (int k = 0; rec && k < rec->npure; k++) threaded += rec->threads[k] > 1;
+            if (threaded > 3) return true;
+        }
+    }
+    return false;
+}
+
 bool nest_hull_whole(const nest_kernel *k, bool thread) {
     double positions = (double)k->nblocks * (double)(thread && k->nthreads > 0 ? k->nthreads : 1);
     return positions > (double)NEST_HULL_POSITIONS;

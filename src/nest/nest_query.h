@@ -91,4 +91,10 @@ bool nest_any_reduction_around_tile(const nest *n);
  * otherwise before CG_GENERATION_SCANS_AROUND. */
 bool nest_any_scan_around_tile(const nest *n);
 
+/* Whether some root stage of n has threads in more than three of its pure
+ * loops: its work-group merges the third and later ones into its third
+ * dimension (lower_kernel.merged_tdim), where code generations before
+ * CG_GENERATION_MERGED_THREADS read every thread index from the flat one. */
+bool nest_merges_thread_loops(const nest *n);
+
 #endif
