@@ -95,7 +95,7 @@ ok collect_remeasure_unreadable_kept "$(sqlite3 "$db" "SELECT count(*) FROM meas
 # the beam-search sampler (the learned model's batches, with dropout)
 case_ collect_beam 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/b.db" --device c --small --schedules 6 --sampler beam --weights weights/pocl.weights "$pipe"
-case_ collect_bad_sampler 2 -e "--sampler: 'walk' is not one of random, beam" -- \
+case_ collect_bad_sampler 2 -e "--sampler: 'walk' is not one of random, shapes, beam" -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler walk "$pipe"
 case_ collect_weights_alone 2 -e '--weights is an option of --sampler beam' -- \
     "$sc" collect --db "$tmp/b.db" --device c --weights weights/pocl.weights "$pipe"
@@ -108,6 +108,14 @@ case_ collect_beam_default_weights 0 -e 'collect: [1-9][0-9]* measured, 0 failed
     "$sc" collect --db "$tmp/b2.db" --device c --small --schedules 3 --sampler beam "$pipe"
 case_ collect_bad_dropout 2 -e '--dropout: expected a probability' -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler beam --dropout 1.5 "$pipe"
+
+# re-tilings of the baseline: its locations kept in every schedule stored
+case_ collect_shapes 0 -e 'collect: 6 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/sh.db" --device c --small --schedules 6 --sampler shapes "$pipe"
+ok collect_shapes_locations "$(sqlite3 "$tmp/sh.db" 'SELECT text FROM schedules' | sed -n 's/^\([a-z_0-9]*\): \(inline\|root\|block of [a-z_0-9]*\|thread of [a-z_0-9]*\).*/\1 \2/p' | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' ' | grep -qx '6 '; echo $?)"
+ok collect_shapes_tilings "$(sqlite3 "$tmp/sh.db" 'SELECT count(DISTINCT text) FROM schedules' | grep -qx 6; echo $?)"
+case_ collect_shapes_resume 0 -e 'collect: 0 measured, .*6 already stored' -- \
+    "$sc" collect --db "$tmp/sh.db" --device c --small --schedules 6 --sampler shapes "$pipe"
 
 # random pipelines (random-pipeline's generator), recorded by seed
 case_ collect_random 0 -e 'collect: 4 measured, 0 failed, 0 wrong' -- \

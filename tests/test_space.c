@@ -7,7 +7,8 @@
  * fixed strategies pass sched_check; the kept tilings of a stage
  * (space_tilings_of) are the enumerator's, in its order, at every step
  * of random walks (ROOT and BLOCK stages, with and without pruning); the
- * reference schedule is the baseline, else root, else none (space_reference).  (Counts of children and the
+ * reference schedule is the baseline, else root, else none (space_reference);
+ * re-tilings of the baseline keep its locations (space_retile).  (Counts of children and the
  * legality of every child: test_legal.c.)
  */
 #include <stdio.h>
@@ -270,7 +271,85 @@ static void test_reference_is_baseline_else_root(void) {
     }
 }
 
+/* Re-tilings of the baseline (space_retile): the same per seed, the
+ * baseline's locations kept, only root tilings changed (every root stage
+ * or one of them), the first two pure loops of extent 8 or more within
+ * their extents; over many seeds, several block shapes, some serial
+ * tiles, and both modes; none on a pipeline whose root stages have no
+ * such loop. */
+static void test_retile(void) {
+    static const char *apps[] = { "box_blur", "unsharp", "camera_pipe" };
+    target t = fixture_target("a100");
+    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "apps/%s.pipe", apps[i]);
+        sc_pipeline *p = sc_parse_file(path, NULL);
+        bounds_result *b = bounds_infer(p);
+        ir_arena *a = ir_arena_new();
+        sched_state *base = space_baseline(a, p, b, &t);
+        int roots = 0, all_changed = 0, one_changed = 0, serial = 0, legal = 0, shapes_seen = 0;
+        int seen[1024] = { 0 };
+        for (int f = 0; f < p->funcs.n; f++)
+            for (int st = 0; base->f[f] && base->f[f]->loc == SCHED_ROOT && st < base->f[f]->nstages; st++) {
+                int64_t ext[SC_MAX_DIMS];
+                int np = legal_pure_extents(b, p->funcs.items[f], st, ext);
+                bool wide = false;
+                for (int k = 0; k < np; k++) wide |= ext[k] >= 8;
+                roots += wide;     /* stages with a loop to re-tile */
+            }
+        for (uint64_t seed = 1; seed <= 40; seed++) {
+            sched_state *s = space_retile(a, p, b, base, seed), *again = space_retile(a, p, b, base, seed);
+            char *x = sched_to_text(p, s), *y = sched_to_text(p, again);
+            CHECK(!strcmp(x, y));
+            free(x);
+            free(y);
+            int changed = 0;
+            for (int f = 0; f < p->funcs.n; f++) {
+                const sched_func *bf = base->f[f], *sf = s->f[f];
+                CHECK((bf == NULL) == (sf == NULL));
+                if (!bf) continue;
+                CHECK(bf->loc == sf->loc && bf->at == sf->at);
+                for (int st = 0; bf->loc == SCHED_ROOT && st < bf->nstages; st++) {
+                    const sched_tile *bt = &bf->tile[st], *tt = &sf->tile[st];
+                    int64_t ext[SC_MAX_DIMS];
+                    legal_pure_extents(b, p->funcs.items[f], st, ext);
+                    bool diff = false;
+                    for (int k = 0; k < bt->npure; k++) {
+                        diff |= bt->threads[k] != tt->threads[k] || bt->serial[k] != tt->serial[k];
+                        CHECK(tt->threads[k] >= 1 && tt->threads[k] <= (ext[k] > 1 ? ext[k] : 1));
+                        serial += tt->serial[k] > 1;
+                    }
+                    changed += diff;
+                    int n = 1;
+                    for (int k = 0; k < tt->npure; k++) n *= tt->threads[k];
+                    if (diff && n < 1024) seen[n] = 1;
+                }
+            }
+            all_changed += changed == roots;
+            one_changed += changed <= 1;
+            legal += sched_check(p, b, s, &t, false, NULL, 0) == 0;
+        }
+        for (int k = 0; k < 1024; k++) shapes_seen += seen[k];
+        if (!(all_changed > 0 && one_changed > 0 && serial > 0 && shapes_seen >= 3 && legal >= 10))
+            fprintf(stderr, "%s: all %d one %d serial %d shapes %d legal %d\n", apps[i], all_changed, one_changed,
+                    serial, shapes_seen, legal);
+        CHECK(all_changed > 0 && one_changed > 0 && serial > 0 && shapes_seen >= 3 && legal >= 10);
+        ir_arena_free(a);
+        bounds_free(b);
+        sc_pipeline_free(p);
+    }
+    static const char *tiny = "input f32 in(4, 4);\nout(x, y) = in(x, y) * 2.0;\noutput out(4, 4);\n";
+    sc_pipeline *p = sc_parse_string("tiny.pipe", tiny, strlen(tiny), NULL);
+    bounds_result *b = bounds_infer(p);
+    ir_arena *a = ir_arena_new();
+    CHECK(space_retile(a, p, b, space_baseline(a, p, b, &t), 1) == NULL);
+    ir_arena_free(a);
+    bounds_free(b);
+    sc_pipeline_free(p);
+}
+
 int main(void) {
+    RUN(test_retile);
     RUN(test_every_app_gets_random_schedules);
     RUN(test_reference_is_baseline_else_root);
     RUN(test_walk_is_deterministic);

@@ -301,7 +301,8 @@ static int add_stale(collect_ctx *c, collect_pipe *cp, char ***seen, int *distin
 
 /* The schedules to measure: the fixed ones (baseline and root, the
  * points of reference of every benchmark), then random walks (seeds 1, 2,
- * ...) or the cost model's batches (search_batch, dropout for variety),
+ * ...), re-tilings of the baseline (space_retile, seeds 1, 2, ...) or the
+ * cost model's batches (search_batch, dropout for variety),
  * until `want` distinct ones are drawn; those not yet in the store are
  * returned (the count; texts and states in the arrays, room for want). */
 static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **texts, int want, char *err,
@@ -338,6 +339,16 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
             if (distinct == before) break;
         }
         free(batch);
+    } else if (c->o.retile) {
+        const sched_state *base = cp->fixed[0] ? cp->fixed[0] : cp->fixed[1];
+        for (int k = 0; base && k < 8 * want + 16 && distinct < want && !bad; k++) {
+            sched_state *s = space_retile(cp->a, cp->p, cp->b, base, (uint64_t)(k + 1));
+            if (!s) break;      /* no root stage to re-tile */
+            if (sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
+            char *text = sched_to_text(cp->p, s);
+            bad = consider(c, cp, s, text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+            free(text);
+        }
     } else {
         for (int k = 0; k < 4 * want + 16 && distinct < want && !bad; k++) {
             char msg[512];

@@ -46,6 +46,11 @@ typedef struct {
      * every stored schedule of the pipeline that has no fresh measurement
      * on any device row (store_stale_schedules). */
     bool remeasure;
+    /* Where schedules come from, with model NULL: re-tilings of the
+     * baseline (space_retile, seeds 1, 2, ...) that pass the target's
+     * limits, its root stages' block shapes and serial tiles drawn anew
+     * and its locations kept, instead of random walks. */
+    bool retile;
 } collect_opts;
 
 typedef struct collect_ctx collect_ctx;

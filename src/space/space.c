@@ -110,6 +110,66 @@ static sched_state *fixed(ir_arena *a, const sc_pipeline *p, const bounds_result
     return s;
 }
 
+/* The first two pure loops of (f, st) of extent 8 or more, in loop order:
+ * how many (0 to 2), their indices in k. */
+static int shape_loops(const sc_func *f, int st, const bounds_result *b, int k[2], int64_t ext[SC_MAX_DIMS]) {
+    int npure = legal_pure_extents(b, f, st, ext), n = 0;
+    for (int q = 0; q < npure && n < 2; q++)
+        if (ext[q] >= 8) k[n++] = q;
+    return n;
+}
+
+static int clamp_to(int v, int64_t ext) { return ext < v ? (int)(ext < 1 ? 1 : ext) : v; }
+
+sched_state *space_retile(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const sched_state *base,
+                          uint64_t seed) {
+    static const int tx[] = { 8, 16, 32, 64, 128, 256, 512 }, ty[] = { 1, 2, 4, 8, 16 };
+    static const int sx[] = { 1, 2, 4 }, sy[] = { 1, 2, 4, 8 };
+    space_rng rng = { seed * 0x9e3779b97f4a7c15ull + 7 };
+    int stages = 0;
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sched_func *sf = base->f[i];
+        for (int st = 0; sf && sf->loc == SCHED_ROOT && st < sf->nstages; st++) {
+            int k[2];
+            int64_t ext[SC_MAX_DIMS];
+            stages += shape_loops(func_at(p, i), st, b, k, ext) > 0;
+        }
+    }
+    if (!stages) return NULL;
+    int x, y;
+    do {
+        x = tx[space_rand_below(&rng, 7)];
+        y = ty[space_rand_below(&rng, 5)];
+    } while (x * y > 1024);
+    bool serial = space_rand_below(&rng, 2);
+    int ux = serial ? sx[space_rand_below(&rng, 3)] : 1, uy = serial ? sy[space_rand_below(&rng, 4)] : 1;
+    int only = space_rand_below(&rng, 2) ? space_rand_below(&rng, stages) : -1;
+    sched_state *s = sched_state_copy(a, base);
+    int at = 0;
+    for (int i = 0; i < p->funcs.n; i++) {
+        const sched_func *sf = base->f[i];
+        if (!sf || sf->loc != SCHED_ROOT) continue;
+        sched_func *nf = NULL;
+        for (int st = 0; st < sf->nstages; st++) {
+            int k[2];
+            int64_t ext[SC_MAX_DIMS];
+            int n = shape_loops(func_at(p, i), st, b, k, ext);
+            if (!n || (only >= 0 && at++ != only)) continue;
+            if (!nf) nf = sched_func_copy(a, sf);
+            sched_tile *t = &nf->tile[st];
+            for (int q = 0; q < t->npure; q++) t->threads[q] = t->serial[q] = 1;
+            t->threads[k[0]] = clamp_to(x, ext[k[0]]);
+            t->serial[k[0]] = clamp_to(ux, ext[k[0]] / t->threads[k[0]]);
+            if (n > 1) {
+                t->threads[k[1]] = clamp_to(y, ext[k[1]]);
+                t->serial[k[1]] = clamp_to(uy, ext[k[1]] / t->threads[k[1]]);
+            }
+        }
+        if (nf) s->f[i] = nf;
+    }
+    return s;
+}
+
 sched_state *space_root(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const target *t) {
     (void)t;
     return fixed(a, p, b, false);

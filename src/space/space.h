@@ -125,6 +125,19 @@ sched_state *space_root(ir_arena *a, const sc_pipeline *p, const bounds_result *
  * the first pure loop of extent >= 64 (else the first). */
 sched_state *space_baseline(ir_arena *a, const sc_pipeline *p, const bounds_result *b,
                             const target *t);
+/* A re-tiling of base (its locations kept), for samples that tell the
+ * cost model what a root stage's block shape does: seed's generator
+ * draws a block shape (threads along the stage's first two pure loops of
+ * extent 8 or more, 8 to 512 along the first and 1 to 16 along the
+ * second, at most 1,024 in all, each at most the loop's extent) and
+ * serial points a thread (1 to 4 along the first, 1 to 8 along the
+ * second, none half the time), and gives it either to every root stage
+ * of base or to one of them drawn at random (half the seeds each).  The
+ * state may break the target's limits: callers check it (sched_check).
+ * NULL where base has no root stage with such a loop. */
+sched_state *space_retile(ir_arena *a, const sc_pipeline *p, const bounds_result *b, const sched_state *base,
+                          uint64_t seed);
+
 /* The reference schedule, the one other schedules are timed against in
  * turn: the baseline, else root, the first that passes sched_check for t
  * (warp_multiple: as there); NULL when neither does.  fixed (may be NULL)

@@ -19,10 +19,11 @@
 static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
            "       [--random N [--first-seed S]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
-           "       [--math fast|exact] [--small] [--no-prune] [--sampler random|beam [--weights W]\n"
+           "       [--math fast|exact] [--small] [--no-prune] [--sampler random|shapes|beam [--weights W]\n"
            "       [--dropout P]] [--remeasure]\n\n"
            "Measures K schedules (the baseline, root, then random walks of the schedule\n"
-           "space, seeds 1, 2, ..., or beam-search samples; duplicates skipped) of each\n"
+           "space, seeds 1, 2, ..., re-tilings of the baseline or beam-search samples;\n"
+           "duplicates skipped) of each\n"
            "pipeline on the device, each timed in turn with the pipeline's baseline\n"
            "(its reference time), and stores every result\n"
            "in the SQLite database F (created if missing) as soon as it is known:\n"
@@ -44,7 +45,10 @@ static void collect_help(void) {
            "  --no-prune       draw from the whole space, without Anderson's s6.6 pruning\n"
            "  --sampler S      random (default): random walks; beam: the batches of the\n"
            "                   one-shot search (one beam search and greedy samples) guided\n"
-           "                   by the learned model, children dropped at random\n"
+           "                   by the learned model, children dropped at random; shapes:\n"
+           "                   the baseline with its root stages' block shapes and serial\n"
+           "                   tiles drawn anew (seeds 1, 2, ...), all stages alike or one\n"
+           "                   of them, within the target's limits\n"
            "  --weights W      the beam sampler's model (default weights/pocl.weights, or\n"
            "                   weights/cuda.weights on a CUDA GPU where it exists)\n"
            "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
@@ -76,7 +80,7 @@ int tool_collect(int argc, char **argv) {
     int npipes = 0;
     long long nrandom = 0, first_seed = 1;
     long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
-    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0.3, false };
+    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0.3, false, false };
     bool small = false;
     const char *sampler = "random", *weights = NULL;
     if (jobs < 1) jobs = 1;
@@ -131,8 +135,9 @@ int tool_collect(int argc, char **argv) {
     if (!rt_ops_by_name(o.device))
         return tool_usage_error("collect", "--device: '%s' is not one of opencl, c, cuda", o.device);
     if (npipes == 0 && nrandom == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe... or --random N)");
-    if (strcmp(sampler, "random") && strcmp(sampler, "beam"))
-        return tool_usage_error("collect", "--sampler: '%s' is not one of random, beam", sampler);
+    if (strcmp(sampler, "random") && strcmp(sampler, "shapes") && strcmp(sampler, "beam"))
+        return tool_usage_error("collect", "--sampler: '%s' is not one of random, shapes, beam", sampler);
+    o.retile = !strcmp(sampler, "shapes");
     if (weights && strcmp(sampler, "beam")) return tool_usage_error("collect", "--weights is an option of --sampler beam");
     o.schedules = (int)schedules;
     o.jobs = (int)jobs;
