@@ -19,7 +19,7 @@
 #include "stagecraft.h"
 
 static const target A100 = {
-    "a100", 108, 32, 1024, 2048, 49152, 167936, 65536, 255, 32, 1555, 19500, 41943040, "sm_80", 256, 4, 128, 1024, false,
+    "a100", 108, 32, 1024, 2048, 49152, 167936, 65536, 255, 32, 1555, 19500, 41943040, "sm_80", 256, 4, 128, 1024, false, { 0, 0, 0 },
 };
 
 /* blur: a boundary helper, a horizontal and a vertical 3-tap blur. */
@@ -477,6 +477,19 @@ static void test_check_limits(void) {
                       "128 serial points), over the target's 255"));
     s = parse(&fx, "schedule blur;\nout: root [x=32x8 y=1x8];\nblur_x: thread of out;\nclamped: inline;\n");
     CHECK(s && check_ok(&fx, s, true));
+    /* an OpenCL device's limits per work-group dimension (a GPU's third is
+     * often 64): out's 32 x 8 work-items are over a second dimension of 4 */
+    target dims = A100;
+    dims.max_threads_per_dim[0] = 1024;
+    dims.max_threads_per_dim[1] = 4;
+    dims.max_threads_per_dim[2] = 64;
+    s = parse(&fx, "schedule blur;\nout: root [x=32x1 y=8x1];\nblur_x: root [x=32x1 y=1x1];\nclamped: inline;\n");
+    char err[512] = "";
+    CHECK(s && sched_check(fx.p, fx.b, s, &dims, false, err, sizeof err) == -1);
+    CHECK(strstr(err, "out: a work-group of 32 x 8 x 1 threads, over the target's limit of 4 along dimension 1 (a100)"));
+    CHECK(s && check_ok(&fx, s, false));
+    s = parse(&fx, "schedule blur;\nout: root [x=32x1 y=4x2];\nblur_x: root [x=32x1 y=1x1];\nclamped: inline;\n");
+    CHECK(s && sched_check(fx.p, fx.b, s, &dims, false, err, sizeof err) == 0);
     fixture_unload(&fx);
 
     /* a stage too small to fill a warp may use fewer threads */

@@ -300,6 +300,51 @@ static void test_kind(void) {
         CHECK(t.cpu);
 }
 
+/* max_threads_per_dim: optional, three positive limits, printed only
+ * where set; the work-group a root stage's threads make, and the first
+ * dimension over the limits. */
+static void test_dims(void) {
+    target t, u;
+    char err[512] = "", text[2048], buf[2048];
+    CHECK(target_load(write_file("d1.target", GOOD), &t, err, sizeof err) == 0);
+    CHECK(!t.max_threads_per_dim[0] && !t.max_threads_per_dim[1] && !t.max_threads_per_dim[2]);
+    target_print(&t, buf, sizeof buf);
+    CHECK(!strstr(buf, "max_threads_per_dim"));
+    snprintf(text, sizeof text, "%smax_threads_per_dim = 1024,1024,64\n", GOOD);
+    CHECK(target_load(write_file("d2.target", text), &t, err, sizeof err) == 0);
+    CHECK(t.max_threads_per_dim[0] == 1024 && t.max_threads_per_dim[1] == 1024 && t.max_threads_per_dim[2] == 64);
+    target_print(&t, buf, sizeof buf);
+    CHECK(strstr(buf, "max_threads_per_dim = 1024,1024,64\n") != NULL);
+    CHECK(target_parse("stored", buf, &u, err, sizeof err) == 0 && !memcmp(&t, &u, sizeof t));
+    const char *bad[] = { "1024,1024", "1024,0,64", "a,b,c", "1,2,3,4", "1024, 1024, 64", "1,2,99999999999", "" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[200];
+        snprintf(text, sizeof text, "%smax_threads_per_dim = %s\n", GOOD, bad[i]);
+        snprintf(want, sizeof want, ":20: expected three positive integers X,Y,Z for max_threads_per_dim, got '%s'",
+                 bad[i]);
+        CHECK(load_fails("d3.target", text, want));
+    }
+    /* the work-group: the first two threaded loops, then the rest merged */
+    int64_t d[3];
+    CHECK(!target_group_dims((const int[]){ 32, 1, 8 }, 3, d) && d[0] == 32 && d[1] == 8 && d[2] == 1);
+    CHECK(!target_group_dims((const int[]){ 1, 1 }, 2, d) && d[0] == 1 && d[1] == 1 && d[2] == 1);
+    CHECK(!target_group_dims((const int[]){ 4, 2, 8 }, 3, d) && d[0] == 4 && d[1] == 2 && d[2] == 8);
+    CHECK(target_group_dims((const int[]){ 32, 4, 8, 1, 4 }, 5, d) && d[0] == 32 && d[1] == 4 && d[2] == 32);
+    CHECK(target_dim_over(&t, (const int64_t[]){ 1024, 1, 64 }) == -1);
+    CHECK(target_dim_over(&t, (const int64_t[]){ 16, 2, 128 }) == 2);
+    CHECK(target_dim_over(&t, (const int64_t[]){ 2048, 2, 128 }) == 0);
+    CHECK(target_load(write_file("d4.target", GOOD), &t, err, sizeof err) == 0);
+    CHECK(target_dim_over(&t, (const int64_t[]){ 1, 1, 100000 }) == -1);
+    /* host-opencl: the device's own limits, printed and read back */
+    if (target_by_name("host-opencl", NULL, &t, err, sizeof err) == 0) {
+        for (int i = 0; i < 3; i++) CHECK(t.max_threads_per_dim[i] >= 1);
+        target_print(&t, buf, sizeof buf);
+        CHECK(strstr(buf, "max_threads_per_dim = ") != NULL);
+        CHECK(target_parse("stored", buf, &u, err, sizeof err) == 0 && !memcmp(u.max_threads_per_dim,
+              t.max_threads_per_dim, sizeof t.max_threads_per_dim));
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sc_target_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -313,6 +358,7 @@ int main(void) {
     RUN(test_host_opencl);
     RUN(test_from_cuda);
     RUN(test_kind);
+    RUN(test_dims);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -608,14 +608,9 @@ static lower_alloc *new_alloc(ctx *c, const sc_func *f, lower_mem mem, sc_expr *
  * before any phase is lowered: block-level phases read their threads
  * from it. */
 static void kernel_tdim(ctx *c, const nest_stage *rec) {
-    int j = 0;
-    c->k->tdim[0] = c->k->tdim[1] = c->k->tdim[2] = 1;
-    c->k->merged_tdim = false;
-    for (int k = 0; k < rec->npure; k++) {
-        if (rec->threads[k] <= 1) continue;
-        c->k->merged_tdim |= j == 3;
-        c->k->tdim[j < 3 ? j++ : 2] *= rec->threads[k];
-    }
+    int64_t dims[3];
+    c->k->merged_tdim = target_group_dims(rec->threads, rec->npure, dims);
+    for (int j = 0; j < 3; j++) c->k->tdim[j] = (int)dims[j];
 }
 
 /* A thread digit (tid / below) % t as a local id

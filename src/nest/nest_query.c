@@ -107,9 +107,8 @@ bool nest_merges_thread_loops(const nest *n) {
         const nest_func *f = n->funcs[fid];
         for (int st = 0; f && f->loc == SCHED_ROOT && st < f->nstages; st++) {
             const nest_stage *rec = f->stages[st];
-            int threaded = 0;
-            for (int k = 0; rec && k < rec->npure; k++) threaded += rec->threads[k] > 1;
-            if (threaded > 3) return true;
+            int64_t dims[3];
+            if (rec && target_group_dims(rec->threads, rec->npure, dims)) return true;
         }
     }
     return false;

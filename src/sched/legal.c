@@ -270,6 +270,15 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
     if (threads > tg->max_threads_per_block)
         return base_fail(err, errlen, "%s: %lld thread%s per block, over the target's %d (%s)", nm, (long long)threads,
                     threads == 1 ? "" : "s", tg->max_threads_per_block, tg->name);
+    int64_t dims[3];
+    target_group_dims(t->threads, t->npure, dims);
+    int over = target_dim_over(tg, dims);
+    if (over >= 0) {
+        stage_name(f, st, nm, sizeof nm);
+        return base_fail(err, errlen, "%s: a work-group of %lld x %lld x %lld threads, over the target's limit of %d "
+                         "along dimension %d (%s)", nm, (long long)dims[0], (long long)dims[1], (long long)dims[2],
+                         tg->max_threads_per_dim[over], over, tg->name);
+    }
     /* A stage whose whole iteration space, at its serial sizes, has fewer
      * than a warp of points, or that one block covers entirely, cannot be
      * helped by a warp-multiple block: more threads would only idle. */

@@ -25,14 +25,14 @@
 #include "rt.h"
 #include "target.h"
 
-typedef enum { K_STR, K_INT, K_INT0, K_DBL, K_KIND } key_type;
+typedef enum { K_STR, K_INT, K_INT0, K_DBL, K_KIND, K_DIMS } key_type;
 
 typedef struct {
     const char *key;
     key_type type;
     size_t offset;
     size_t size;        /* K_STR: buffer size */
-    bool optional;      /* `name` and `kind` */
+    bool optional;      /* `name`, `max_threads_per_dim` and `kind` */
 } key_info;
 
 #define KS(k) { #k, K_STR, offsetof(target, k), sizeof(((target *)0)->k), false }
@@ -48,6 +48,7 @@ static const key_info keys[] = {
     KI(registers_per_thread), KI(max_blocks_per_sm), KD(mem_bandwidth_gbs),
     KD(peak_gflops), KI(l2_bytes), KS(cuda_arch), KI(reg_alloc_unit),
     KI(warp_alloc_granularity), KI(shared_mem_alloc_unit), KZ(shared_mem_reserved_per_block),
+    { "max_threads_per_dim", K_DIMS, offsetof(target, max_threads_per_dim), sizeof(int[3]), true },
     { "kind", K_KIND, offsetof(target, cpu), sizeof(bool), true },
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
@@ -84,6 +85,23 @@ static int set_value(const key_info *k, const char *v, target *t, char *err, siz
             return -1;
         }
         *(bool *)(void *)p = !strcmp(v, "cpu");
+        return 0;
+    }
+    if (k->type == K_DIMS) {
+        int d[3];
+        const char *q = v;
+        for (int i = 0; i < 3; i++) {
+            char *end;
+            errno = 0;
+            long long x = isdigit((unsigned char)*q) ? strtoll(q, &end, 10) : 0;
+            if (!isdigit((unsigned char)*q) || errno || x < 1 || x > INT_MAX || *end != (i < 2 ? ',' : 0)) {
+                snprintf(err, errlen, "expected three positive integers X,Y,Z for %s, got '%s'", k->key, v);
+                return -1;
+            }
+            d[i] = (int)x;
+            q = end + 1;
+        }
+        memcpy(p, d, sizeof d);
         return 0;
     }
     if (k->type == K_STR) {
@@ -135,6 +153,24 @@ static int consistent(const target *t, char *err, size_t errlen) {
     LE(shared_mem_reserved_per_block, shared_mem_per_sm)
 #undef LE
     return 0;
+}
+
+bool target_group_dims(const int *threads, int n, int64_t dims[3]) {
+    int j = 0;
+    bool merged = false;
+    dims[0] = dims[1] = dims[2] = 1;
+    for (int k = 0; k < n; k++) {
+        if (threads[k] <= 1) continue;
+        merged |= j == 3;
+        dims[j < 3 ? j++ : 2] *= threads[k];
+    }
+    return merged;
+}
+
+int target_dim_over(const target *t, const int64_t dims[3]) {
+    for (int i = 0; i < 3; i++)
+        if (t->max_threads_per_dim[i] > 0 && dims[i] > t->max_threads_per_dim[i]) return i;
+    return -1;
 }
 
 /* The file's base name without ".target". */
@@ -284,6 +320,8 @@ static void fill_from_opencl(const rt_device_limits *l, target *t) {
     t->l2_bytes = clamp_int(l->global_cache_bytes, 1 << 20);
     t->cuda_arch[0] = 0;
     t->cpu = !l->is_gpu;
+    /* a dimension not reported is limited by the work-group's size alone */
+    for (int i = 0; i < 3; i++) t->max_threads_per_dim[i] = clamp_int(l->max_work_item_sizes[i], t->max_threads_per_block);
 }
 
 static int host_opencl(target *t, char *err, size_t errlen) {
@@ -470,6 +508,11 @@ void target_print(const target *t, char *buf, size_t len) {
             break;
         }
         case K_KIND: snprintf(buf + n, len - n, "%s = %s\n", k->key, t->cpu ? "cpu" : "gpu"); break;
+        case K_DIMS: {
+            const int *d = t->max_threads_per_dim;
+            if (d[0] || d[1] || d[2]) snprintf(buf + n, len - n, "%s = %d,%d,%d\n", k->key, d[0], d[1], d[2]);
+            break;
+        }
         case K_DBL: {
             double v;
             memcpy(&v, p, sizeof v);

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     char name[64];
@@ -41,7 +42,24 @@ typedef struct {
      * when it has one block per SM and allocation units of 1, as
      * fill_from_opencl wrote CPUs. */
     bool cpu;
+    /* `max_threads_per_dim = X,Y,Z` (optional): an OpenCL device's limits
+     * of a work-group along each of its three dimensions
+     * (CL_DEVICE_MAX_WORK_ITEM_SIZES); all 0 where the target has none
+     * beyond max_threads_per_block (CUDA code runs one-dimensional
+     * blocks).  What a root stage's threads make of the three dimensions
+     * is target_group_dims'. */
+    int max_threads_per_dim[3];
 } target;
+
+/* The work-group an OpenCL kernel of a root stage runs (lower.h): the
+ * threads of its first two threaded loops, then the product of the other
+ * threaded loops' (1 where there are fewer).  threads: n loops' thread
+ * counts, 1 for a loop without threads.  Whether more than three loops
+ * were merged into the third dimension is returned. */
+bool target_group_dims(const int *threads, int n, int64_t dims[3]);
+/* The first dimension of a work-group over t's per-dimension limits, or
+ * -1 (always -1 for a target without them). */
+int target_dim_over(const target *t, const int64_t dims[3]);
 
 /* Whether code for t stages producers in registers (Anderson et al.
  * §6.7): a GPU's does (t NULL: a GPU); a CPU's does not, as PoCL keeps a
