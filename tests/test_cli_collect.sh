@@ -95,9 +95,9 @@ ok collect_remeasure_unreadable_kept "$(sqlite3 "$db" "SELECT count(*) FROM meas
 # the beam-search sampler (the learned model's batches, with dropout)
 case_ collect_beam 0 -e 'collect: [1-9][0-9]* measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/b.db" --device c --small --schedules 6 --sampler beam --weights weights/pocl.weights "$pipe"
-case_ collect_bad_sampler 2 -e "--sampler: 'walk' is not one of random, shapes, beam" -- \
+case_ collect_bad_sampler 2 -e "--sampler: 'walk' is not one of random, shapes, beam, picks" -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler walk "$pipe"
-case_ collect_weights_alone 2 -e '--weights is an option of --sampler beam' -- \
+case_ collect_weights_alone 2 -e '--weights is an option of --sampler beam and picks' -- \
     "$sc" collect --db "$tmp/b.db" --device c --weights weights/pocl.weights "$pipe"
 case_ collect_missing_weights 1 -e 'nope.weights' -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler beam --weights "$tmp/nope.weights" "$pipe"
@@ -116,6 +116,18 @@ ok collect_shapes_locations "$(sqlite3 "$tmp/sh.db" 'SELECT text FROM schedules'
 ok collect_shapes_tilings "$(sqlite3 "$tmp/sh.db" 'SELECT count(DISTINCT text) FROM schedules' | grep -qx 6; echo $?)"
 case_ collect_shapes_resume 0 -e 'collect: 0 measured, .*6 already stored' -- \
     "$sc" collect --db "$tmp/sh.db" --device c --small --schedules 6 --sampler shapes "$pipe"
+
+# the model's picks, then their re-tilings: the best predicted of a batch
+# is among them (the C device schedules for a100), and every other
+# schedule has the locations of one of the four picks
+case_ collect_picks 0 -e 'collect: 8 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/pk.db" --device c --small --schedules 8 --sampler picks --weights weights/pocl.weights "$pipe"
+best=$("$sc" schedule "$pipe" --small --strategy oneshot --weights weights/pocl.weights --target a100 | grep -v '^#')
+ok collect_picks_best "$(sqlite3 "$tmp/pk.db" 'SELECT text FROM schedules' | tr -d '\n' | grep -qF "$(printf '%s' "$best" | tr -d '\n')"; echo $?)"
+locs() { sed -n 's/^\([a-z_0-9]*\): \(inline\|root\|block of [a-z_0-9]*\|thread of [a-z_0-9]*\).*/\1 \2/p'; }
+ok collect_picks_locations "$(n=$(sqlite3 "$tmp/pk.db" "SELECT replace(text, char(10), '|') FROM schedules" | while read -r t; do printf '%s\n' "$t" | tr '|' '\n' | locs | tr '\n' ';'; echo; done | sort -u | wc -l); [ "$n" -ge 1 ] && [ "$n" -le 4 ]; echo $?)"
+case_ collect_picks_resume 0 -e 'collect: 0 measured, .*8 already stored' -- \
+    "$sc" collect --db "$tmp/pk.db" --device c --small --schedules 8 --sampler picks --weights weights/pocl.weights "$pipe"
 
 # random pipelines (random-pipeline's generator), recorded by seed
 case_ collect_random 0 -e 'collect: 4 measured, 0 failed, 0 wrong' -- \

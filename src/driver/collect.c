@@ -299,10 +299,15 @@ static int add_stale(collect_ctx *c, collect_pipe *cp, char ***seen, int *distin
     return bad ? -1 : 0;
 }
 
+/* The picks sampler: the best COLLECT_PICKS of a one-shot batch of
+ * COLLECT_PICK_BATCH samples are re-tiled. */
+enum { COLLECT_PICKS = 4, COLLECT_PICK_BATCH = 80 };
+
 /* The schedules to measure: the fixed ones (baseline and root, the
  * points of reference of every benchmark), then random walks (seeds 1, 2,
- * ...), re-tilings of the baseline (space_retile, seeds 1, 2, ...) or the
- * cost model's batches (search_batch, dropout for variety),
+ * ...), re-tilings of the baseline (space_retile, seeds 1, 2, ...), the
+ * cost model's batches (search_batch, dropout for variety) or its best
+ * picks and their re-tilings,
  * until `want` distinct ones are drawn; those not yet in the store are
  * returned (the count; texts and states in the arrays, room for want). */
 static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **texts, int want, char *err,
@@ -316,7 +321,31 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
         bad = consider(c, cp, cp->fixed[k], text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
         free(text);
     }
-    if (c->model) {
+    if (c->model && c->o.retile) {
+        /* the model's COLLECT_PICKS best of the one-shot batch (no
+         * dropout: its first is one-shot's pick), then re-tilings of
+         * each in turn (seeds 1, 2, ...): its favourite fusions in other
+         * block shapes and serial tiles, where it errs the most */
+        search_sample *batch = malloc(sizeof *batch * (size_t)COLLECT_PICK_BATCH);
+        if (!batch) abort();
+        search_opts o;
+        search_opts_default(&o, &c->t, c->model);
+        o.prune = c->o.prune;
+        int got = search_batch(cp->a, cp->p, cp->b, &o, COLLECT_PICK_BATCH, batch, NULL, err, errlen);
+        bad = got < 0;
+        int nb = got < COLLECT_PICKS ? got : COLLECT_PICKS;
+        for (int i = 0; i < nb && distinct < want && !bad; i++)
+            bad = consider(c, cp, batch[i].s, batch[i].text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+        for (int k = 0; nb > 0 && k < 8 * want + 16 && distinct < want && !bad; k++) {
+            sched_state *s = space_retile(cp->a, cp->p, cp->b, batch[k % nb].s, (uint64_t)(k / nb + 1));
+            if (!s || sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
+            char *text = sched_to_text(cp->p, s);
+            bad = consider(c, cp, s, text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+            free(text);
+        }
+        if (got > 0) search_samples_free(batch, got);
+        free(batch);
+    } else if (c->model) {
         /* batches of the beam search until enough are new, or a batch
          * brings nothing new */
         search_sample *batch = malloc(sizeof *batch * (size_t)want);

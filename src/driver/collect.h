@@ -49,7 +49,9 @@ typedef struct {
     /* Where schedules come from, with model NULL: re-tilings of the
      * baseline (space_retile, seeds 1, 2, ...) that pass the target's
      * limits, its root stages' block shapes and serial tiles drawn anew
-     * and its locations kept, instead of random walks. */
+     * and its locations kept, instead of random walks; with a model: its
+     * four best of a one-shot batch, then re-tilings of each in turn
+     * (`--sampler picks`). */
     bool retile;
 } collect_opts;
 

@@ -19,7 +19,7 @@
 static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
            "       [--random N [--first-seed S]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
-           "       [--math fast|exact] [--small] [--no-prune] [--sampler random|shapes|beam [--weights W]\n"
+           "       [--math fast|exact] [--small] [--no-prune] [--sampler random|shapes|beam|picks [--weights W]\n"
            "       [--dropout P]] [--remeasure]\n\n"
            "Measures K schedules (the baseline, root, then random walks of the schedule\n"
            "space, seeds 1, 2, ..., re-tilings of the baseline or beam-search samples;\n"
@@ -48,9 +48,11 @@ static void collect_help(void) {
            "                   by the learned model, children dropped at random; shapes:\n"
            "                   the baseline with its root stages' block shapes and serial\n"
            "                   tiles drawn anew (seeds 1, 2, ...), all stages alike or one\n"
-           "                   of them, within the target's limits\n"
-           "  --weights W      the beam sampler's model (default weights/pocl.weights, or\n"
-           "                   weights/cuda.weights on a CUDA GPU where it exists)\n"
+           "                   of them, within the target's limits; picks: the model's\n"
+           "                   four best of the one-shot batch, then each re-tiled as shapes\n"
+           "                   re-tiles the baseline, in turn\n"
+           "  --weights W      the model of beam and picks (default weights/pocl.weights,\n"
+           "                   or weights/cuda.weights on a CUDA GPU where it exists)\n"
            "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
            "  --remeasure      measure again the schedules whose stored measurement is stale:\n"
            "                   without a reference time (an older collect's), or of code older\n"
@@ -135,10 +137,12 @@ int tool_collect(int argc, char **argv) {
     if (!rt_ops_by_name(o.device))
         return tool_usage_error("collect", "--device: '%s' is not one of opencl, c, cuda", o.device);
     if (npipes == 0 && nrandom == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe... or --random N)");
-    if (strcmp(sampler, "random") && strcmp(sampler, "shapes") && strcmp(sampler, "beam"))
-        return tool_usage_error("collect", "--sampler: '%s' is not one of random, shapes, beam", sampler);
-    o.retile = !strcmp(sampler, "shapes");
-    if (weights && strcmp(sampler, "beam")) return tool_usage_error("collect", "--weights is an option of --sampler beam");
+    if (strcmp(sampler, "random") && strcmp(sampler, "shapes") && strcmp(sampler, "beam") && strcmp(sampler, "picks"))
+        return tool_usage_error("collect", "--sampler: '%s' is not one of random, shapes, beam, picks", sampler);
+    /* the samplers that search with the learned model, and those that re-tile */
+    bool beam = !strcmp(sampler, "beam") || !strcmp(sampler, "picks");
+    o.retile = !strcmp(sampler, "shapes") || !strcmp(sampler, "picks");
+    if (weights && !beam) return tool_usage_error("collect", "--weights is an option of --sampler beam and picks");
     o.schedules = (int)schedules;
     o.jobs = (int)jobs;
     o.timeout_ms = (int)timeout_ms;
@@ -158,11 +162,10 @@ int tool_collect(int argc, char **argv) {
     /* the beam sampler's model: given weights are read before anything
      * is opened (a bad file changes nothing); the default ones once the
      * device's target is known (a CUDA GPU's own where they exist) */
-    bool beam = !strcmp(sampler, "beam");
     nn_model *m = NULL;
     char used[4200];
     if (beam && weights &&
-        !(m = space_load_weights(weights, "collect --sampler beam", NULL, used, sizeof used, err, sizeof err))) {
+        !(m = space_load_weights(weights, "collect --sampler beam or picks", NULL, used, sizeof used, err, sizeof err))) {
         fprintf(stderr, "stagecraft collect: %s\n", err);
         for (int k = 0; k < npipes; k++) free(texts[k]);
         return TOOL_INPUT;
@@ -170,7 +173,7 @@ int tool_collect(int argc, char **argv) {
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
     collect_ctx *c = st ? collect_open(st, &o, err, sizeof err) : NULL;
     if (c && beam && !m &&
-        !(m = space_load_weights(NULL, "collect --sampler beam", collect_target(c), used, sizeof used, err,
+        !(m = space_load_weights(NULL, "collect --sampler beam or picks", collect_target(c), used, sizeof used, err,
                                  sizeof err))) {
         collect_close(c);
         c = NULL;
