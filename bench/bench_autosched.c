@@ -38,7 +38,8 @@
  * Under each app a line gives the model's predictions for the baseline
  * and for one-shot's pick beside their measured times (the two numbers
  * one-shot's speed-up rests on); --tsv DIR writes modes.tsv, autotune.tsv
- * and predictions.tsv.
+ * and predictions.tsv (with one-shot's speed-up and, for a mean of models,
+ * each member's predictions of the two).
  *
  * Hold-one-app-out: with --weights-dir D the weights for app X are
  * D/X.weights (trained without X: `make holdout-weights`); an app without
@@ -144,6 +145,21 @@ static void tsv_row(FILE *f, const char *app, const char *mode, result r) {
     else fprintf(f, "%s\t%s\t%.6g\t-\n", app, mode, r.ms);   /* no baseline to compare with */
 }
 
+/* Each member's prediction of s, comma-separated, in buf ("-" when they
+ * cannot be had): how far a mean of models agrees with itself. */
+static const char *predict_members(cost_model *cm, const sc_pipeline *p, const bounds_result *b,
+                                   const sched_state *s, const target *t, char *buf, size_t len) {
+    char err[512];
+    double each[COST_MAX_MEMBERS];
+    feat_result fr = { 0 };
+    int k = s && feat_compute(p, b, s, t, &fr, err, sizeof err) == 0
+                ? cost_predict_members(cm, &fr, each, err, sizeof err) : -1;
+    feat_free(&fr);
+    snprintf(buf, len, "-");
+    for (int i = 0, n = 0; i < k; i++) n += snprintf(buf + n, len - (size_t)n, "%s%.6g", i ? "," : "", each[i]);
+    return buf;
+}
+
 /* The model's prediction for one schedule (NAN when it cannot be had). */
 static double predict_one(cost_model *cm, const sc_pipeline *p, const bounds_result *b, const sched_state *s,
                           const target *t) {
@@ -218,7 +234,8 @@ int main(int argc, char **argv) {
         if (!modes || !curve || !preds) { fprintf(stderr, "bench_autosched: cannot write %s/*.tsv\n", tsv); return 1; }
         fprintf(modes, "app\tmode\tms\tspeedup\n");
         fprintf(curve, "app\tsamples\tbest_ms\n");
-        fprintf(preds, "app\tbaseline_predicted_ms\tbaseline_ms\toneshot_predicted_ms\toneshot_ms\n");
+        fprintf(preds, "app\tbaseline_predicted_ms\tbaseline_ms\toneshot_predicted_ms\toneshot_ms\toneshot_speedup\t"
+                       "baseline_members_ms\toneshot_members_ms\n");
     }
     /* the copy kernel's bandwidth: the memory-bound apps' floors */
     measure_outcome co;
@@ -308,6 +325,7 @@ int main(int argc, char **argv) {
         result ro = { INFINITY, 0 }, rk = { INFINITY, 0 };
         bool picked_base = false;
         double search_s = NAN, pred_base = NAN, pred_one = NAN;
+        char mem_base[COST_MAX_MEMBERS * 16 + 8] = "-", mem_one[COST_MAX_MEMBERS * 16 + 8] = "-";
         if (m) {
             cost_model *cm = cost_learned_mean_new((const nn_model *const *)ms, nm, &t);
             search_opts o;
@@ -320,6 +338,8 @@ int main(int argc, char **argv) {
             int top = n < k ? n : k;
             if (n > 0) pred_one = bt[0].ms;
             pred_base = predict_one(cm, ac.p, ac.b, base, &t);
+            predict_members(cm, ac.p, ac.b, base, &t, mem_base, sizeof mem_base);
+            if (n > 0) predict_members(cm, ac.p, ac.b, bt[0].s, &t, mem_one, sizeof mem_one);
             const sched_state **ts = malloc(sizeof *ts * (size_t)(top > 0 ? top : 1));
             for (int i = 0; i < top; i++) ts[i] = bt[i].s;
             measure_precompile(&d, ac.p, ac.b, ts, top, jobs);
@@ -415,7 +435,8 @@ int main(int argc, char **argv) {
             printf("    (model: baseline %.4g ms predicted, %.4g measured; one-shot %.4g predicted, %.4g measured)\n",
                    pred_base, rb.ms, pred_one, ro.ms);
         if (preds && pred_one == pred_one)
-            fprintf(preds, "%s\t%.6g\t%.6g\t%.6g\t%.6g\n", names[ai], pred_base, rb.ms, pred_one, ro.ms);
+            fprintf(preds, "%s\t%.6g\t%.6g\t%.6g\t%.6g\t%.4f\t%s\t%s\n", names[ai], pred_base, rb.ms, pred_one, ro.ms,
+                    ro.speedup, mem_base, mem_one);
         fflush(stdout);
         tsv_row(modes, names[ai], "baseline", rb);
         tsv_row(modes, names[ai], "random", rr);
