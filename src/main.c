@@ -145,7 +145,8 @@ static void print_help(const char *cmd) {
                "  ir       the IR as .pipe text (parses back to the same IR)\n"
                "  bounds   the region of every Func and the loop extents of every stage\n"
                "  deps     the access Jacobian of every producer call\n"
-               "  ops      the operation histogram of every stage\n");
+               "  ops      the operation histogram of every stage (a subtree of constants\n"
+               "           counts as one constant: the compilers fold it)\n");
     if (!strcmp(cmd, "schedule")) {
         printf("Makes a schedule and prints it (or writes it with -o):\n"
                "  --strategy S   one of\n");

@@ -205,6 +205,20 @@ static void op_counts(void) {
     CHECK(strcmp(ops_kind_name(OPS_LOAD_SELF), "load_self") == 0);
     ops_free(o);
     sc_pipeline_free(P);
+    /* a subtree of constants is one constant: k(x) = in(x) * (-1.0 / 12)
+     * + sqrt(f32(2)) has one multiply, one add and two constants */
+    const char *src = "pipeline folded;\ninput f32 in(8);\nk(x) = in(x) * (-1.0 / 12) + sqrt(f32(2));\n"
+                      "output k(8);\n";
+    P = sc_parse_string("folded.pipe", src, strlen(src), NULL);
+    CHECK(sc_error_count(P) == 0);
+    sc_func *k = sc_func_lookup(P, "k");
+    o = ops_count(P);
+    CHECK(k && count(o, k, 0, OPS_MUL, SC_F32) == 1 && count(o, k, 0, OPS_ADD, SC_F32) == 1);
+    CHECK(k && count(o, k, 0, OPS_DIV, SC_F32) == 0 && count(o, k, 0, OPS_NEG, SC_F32) == 0);
+    CHECK(k && count(o, k, 0, OPS_MATH, SC_F32) == 0 && count(o, k, 0, OPS_CAST, SC_F32) == 0);
+    CHECK(k && count(o, k, 0, OPS_CONST, SC_F32) == 2);
+    ops_free(o);
+    sc_pipeline_free(P);
 }
 
 /* pow(a, 2.0) counts as one f32 multiplication, as the back ends compute

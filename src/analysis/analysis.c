@@ -380,8 +380,30 @@ static void ops_visit(const sc_expr *e, void *user) {
     w->st->count[k][t]++;
 }
 
+/* Whether e is built of constants alone: the compilers fold it. */
+static bool const_tree(const sc_expr *e) {
+    if (e->kind == E_CONST) return true;
+    if (e->kind == E_VAR || e->kind == E_RVAR || e->kind == E_PARAM || e->kind == E_CALL || e->nargs == 0)
+        return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!const_tree(e->args[i])) return false;
+    return true;
+}
+
+/* Counts e's nodes; a subtree of constants alone is one constant of its
+ * type (`-1.0 / 12` is a constant, not a division). */
+static void ops_expr(const sc_expr *e, ops_walk *w) {
+    if (e->kind != E_CONST && const_tree(e)) {
+        w->st->count[OPS_CONST][e->type]++;
+        return;
+    }
+    ops_visit(e, w);
+    for (int i = 0; i < e->nargs; i++) ops_expr(e->args[i], w);
+}
+
 /* Per stage, per point: every node of the left-hand side and the value
- * (each occurrence counts, as each is evaluated), plus one store. */
+ * (each occurrence counts, as each is evaluated; a subtree of constants
+ * counts as one constant), plus one store. */
 ops_result *ops_count(const sc_pipeline *p) {
     ops_result *o = calloc(1, sizeof *o);
     if (!o) abort();
@@ -400,8 +422,8 @@ ops_result *ops_count(const sc_pipeline *p) {
             st->stage = s;
             ops_walk w = { st, f };
             const ir_stage *is = &f->stages[s];
-            for (int d = 0; d < is->nargs; d++) ir_visit(is->args[d], ops_visit, &w);
-            ir_visit(is->value, ops_visit, &w);
+            for (int d = 0; d < is->nargs; d++) ops_expr(is->args[d], &w);
+            ops_expr(is->value, &w);
             st->count[OPS_STORE][f->type]++;
         }
     }

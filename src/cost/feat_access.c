@@ -38,6 +38,11 @@ typedef struct {
     struct memo_entry **mtab;         /* [MEMO_TABLE] */
     struct rec *rec;                  /* the innermost recording, NULL: none */
     int64_t *fcalls;                  /* [func id]: inline calls of each Func so far */
+    int64_t *fdistinct;               /* [func id]: distinct inline calls of each Func so far */
+    feat_call *icalls;                /* the distinct inline calls (prod: the inline Func) */
+    int ni, icap;
+    int *itable;                      /* open addressing over icalls: index + 1, 0 empty */
+    int itcap;
 } walk;
 
 /* Memoized inline expansions.  Expanding an inline Func g with the same
@@ -72,7 +77,8 @@ typedef struct rec {
     struct rec *up;
     int n, cap, *list;
     int *set, setcap;                 /* open addressing: index + 1, 0 empty */
-    bool irregular;                   /* recorded a call with an irregular coordinate */
+    bool irregular;                   /* recorded a call with an irregular coordinate, or made an inline
+                                       * call with an irregular argument */
 } rec;
 
 /* Variable names: the same pointer, or the same text (the first
@@ -406,6 +412,60 @@ static void push_call(walk *w, const sc_expr *e, const env *v) {
     o->calls[o->n++] = c;
 }
 
+/* Counts an inline call of g with argument forms inner: distinct unless
+ * a call of g with the same forms was made before in this stage (one
+ * computation: the compiler evaluates a repeated pure expression once).
+ * A call with an irregular argument is distinct every time, and no
+ * expansion around it is memoized, so that the count is the same with and
+ * without the memo (its own expansion is not looked up there either: its
+ * nested calls are counted again).  A memo hit replays an expansion whose
+ * inline calls were all counted when it was first made.  Whether the call
+ * is irregular. */
+static bool count_inline(walk *w, const sc_func *g, const env *inner) {
+    int nl = w->out->nloops;
+    feat_call c;
+    memset(&c, 0, sizeof c);
+    c.prod = g;
+    c.ndims = inner->n < SC_MAX_DIMS ? inner->n : SC_MAX_DIMS;
+    bool irr = false;
+    for (int d = 0; d < c.ndims; d++) {
+        c.dim[d] = inner->forms[d];
+        irr |= !c.dim[d].ok;
+    }
+    if (irr) {
+        for (rec *r = w->rec; r; r = r->up) r->irregular = true;
+        w->fdistinct[g->id]++;
+        return true;
+    }
+    if (2 * (w->ni + 1) >= w->itcap) {
+        int cap = w->itcap ? 2 * w->itcap : 64;
+        int *t = calloc((size_t)cap, sizeof *t);
+        if (!t) { w->oom = true; return false; }
+        for (int k = 0; k < w->ni; k++) {
+            int q = (int)(hash_call(&w->icalls[k], nl) & (uint64_t)(cap - 1));
+            while (t[q]) q = (q + 1) & (cap - 1);
+            t[q] = k + 1;
+        }
+        free(w->itable);
+        w->itable = t;
+        w->itcap = cap;
+    }
+    int mask = w->itcap - 1, q = (int)(hash_call(&c, nl) & (uint64_t)mask);
+    for (; w->itable[q]; q = (q + 1) & mask)
+        if (same_call(&w->icalls[w->itable[q] - 1], &c, nl)) return false;
+    if (w->ni == w->icap) {
+        int cap = w->icap ? 2 * w->icap : 16;
+        feat_call *n = realloc(w->icalls, sizeof *n * (size_t)cap);
+        if (!n) { w->oom = true; return false; }
+        w->icalls = n;
+        w->icap = cap;
+    }
+    w->icalls[w->ni++] = c;
+    w->itable[q] = w->ni;
+    w->fdistinct[g->id]++;
+    return false;
+}
+
 static int visit(walk *w, const sc_expr *e, const env *v);
 
 /* visit of g's value under inner, memoized (the comment at memo_entry). */
@@ -439,13 +499,13 @@ static int visit_inline(walk *w, const sc_func *g, const env *inner) {
     for (memo_entry *e = *b; e; e = e->next)
         if (e->h == h && e->nkey == m && !memcmp(e->key, key, sizeof(double) * (size_t)m)) {
             for (int i = 0; i < e->n; i++) rec_touch(w, w->rec, e->calls[i]);
-            w->out->inlined_calls += e->inlined;
+            w->out->inlined_calls_all += e->inlined;
             for (int i = 0; i < e->nf; i++) w->fcalls[e->fid[i]] += e->fn[i];
             return e->strahler;
         }
     rec r = { w->rec, 0, 0, NULL, NULL, 0, false };
     w->rec = &r;
-    int64_t inl0 = w->out->inlined_calls;
+    int64_t inl0 = w->out->inlined_calls_all;
     int nfuncs = (int)w->p->funcs.n;
     int64_t *f0 = malloc(sizeof *f0 * (size_t)nfuncs);
     if (!f0) {
@@ -487,7 +547,7 @@ static int visit_inline(walk *w, const sc_func *g, const env *inner) {
     e->h = h;
     e->nkey = m;
     e->strahler = st;
-    e->inlined = w->out->inlined_calls - inl0;
+    e->inlined = w->out->inlined_calls_all - inl0;
     e->n = r.n;
     e->calls = r.list;
     e->next = *b;
@@ -513,7 +573,7 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
         else if (s == best) ties++;
     }
     if (e->kind == E_CALL && is_inline(w, e->func)) {
-        w->out->inlined_calls++;
+        w->out->inlined_calls_all++;
         w->fcalls[e->func->id]++;
         env inner = { .n = e->func->ndims };
         for (int i = 0; i < e->func->ndims; i++) {
@@ -521,6 +581,7 @@ static int visit(walk *w, const sc_expr *e, const env *v) {
             inner.forms[i] = form_of(w, e->args[i], v);
             inner.strahler[i] = sarg[i];
         }
+        if (count_inline(w, e->func, &inner)) return visit(w, e->func->stages[0].value, &inner);
         return visit_inline(w, e->func, &inner);
     }
     if (e->kind == E_CALL) push_call(w, e, v);
@@ -532,8 +593,14 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
                            feat_stage_access *out) {
     memset(out, 0, sizeof *out);
     out->nloops = ir_stage_loops(f, st, out->which);
-    walk w = { p, s, f, st, out, false, NULL, 0, memo, NULL, NULL, NULL };
-    if (!(w.fcalls = calloc((size_t)p->funcs.n + 1, sizeof *w.fcalls))) return -1;
+    walk w = { p, s, f, st, out, false, NULL, 0, memo, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0 };
+    w.fcalls = calloc((size_t)p->funcs.n + 1, sizeof *w.fcalls);
+    w.fdistinct = calloc((size_t)p->funcs.n + 1, sizeof *w.fdistinct);
+    if (!w.fcalls || !w.fdistinct) {
+        free(w.fcalls);
+        free(w.fdistinct);
+        return -1;
+    }
     env v = { 0 };
     for (int j = 0; j < out->nloops; j++) {
         if (out->which[j] < 0) continue;
@@ -573,9 +640,13 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
     for (int i = 0; !w.oom && i < p->funcs.n; i++)
         if (w.fcalls[i]) {
             out->inl[out->ninl] = p->funcs.items[i];
-            out->inl_calls[out->ninl++] = w.fcalls[i];
+            out->inl_calls[out->ninl++] = w.fdistinct[i];
+            out->inlined_calls += w.fdistinct[i];
         }
     free(w.fcalls);
+    free(w.fdistinct);
+    free(w.icalls);
+    free(w.itable);
     free(w.table);
     for (int i = 0; w.mtab && i < MEMO_TABLE; i++)
         for (memo_entry *e = w.mtab[i], *next; e; e = next) {

@@ -12,7 +12,10 @@
  * stencil reads).  Division by a positive constant c gives coefficients
  * 1/c.  A coordinate that is none of these (data-dependent, modulo, a
  * parameter) is irregular.  Calls with the same producer and the same
- * forms are one access (code generation computes a repeated tap once).
+ * forms are one access (code generation computes a repeated tap once);
+ * so are calls of an inline Func with the same argument forms: one
+ * computation (inlined_calls; the whole tree's count is
+ * inlined_calls_all).
  *
  * An irregular coordinate may still be bounded: an affine form plus a
  * residual in [rlo, rhi] (either end may be infinite), from a clamp or
@@ -55,9 +58,15 @@ typedef struct {
     feat_call *calls;                 /* malloc'd */
     int nstore;                       /* the left-hand side, as forms */
     feat_form store[SC_MAX_DIMS];
-    int64_t inlined_calls;            /* calls of inline Funcs per point */
+    /* calls of inline Funcs per point: distinct ones, as code generation's
+     * compiler computes them (a call is distinct by its Func and the
+     * forms of its arguments; a call with an irregular argument is
+     * distinct each time it is made), and all of them, as the expression
+     * tree repeats them */
+    int64_t inlined_calls;
+    int64_t inlined_calls_all;
     /* the inline Funcs expanded, each once in order of first call, and
-     * the calls of each per point (malloc'd; counts add up to
+     * the distinct calls of each per point (malloc'd; counts add up to
      * inlined_calls): the featurizer adds their operations to the stage's */
     int ninl;
     const sc_func **inl;

@@ -754,15 +754,25 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[FEAT_OP(k, ty)] = (double)ops->items[oi].count[k][ty];
     /* the operations of the inline Funcs the stage expands, as many times
-     * per point as it calls them: what the generated code computes per
-     * point (without them an inlined producer's work would be visible
-     * only as a count of calls) */
+     * per point as it makes distinct calls of them: what the generated code
+     * computes per point once its compiler has computed each repeated
+     * pure expression once (without them an inlined producer's work would
+     * be visible only as a count of calls) */
     for (int i = 0; i < a->ninl; i++) {
         int gi = c->x->ops_of[c->x->slot[a->inl[i]->id]];
         if (gi < 0) continue;
         for (int k = 0; k < OPS_KIND_COUNT; k++)
             for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
                 v[FEAT_OP(k, ty)] += (double)a->inl_calls[i] * (double)ops->items[gi].count[k][ty];
+    }
+    /* its loads, likewise: one per distinct access (the same producer at
+     * the same forms), however many calls of the expression tree make it */
+    for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
+        v[FEAT_OP(OPS_LOAD_INPUT, ty)] = v[FEAT_OP(OPS_LOAD_FUNC, ty)] = v[FEAT_OP(OPS_LOAD_SELF, ty)] = 0;
+    for (int i = 0; i < a->n; i++) {
+        const sc_func *pr = a->calls[i].prod;
+        ops_kind k = pr == f ? OPS_LOAD_SELF : pr->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
+        v[FEAT_OP(k, pr->type)] += 1;
     }
     /* asked once: it walks the update's coordinates */
     bool around = nest_reduction_around_tile(rec);

@@ -64,8 +64,13 @@
  * by one (it read 1 where their product passed the limit), and the warp
  * transactions count such loops as unrolled (nest_serial_loops_unrolled).
  * 7: terms 30, 31 and 10 count the points computed, not num_scalars (which
- * includes the iterations a guard skips). */
-#define NN_TERMS_VERSION 7
+ * includes the iterations a guard skips).  (8 was tried and not kept.)
+ * 9: an inline Func's operations count once per distinct call (by the
+ * forms of its arguments), a stage's loads once per distinct access, and
+ * inlined_calls the distinct calls: what the compiler leaves of an
+ * expression tree that repeats them (feat_access.h); and a subtree of
+ * constants counts as one constant (ops_count), as the compiler folds it. */
+#define NN_TERMS_VERSION 9
 
 /* Terms 30 and 31: the arithmetic and the load instructions a stage
  * executes (costmodel.c); their sum is what the instruction floor prices. */
