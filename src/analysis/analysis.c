@@ -372,8 +372,7 @@ static void ops_visit(const sc_expr *e, void *user) {
         if (k == OPS_EQ || k == OPS_NE || k == OPS_LT || k == OPS_LE) t = e->args[0]->type;
         break;
     case E_CALL:
-        k = e->func == w->f ? OPS_LOAD_SELF
-          : e->func->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
+        k = ops_load_kind(w->f, e->func);
         break;
     default: assert(!"unknown expression kind"); return;
     }

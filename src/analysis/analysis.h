@@ -60,6 +60,12 @@ typedef enum {
 
 const char *ops_kind_name(ops_kind k);
 
+/* The load a call of producer makes in a stage of f: of f itself, of an
+ * input, or of another Func. */
+static inline ops_kind ops_load_kind(const sc_func *f, const sc_func *producer) {
+    return producer == f ? OPS_LOAD_SELF : producer->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
+}
+
 typedef struct {
     int func, stage;
     int64_t count[OPS_KIND_COUNT][SC_TYPE_COUNT];   /* per point */

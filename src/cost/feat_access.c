@@ -25,6 +25,13 @@ typedef struct {
     int strahler[SC_MAX_DIMS];
 } env;
 
+/* An open-addressing index over an array of distinct calls: a slot holds
+ * a call's index + 1, 0 is empty; cap is a power of two, > 2 x the calls. */
+typedef struct {
+    int *slot;
+    int cap;
+} call_index;
+
 typedef struct {
     const sc_pipeline *p;
     const sched_state *s;
@@ -32,8 +39,7 @@ typedef struct {
     int st;
     feat_stage_access *out;
     bool oom;
-    int *table;                       /* open addressing: call index + 1, 0 empty */
-    int tcap;                         /* a power of two, > 2 * out->n */
+    call_index calls_ix;              /* over out->calls */
     bool memo;                        /* memoize inline expansions (memo below) */
     struct memo_entry **mtab;         /* [MEMO_TABLE] */
     struct rec *rec;                  /* the innermost recording, NULL: none */
@@ -41,8 +47,7 @@ typedef struct {
     int64_t *fdistinct;               /* [func id]: distinct inline calls of each Func so far */
     feat_call *icalls;                /* the distinct inline calls (prod: the inline Func) */
     int ni, icap;
-    int *itable;                      /* open addressing over icalls: index + 1, 0 empty */
-    int itcap;
+    call_index inline_ix;             /* over icalls */
 } walk;
 
 /* Memoized inline expansions.  Expanding an inline Func g with the same
@@ -326,27 +331,30 @@ static bool same_call(const feat_call *a, const feat_call *b, int nloops) {
     return true;
 }
 
-/* The slot of c in the table: its index + 1 if present, else the empty
- * slot where it goes (negated - 1). */
-static int find_slot(const walk *w, const feat_call *c, uint64_t h) {
-    int mask = w->tcap - 1;
+/* The slot of c (hash h) in ix over calls: its index + 1 if present,
+ * else the empty slot where it goes (negated - 1). */
+static int index_find(const call_index *ix, const feat_call *calls, const feat_call *c, uint64_t h, int nloops) {
+    int mask = ix->cap - 1;
     for (int i = (int)(h & (uint64_t)mask);; i = (i + 1) & mask) {
-        int k = w->table[i];
+        int k = ix->slot[i];
         if (!k) return -1 - i;
-        if (same_call(&w->out->calls[k - 1], c, w->out->nloops)) return k;
+        if (same_call(&calls[k - 1], c, nloops)) return k;
     }
 }
 
-static bool grow_table(walk *w) {
-    int cap = w->tcap ? 2 * w->tcap : 64;
+/* Room in ix for one more call than the n of calls; false when out of
+ * memory. */
+static bool index_reserve(call_index *ix, const feat_call *calls, int n, int nloops) {
+    if (2 * (n + 1) < ix->cap) return true;
+    int cap = ix->cap ? 2 * ix->cap : 64;
     int *t = calloc((size_t)cap, sizeof *t);
     if (!t) return false;
-    free(w->table);
-    w->table = t;
-    w->tcap = cap;
-    for (int k = 0; k < w->out->n; k++) {
-        int slot = find_slot(w, &w->out->calls[k], hash_call(&w->out->calls[k], w->out->nloops));
-        if (slot < 0) w->table[-1 - slot] = k + 1;
+    free(ix->slot);
+    ix->slot = t;
+    ix->cap = cap;
+    for (int k = 0; k < n; k++) {
+        int slot = index_find(ix, calls, &calls[k], hash_call(&calls[k], nloops), nloops);
+        if (slot < 0) ix->slot[-1 - slot] = k + 1;
     }
     return true;
 }
@@ -385,14 +393,14 @@ static void rec_touch(walk *w, rec *r, int k) {
  * inlining repeats taps that code generation computes once). */
 static void push_call(walk *w, const sc_expr *e, const env *v) {
     feat_stage_access *o = w->out;
-    if (2 * (o->n + 1) >= w->tcap && !grow_table(w)) { w->oom = true; return; }
+    if (!index_reserve(&w->calls_ix, o->calls, o->n, o->nloops)) { w->oom = true; return; }
     feat_call c;
     memset(&c, 0, sizeof c);
     c.prod = e->func;
     c.ndims = e->nargs;
     for (int d = 0; d < e->nargs && d < SC_MAX_DIMS; d++) c.dim[d] = form_of(w, e->args[d], v);
     uint64_t h = hash_call(&c, o->nloops);
-    int slot = find_slot(w, &c, h);
+    int slot = index_find(&w->calls_ix, o->calls, &c, h, o->nloops);
     if (slot > 0) {
         rec_touch(w, w->rec, slot - 1);
         return;
@@ -404,7 +412,7 @@ static void push_call(walk *w, const sc_expr *e, const env *v) {
         o->calls = c;
         o->cap = cap;
     }
-    w->table[-1 - slot] = o->n + 1;
+    w->calls_ix.slot[-1 - slot] = o->n + 1;
     rec_touch(w, w->rec, o->n);
     for (int d = 0; d < c.ndims && d < SC_MAX_DIMS; d++)
         if (!c.dim[d].ok)
@@ -437,22 +445,9 @@ static bool count_inline(walk *w, const sc_func *g, const env *inner) {
         w->fdistinct[g->id]++;
         return true;
     }
-    if (2 * (w->ni + 1) >= w->itcap) {
-        int cap = w->itcap ? 2 * w->itcap : 64;
-        int *t = calloc((size_t)cap, sizeof *t);
-        if (!t) { w->oom = true; return false; }
-        for (int k = 0; k < w->ni; k++) {
-            int q = (int)(hash_call(&w->icalls[k], nl) & (uint64_t)(cap - 1));
-            while (t[q]) q = (q + 1) & (cap - 1);
-            t[q] = k + 1;
-        }
-        free(w->itable);
-        w->itable = t;
-        w->itcap = cap;
-    }
-    int mask = w->itcap - 1, q = (int)(hash_call(&c, nl) & (uint64_t)mask);
-    for (; w->itable[q]; q = (q + 1) & mask)
-        if (same_call(&w->icalls[w->itable[q] - 1], &c, nl)) return false;
+    if (!index_reserve(&w->inline_ix, w->icalls, w->ni, nl)) { w->oom = true; return false; }
+    int slot = index_find(&w->inline_ix, w->icalls, &c, hash_call(&c, nl), nl);
+    if (slot > 0) return false;
     if (w->ni == w->icap) {
         int cap = w->icap ? 2 * w->icap : 16;
         feat_call *n = realloc(w->icalls, sizeof *n * (size_t)cap);
@@ -461,7 +456,7 @@ static bool count_inline(walk *w, const sc_func *g, const env *inner) {
         w->icap = cap;
     }
     w->icalls[w->ni++] = c;
-    w->itable[q] = w->ni;
+    w->inline_ix.slot[-1 - slot] = w->ni;
     w->fdistinct[g->id]++;
     return false;
 }
@@ -593,7 +588,7 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
                            feat_stage_access *out) {
     memset(out, 0, sizeof *out);
     out->nloops = ir_stage_loops(f, st, out->which);
-    walk w = { p, s, f, st, out, false, NULL, 0, memo, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0 };
+    walk w = { .p = p, .s = s, .f = f, .st = st, .out = out, .memo = memo };
     w.fcalls = calloc((size_t)p->funcs.n + 1, sizeof *w.fcalls);
     w.fdistinct = calloc((size_t)p->funcs.n + 1, sizeof *w.fdistinct);
     if (!w.fcalls || !w.fdistinct) {
@@ -646,8 +641,8 @@ int feat_stage_accesses_by(const sc_pipeline *p, const sched_state *s, const sc_
     free(w.fcalls);
     free(w.fdistinct);
     free(w.icalls);
-    free(w.itable);
-    free(w.table);
+    free(w.inline_ix.slot);
+    free(w.calls_ix.slot);
     for (int i = 0; w.mtab && i < MEMO_TABLE; i++)
         for (memo_entry *e = w.mtab[i], *next; e; e = next) {
             next = e->next;

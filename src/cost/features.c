@@ -718,7 +718,7 @@ static void reuse_tile_loads(const sc_func *f, int st, const feat_stage_access *
     bool in_place = ir_stage_accumulates(f, st);
     for (int i = 0; i < a->n; i++) {
         const feat_call *c = &a->calls[i];
-        ops_kind kind = c->prod == f ? OPS_LOAD_SELF : c->prod->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
+        ops_kind kind = ops_load_kind(f, c->prod);
         double distinct = 0;
         if (kind != OPS_LOAD_SELF || !in_place) {
             distinct = 1;
@@ -769,11 +769,7 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
      * the same forms), however many calls of the expression tree make it */
     for (int ty = 0; ty < SC_TYPE_COUNT; ty++)
         v[FEAT_OP(OPS_LOAD_INPUT, ty)] = v[FEAT_OP(OPS_LOAD_FUNC, ty)] = v[FEAT_OP(OPS_LOAD_SELF, ty)] = 0;
-    for (int i = 0; i < a->n; i++) {
-        const sc_func *pr = a->calls[i].prod;
-        ops_kind k = pr == f ? OPS_LOAD_SELF : pr->kind == FUNC_INPUT ? OPS_LOAD_INPUT : OPS_LOAD_FUNC;
-        v[FEAT_OP(k, pr->type)] += 1;
-    }
+    for (int i = 0; i < a->n; i++) v[FEAT_OP(ops_load_kind(f, a->calls[i].prod), a->calls[i].prod->type)] += 1;
     /* asked once: it walks the update's coordinates */
     bool around = nest_reduction_around_tile(rec);
     if (around && rec->unrolled) reuse_tile_loads(f, st, a, sp, v);

@@ -303,6 +303,24 @@ static int add_stale(collect_ctx *c, collect_pipe *cp, char ***seen, int *distin
  * COLLECT_PICK_BATCH samples are re-tiled. */
 enum { COLLECT_PICKS = 4, COLLECT_PICK_BATCH = 80 };
 
+/* Re-tilings of the nb bases in turn (base k % nb with seed k / nb + 1:
+ * space_retile), those within the target's limits considered, until want
+ * are distinct or 8 x want + 16 are drawn; a base with no root stage to
+ * re-tile gives none.  0, or -1 with err. */
+static int consider_retilings(collect_ctx *c, collect_pipe *cp, sched_state *const *bases, int nb, int want,
+                              char ***seen, int *distinct, sched_state **states, char **texts, int *n, char *err,
+                              size_t errlen) {
+    int bad = 0;
+    for (int k = 0; nb > 0 && k < 8 * want + 16 && *distinct < want && !bad; k++) {
+        sched_state *s = space_retile(cp->a, cp->p, cp->b, bases[k % nb], (uint64_t)(k / nb + 1));
+        if (!s || sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
+        char *text = sched_to_text(cp->p, s);
+        bad = consider(c, cp, s, text, seen, distinct, states, texts, n, err, errlen) < 0;
+        free(text);
+    }
+    return bad ? -1 : 0;
+}
+
 /* The schedules to measure: the fixed ones (baseline and root, the
  * points of reference of every benchmark), then random walks (seeds 1, 2,
  * ...), re-tilings of the baseline (space_retile, seeds 1, 2, ...), the
@@ -336,13 +354,9 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
         int nb = got < COLLECT_PICKS ? got : COLLECT_PICKS;
         for (int i = 0; i < nb && distinct < want && !bad; i++)
             bad = consider(c, cp, batch[i].s, batch[i].text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
-        for (int k = 0; nb > 0 && k < 8 * want + 16 && distinct < want && !bad; k++) {
-            sched_state *s = space_retile(cp->a, cp->p, cp->b, batch[k % nb].s, (uint64_t)(k / nb + 1));
-            if (!s || sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
-            char *text = sched_to_text(cp->p, s);
-            bad = consider(c, cp, s, text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
-            free(text);
-        }
+        sched_state *bases[COLLECT_PICKS] = { NULL };
+        for (int i = 0; i < nb; i++) bases[i] = batch[i].s;
+        if (!bad) bad = consider_retilings(c, cp, bases, nb, want, &seen, &distinct, states, texts, &n, err, errlen) < 0;
         if (got > 0) search_samples_free(batch, got);
         free(batch);
     } else if (c->model) {
@@ -369,15 +383,9 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
         }
         free(batch);
     } else if (c->o.retile) {
-        const sched_state *base = cp->fixed[0] ? cp->fixed[0] : cp->fixed[1];
-        for (int k = 0; base && k < 8 * want + 16 && distinct < want && !bad; k++) {
-            sched_state *s = space_retile(cp->a, cp->p, cp->b, base, (uint64_t)(k + 1));
-            if (!s) break;      /* no root stage to re-tile */
-            if (sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
-            char *text = sched_to_text(cp->p, s);
-            bad = consider(c, cp, s, text, &seen, &distinct, states, texts, &n, err, errlen) < 0;
-            free(text);
-        }
+        sched_state *base = cp->fixed[0] ? cp->fixed[0] : cp->fixed[1];
+        bad = consider_retilings(c, cp, &base, base ? 1 : 0, want, &seen, &distinct, states, texts, &n, err,
+                                 errlen) < 0;
     } else {
         for (int k = 0; k < 4 * want + 16 && distinct < want && !bad; k++) {
             char msg[512];
