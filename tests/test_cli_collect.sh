@@ -129,6 +129,19 @@ ok collect_picks_locations "$(n=$(sqlite3 "$tmp/pk.db" "SELECT replace(text, cha
 case_ collect_picks_resume 0 -e 'collect: 0 measured, .*8 already stored' -- \
     "$sc" collect --db "$tmp/pk.db" --device c --small --schedules 8 --sampler picks --weights weights/pocl.weights "$pipe"
 
+# the picks of a mean of models, as the searches' --weights A,B: one-shot's
+# pick with the same two is among them; the default is the shipped six
+# (PoCL's: the C device schedules for a100, whose default is cuda.weights)
+case_ collect_picks_mean 0 -e 'collect: the model: the mean of weights/pocl.weights,weights/pocl-2.weights' -- \
+    "$sc" collect --db "$tmp/pm.db" --device c --small --schedules 6 --sampler picks \
+    --weights weights/pocl.weights,weights/pocl-2.weights "$pipe"
+best2=$("$sc" schedule "$pipe" --small --strategy oneshot --weights weights/pocl.weights,weights/pocl-2.weights --target a100 | grep -v '^#')
+ok collect_picks_mean_best "$(sqlite3 "$tmp/pm.db" 'SELECT text FROM schedules' | tr -d '\n' | grep -qF "$(printf '%s' "$best2" | tr -d '\n')"; echo $?)"
+case_ collect_picks_default_mean 0 -e 'collect: the model: the mean of .*pocl.weights,.*pocl-2.weights,.*pocl-6.weights' -- \
+    "$sc" collect --db "$tmp/pd.db" --device opencl --small --schedules 2 --sampler picks "$pipe"
+ok collect_picks_bad_member_no_db "$("$sc" collect --db "$tmp/pb.db" --device c --sampler picks \
+    --weights weights/pocl.weights,"$tmp/nope.weights" "$pipe" 2>"$tmp/pb.err"; [ $? -eq 1 ] && [ ! -e "$tmp/pb.db" ] && grep -q 'nope.weights' "$tmp/pb.err"; echo $?)"
+
 # random pipelines (random-pipeline's generator), recorded by seed
 case_ collect_random 0 -e 'collect: 4 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/r.db" --device c --small --random 2 --first-seed 5 --schedules 2

@@ -15,7 +15,7 @@
 
 void autotune_opts_default(autotune_opts *o) {
     memset(o, 0, sizeof *o);
-    o->measure = (collect_opts){ "opencl", CG_MATH_FAST, 1, 10000, 0, 0, true, stderr, false, NULL, 0, false, false };
+    o->measure = (collect_opts){ "opencl", CG_MATH_FAST, 1, 10000, 0, 0, true, stderr, false, NULL, 0, 0, false, false };
     o->iterations = 20;
     o->batch = 80;
     o->epochs = 40;

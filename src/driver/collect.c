@@ -26,7 +26,7 @@ struct collect_ctx {
     int64_t exact_id;
     collect_totals tot;
     double t0;
-    cost_model *model;            /* the beam sampler's (o.model for t), or NULL */
+    cost_model *model;            /* the beam sampler's (the mean of o.models for t), or NULL */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -59,7 +59,7 @@ collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t er
     c->dev.cpu = c->t.cpu;
     c->exact = c->dev;
     c->exact.math = CG_MATH_EXACT;
-    collect_set_model(c, o->model);
+    collect_set_models(c, o->models, o->nmodels);
     return c;
 }
 
@@ -67,10 +67,11 @@ void collect_close(collect_ctx *c) {
     if (c && c->model) cost_free(c->model);
     free(c);
 }
-void collect_set_model(collect_ctx *c, const nn_model *m) {
+void collect_set_models(collect_ctx *c, const nn_model *const *ms, int n) {
     if (c->model) cost_free(c->model);
-    c->o.model = m;
-    c->model = m ? cost_learned_new(m, &c->t) : NULL;
+    c->o.models = ms;
+    c->o.nmodels = n;
+    c->model = n > 0 ? cost_learned_mean_new(ms, n, &c->t) : NULL;
 }
 
 const target *collect_target(const collect_ctx *c) { return &c->t; }

@@ -34,11 +34,13 @@ typedef struct {
     bool prune;                   /* the space's §6.6 pruning */
     FILE *log;                    /* progress and messages (NULL: none) */
     bool progress_bar;            /* redraw one line (a terminal) instead of a line per sample */
-    /* Where schedules come from: random walks of the space (NULL), or the
-     * batches of the beam search guided by this model (borrowed; costed
-     * for the device's target) with children dropped at random with
+    /* Where schedules come from: random walks of the space (nmodels 0),
+     * or the batches of the beam search guided by the mean of these
+     * models (borrowed; costed for the device's target, as the searches'
+     * cost_learned_mean_new) with children dropped at random with
      * probability dropout. */
-    const nn_model *model;
+    const nn_model *const *models;
+    int nmodels;
     double dropout;
     /* Measures again the schedules whose stored measurement is stale (no
      * reference time, or code older than this build's: store_found_stale),
@@ -62,10 +64,10 @@ typedef struct collect_ctx collect_ctx;
 collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t errlen);
 void collect_close(collect_ctx *c);
 const target *collect_target(const collect_ctx *c);
-/* Makes the beam sampler use model m (borrowed; NULL: random walks), as
- * collect_opts.model does at collect_open: for weights chosen by the
- * device's target (space_default_weights). */
-void collect_set_model(collect_ctx *c, const nn_model *m);
+/* Makes the beam sampler use the mean of the n models ms (borrowed; n 0:
+ * random walks), as collect_opts.models does at collect_open: for weights
+ * chosen by the device's target (space_load_weights_list's defaults). */
+void collect_set_models(collect_ctx *c, const nn_model *const *ms, int n);
 const char *collect_device_key(const collect_ctx *c);
 
 /* The totals so far. */

@@ -51,8 +51,10 @@ static void collect_help(void) {
            "                   of them, within the target's limits; picks: the model's\n"
            "                   four best of the one-shot batch, then each re-tiled as shapes\n"
            "                   re-tiles the baseline, in turn\n"
-           "  --weights W      the model of beam and picks (default weights/pocl.weights,\n"
-           "                   or weights/cuda.weights on a CUDA GPU where it exists)\n"
+           "  --weights W[,W2...]  the model of beam and picks, the mean of those given as\n"
+           "                   the searches' --weights (default weights/pocl.weights and its\n"
+           "                   siblings pocl-2.weights ..., or weights/cuda.weights and its\n"
+           "                   siblings on a CUDA GPU where they exist)\n"
            "  --dropout P      the beam sampler's probability of dropping a child (0.3)\n"
            "  --remeasure      measure again the schedules whose stored measurement is stale:\n"
            "                   without a reference time (an older collect's), or of code older\n"
@@ -82,7 +84,7 @@ int tool_collect(int argc, char **argv) {
     int npipes = 0;
     long long nrandom = 0, first_seed = 1;
     long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
-    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0.3, false, false };
+    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0, 0.3, false, false };
     bool small = false;
     const char *sampler = "random", *weights = NULL;
     if (jobs < 1) jobs = 1;
@@ -162,23 +164,25 @@ int tool_collect(int argc, char **argv) {
     /* the beam sampler's model: given weights are read before anything
      * is opened (a bad file changes nothing); the default ones once the
      * device's target is known (a CUDA GPU's own where they exist) */
-    nn_model *m = NULL;
-    char used[4200];
+    nn_model *ms[SPACE_MAX_WEIGHTS];
+    int nm = 0;
+    char used[SPACE_MAX_WEIGHTS * 300];
+    const char *whom = "collect --sampler beam or picks";
     if (beam && weights &&
-        !(m = space_load_weights(weights, "collect --sampler beam or picks", NULL, used, sizeof used, err, sizeof err))) {
+        (nm = space_load_weights_list(weights, whom, NULL, ms, used, sizeof used, err, sizeof err)) < 0) {
         fprintf(stderr, "stagecraft collect: %s\n", err);
         for (int k = 0; k < npipes; k++) free(texts[k]);
         return TOOL_INPUT;
     }
     store *st = store_open(db, STORE_WRITE, err, sizeof err);
     collect_ctx *c = st ? collect_open(st, &o, err, sizeof err) : NULL;
-    if (c && beam && !m &&
-        !(m = space_load_weights(NULL, "collect --sampler beam or picks", collect_target(c), used, sizeof used, err,
-                                 sizeof err))) {
+    if (c && beam && !nm &&
+        (nm = space_load_weights_list(NULL, whom, collect_target(c), ms, used, sizeof used, err, sizeof err)) < 0) {
+        nm = 0;
         collect_close(c);
         c = NULL;
     }
-    if (c && m) collect_set_model(c, m);
+    if (c && nm > 0) collect_set_models(c, (const nn_model *const *)ms, nm);
     int rc = TOOL_OK;
     if (!c) {
         fprintf(stderr, "stagecraft collect: %s\n", err);
@@ -188,6 +192,7 @@ int tool_collect(int argc, char **argv) {
         fprintf(stderr, "collect: device %s (%s math), target %s, %d schedules per pipeline, %d pipelines\n",
                 collect_device_key(c), cg_math_name(o.math), collect_target(c)->name, o.schedules,
                 npipes + (int)nrandom);
+        if (nm > 0) fprintf(stderr, "collect: the model: %s%s\n", nm > 1 ? "the mean of " : "", used);
         collect_plan(c, ((int64_t)npipes + nrandom) * o.schedules);
         for (int i = 0; i < npipes && rc == TOOL_OK && !collect_stopped(c); i++) {
             char source[256];
@@ -213,7 +218,7 @@ int tool_collect(int argc, char **argv) {
         collect_close(c);
     }
     store_close(st);
-    free(m);
+    while (nm > 0) free(ms[--nm]);
     for (int i = 0; i < npipes; i++) free(texts[i]);
     return rc;
 }
