@@ -304,17 +304,25 @@ static int add_stale(collect_ctx *c, collect_pipe *cp, char ***seen, int *distin
  * COLLECT_PICK_BATCH samples are re-tiled. */
 enum { COLLECT_PICKS = 4, COLLECT_PICK_BATCH = 80 };
 
-/* Re-tilings of the nb bases in turn (base k % nb with seed k / nb + 1:
- * space_retile), those within the target's limits considered, until want
- * are distinct or 8 x want + 16 are drawn; a base with no root stage to
- * re-tile gives none.  0, or -1 with err. */
+/* Re-tilings of the nb (at most COLLECT_PICKS) bases in turn (base k % nb
+ * with seed k / nb + 1: space_retile), those within the target's limits
+ * considered, until want are distinct or 8 x want + 16 are drawn; a base
+ * with no root stage to re-tile gives none, and is not asked again.  0,
+ * or -1 with err. */
 static int consider_retilings(collect_ctx *c, collect_pipe *cp, sched_state *const *bases, int nb, int want,
                               char ***seen, int *distinct, sched_state **states, char **texts, int *n, char *err,
                               size_t errlen) {
-    int bad = 0;
-    for (int k = 0; nb > 0 && k < 8 * want + 16 && *distinct < want && !bad; k++) {
+    bool none[COLLECT_PICKS] = { false };
+    int bad = 0, left = nb;
+    for (int k = 0; left > 0 && k < 8 * want + 16 && *distinct < want && !bad; k++) {
+        if (none[k % nb]) continue;
         sched_state *s = space_retile(cp->a, cp->p, cp->b, bases[k % nb], (uint64_t)(k / nb + 1));
-        if (!s || sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
+        if (!s) {
+            none[k % nb] = true;
+            left--;
+            continue;
+        }
+        if (sched_check(cp->p, cp->b, s, &c->t, false, NULL, 0) != 0) continue;
         char *text = sched_to_text(cp->p, s);
         bad = consider(c, cp, s, text, seen, distinct, states, texts, n, err, errlen) < 0;
         free(text);
