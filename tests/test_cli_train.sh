@@ -21,6 +21,7 @@ case_ train_bad_seed 2 -e "--seed: expected a number >= 0, got '-3'" -- "$sc" tr
 case_ train_bad_loss 2 -e "--loss: 'l1' is not one of throughput, rank" -- "$sc" train --db a.db -o "$tmp/w" --loss l1
 case_ train_bad_anneal 2 -e "--anneal: expected a fraction of the epochs from 0 to 1, got '1.5'" -- "$sc" train --db a.db -o "$tmp/w" --anneal 1.5
 case_ train_bad_decay 2 -e "--weight-decay: expected a factor from 0 to 100, got '-1'" -- "$sc" train --db a.db -o "$tmp/w" --weight-decay -1
+case_ train_bad_fold 2 -e "--validation-fold: expected a fold from 0 to 99, got '-1'" -- "$sc" train --db a.db -o "$tmp/w" --validation-fold -1
 case_ train_missing_value 2 -e 'option --device needs a value' -- "$sc" train --db a.db -o "$tmp/w" --device
 case_ train_unknown_option 2 -e "unknown option '--fast'" -- "$sc" train --db a.db -o "$tmp/w" --fast
 case_ predict_empty_weights 1 -e 'names no file' -- "$sc" predict "$app" --small --weights ,
@@ -57,6 +58,13 @@ case_ train_device 0 -o "loaded 28 samples of 3 pipelines \(3 groups of one code
     "$sc" train --data "$data" -o "$tmp/c.weights" --device "$ckey" --epochs 5 --seed 4
 grep -q "rejected: 0 with absurd features, 2 with absurd times, 0 unreadable, 0 timed against a cold reference, 0 measured before the reduction order changed, 0 of CPU code with register staging, 0 of code with loops rolled that are unrolled now, 0 of code dividing by powers of two with a helper, 0 of code reading private arrays otherwise, 0 of CPU OpenCL code with interior blocks in a branch, 0 of CPU OpenCL code calling fmin or fmax, 0 of code with a scan's reduction inside its tile, 0 of code calling pow for a square, 0 of code reading more than three threaded loops from a flat index, 0 of code older than generation 1; held out: 0" "$out"; ok train_rejects_counted $?
 grep -q "wrote $tmp/c.weights: " "$out"; ok train_wrote $?
+# --validation-fold: of 50%, fold 1 validates on what fold 0 trains on
+"$sc" train --data "$data" -o "$tmp/f.weights" --epochs 1 --validation 50 >"$tmp/f0.txt" 2>&1
+"$sc" train --data "$data" -o "$tmp/f.weights" --epochs 1 --validation 50 --validation-fold 1 >"$tmp/f1.txt" 2>&1
+split() { grep -o '[0-9]* samples of [0-9]* groups trained, [0-9]* samples of [0-9]* validation' "$1" | awk '{ print $1, $4, $7, $10 }'; }
+read -r t0 g0 v0 w0 <<<"$(split "$tmp/f0.txt")"
+read -r t1 g1 v1 w1 <<<"$(split "$tmp/f1.txt")"
+ok train_fold_swaps "$([ -n "$t0" ] && [ "$v0" -gt 0 ] && [ "$t0" = "$v1" ] && [ "$v0" = "$t1" ] && [ "$g0" = "$w1" ]; echo $?)"
 grep -q "^instruction floor: [0-9.e+-]* ms per instruction" "$out"; ok train_instruction_floor $?
 # a lower quantile of the rates: a higher floor (more ms per instruction)
 f999=$(sed -n 's/^instruction floor: \([0-9.e+-]*\) ms per instruction.*the 0.999 quantile.*/\1/p' "$out")

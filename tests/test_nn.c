@@ -796,12 +796,18 @@ static void test_rejects(void) {
     CHECK(train_data_add(&d, 0, &keep[0], &A100, 1.0) == 0);
     CHECK(d.rejected_features == 3 && d.nsamples == n);
     CHECK(train_data_add(&d, 0, &keep[1], &A100, 1.0) == 1);
-    train_split_by_hash(&d, 50);
+    train_split_by_hash(&d, 50, 0);
     train_role r[NPIPES];
     for (int i = 0; i < NPIPES; i++) r[i] = d.pipes[i].role;
-    train_split_by_hash(&d, 50);
+    train_split_by_hash(&d, 50, 0);
     for (int i = 0; i < NPIPES; i++) CHECK(d.pipes[i].role == r[i]);
-    train_split_by_hash(&d, 0);
+    /* fold 1 of 50% holds out the other half: every role flips; fold 2
+     * wraps round to fold 0's */
+    train_split_by_hash(&d, 50, 1);
+    for (int i = 0; i < NPIPES; i++) CHECK(d.pipes[i].role != r[i] && d.pipes[i].role != TRAIN_ROLE_SKIP);
+    train_split_by_hash(&d, 50, 2);
+    for (int i = 0; i < NPIPES; i++) CHECK(d.pipes[i].role == r[i]);
+    train_split_by_hash(&d, 0, 3);
     for (int i = 0; i < NPIPES; i++) CHECK(d.pipes[i].role == TRAIN_ROLE_TRAIN);
     /* ranking figures by hand: 3 samples, one pair out of order */
     double pred[] = { 1, 3, 2 }, ms[] = { 1, 2, 3 };

@@ -131,12 +131,14 @@ static uint64_t train_fnv(const char *s) {
     return h;
 }
 
-void train_split_by_hash(train_data *d, int percent) {
+void train_split_by_hash(train_data *d, int percent, int fold) {
+    int start = (int)(((int64_t)(fold > 0 ? fold : 0) * percent) % 100);
     for (int i = 0; i < d->npipes; i++) {
         train_pipe *p = &d->pipes[i];
         if (p->role == TRAIN_ROLE_SKIP) continue;
         uint64_t h = train_fnv(p->hash[0] ? p->hash : p->name);
-        p->role = (int)(h % 100) < percent ? TRAIN_ROLE_VALID : TRAIN_ROLE_TRAIN;
+        int at = ((int)(h % 100) - start + 100) % 100;
+        p->role = at < percent ? TRAIN_ROLE_VALID : TRAIN_ROLE_TRAIN;
     }
 }
 

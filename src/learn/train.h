@@ -95,9 +95,14 @@ int train_data_pipeline(train_data *d, const char *name, const char *source, con
 int train_data_add(train_data *d, int pipe, const feat_result *r, const target *t, double ms);
 
 /* Validation pipelines chosen by hash: a pipeline whose hash (FNV-1a of
- * its hash text, else its name) falls in the first `percent` of 100 is
- * TRAIN_ROLE_VALID, every other one TRAIN_ROLE_TRAIN. */
-void train_split_by_hash(train_data *d, int percent);
+ * its hash text, else its name) modulo 100 falls in the window of
+ * `percent` values starting at fold x percent (modulo 100) is
+ * TRAIN_ROLE_VALID, every other one TRAIN_ROLE_TRAIN.  Fold 0 is the
+ * first `percent` of 100; folds 0, 1, ... of one percent hold out
+ * disjoint sets of pipelines (until they wrap past 100), so models
+ * trained on different folds see different data (a mean of them is a
+ * cross-validation ensemble). */
+void train_split_by_hash(train_data *d, int percent, int fold);
 /* Pipelines whose source is "app:NAME" for a NAME in names: role r. */
 int train_set_role_of_apps(train_data *d, int n, const char *const *names, train_role r);
 

@@ -63,6 +63,9 @@ static void train_usage(FILE *out) {
             "                    schedule features alone, not from totals that grow with the\n"
             "                    size (docs/costmodel.md)\n"
             "  --validation P    percent of pipelines (by hash) kept for validation (default 10)\n"
+            "  --validation-fold K\n"
+            "                    which window of P percent is kept (default 0: the first); models\n"
+            "                    of folds 0, 1, ... train on different pipelines\n"
             "  --loss L          rank (the default: Adams et al. 2019's relative throughput plus a\n"
             "                    pairwise ranking term) or throughput (that alone); docs/costmodel.md\n");
 }
@@ -107,7 +110,7 @@ int tool_train(int argc, char **argv) {
     int *hold_pipes = NULL;        /* per name, the pipelines it left out */
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
-    long long epochs = 50, seed = 1, valid = 10, min_generation = 0;
+    long long epochs = 50, seed = 1, valid = 10, fold = 0, min_generation = 0;
     bool intensive = false, gather_floor = false;
     double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
     train_loss loss = TRAIN_LOSS_RANK;
@@ -151,6 +154,10 @@ int tool_train(int argc, char **argv) {
         } else if ((v = opt_value(argc, argv, &i, "--validation", &missing))) {
             if (!tool_parse_int(v, 0, 90, &n)) rc = tool_usage_error(cmd, "--validation: expected a percent from 0 to 90, got '%s'", v);
             valid = n;
+        } else if ((v = opt_value(argc, argv, &i, "--validation-fold", &missing))) {
+            if (!tool_parse_int(v, 0, 99, &n))
+                rc = tool_usage_error(cmd, "--validation-fold: expected a fold from 0 to 99, got '%s'", v);
+            fold = n;
         } else if ((v = opt_value(argc, argv, &i, "--lr", &missing))) {
             if (!parse_double(v, 1e-9, 1, &lr)) rc = tool_usage_error(cmd, "--lr: expected a rate in (0, 1], got '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--weight-decay", &missing))) {
@@ -237,7 +244,7 @@ int tool_train(int argc, char **argv) {
         rc = TOOL_INPUT;
         goto done;
     }
-    train_split_by_hash(&d, (int)valid);
+    train_split_by_hash(&d, (int)valid, (int)fold);
     train_opts o;
     train_opts_default(&o);
     o.epochs = (int)epochs;
