@@ -64,6 +64,8 @@ grep -q "wrote $tmp/c.weights: " "$out"; ok train_wrote $?
 split() { grep -o '[0-9]* samples of [0-9]* groups trained, [0-9]* samples of [0-9]* validation' "$1" | awk '{ print $1, $4, $7, $10 }'; }
 read -r t0 g0 v0 w0 <<<"$(split "$tmp/f0.txt")"
 read -r t1 g1 v1 w1 <<<"$(split "$tmp/f1.txt")"
+grep -q "validation fold 1 (hashes 50 to 99 of 100)" "$tmp/f1.txt"; ok train_fold_in_summary $?
+! grep -q "validation fold" "$tmp/f0.txt"; ok train_fold_0_not_in_summary $?
 ok train_fold_swaps "$([ -n "$t0" ] && [ "$v0" -gt 0 ] && [ "$t0" = "$v1" ] && [ "$v0" = "$t1" ] && [ "$g0" = "$w1" ]; echo $?)"
 grep -q "^instruction floor: [0-9.e+-]* ms per instruction" "$out"; ok train_instruction_floor $?
 # a lower quantile of the rates: a higher floor (more ms per instruction)

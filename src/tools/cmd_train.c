@@ -277,6 +277,12 @@ int tool_train(int argc, char **argv) {
         size_t at = strlen(m->summary);
         snprintf(m->summary + at, sizeof m->summary - at, "; fine-tuned from %s", init);
     }
+    if (fold > 0 && valid > 0) {
+        size_t at = strlen(m->summary);
+        long long from = fold * valid % 100, to = (from + valid + 99) % 100;
+        snprintf(m->summary + at, sizeof m->summary - at, "; validation fold %lld (hashes %lld to %lld of 100)", fold,
+                 from, to);
+    }
     if (nn_save(m, out, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
