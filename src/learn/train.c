@@ -131,8 +131,10 @@ static uint64_t train_fnv(const char *s) {
     return h;
 }
 
+int train_fold_start(int percent, int fold) { return (int)(((int64_t)(fold > 0 ? fold : 0) * percent) % 100); }
+
 void train_split_by_hash(train_data *d, int percent, int fold) {
-    int start = (int)(((int64_t)(fold > 0 ? fold : 0) * percent) % 100);
+    int start = train_fold_start(percent, fold);
     for (int i = 0; i < d->npipes; i++) {
         train_pipe *p = &d->pipes[i];
         if (p->role == TRAIN_ROLE_SKIP) continue;

@@ -103,6 +103,9 @@ int train_data_add(train_data *d, int pipe, const feat_result *r, const target *
  * trained on different folds see different data (a mean of them is a
  * cross-validation ensemble). */
 void train_split_by_hash(train_data *d, int percent, int fold);
+/* The first hash value (modulo 100) of fold's validation window of
+ * `percent` values; the window runs to (start + percent - 1) % 100. */
+int train_fold_start(int percent, int fold);
 /* Pipelines whose source is "app:NAME" for a NAME in names: role r. */
 int train_set_role_of_apps(train_data *d, int n, const char *const *names, train_role r);
 

@@ -279,9 +279,9 @@ int tool_train(int argc, char **argv) {
     }
     if (fold > 0 && valid > 0) {
         size_t at = strlen(m->summary);
-        long long from = fold * valid % 100, to = (from + valid + 99) % 100;
-        snprintf(m->summary + at, sizeof m->summary - at, "; validation fold %lld (hashes %lld to %lld of 100)", fold,
-                 from, to);
+        int from = train_fold_start((int)valid, (int)fold);
+        snprintf(m->summary + at, sizeof m->summary - at, "; validation fold %lld (hashes %d to %d of 100)", fold, from,
+                 (from + (int)valid - 1) % 100);
     }
     if (nn_save(m, out, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
