@@ -147,6 +147,14 @@ case_ collect_random 0 -e 'collect: 4 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/r.db" --device c --small --random 2 --first-seed 5 --schedules 2
 ok collect_random_sources "$(sqlite3 "$tmp/r.db" 'SELECT source FROM pipelines ORDER BY source' | tr '\n' ' ' | grep -qx 'random:seed=5 random:seed=6 '; echo $?)"
 case_ collect_bad_random 2 -e '--random: expected' -- "$sc" collect --db "$db" --device c --random x
+# the lookups set: its own names and sources, beside the classic ones in one store
+case_ collect_random_lookups 0 -e 'collect: 2 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/r.db" --device c --small --random 1 --first-seed 5 --ops lookups --schedules 2
+ok collect_random_lookups_source "$(sqlite3 "$tmp/r.db" "SELECT name || ' ' || source FROM pipelines WHERE source LIKE '%ops=%'" | grep -qx 'random_lookups_5 random:ops=lookups:seed=5'; echo $?)"
+ok collect_random_lookups_classic_kept "$(sqlite3 "$tmp/r.db" "SELECT count(*) FROM pipelines WHERE source LIKE 'random:seed=%'" | grep -qx 2; echo $?)"
+case_ collect_bad_ops 2 -e "--ops: 'gathers' is not one of classic, lookups" -- \
+    "$sc" collect --db "$db" --device c --random 1 --ops gathers
+case_ collect_ops_alone 2 -e '--ops is an option of --random N' -- "$sc" collect --db "$db" --device c --ops lookups "$pipe"
 
 # export, import elsewhere, export again: the same bytes
 case_ samples_export 0 -o 'wrote .*: 7 samples and failures' -- "$sc" samples --db "$db" export "$tmp/s.txt.xz"

@@ -9,13 +9,17 @@
  *  - the same seed gives the same text (and, for three seeds, the text
  *    whose hash is recorded here), different seeds different texts, and a
  *    stage count out of range gives nothing;
- *  - over the 1,000, every operation kind is drawn (counted from the
- *    generator's info, not from the text);
- *  - RUNS (default 50) pipelines at their small sizes, each through a
- *    random schedule (and every fifth through a second one) on the C and
- *    OpenCL back ends, bit-identical to the reference evaluator.
- *    BACKENDS=c,opencl picks the back ends, SEED0 (default 5000) the
- *    first seed, for longer hunts.
+ *  - over the 1,000, every operation kind of the classic set is drawn and
+ *    none of the lookups set's own (counted from the generator's info, not
+ *    from the text);
+ *  - 400 seeds of the lookups set the same way: valid, every kind drawn,
+ *    named random_lookups_N; the set's names parse back and an unknown one
+ *    or set gives nothing;
+ *  - RUNS (default 50) classic pipelines and RUNS / 2 of the lookups set
+ *    at their small sizes, each through a random schedule (and every fifth
+ *    through a second one) on the C and OpenCL back ends, bit-identical to
+ *    the reference evaluator.  BACKENDS=c,opencl picks the back ends, SEED0
+ *    (default 5000) the first seed, for longer hunts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,17 +56,17 @@ static sc_pipeline *load(const char *text, int small, bounds_result **b) {
     return p;
 }
 
-static int kind_total[RANDPIPE_NKINDS];
+static int kind_total[RANDPIPE_NOPS][RANDPIPE_NKINDS];
 
-static void thousand_valid(void) {
+static void valid_seeds(randpipe_ops ops, int nseeds) {
     int bad = 0, bad_count = 0, defs_total = 0, two_outputs = 0;
-    for (int i = 0; i < NSEEDS; i++) {
+    for (int i = 0; i < nseeds; i++) {
         randpipe_info info;
         uint64_t seed = 1000 + (uint64_t)i * 7919;
-        char *text = randpipe_generate(seed, stages_for(i), &info);
+        char *text = randpipe_generate_ops(seed, stages_for(i), ops, &info);
         CHECK(text != NULL);
         if (!text) continue;
-        for (int k = 0; k < RANDPIPE_NKINDS; k++) kind_total[k] += info.kind_count[k];
+        for (int k = 0; k < RANDPIPE_NKINDS; k++) kind_total[ops][k] += info.kind_count[k];
         int ok_all = 1;
         for (int small = 1; small >= 0; small--) {
             bounds_result *b;
@@ -98,8 +102,24 @@ static void thousand_valid(void) {
     }
     CHECK(bad == 0);
     CHECK(bad_count == 0);
-    CHECK(two_outputs > 0 && two_outputs < NSEEDS / 4);
-    printf("  %d pipelines, %d definitions, %d with two outputs\n", NSEEDS, defs_total, two_outputs);
+    CHECK(two_outputs > 0 && two_outputs < nseeds / 4);
+    printf("  %s: %d pipelines, %d definitions, %d with two outputs\n", randpipe_ops_name(ops), nseeds,
+           defs_total, two_outputs);
+}
+
+static void thousand_valid(void) { valid_seeds(RANDPIPE_OPS_CLASSIC, NSEEDS); }
+
+static void lookups_valid(void) {
+    valid_seeds(RANDPIPE_OPS_LOOKUPS, 400);
+    char *t = randpipe_generate_ops(42, 8, RANDPIPE_OPS_LOOKUPS, NULL);
+    CHECK(t && strstr(t, "pipeline random_lookups_42;") && strstr(t, "random-pipeline --ops lookups --seed 42"));
+    free(t);
+    CHECK(randpipe_generate_ops(42, 8, RANDPIPE_NOPS, NULL) == NULL);
+    CHECK(randpipe_generate_ops(42, 8, (randpipe_ops)-1, NULL) == NULL);
+    CHECK(randpipe_ops_parse("classic") == RANDPIPE_OPS_CLASSIC);
+    CHECK(randpipe_ops_parse("lookups") == RANDPIPE_OPS_LOOKUPS);
+    CHECK(randpipe_ops_parse("gathers") == -1 && randpipe_ops_parse(NULL) == -1);
+    CHECK(!strcmp(randpipe_ops_name(RANDPIPE_NOPS), "?"));
 }
 
 static void deterministic(void) {
@@ -150,8 +170,10 @@ static void deterministic(void) {
 
 static void coverage(void) {
     for (int k = 0; k < RANDPIPE_NKINDS; k++) {
-        printf("  %-11s %d\n", randpipe_kind_name(k), kind_total[k]);
-        CHECK(kind_total[k] >= 10);
+        int c = kind_total[RANDPIPE_OPS_CLASSIC][k], l = kind_total[RANDPIPE_OPS_LOOKUPS][k];
+        printf("  %-11s %5d classic %5d lookups\n", randpipe_kind_name(k), c, l);
+        CHECK(k < RANDPIPE_CLASSIC_NKINDS ? c >= 10 : c == 0);
+        CHECK(l >= 10);
     }
     CHECK(!strcmp(randpipe_kind_name(RANDPIPE_HISTOGRAM), "histogram"));
     CHECK(!strcmp(randpipe_kind_name(RANDPIPE_NKINDS), "?"));
@@ -159,8 +181,8 @@ static void coverage(void) {
 
 /* Pipelines at small sizes through random schedules, checked bit for bit
  * against the reference evaluator on each back end. */
-static void schedules(void) {
-    int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 50;
+static void schedules(randpipe_ops ops, int div) {
+    int runs = (getenv("RUNS") ? atoi(getenv("RUNS")) : 50) / div;
     uint64_t seed0 = getenv("SEED0") ? strtoull(getenv("SEED0"), NULL, 10) : 5000;
     char err[8192];
     fixture_device devs[2];
@@ -171,17 +193,18 @@ static void schedules(void) {
     for (int i = 0; i < runs; i++) {
         uint64_t seed = seed0 + (uint64_t)i;
         randpipe_info info;
-        char *text = randpipe_generate(seed, 0, &info);
+        char *text = randpipe_generate_ops(seed, 0, ops, &info), name[48];
+        randpipe_pipeline_name(seed, ops, name, sizeof name);
         bounds_result *b = NULL;
         sc_pipeline *p = text ? load(text, 1, &b) : NULL;
         if (!p) {
-            check_report(false, "random_%llu: does not load", (unsigned long long)seed);
+            check_report(false, "%s: does not load", name);
             free(text);
             continue;
         }
         sc_buffer **in, **ref;
         if (measure_buffers_new(p, seed, &in, &ref, err, sizeof err) != 0) {
-            check_report(false, "random_%llu: %s", (unsigned long long)seed, err);
+            check_report(false, "%s: %s", name, err);
         } else {
             for (int s = 0; s < (i % 5 == 0 ? 2 : 1); s++) {
                 uint64_t sseed = seed * 31 + (uint64_t)s;
@@ -189,15 +212,15 @@ static void schedules(void) {
                 sched_state *st = space_random(arena, p, b, &so, sseed, err, sizeof err);
                 lower_program *prog = st ? lower_schedule(arena, p, b, st, err, sizeof err) : NULL;
                 if (!prog) {
-                    check_report(false, "random_%llu/sched%llu: %s", (unsigned long long)seed,
+                    check_report(false, "%s/sched%llu: %s", name,
                                  (unsigned long long)sseed, err);
                     ir_arena_free(arena);
                     continue;
                 }
                 for (int d = 0; d < ndev; d++) {
                     bool ok = fixture_run_exact(&devs[d], prog, in, ref, 120000, false, err, sizeof err);
-                    check_report(ok, "random_%llu/sched%llu/%s (%d Funcs, %d kernels)%s%s",
-                                 (unsigned long long)seed, (unsigned long long)sseed, devs[d].ops->name,
+                    check_report(ok, "%s/sched%llu/%s (%d Funcs, %d kernels)%s%s",
+                                 name, (unsigned long long)sseed, devs[d].ops->name,
                                  info.funcs, prog->nkernels, ok ? "" : ": ", ok ? "" : err);
                 }
                 ir_arena_free(arena);
@@ -214,7 +237,9 @@ static void schedules(void) {
 int main(void) {
     RUN(thousand_valid);
     RUN(deterministic);
+    RUN(lookups_valid);
     RUN(coverage);
-    schedules();
+    schedules(RANDPIPE_OPS_CLASSIC, 1);
+    schedules(RANDPIPE_OPS_LOOKUPS, 2);
     CHECK_EXIT();
 }

@@ -627,6 +627,89 @@ static int op_histogram(rp_gen *g, const rp_func *a) {
     return 2;
 }
 
+/* A lookup table: a curve over B entries (a tone curve or a remapping,
+ * as camera_pipe's and local_laplacian's), read at the bin of each
+ * point's value: one data-dependent gather per point, or on f32 two,
+ * linear between neighbouring entries. */
+static int op_lookup(rp_gen *g, const rp_func *a) {
+    static const int logs[] = { 4, 6, 8 };
+    int lb = logs[rng_below(&g->rng, 3)], B = 1 << lb;
+    int curve = rng_below(&g->rng, 3);
+    bool lin = a->type == T_F32 && rng_chance(&g->rng, 1, 2);
+    char t[24], step[64];
+    new_func_name(g, "curve", t, sizeof t);
+    dyadic_text(1, lb, step, sizeof step);
+    switch (curve) {
+    case 0: buf_printf(&g->body, "%s(x) = sqrt(f32(x) * %s);\n", t, step); break;
+    case 1: buf_printf(&g->body, "%s(x) = f32(x * x) * %s * %s - 0.5;\n", t, step, step); break;
+    default: buf_printf(&g->body, "%s(x) = tanh(f32(x) * %s * 4.0 - 2.0);\n", t, step); break;
+    }
+    rp_func *f = add_func(g, "lut", T_F32, a, lin ? 12 : 5);
+    const char *cp[3] = { "x", "y", "c" };
+    rp_buf e = {0};
+    if (!lin) {
+        buf_printf(&e, "%s(", t);
+        put_bin(&e, a, cp, B);
+        buf_printf(&e, ")");
+    } else {
+        /* u = the value scaled to [0, B - 1]; entries i and i + 1, i in [0, B - 2] */
+        rp_buf v = {0}, u = {0}, i = {0};
+        put_acc(&v, a, cp, false);
+        buf_printf(&u, "clamp(%s, 0.0, 1.0) * %d.0", v.s, B - 1);
+        buf_printf(&i, "clamp(i32(%s), 0, %d)", u.s, B - 2);
+        buf_printf(&e, "lerp(%s(%s), %s(%s + 1), %s - f32(%s))", t, i.s, t, i.s, u.s, i.s);
+        free(v.s);
+        free(u.s);
+        free(i.s);
+    }
+    define(g, f, "=", &e);
+    describe(g, "lookup(%d entries, %s)", B, lin ? "linear" : "nearest");
+    return 2;
+}
+
+/* A coarse grid (bilateral_grid's): one cell per S x S block of points
+ * and each of Z bins of value, made from a's sample at the block's
+ * corner, then read at every point's block and its value's bin:
+ * data-dependent gathers, interpolated between neighbouring blocks in x
+ * (two per point) or in x and y (four). */
+static int op_grid_slice(rp_gen *g, const rp_func *a) {
+    int ls, lz = rng_chance(&g->rng, 1, 2) ? 3 : 4, Z = 1 << lz;
+    do ls = 2 + rng_below(&g->rng, 3);
+    while (small_ext(g, a->ext[0]) < 2 << ls || small_ext(g, a->ext[1]) < 2 << ls);
+    int S = 1 << ls;
+    bool xy = rng_chance(&g->rng, 1, 2), three = a->ndims == 3;
+    char grid[24], zs[64], ss[64], gx[32], gy[32];
+    new_func_name(g, "grid", grid, sizeof grid);
+    dyadic_text(1, lz, zs, sizeof zs);
+    dyadic_text(1, ls, ss, sizeof ss);
+    snprintf(gx, sizeof gx, "x * %d", S);
+    snprintf(gy, sizeof gy, "y * %d", S);
+    const char *gc[3] = { gx, gy, "c" };
+    buf_printf(&g->body, "%s(x, y, z%s) = ", grid, three ? ", c" : "");
+    put_acc(&g->body, a, gc, true);
+    buf_printf(&g->body, " * 0.5 + f32(z) * %s;\n", zs);
+    rp_func *f = add_func(g, "gslice", T_F32, a, xy ? 30 : 16);
+    const char *cp[3] = { "x", "y", "c" };
+    rp_buf bin = {0}, tap[2][2] = {{{0}}}, e = {0};
+    put_bin(&bin, a, cp, Z);
+    for (int j = 0; j < (xy ? 2 : 1); j++)
+        for (int i = 0; i < 2; i++)
+            buf_printf(&tap[j][i], "%s(x / %d%s, y / %d%s, %s%s)", grid, S, i ? " + 1" : "", S, j ? " + 1" : "",
+                       bin.s, three ? ", c" : "");
+    char fx[128], fy[128];
+    snprintf(fx, sizeof fx, "f32(x %% %d) * %s", S, ss);
+    snprintf(fy, sizeof fy, "f32(y %% %d) * %s", S, ss);
+    if (!xy) buf_printf(&e, "lerp(%s, %s, %s)", tap[0][0].s, tap[0][1].s, fx);
+    else buf_printf(&e, "lerp(lerp(%s, %s, %s), lerp(%s, %s, %s), %s)", tap[0][0].s, tap[0][1].s, fx,
+                    tap[1][0].s, tap[1][1].s, fx, fy);
+    define(g, f, "=", &e);
+    free(bin.s);
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 2; i++) free(tap[j][i].s);
+    describe(g, "grid_slice(%dx%d blocks, %d bins, %s)", S, S, Z, xy ? "xy" : "x");
+    return 2;
+}
+
 /* One channel of a 3-D Func, or a crop (an offset window). */
 static int op_slice(rp_gen *g, const rp_func *a) {
     int64_t m = small_ext(g, a->ext[0]) < small_ext(g, a->ext[1]) ? small_ext(g, a->ext[0]) : small_ext(g, a->ext[1]);
@@ -818,31 +901,33 @@ typedef int (*op_fn)(rp_gen *g, const rp_func *a);
 static const op_fn op_table[RANDPIPE_NKINDS] = {
     op_conv_taps, op_conv_rdom, op_pool, op_activation, op_pad, op_downsample, op_upsample,
     op_all_to_all, op_scan, op_histogram, op_slice, op_transpose, op_unary, op_binary, op_cast,
-    op_broadcast,
+    op_broadcast, op_lookup, op_grid_slice,
 };
 
 /* The weight of each next operation (columns, in randpipe_kind order)
  * after each previous one (rows; the last row is the start, where the
  * input is the previous Func).  docs/random_pipelines.md prints it. */
 static const unsigned char chain[RANDPIPE_NKINDS + 1][RANDPIPE_NKINDS] = {
-    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br */
-    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6 },
-    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6 },
-    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4 },
-    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8 },
-    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2 },
-    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2 },
-    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6 },
-    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4 },
-    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4 },
-    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6 },
-    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24 },
-    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1 },
-    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6 },
-    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4 },
-    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4 },
-    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2 },
-    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0 },
+    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br  lk  gs */
+    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4 },
+    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4 },
+    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4,  6,  4 },
+    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8,  6,  4 },
+    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2,  6,  4 },
+    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  6,  4 },
+    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6,  6,  4 },
+    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4,  6,  4 },
+    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4,  6,  4 },
+    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  6,  4 },
+    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24,  6,  4 },
+    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1,  6,  4 },
+    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6,  6,  4 },
+    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4,  6,  4 },
+    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4,  6,  4 },
+    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2,  6,  4 },
+    /* lookup    */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  1,  2 },
+    /* grid_slice*/ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  2,  1 },
+    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0,  8,  6 },
 };
 
 /* Whether kind k can follow with a as its main operand and the Funcs left. */
@@ -862,6 +947,8 @@ static bool available(const rp_gen *g, int k, const rp_func *a) {
     }
     case RANDPIPE_BINARY: return partners(g, a, same_shape, -1, NULL) > 0;
     case RANDPIPE_BROADCAST: return partners(g, a, xy_shape, -1, NULL) > 0;
+    case RANDPIPE_LOOKUP: return left >= 2;
+    case RANDPIPE_GRID_SLICE: return left >= 2 && small_ext(g, a->ext[0]) >= 8 && small_ext(g, a->ext[1]) >= 8;
     default: return true;
     }
 }
@@ -916,8 +1003,30 @@ static int64_t work_target(rp_rng *r) {
     return (int64_t)RP_WORK_LO * quarter[i % 4] / 16 << (i / 4);
 }
 
+const char *randpipe_ops_name(int ops) {
+    return ops == RANDPIPE_OPS_CLASSIC ? "classic" : ops == RANDPIPE_OPS_LOOKUPS ? "lookups" : "?";
+}
+
+int randpipe_ops_parse(const char *name) {
+    for (int o = 0; o < RANDPIPE_NOPS; o++)
+        if (name && !strcmp(name, randpipe_ops_name(o))) return o;
+    return -1;
+}
+
+void randpipe_pipeline_name(uint64_t seed, randpipe_ops ops, char *out, size_t n) {
+    snprintf(out, n, "random_%s%llu", ops == RANDPIPE_OPS_CLASSIC ? "" : "lookups_", (unsigned long long)seed);
+}
+
 char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info) {
+    return randpipe_generate_ops(seed, stages, RANDPIPE_OPS_CLASSIC, info);
+}
+
+char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpipe_info *info) {
     if (stages != 0 && (stages < RANDPIPE_MIN_STAGES || stages > RANDPIPE_MAX_STAGES)) return NULL;
+    if ((int)ops < 0 || ops >= RANDPIPE_NOPS) return NULL;
+    /* the classic set draws as it always has: the kinds after it weigh
+     * nothing, and a draw of the kinds before them is unchanged */
+    int nkinds = ops == RANDPIPE_OPS_CLASSIC ? RANDPIPE_CLASSIC_NKINDS : RANDPIPE_NKINDS;
     rp_gen *g = base_calloc(1, sizeof *g);
     g->rng.s = seed;
     rng_next(&g->rng);
@@ -948,7 +1057,7 @@ char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info) {
     while (g->funcs < g->target) {
         int w[RANDPIPE_NKINDS], total = 0;
         for (int k = 0; k < RANDPIPE_NKINDS; k++) {
-            w[k] = available(g, k, a) ? chain[prev][k] : 0;
+            w[k] = k < nkinds && available(g, k, a) ? chain[prev][k] : 0;
             total += w[k];
         }
         int k = RANDPIPE_ACTIVATION;
@@ -974,9 +1083,12 @@ char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info) {
     choose_sizes(g, target, aspect16, &W, &H);
     int64_t work = work_at(g, W, H);
 
+    char pname[48];
+    randpipe_pipeline_name(seed, ops, pname, sizeof pname);
     rp_buf out = {0};
-    buf_printf(&out, "# random_%llu - a random pipeline: stagecraft random-pipeline --seed %llu%s",
-               (unsigned long long)seed, (unsigned long long)seed, stages ? " --stages " : "");
+    buf_printf(&out, "# %s - a random pipeline: stagecraft random-pipeline%s --seed %llu%s", pname,
+               ops == RANDPIPE_OPS_CLASSIC ? "" : " --ops lookups", (unsigned long long)seed,
+               stages ? " --stages " : "");
     if (stages) buf_printf(&out, "%d", stages);
     buf_printf(&out, "\n# %d Funcs, %d definitions, %d operations:\n#  ", g->funcs, g->defs, nops);
     /* the descriptions, wrapped */
@@ -991,8 +1103,8 @@ char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info) {
     }
     buf_printf(&out, "\n# Sizes: W x H = %d x %d (small %d x %d); estimated work %lld operations.\n",
                W, H, g->sw, g->sh, (long long)work);
-    buf_printf(&out, "pipeline random_%llu;\nsize W = %d small %d;\nsize H = %d small %d;\n",
-               (unsigned long long)seed, W, g->sw, H, g->sh);
+    buf_printf(&out, "pipeline %s;\nsize W = %d small %d;\nsize H = %d small %d;\n", pname, W, g->sw, H,
+               g->sh);
     buf_printf(&out, "input %s in(W, H", type_names[in->type]);
     if (in->ndims == 3) buf_printf(&out, ", %d", in->ext[2].add);
     buf_printf(&out, ");\n%s", g->body.s ? g->body.s : "");

@@ -12,6 +12,7 @@
 #ifndef SC_RANDPIPE_H
 #define SC_RANDPIPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The operations, in the order docs/random_pipelines.md lists them. */
@@ -31,7 +32,9 @@
     X(UNARY, "unary")               /* exp, log, sqrt, tanh, kept finite */ \
     X(BINARY, "binary")             /* two earlier stages of one shape (a diamond) */ \
     X(CAST, "cast")                 /* between integer and float types */ \
-    X(BROADCAST, "broadcast")       /* a 3-D Func with a 2-D one of its x, y extents */
+    X(BROADCAST, "broadcast")       /* a 3-D Func with a 2-D one of its x, y extents */ \
+    X(LOOKUP, "lookup")             /* a curve table read at each value's bin (lookups only) */ \
+    X(GRID_SLICE, "grid_slice")     /* a coarse grid read at block and value bin (lookups only) */
 
 typedef enum {
 #define RANDPIPE_ENUM_(id, name) RANDPIPE_##id,
@@ -39,6 +42,15 @@ typedef enum {
 #undef RANDPIPE_ENUM_
     RANDPIPE_NKINDS
 } randpipe_kind;
+
+/* The operation sets.  classic: the first RANDPIPE_CLASSIC_NKINDS kinds,
+ * the set every pipeline "random_N" of the stored samples was drawn from
+ * (its seeds keep drawing the same bytes); lookups: the classic set and
+ * the data-dependent gathers of lookup tables and grids (camera_pipe's
+ * curve, local_laplacian's remapping, bilateral_grid's slice), pipelines
+ * named "random_lookups_N". */
+typedef enum { RANDPIPE_OPS_CLASSIC, RANDPIPE_OPS_LOOKUPS, RANDPIPE_NOPS } randpipe_ops;
+enum { RANDPIPE_CLASSIC_NKINDS = RANDPIPE_LOOKUP };
 
 enum {
     RANDPIPE_MIN_STAGES = 2,
@@ -67,6 +79,21 @@ typedef struct {
  * text (caller frees), or NULL when stages is out of range.  info (may be
  * NULL) receives what was drawn. */
 char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info);
+
+/* The same from the operation set ops: randpipe_generate is
+ * randpipe_generate_ops(seed, stages, RANDPIPE_OPS_CLASSIC, info).  NULL
+ * also when ops is not a set. */
+char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpipe_info *info);
+
+/* "classic", "lookups"; "?" out of range. */
+const char *randpipe_ops_name(int ops);
+
+/* The set named name, or -1. */
+int randpipe_ops_parse(const char *name);
+
+/* The name a pipeline of seed from ops gets ("random_12",
+ * "random_lookups_12"), in out. */
+void randpipe_pipeline_name(uint64_t seed, randpipe_ops ops, char *out, size_t n);
 
 /* "conv_taps", ... for a kind; "?" out of range. */
 const char *randpipe_kind_name(int kind);

@@ -18,7 +18,7 @@
 
 static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
-           "       [--random N [--first-seed S]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
+           "       [--random N [--first-seed S] [--ops classic|lookups]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
            "       [--math fast|exact] [--small] [--no-prune] [--sampler random|shapes|beam|picks [--weights W]\n"
            "       [--dropout P]] [--remeasure]\n\n"
            "Measures K schedules (the baseline, root, then random walks of the schedule\n"
@@ -36,6 +36,9 @@ static void collect_help(void) {
            "  --random N       also N random pipelines (random-pipeline, seeds S .. S+N-1;\n"
            "                   docs/random_pipelines.md), source random:seed=N\n"
            "  --first-seed S   the first random pipeline's seed (default 1)\n"
+           "  --ops SET        the random pipelines' operations: classic (default; random_N)\n"
+           "                   or lookups (also lookup tables and grids read at data-dependent\n"
+           "                   coordinates; random_lookups_N, source random:ops=lookups:seed=N)\n"
            "  --schedules K    schedules per pipeline (default 80)\n"
            "  --jobs J         parallel compiles (default: the core count)\n"
            "  --budget M       stop after M minutes (default: no limit)\n"
@@ -87,6 +90,8 @@ int tool_collect(int argc, char **argv) {
     collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0, 0.3, false, false };
     bool small = false;
     const char *sampler = "random", *weights = NULL;
+    randpipe_ops ops = RANDPIPE_OPS_CLASSIC;
+    bool ops_given = false;
     if (jobs < 1) jobs = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -105,7 +110,12 @@ int tool_collect(int argc, char **argv) {
         else if (!strcmp(a, "--device")) o.device = v;
         else if (!strcmp(a, "--sampler")) sampler = v;
         else if (!strcmp(a, "--weights")) weights = v;
-        else if (!strcmp(a, "--dropout")) {
+        else if (!strcmp(a, "--ops")) {
+            int k = randpipe_ops_parse(v);
+            if (k < 0) return tool_usage_error("collect", "--ops: '%s' is not one of classic, lookups", v);
+            ops = (randpipe_ops)k;
+            ops_given = true;
+        } else if (!strcmp(a, "--dropout")) {
             char *end;
             o.dropout = strtod(v, &end);
             if (end == v || *end || !(o.dropout >= 0 && o.dropout < 1))
@@ -139,6 +149,7 @@ int tool_collect(int argc, char **argv) {
     if (!rt_ops_by_name(o.device))
         return tool_usage_error("collect", "--device: '%s' is not one of opencl, c, cuda", o.device);
     if (npipes == 0 && nrandom == 0) return tool_usage_error("collect", "no pipelines given (FILE.pipe... or --random N)");
+    if (ops_given && nrandom == 0) return tool_usage_error("collect", "--ops is an option of --random N");
     if (strcmp(sampler, "random") && strcmp(sampler, "shapes") && strcmp(sampler, "beam") && strcmp(sampler, "picks"))
         return tool_usage_error("collect", "--sampler: '%s' is not one of random, shapes, beam, picks", sampler);
     /* the samplers that search with the learned model, and those that re-tile */
@@ -201,9 +212,11 @@ int tool_collect(int argc, char **argv) {
         }
         for (long long k = 0; k < nrandom && rc == TOOL_OK && !collect_stopped(c); k++) {
             uint64_t seed = (uint64_t)(first_seed + k);
-            char *text = randpipe_generate(seed, 0, NULL), name[64], source[64];
-            snprintf(name, sizeof name, "random_%llu.pipe", (unsigned long long)seed);
-            snprintf(source, sizeof source, "random:seed=%llu", (unsigned long long)seed);
+            char *text = randpipe_generate_ops(seed, 0, ops, NULL), name[64], source[64];
+            randpipe_pipeline_name(seed, ops, name, sizeof name - 5);
+            strcat(name, ".pipe");
+            if (ops == RANDPIPE_OPS_CLASSIC) snprintf(source, sizeof source, "random:seed=%llu", (unsigned long long)seed);
+            else snprintf(source, sizeof source, "random:ops=%s:seed=%llu", randpipe_ops_name(ops), (unsigned long long)seed);
             rc = collect_one(c, name, text, source, small, o.progress_bar);
             free(text);
         }

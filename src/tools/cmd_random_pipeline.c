@@ -2,7 +2,7 @@
  * cmd_random_pipeline.c - `stagecraft random-pipeline`: writes a random,
  * valid pipeline (src/gen/randpipe.h) as training data for the cost model.
  *
- *   stagecraft random-pipeline [--seed N] [--stages K] [-o F.pipe]
+ *   stagecraft random-pipeline [--seed N] [--stages K] [--ops SET] [-o F.pipe]
  *
  * Before writing, the text is parsed and its bounds inferred at both its
  * paper and its small sizes; a pipeline that fails either is a bug of the
@@ -20,13 +20,16 @@ static const char *const cmd = "random-pipeline";
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: stagecraft random-pipeline [--seed N] [--stages K] [-o F.pipe]\n"
+            "usage: stagecraft random-pipeline [--seed N] [--stages K] [--ops SET] [-o F.pipe]\n"
             "Writes a random valid pipeline of %d to %d Funcs (convolutions, pooling,\n"
             "activations, padding, resampling, channel mixing, scans, histograms, slices,\n"
             "transposes, unary and binary math, casts), chained as real pipelines chain them.\n"
             "The same seed and stage count give the same file on every machine.\n"
             "  --seed N     the seed (0 .. 2^63-1; default 1)\n"
             "  --stages K   the number of Funcs, %d .. %d (default: drawn from the seed)\n"
+            "  --ops SET    the operations: classic (default; the pipeline random_N) or lookups\n"
+            "               (also lookup tables and coarse grids read at data-dependent\n"
+            "               coordinates; random_lookups_N)\n"
             "  -o F.pipe    write to F.pipe (default: standard output)\n"
             "See docs/random_pipelines.md.\n",
             RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES, RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
@@ -47,6 +50,7 @@ static int validate(const char *text, int small) {
 
 int tool_random_pipeline(int argc, char **argv) {
     long long seed = 1, stages = 0;
+    randpipe_ops ops = RANDPIPE_OPS_CLASSIC;
     const char *outfile = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
@@ -60,7 +64,7 @@ int tool_random_pipeline(int argc, char **argv) {
         if (nlen >= sizeof name) nlen = sizeof name - 1;
         memcpy(name, a, nlen);
         name[nlen] = 0;
-        if (strcmp(name, "--seed") && strcmp(name, "--stages") && strcmp(name, "-o"))
+        if (strcmp(name, "--seed") && strcmp(name, "--stages") && strcmp(name, "--ops") && strcmp(name, "-o"))
             return tool_usage_error(cmd, "unknown option '%s'", a);
         if (eq && !strncmp(a, "--", 2)) val = eq + 1;
         else if (i + 1 < argc) val = argv[++i];
@@ -72,16 +76,20 @@ int tool_random_pipeline(int argc, char **argv) {
             if (!tool_parse_int(val, RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES, &stages))
                 return tool_usage_error(cmd, "--stages: '%s' is not an integer in %d .. %d", val,
                                         RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
+        } else if (!strcmp(name, "--ops")) {
+            int k = randpipe_ops_parse(val);
+            if (k < 0) return tool_usage_error(cmd, "--ops: '%s' is not one of classic, lookups", val);
+            ops = (randpipe_ops)k;
         } else {
             if (!*val) return tool_usage_error(cmd, "-o needs a file name");
             outfile = val;
         }
     }
-    char *text = randpipe_generate((uint64_t)seed, (int)stages, NULL);
+    char *text = randpipe_generate_ops((uint64_t)seed, (int)stages, ops, NULL);
     if (!text) return tool_usage_error(cmd, "--stages out of range");
     if (validate(text, 1) != 0 || validate(text, 0) != 0) {
-        fprintf(stderr, "stagecraft %s: internal error: the pipeline of seed %lld is not valid "
-                "(a bug of the generator; please report the seed)\n", cmd, seed);
+        fprintf(stderr, "stagecraft %s: internal error: the pipeline of seed %lld (operations %s) is not valid "
+                "(a bug of the generator; please report the seed)\n", cmd, seed, randpipe_ops_name(ops));
         free(text);
         return TOOL_INPUT;
     }
