@@ -701,6 +701,36 @@ static void test_vector_gathers(void) {
     }
 }
 
+/* Data-dependent coordinates: a gather written twice at the same
+ * coordinate is one access (the generated code loads it once), as a
+ * regular one is.  A lerp's first operand appears twice in its expansion
+ * (a + (b - a) t), so bilateral_grid's slice, three nested lerps of 8
+ * grid cells at a data-dependent z, counted 27 gathers before; the 2-D
+ * slice here has 4 cells, not 9.  Cells at different data-dependent
+ * coordinates (z and z + 1) stay distinct. */
+static const char *GRID_SLICE =
+    "pipeline gs;\n"
+    "input f32 in(256, 64);\n"
+    "g(x, y, z) = in(x, y) + f32(z);\n"
+    "zv(x, y) = clamp(in(x, y), 0, 1) * 8.0;\n"
+    "l2(x, y) = lerp(lerp(g(x / 8, y / 8, i32(zv(x, y))), g(x / 8 + 1, y / 8, i32(zv(x, y))), 0.5),\n"
+    "                lerp(g(x / 8, y / 8 + 1, i32(zv(x, y))), g(x / 8 + 1, y / 8 + 1, i32(zv(x, y))), 0.5), 0.25);\n"
+    "zz(x, y) = g(x / 8, y / 8, i32(zv(x, y))) + g(x / 8, y / 8, i32(zv(x, y)) + 1) + g(x / 8, y / 8, i32(zv(x, y)));\n"
+    "out(x, y) = l2(x, y) + zz(x, y);\n"
+    "output out(240, 56);\n";
+
+static void test_data_dependent_gathers(void) {
+    featured x;
+    const char *sched = "schedule gs;\nout: root [x=32x1 y=1x1];\nl2: root [x=32x1 y=1x1];\n"
+                        "zz: root [x=32x1 y=1x1];\nzv: inline;\ng: root [x=32x1 y=1x1 z=1x1];\n";
+    if (featurize(&x, GRID_SLICE, sched)) {
+        EXPECT(&x, "l2", "vector_gathers_per_point", 4);
+        EXPECT(&x, "zz", "vector_gathers_per_point", 2);
+        EXPECT(&x, "l2", "op_load_func_f32", 4);
+    }
+    featured_free(&x);
+}
+
 static void test_cpu_cached_warp(void) {
     target cpu = A100;
     cpu.cpu = true;
@@ -884,6 +914,7 @@ int main(void) {
     RUN(test_inline_ops);
     RUN(test_cpu_cached_warp);
     RUN(test_vector_gathers);
+    RUN(test_data_dependent_gathers);
     RUN(test_reduction_tile_loads);
     RUN(test_unrolled_reduction_loops);
     RUN(test_bounded_footprints);

@@ -223,7 +223,7 @@ static feat_form lipschitz(feat_form a, feat_form b, int pick, int nloops) {
     return r;
 }
 
-static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
+static feat_form form_raw(walk *w, const sc_expr *e, const env *v) {
     int nl = w->out->nloops;
     switch (e->kind) {
     case E_CONST:
@@ -303,11 +303,64 @@ static uint64_t finish(uint64_t h) {
     return h ^ (h >> 33);
 }
 
+/* The identity of variable form f for value_id: a regular one by its
+ * coefficients and offset, an irregular one by its id; 0 when neither
+ * tells the value (an approximation through a clamp, min or max, or an
+ * irregular form of unknown value). */
+static uint64_t form_identity(const feat_form *f, int nloops) {
+    if (!f->ok) return f->id;
+    if (f->lipschitz) return 0;
+    uint64_t h = mix(0x51ed270b27ull, (uint64_t)nloops);
+    for (int j = 0; j <= nloops; j++) {
+        double x = j < nloops ? f->c[j] : f->off;
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        h = mix(h, bits);
+    }
+    return finish(h) | 1;
+}
+
+/* A hash of the value of e under v: its tree, each variable replaced by
+ * the identity of its form (inline calls by their Func and arguments:
+ * a Func is pure).  Equal ids mean equal values, so a gather written
+ * twice at the same data-dependent coordinate (a lerp's operand appears
+ * twice in its expansion, a tap is repeated) is one access, as the
+ * generated code computes it once.  0 when a part is unknown or e is
+ * larger than *budget nodes. */
+static uint64_t value_id(const walk *w, const sc_expr *e, const env *v, int *budget) {
+    if (--*budget < 0) return 0;
+    uint64_t h;
+    if (e->kind == E_VAR) {
+        for (int i = 0; i < v->n; i++)
+            if (same_name(v->names[i], e->name)) return form_identity(&v->forms[i], w->out->nloops);
+        h = ir_expr_node_hash(e);
+    } else {
+        h = ir_expr_node_hash(e);
+        for (int i = 0; i < e->nargs; i++) {
+            uint64_t a = value_id(w, e->args[i], v, budget);
+            if (!a) return 0;
+            h = mix(h, a);
+        }
+    }
+    return finish(h) | 1;
+}
+
+/* The form of e under v; an irregular one with the id of its value. */
+static feat_form form_of(walk *w, const sc_expr *e, const env *v) {
+    feat_form r = form_raw(w, e, v);
+    if (!r.ok) {
+        int budget = 512;
+        r.id = value_id(w, e, v, &budget);
+    }
+    return r;
+}
+
 static uint64_t hash_call(const feat_call *c, int nloops) {
     uint64_t h = mix(0, (uint64_t)(uintptr_t)c->prod);
     for (int d = 0; d < c->ndims; d++) {
         const feat_form *f = &c->dim[d];
         h = mix(h, (uint64_t)f->ok);
+        h = mix(h, f->ok ? 0 : f->id);
         double vals[FEAT_MAX_LOOPS + 1];
         memcpy(vals, f->c, sizeof(double) * (size_t)nloops);
         vals[nloops] = f->off;
@@ -325,7 +378,10 @@ static bool same_call(const feat_call *a, const feat_call *b, int nloops) {
     for (int d = 0; d < a->ndims; d++) {
         const feat_form *x = &a->dim[d], *y = &b->dim[d];
         if (x->ok != y->ok) return false;
-        if (!x->ok) return false;     /* irregular coordinates are never the same */
+        if (!x->ok) {                 /* irregular: the same value, or never the same */
+            if (!x->id || x->id != y->id) return false;
+            continue;
+        }
         if (x->off != y->off || !feat_form_same_coefs(x, y, nloops)) return false;
     }
     return true;
@@ -390,7 +446,8 @@ static void rec_touch(walk *w, rec *r, int k) {
 }
 
 /* Records a call, once per distinct form (a repeated access is one load:
- * inlining repeats taps that code generation computes once). */
+ * inlining repeats taps that code generation computes once), an
+ * irregular coordinate told apart by the id of its value. */
 static void push_call(walk *w, const sc_expr *e, const env *v) {
     feat_stage_access *o = w->out;
     if (!index_reserve(&w->calls_ix, o->calls, o->n, o->nloops)) { w->oom = true; return; }

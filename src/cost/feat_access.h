@@ -31,6 +31,7 @@
 #define SC_FEAT_ACCESS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "ir.h"
 #include "sched.h"
 
@@ -43,6 +44,7 @@ typedef struct {
     double off;
     bool bounded;                     /* irregular, yet within c, off plus [rlo, rhi] */
     double rlo, rhi;                  /* the residual's bounds (0, 0 when ok) */
+    uint64_t id;                      /* irregular: which value (equal ids, equal values), 0 unknown */
 } feat_form;
 
 typedef struct {
