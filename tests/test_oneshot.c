@@ -10,6 +10,8 @@
  *    sizes, with 2 samples (one beam search of beam 32 x 5 passes, one
  *    greedy); all on C, every fourth on OpenCL too (PoCL compiles for
  *    1-2 s per pipeline here: OPENCL_EVERY=1 checks every one);
+ *  - 40 random pipelines of the lookups set (random_lookups_1-40: lookup
+ *    tables and grids read at data-dependent coordinates), the same way;
  *  - pipelines with several outputs (one read by another, of different
  *    sizes, with a scan and a histogram between them);
  *  - scalar outputs: 0-D Funcs (alone, read by other scalars and by 1-D to
@@ -17,7 +19,7 @@
  *  - 1-D inputs of 10 million elements (a blur, a reduction of it to a
  *    scalar, a decimation; a histogram and a count).
  *
- * For longer hunts: RUNS, SEED0, SAMPLES, STAGES (the Funcs asked of the
+ * For longer hunts: RUNS, LOOKUP_RUNS, SEED0, SAMPLES, STAGES (the Funcs asked of the
  * generator), SMALL=0 (paper sizes), PRUNE=1, TARGET=NAME (else the
  * OpenCL device's limits within an a100's), BACKENDS=c,opencl ("" only
  * schedules and lowers), OPENCL_EVERY.
@@ -97,17 +99,17 @@ done:
 
 /* RUNS random pipelines from seed SEED0 on (the header says which
  * back ends check which). */
-static void random_pipelines(void) {
-    int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 200;
+static void random_pipelines(randpipe_ops ops, const char *runs_var, int runs_default) {
+    int runs = getenv(runs_var) ? atoi(getenv(runs_var)) : runs_default;
     uint64_t seed0 = getenv("SEED0") ? strtoull(getenv("SEED0"), NULL, 10) : 1;
     int small = getenv("SMALL") ? atoi(getenv("SMALL")) : 1;
     int stages = getenv("STAGES") ? atoi(getenv("STAGES")) : 0;
     int every = getenv("OPENCL_EVERY") && atoi(getenv("OPENCL_EVERY")) > 0 ? atoi(getenv("OPENCL_EVERY")) : 4;
     for (int i = 0; i < runs; i++) {
         uint64_t seed = seed0 + (uint64_t)i;
-        char *text = randpipe_generate(seed, stages, NULL);
+        char *text = randpipe_generate_ops(seed, stages, ops, NULL);
         char name[64];
-        snprintf(name, sizeof name, "random_%llu", (unsigned long long)seed);
+        randpipe_pipeline_name(seed, ops, name, sizeof name);
         /* devs[0] is C when both are open */
         run_case(name, text, small, seed, i % every == 0 || ndev < 2 ? ndev : 1);
         free(text);
@@ -272,7 +274,8 @@ int main(void) {
      * that target alone) */
     tgt = getenv("TARGET") ? fixture_target(getenv("TARGET")) : fixture_gpu_target();
     fixed_cases();
-    random_pipelines();
+    random_pipelines(RANDPIPE_OPS_CLASSIC, "RUNS", 200);
+    random_pipelines(RANDPIPE_OPS_LOOKUPS, "LOOKUP_RUNS", 40);
     fixture_close_devices(devs, ndev);
     CHECK_EXIT();
 }

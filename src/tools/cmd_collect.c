@@ -18,7 +18,8 @@
 
 static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
-           "       [--random N [--first-seed S] [--ops classic|lookups]] [--schedules K] [--jobs J] [--budget MINUTES] [--timeout-ms MS]\n"
+           "       [--random N [--first-seed S] [--ops classic|lookups]] [--schedules K] [--jobs J]\n"
+           "       [--budget MINUTES] [--timeout-ms MS]\n"
            "       [--math fast|exact] [--small] [--no-prune] [--sampler random|shapes|beam|picks [--weights W]\n"
            "       [--dropout P]] [--remeasure]\n\n"
            "Measures K schedules (the baseline, root, then random walks of the schedule\n"
