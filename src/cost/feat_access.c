@@ -303,6 +303,18 @@ static uint64_t finish(uint64_t h) {
     return h ^ (h >> 33);
 }
 
+/* h with f's coefficients over nloops loops and its offset mixed in (their
+ * bits). */
+static uint64_t mix_affine(uint64_t h, const feat_form *f, int nloops) {
+    for (int j = 0; j <= nloops; j++) {
+        double x = j < nloops ? f->c[j] : f->off;
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        h = mix(h, bits);
+    }
+    return h;
+}
+
 /* The identity of variable form f for value_id: a regular one by its
  * coefficients and offset, an irregular one by its id; 0 when neither
  * tells the value (an approximation through a clamp, min or max, or an
@@ -310,14 +322,7 @@ static uint64_t finish(uint64_t h) {
 static uint64_t form_identity(const feat_form *f, int nloops) {
     if (!f->ok) return f->id;
     if (f->lipschitz) return 0;
-    uint64_t h = mix(0x51ed270b27ull, (uint64_t)nloops);
-    for (int j = 0; j <= nloops; j++) {
-        double x = j < nloops ? f->c[j] : f->off;
-        uint64_t bits;
-        memcpy(&bits, &x, sizeof bits);
-        h = mix(h, bits);
-    }
-    return finish(h) | 1;
+    return finish(mix_affine(mix(0x51ed270b27ull, (uint64_t)nloops), f, nloops)) | 1;
 }
 
 /* A hash of the value of e under v: its tree, each variable replaced by
@@ -360,15 +365,7 @@ static uint64_t hash_call(const feat_call *c, int nloops) {
     for (int d = 0; d < c->ndims; d++) {
         const feat_form *f = &c->dim[d];
         h = mix(h, (uint64_t)f->ok);
-        h = mix(h, f->ok ? 0 : f->id);
-        double vals[FEAT_MAX_LOOPS + 1];
-        memcpy(vals, f->c, sizeof(double) * (size_t)nloops);
-        vals[nloops] = f->off;
-        for (int j = 0; j <= nloops; j++) {
-            uint64_t bits;
-            memcpy(&bits, &vals[j], sizeof bits);
-            h = mix(h, bits);
-        }
+        h = mix_affine(mix(h, f->ok ? 0 : f->id), f, nloops);
     }
     return finish(h);
 }
