@@ -1014,7 +1014,8 @@ int randpipe_ops_parse(const char *name) {
 }
 
 void randpipe_pipeline_name(uint64_t seed, randpipe_ops ops, char *out, size_t n) {
-    snprintf(out, n, "random_%s%llu", ops == RANDPIPE_OPS_CLASSIC ? "" : "lookups_", (unsigned long long)seed);
+    if (ops == RANDPIPE_OPS_CLASSIC) snprintf(out, n, "random_%llu", (unsigned long long)seed);
+    else snprintf(out, n, "random_%s_%llu", randpipe_ops_name(ops), (unsigned long long)seed);
 }
 
 char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info) {
@@ -1086,9 +1087,9 @@ char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpip
     char pname[48];
     randpipe_pipeline_name(seed, ops, pname, sizeof pname);
     rp_buf out = {0};
-    buf_printf(&out, "# %s - a random pipeline: stagecraft random-pipeline%s --seed %llu%s", pname,
-               ops == RANDPIPE_OPS_CLASSIC ? "" : " --ops lookups", (unsigned long long)seed,
-               stages ? " --stages " : "");
+    buf_printf(&out, "# %s - a random pipeline: stagecraft random-pipeline%s%s --seed %llu%s", pname,
+               ops == RANDPIPE_OPS_CLASSIC ? "" : " --ops ", ops == RANDPIPE_OPS_CLASSIC ? "" : randpipe_ops_name(ops),
+               (unsigned long long)seed, stages ? " --stages " : "");
     if (stages) buf_printf(&out, "%d", stages);
     buf_printf(&out, "\n# %d Funcs, %d definitions, %d operations:\n#  ", g->funcs, g->defs, nops);
     /* the descriptions, wrapped */
