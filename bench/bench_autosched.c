@@ -252,7 +252,7 @@ int main(int argc, char **argv) {
            small ? "small" : "paper", nrandom, samples, k, tuned ? "" : "; no autotuning");
     printf("%-16s %6s | %-18s | %-18s | %-18s | %-18s | %-18s | %8s | %s\n", "app", "stages", "baseline",
            "best random", "one-shot", "top-K", "autotune", "search s", "floor (memory-bound and near)");
-    int faster = 0, counted = 0, top_ok = 0, mfaster = 0;
+    int faster = 0, counted = 0, top_ok = 0, mfaster = 0, unheld = 0;
     double log_sum = 0, mlog_sum = 0;
     for (int ai = 0; ai < napps; ai++) {
         if (!apps_wanted(apps, names[ai])) continue;
@@ -424,6 +424,7 @@ int main(int argc, char **argv) {
         else if (alone)
             printf("    (%s: the baseline does not run here: %s; every mode timed alone, no speed-up)\n", names[ai],
                    base_why);
+        unheld += wdir && !held;
         printf("%-15s%s %6d | %-18s | %-18s | %-18s | %-18s | %-18s | %8.2f | %s\n", names[ai], held || !wdir ? " " : "*",
                ac.stages, cb, cr, co, ck, ca, search_s, fl);
         if (ro.ms == INFINITY) printf("    (%s)\n", why);
@@ -465,7 +466,7 @@ int main(int argc, char **argv) {
     if (counted && margin > 1)
         printf("with --margin %g (the baseline kept where the pick is predicted at most %gx faster): one-shot faster "
                "on %d of %d apps, geomean %.3gx\n", margin, margin, mfaster, counted, exp(mlog_sum / counted));
-    if (wdir) printf("'*': no held-out weights in %s; the shipped weights were used (trained with this app)\n", wdir);
+    if (unheld) printf("'*': no held-out weights in %s; the shipped weights were used (trained with this app)\n", wdir);
     if (modes) fclose(modes);
     if (preds) fclose(preds);
     if (curve) fclose(curve);
