@@ -729,18 +729,6 @@ static void test_data_dependent_gathers(void) {
         EXPECT(&x, "l2", "op_load_func_f32", 4);
     }
     featured_free(&x);
-    /* g inline: l2 computes it at 4 data-dependent cells (its expansion
-     * writes them 9 times), plus zv once; zz at 2 cells (3 calls).  l2's
-     * f32 adds: g's one at each cell, and one per lerp (the expanded tree
-     * repeats the inner lerp, computed once) */
-    const char *inl = "schedule gs;\nout: root [x=32x1 y=1x1];\nl2: root [x=32x1 y=1x1];\n"
-                      "zz: root [x=32x1 y=1x1];\nzv: inline;\ng: inline;\n";
-    if (featurize(&x, GRID_SLICE, inl)) {
-        EXPECT(&x, "l2", "inlined_calls", 5);
-        EXPECT(&x, "zz", "inlined_calls", 3);
-        EXPECT(&x, "l2", "op_add_f32", 4 + 3);
-    }
-    featured_free(&x);
 }
 
 static void test_cpu_cached_warp(void) {

@@ -328,45 +328,7 @@ const char *ops_kind_name(ops_kind k) {
     return k >= 0 && k < OPS_KIND_COUNT ? ops_names[k] : "?";
 }
 
-/* A stage's subtrees counted so far, when each distinct one counts once
- * (ops_count_distinct): open addressing on ir_expr_hash. */
-typedef struct {
-    const sc_expr **slot;
-    uint64_t *hash;
-    int n, cap;
-} ops_seen;
-
-typedef struct { ops_stage *st; const sc_func *f; ops_seen *seen; } ops_walk;
-
-/* Whether a subtree equal to e (hash h) was counted before in the stage;
- * notes it if not. */
-static bool ops_seen_before(ops_seen *t, const sc_expr *e, uint64_t h) {
-    if (2 * (t->n + 1) > t->cap) {
-        int cap = t->cap ? 2 * t->cap : 64;
-        const sc_expr **slot = calloc((size_t)cap, sizeof *slot);
-        uint64_t *hash = calloc((size_t)cap, sizeof *hash);
-        if (!slot || !hash) abort();
-        for (int i = 0; i < t->cap; i++) {
-            if (!t->slot[i]) continue;
-            int j = (int)(t->hash[i] & (uint64_t)(cap - 1));
-            while (slot[j]) j = (j + 1) & (cap - 1);
-            slot[j] = t->slot[i];
-            hash[j] = t->hash[i];
-        }
-        free(t->slot);
-        free(t->hash);
-        t->slot = slot;
-        t->hash = hash;
-        t->cap = cap;
-    }
-    int j = (int)(h & (uint64_t)(t->cap - 1));
-    for (; t->slot[j]; j = (j + 1) & (t->cap - 1))
-        if (t->hash[j] == h && ir_expr_equal(t->slot[j], e)) return true;
-    t->slot[j] = e;
-    t->hash[j] = h;
-    t->n++;
-    return false;
-}
+typedef struct { ops_stage *st; const sc_func *f; } ops_walk;
 
 static ops_kind binop_kind(sc_binop op) {
     switch (op) {
@@ -430,7 +392,6 @@ static bool const_tree(const sc_expr *e) {
 /* Counts e's nodes; a subtree of constants alone is one constant of its
  * type (`-1.0 / 12` is a constant, not a division). */
 static void ops_expr(const sc_expr *e, ops_walk *w) {
-    if (w->seen && ops_seen_before(w->seen, e, ir_expr_hash(e))) return;
     if (e->kind != E_CONST && const_tree(e)) {
         w->st->count[OPS_CONST][e->type]++;
         return;
@@ -440,9 +401,9 @@ static void ops_expr(const sc_expr *e, ops_walk *w) {
 }
 
 /* Per stage, per point: every node of the left-hand side and the value
- * (a subtree of constants counts as one constant), plus one store; each
- * occurrence counts, or with distinct each distinct subtree once. */
-static ops_result *count_ops(const sc_pipeline *p, bool distinct) {
+ * (each occurrence counts, as each is evaluated; a subtree of constants
+ * counts as one constant), plus one store. */
+ops_result *ops_count(const sc_pipeline *p) {
     ops_result *o = calloc(1, sizeof *o);
     if (!o) abort();
     int cap = 0;
@@ -458,22 +419,15 @@ static ops_result *count_ops(const sc_pipeline *p, bool distinct) {
             memset(st, 0, sizeof *st);
             st->func = f->id;
             st->stage = s;
-            ops_seen seen = { 0 };
-            ops_walk w = { st, f, distinct ? &seen : NULL };
+            ops_walk w = { st, f };
             const ir_stage *is = &f->stages[s];
             for (int d = 0; d < is->nargs; d++) ops_expr(is->args[d], &w);
             ops_expr(is->value, &w);
             st->count[OPS_STORE][f->type]++;
-            free(seen.slot);
-            free(seen.hash);
         }
     }
     return o;
 }
-
-ops_result *ops_count(const sc_pipeline *p) { return count_ops(p, false); }
-
-ops_result *ops_count_distinct(const sc_pipeline *p) { return count_ops(p, true); }
 
 void ops_free(ops_result *o) {
     if (!o) return;

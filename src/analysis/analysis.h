@@ -76,12 +76,7 @@ typedef struct {
     ops_stage *items;                 /* every stage of every defined Func */
 } ops_result;
 
-/* Every node each time it occurs (what the expression tree evaluates). */
 ops_result *ops_count(const sc_pipeline *p);
-/* Each distinct subtree of a stage once (what its compiler evaluates once
- * it has computed each repeated pure expression once: a lerp's repeated
- * operand, a coordinate written in several calls). */
-ops_result *ops_count_distinct(const sc_pipeline *p);
 void ops_free(ops_result *o);
 void ops_print(FILE *out, const sc_pipeline *p, const ops_result *o);
 

@@ -477,13 +477,10 @@ static void push_call(walk *w, const sc_expr *e, const env *v) {
 /* Counts an inline call of g with argument forms inner: distinct unless
  * a call of g with the same forms was made before in this stage (one
  * computation: the compiler evaluates a repeated pure expression once).
- * An irregular argument is the same as another only by the id of its
- * value (a lerp's operand written twice at a data-dependent coordinate
- * is one computation); one of unknown value (id 0) is distinct every
- * time.  No expansion around an irregular call is memoized, so that the
- * count is the same with and without the memo (its own expansion is not
- * looked up there either: its nested calls are counted again, and count
- * once where their ids repeat).  A memo hit replays an expansion whose
+ * A call with an irregular argument is distinct every time, and no
+ * expansion around it is memoized, so that the count is the same with and
+ * without the memo (its own expansion is not looked up there either: its
+ * nested calls are counted again).  A memo hit replays an expansion whose
  * inline calls were all counted when it was first made.  Whether the call
  * is irregular. */
 static bool count_inline(walk *w, const sc_func *g, const env *inner) {
@@ -492,21 +489,19 @@ static bool count_inline(walk *w, const sc_func *g, const env *inner) {
     memset(&c, 0, sizeof c);
     c.prod = g;
     c.ndims = inner->n < SC_MAX_DIMS ? inner->n : SC_MAX_DIMS;
-    bool irr = false, unknown = false;
+    bool irr = false;
     for (int d = 0; d < c.ndims; d++) {
         c.dim[d] = inner->forms[d];
         irr |= !c.dim[d].ok;
-        unknown |= !c.dim[d].ok && !c.dim[d].id;
     }
-    if (irr)
+    if (irr) {
         for (rec *r = w->rec; r; r = r->up) r->irregular = true;
-    if (unknown) {
         w->fdistinct[g->id]++;
         return true;
     }
     if (!index_reserve(&w->inline_ix, w->icalls, w->ni, nl)) { w->oom = true; return false; }
     int slot = index_find(&w->inline_ix, w->icalls, &c, hash_call(&c, nl), nl);
-    if (slot > 0) return irr;
+    if (slot > 0) return false;
     if (w->ni == w->icap) {
         int cap = w->icap ? 2 * w->icap : 16;
         feat_call *n = realloc(w->icalls, sizeof *n * (size_t)cap);
@@ -517,7 +512,7 @@ static bool count_inline(walk *w, const sc_func *g, const env *inner) {
     w->icalls[w->ni++] = c;
     w->inline_ix.slot[-1 - slot] = w->ni;
     w->fdistinct[g->id]++;
-    return irr;
+    return false;
 }
 
 static int visit(walk *w, const sc_expr *e, const env *v);

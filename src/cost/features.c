@@ -1316,7 +1316,7 @@ feat_ctx *feat_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->sig = calloc((size_t)x->n + 1, sizeof *x->sig);
     x->limit = FEAT_CACHE_LIMIT;
     int *list = calloc((size_t)x->n + 1, sizeof *list);
-    x->ops = ops_count_distinct(p);
+    x->ops = ops_count(p);
     x->ops_of = malloc(sizeof *x->ops_of * (size_t)(x->nslots + 1));
     for (int i = 0; x->ops_of && i <= x->nslots; i++) x->ops_of[i] = -1;
     for (int i = 0; x->ops_of && x->ops && x->slot && i < x->ops->n; i++) {
