@@ -1086,9 +1086,10 @@ char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpip
 
     char pname[48];
     randpipe_pipeline_name(seed, ops, pname, sizeof pname);
+    char ops_opt[48] = "";
+    if (ops != RANDPIPE_OPS_CLASSIC) snprintf(ops_opt, sizeof ops_opt, " --ops %s", randpipe_ops_name(ops));
     rp_buf out = {0};
-    buf_printf(&out, "# %s - a random pipeline: stagecraft random-pipeline%s%s --seed %llu%s", pname,
-               ops == RANDPIPE_OPS_CLASSIC ? "" : " --ops ", ops == RANDPIPE_OPS_CLASSIC ? "" : randpipe_ops_name(ops),
+    buf_printf(&out, "# %s - a random pipeline: stagecraft random-pipeline%s --seed %llu%s", pname, ops_opt,
                (unsigned long long)seed, stages ? " --stages " : "");
     if (stages) buf_printf(&out, "%d", stages);
     buf_printf(&out, "\n# %d Funcs, %d definitions, %d operations:\n#  ", g->funcs, g->defs, nops);
