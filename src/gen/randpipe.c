@@ -1086,12 +1086,12 @@ char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpip
 
     char pname[48];
     randpipe_pipeline_name(seed, ops, pname, sizeof pname);
-    char ops_opt[48] = "";
+    char ops_opt[48] = "", stages_opt[32] = "";
     if (ops != RANDPIPE_OPS_CLASSIC) snprintf(ops_opt, sizeof ops_opt, " --ops %s", randpipe_ops_name(ops));
+    if (stages) snprintf(stages_opt, sizeof stages_opt, " --stages %d", stages);
     rp_buf out = {0};
     buf_printf(&out, "# %s - a random pipeline: stagecraft random-pipeline%s --seed %llu%s", pname, ops_opt,
-               (unsigned long long)seed, stages ? " --stages " : "");
-    if (stages) buf_printf(&out, "%d", stages);
+               (unsigned long long)seed, stages_opt);
     buf_printf(&out, "\n# %d Funcs, %d definitions, %d operations:\n#  ", g->funcs, g->defs, nops);
     /* the descriptions, wrapped */
     int col = 3;
