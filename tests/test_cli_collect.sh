@@ -152,7 +152,10 @@ case_ collect_random_lookups 0 -e 'collect: 2 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/r.db" --device c --small --random 1 --first-seed 5 --ops lookups --schedules 2
 ok collect_random_lookups_source "$(sqlite3 "$tmp/r.db" "SELECT name || ' ' || source FROM pipelines WHERE source LIKE '%ops=%'" | grep -qx 'random_lookups_5 random:ops=lookups:seed=5'; echo $?)"
 ok collect_random_lookups_classic_kept "$(sqlite3 "$tmp/r.db" "SELECT count(*) FROM pipelines WHERE source LIKE 'random:seed=%'" | grep -qx 2; echo $?)"
-case_ collect_bad_ops 2 -e "--ops: 'gathers' is not one of classic, lookups" -- \
+case_ collect_random_layers 0 -e 'collect: 1 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/r.db" --device c --small --random 1 --first-seed 24 --ops layers --schedules 1
+ok collect_random_layers_source "$(sqlite3 "$tmp/r.db" "SELECT name || ' ' || source FROM pipelines WHERE source LIKE '%layers%'" | grep -qx 'random_layers_24 random:ops=layers:seed=24'; echo $?)"
+case_ collect_bad_ops 2 -e "--ops: 'gathers' is not one of classic, lookups, layers" -- \
     "$sc" collect --db "$db" --device c --random 1 --ops gathers
 case_ collect_ops_alone 2 -e '--ops is an option of --random N' -- "$sc" collect --db "$db" --device c --ops lookups "$pipe"
 

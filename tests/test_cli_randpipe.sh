@@ -38,13 +38,19 @@ done
 case_ run_small_checked 0 -o 'check: matches the reference' -- \
     "$sc" run "$tmp/a.pipe" --small --strategy random --seed 2 --device c --check
 # the lookups set: named for it, valid, checked on C; the classic set is the default
-case_ ops_bad 2 -e "--ops: 'gathers' is not one of classic, lookups" -- $rp --ops gathers
+case_ ops_bad 2 -e "--ops: 'gathers' is not one of classic, lookups, layers" -- $rp --ops gathers
 case_ ops_missing 2 -e '--ops needs a value' -- $rp --ops
 case_ ops_lookups_write 0 -- $rp --ops lookups --seed 3 -o "$tmp/l.pipe"
 case_ ops_lookups_named 0 -o 'pipeline random_lookups_3: ' -- "$sc" check "$tmp/l.pipe" --small
 ok ops_lookups_has_gathers "$(grep -q 'lookup(\|grid_slice(' "$tmp/l.pipe"; echo $?)"
 case_ ops_lookups_run_checked 0 -o 'check: matches the reference' -- \
     "$sc" run "$tmp/l.pipe" --small --strategy random --seed 2 --device c --check
+# the layers set: seed 24 has a 1x1 layer with a bias, checked on C
+case_ ops_layers_write 0 -- $rp --ops layers --seed 24 -o "$tmp/n.pipe"
+case_ ops_layers_named 0 -o 'pipeline random_layers_24: ' -- "$sc" check "$tmp/n.pipe" --small
+ok ops_layers_has_bias "$(grep -q '^layer3(x, y, c) = bias0(c);$' "$tmp/n.pipe"; echo $?)"
+case_ ops_layers_run_checked 0 -o 'check: matches the reference' -- \
+    "$sc" run "$tmp/n.pipe" --small --strategy random --seed 2 --device c --check
 $rp --ops classic --seed 7 -o "$tmp/g.pipe" >/dev/null 2>&1
 cmp -s "$tmp/a.pipe" "$tmp/g.pipe"; ok ops_classic_is_default $?
 case_ unwritable 1 -e "cannot write $tmp/no/such/dir/x.pipe" -- $rp --seed 1 -o "$tmp/no/such/dir/x.pipe"

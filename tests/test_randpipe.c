@@ -15,8 +15,11 @@
  *  - 400 seeds of the lookups set the same way: valid, every kind drawn,
  *    named random_lookups_N; the set's names parse back and an unknown one
  *    or set gives nothing;
- *  - RUNS (default 50) classic pipelines and RUNS / 2 of the lookups set
- *    at their small sizes, each through a random schedule (and every fifth
+ *  - 400 seeds of the layers set: valid, every kind drawn (the layers'
+ *    own kinds in neither other set), named random_layers_N, and each
+ *    layer kind's text as its comment in the generator says;
+ *  - RUNS (default 50) classic pipelines and RUNS / 2 of the lookups and
+ *    of the layers set at their small sizes, each through a random schedule (and every fifth
  *    through a second one) on the C and OpenCL back ends, bit-identical to
  *    the reference evaluator.  BACKENDS=c,opencl picks the back ends, SEED0
  *    (default 5000) the first seed, for longer hunts.
@@ -118,8 +121,34 @@ static void lookups_valid(void) {
     CHECK(randpipe_generate_ops(42, 8, (randpipe_ops)-1, NULL) == NULL);
     CHECK(randpipe_ops_parse("classic") == RANDPIPE_OPS_CLASSIC);
     CHECK(randpipe_ops_parse("lookups") == RANDPIPE_OPS_LOOKUPS);
+    CHECK(randpipe_ops_parse("layers") == RANDPIPE_OPS_LAYERS);
     CHECK(randpipe_ops_parse("gathers") == -1 && randpipe_ops_parse(NULL) == -1);
     CHECK(!strcmp(randpipe_ops_name(RANDPIPE_NOPS), "?"));
+}
+
+/* How many of the 400 layers pipelines hold each pattern's text. */
+static int layers_with(const char *needle) {
+    int n = 0;
+    for (int i = 0; i < 400; i++) {
+        char *t = randpipe_generate_ops(1000 + (uint64_t)i * 7919, stages_for(i), RANDPIPE_OPS_LAYERS, NULL);
+        n += t && strstr(t, needle) != NULL;
+        free(t);
+    }
+    return n;
+}
+
+static void layers_valid(void) {
+    valid_seeds(RANDPIPE_OPS_LAYERS, 400);
+    char *t = randpipe_generate_ops(42, 8, RANDPIPE_OPS_LAYERS, NULL);
+    CHECK(t && strstr(t, "pipeline random_layers_42;") && strstr(t, "random-pipeline --ops layers --seed 42"));
+    free(t);
+    /* the patterns of the apps the set is for: a bias read at the
+     * channel, a 4-D weight, the packing and the selects on c */
+    int bias = layers_with(", y, c) = bias"), w4 = layers_with("(c, r"), pack = layers_with(" + c % 2, 2 * y + c / 2"),
+        sel = layers_with("select(c == 1, "), soft = layers_with("(x, y) = max(smax");
+    printf("  layers: %d with a bias, %d with a weight read at the channel, %d packing, %d selecting on c, "
+           "%d with softmax (of 400)\n", bias, w4, pack, sel, soft);
+    CHECK(bias >= 80 && w4 >= 80 && pack >= 20 && sel >= 20 && soft >= 20);
 }
 
 static void deterministic(void) {
@@ -170,10 +199,12 @@ static void deterministic(void) {
 
 static void coverage(void) {
     for (int k = 0; k < RANDPIPE_NKINDS; k++) {
-        int c = kind_total[RANDPIPE_OPS_CLASSIC][k], l = kind_total[RANDPIPE_OPS_LOOKUPS][k];
-        printf("  %-11s %5d classic %5d lookups\n", randpipe_kind_name(k), c, l);
+        int c = kind_total[RANDPIPE_OPS_CLASSIC][k], l = kind_total[RANDPIPE_OPS_LOOKUPS][k],
+            n = kind_total[RANDPIPE_OPS_LAYERS][k];
+        printf("  %-11s %5d classic %5d lookups %5d layers\n", randpipe_kind_name(k), c, l, n);
         CHECK(k < RANDPIPE_CLASSIC_NKINDS ? c >= 10 : c == 0);
-        CHECK(l >= 10);
+        CHECK(k < RANDPIPE_LOOKUPS_NKINDS ? l >= 10 : l == 0);
+        CHECK(n >= 10);
     }
     CHECK(!strcmp(randpipe_kind_name(RANDPIPE_HISTOGRAM), "histogram"));
     CHECK(!strcmp(randpipe_kind_name(RANDPIPE_NKINDS), "?"));
@@ -238,8 +269,10 @@ int main(void) {
     RUN(thousand_valid);
     RUN(deterministic);
     RUN(lookups_valid);
+    RUN(layers_valid);
     RUN(coverage);
     schedules(RANDPIPE_OPS_CLASSIC, 1);
     schedules(RANDPIPE_OPS_LOOKUPS, 2);
+    schedules(RANDPIPE_OPS_LAYERS, 2);
     CHECK_EXIT();
 }

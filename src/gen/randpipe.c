@@ -895,39 +895,216 @@ static int op_cast(rp_gen *g, const rp_func *a) {
     return 1;
 }
 
+/* ---- the layers set ----------------------------------------------------------- */
+
+/* A convolution layer with a bias, over every channel of a and a K x K
+ * window (K = 1: a 1x1 layer; conv_layer's and learned_demosaic's):
+ * f(x, y, c) = bias(c), then f += w(c, k, i, j) a(x + i - R, y + j - R, k)
+ * scaled by 2^-s, 2^s at least the tap count, into 4, 8 or 16 channels. */
+static int op_layer_conv(rp_gen *g, const rp_func *a) {
+    static const int outs[] = { 4, 8, 16 };
+    int C = a->ext[2].add, C2 = outs[rng_below(&g->rng, 3)];
+    int K = rng_chance(&g->rng, 1, 3) ? 1 : 3, R = K / 2, k = 0;
+    while ((1 << k) < C * K * K) k++;
+    int id = g->nnames++;
+    char scale[64], cx[32], cy[32], ck[16];
+    dyadic_text(1, k, scale, sizeof scale);
+    buf_printf(&g->body, "input f32 bias%d(%d);\n", id, C2);
+    if (K == 1) {
+        buf_printf(&g->body, "input f32 w%d(%d, %d);\nrdom r%d(0, %d);\n", id, C2, C, id, C);
+        snprintf(cx, sizeof cx, "x");
+        snprintf(cy, sizeof cy, "y");
+        snprintf(ck, sizeof ck, "r%d", id);
+    } else {
+        buf_printf(&g->body, "input f32 w%d(%d, %d, %d, %d);\nrdom r%d(0, %d, 0, %d, 0, %d);\n", id, C2, C, K, K,
+                   id, C, K, K);
+        snprintf(cx, sizeof cx, "x + r%d.y - %d", id, R);
+        snprintf(cy, sizeof cy, "y + r%d.z - %d", id, R);
+        snprintf(ck, sizeof ck, "r%d.x", id);
+    }
+    g->inputs += 2;
+    rp_func shape = *a;
+    shape.ext[2].add = C2;
+    rp_func *f = add_func(g, "layer", T_F32, &shape, 3 * C * K * K + 2);
+    g->defs++;
+    rp_buf e = {0};
+    buf_printf(&e, "bias%d(c)", id);
+    define(g, f, "=", &e);
+    if (K == 1) buf_printf(&e, "w%d(c, r%d) * ", id, id);
+    else buf_printf(&e, "w%d(c, r%d.x, r%d.y, r%d.z) * ", id, id, id, id);
+    const char *co[3] = { cx, cy, ck };
+    put_acc(&e, a, co, true);
+    buf_printf(&e, " * %s", scale);
+    define(g, f, "+=", &e);
+    describe(g, "layer_conv(%dx%d, %d->%d)", K, K, C, C2);
+    return 1;
+}
+
+/* A depthwise layer with a bias (depthwise_separable_conv's): each
+ * channel convolved with its own K x K window (K = 3 or 5). */
+static int op_depthwise(rp_gen *g, const rp_func *a) {
+    int C = a->ext[2].add, K = rng_chance(&g->rng, 2, 3) ? 3 : 5, R = K / 2, k = 0;
+    while ((1 << k) < K * K) k++;
+    int id = g->nnames++;
+    char scale[64], cx[32], cy[32];
+    dyadic_text(1, k, scale, sizeof scale);
+    buf_printf(&g->body, "input f32 bias%d(%d);\ninput f32 w%d(%d, %d, %d);\nrdom r%d(0, %d, 0, %d);\n", id, C,
+               id, C, K, K, id, K, K);
+    g->inputs += 2;
+    rp_func *f = add_func(g, "dw", T_F32, a, 3 * K * K + 2);
+    g->defs++;
+    rp_buf e = {0};
+    buf_printf(&e, "bias%d(c)", id);
+    define(g, f, "=", &e);
+    snprintf(cx, sizeof cx, "x + r%d.x - %d", id, R);
+    snprintf(cy, sizeof cy, "y + r%d.y - %d", id, R);
+    const char *co[3] = { cx, cy, "c" };
+    buf_printf(&e, "w%d(c, r%d.x, r%d.y) * ", id, id, id);
+    put_acc(&e, a, co, true);
+    buf_printf(&e, " * %s", scale);
+    define(g, f, "+=", &e);
+    describe(g, "depthwise(%dx%d)", K, K);
+    return 1;
+}
+
+/* Softmax over the channels of a (learned_demosaic's): the maximum over
+ * c, the exponential of each channel less it, their sum, and each
+ * exponential over the sum: four Funcs, two of them reductions over an
+ * rdom of the channels. */
+static int op_softmax(rp_gen *g, const rp_func *a) {
+    int C = a->ext[2].add, id = g->nnames++;
+    char m[24], ex[24], s[24], rc[16];
+    snprintf(rc, sizeof rc, "r%d", id);
+    buf_printf(&g->body, "rdom r%d(0, %d);\n", id, C);
+    const char *c0[3] = { "x", "y", "0" }, *cr[3] = { "x", "y", rc }, *cp[3] = { "x", "y", "c" };
+    new_func_name(g, "smax", m, sizeof m);
+    g->defs++;
+    buf_printf(&g->body, "%s(x, y) = ", m);
+    put_acc(&g->body, a, c0, true);
+    buf_printf(&g->body, ";\n%s(x, y) = max(%s(x, y), ", m, m);
+    put_acc(&g->body, a, cr, true);
+    buf_printf(&g->body, ");\n");
+    new_func_name(g, "sexp", ex, sizeof ex);
+    buf_printf(&g->body, "%s(x, y, c) = exp(", ex);
+    put_acc(&g->body, a, cp, true);
+    buf_printf(&g->body, " - %s(x, y));\n", m);
+    new_func_name(g, "ssum", s, sizeof s);
+    g->defs++;
+    buf_printf(&g->body, "%s(x, y) = 0.0;\n%s(x, y) += %s(x, y, r%d);\n", s, s, ex, id);
+    rp_func *f = add_func(g, "soft", T_F32, a, 30);     /* with the other three's share */
+    rp_buf e = {0};
+    buf_printf(&e, "%s(x, y, c) / %s(x, y)", ex, s);
+    define(g, f, "=", &e);
+    describe(g, "softmax(%d channels)", C);
+    return 4;
+}
+
+/* Each 2x2 quad of a 2-D Func as the 4 channels of one point at half the
+ * size (learned_demosaic's packing of the Bayer mosaic): channel c of
+ * (x, y) is a(2x + c % 2, 2y + c / 2). */
+static int op_pack(rp_gen *g, const rp_func *a) {
+    rp_buf e = {0};
+    const char *co[3] = { "2 * x + c % 2", "2 * y + c / 2", NULL };
+    put_acc(&e, a, co, false);
+    rp_func shape = *a;
+    shape.ndims = 3;
+    for (int d = 0; d < 2; d++) { shape.ext[d].shift--; shape.ext[d].add /= 2; }
+    shape.ext[2] = (rp_ext){ 0, 0, 4 };
+    rp_func *f = add_func(g, "pack", a->type, &shape, 3);
+    define(g, f, "=", &e);
+    describe(g, "pack");
+    return 1;
+}
+
+/* The inverse of pack from the first 4 channels: each point of a 2-D
+ * Func twice the size takes the channel of its place in its quad, as a
+ * computed channel index or through a select on the quad's parity (a
+ * demosaic's measured and interpolated sites). */
+static int op_unpack(rp_gen *g, const rp_func *a) {
+    bool sel = rng_chance(&g->rng, 1, 2);
+    rp_buf e = {0};
+    if (!sel) {
+        const char *co[3] = { "x / 2", "y / 2", "x % 2 + 2 * (y % 2)" };
+        put_acc(&e, a, co, false);
+    } else {
+        const char *cs[3] = { "x / 2", "y / 2", "3 * (x % 2)" }, *co[3] = { "x / 2", "y / 2", "1 + y % 2" };
+        buf_printf(&e, "select(x %% 2 == y %% 2, ");
+        put_acc(&e, a, cs, false);
+        buf_printf(&e, ", ");
+        put_acc(&e, a, co, false);
+        buf_printf(&e, ")");
+    }
+    rp_func shape = *a;
+    shape.ndims = 2;
+    for (int d = 0; d < 2; d++) { shape.ext[d].shift++; shape.ext[d].add *= 2; }
+    rp_func *f = add_func(g, "unpack", a->type, &shape, sel ? 5 : 4);
+    define(g, f, "=", &e);
+    describe(g, "unpack(%s)", sel ? "select" : "index");
+    return 1;
+}
+
+/* Three channels chosen by selects on c from a's first three: a green
+ * plus colour differences (learned_demosaic's output) or a permutation. */
+static int op_recolor(rp_gen *g, const rp_func *a) {
+    bool diff = rng_chance(&g->rng, 1, 2);
+    rp_buf ch[3] = {{0}}, e = {0};
+    for (int k = 0; k < 3; k++) {
+        char ck[4] = { (char)('0' + k), 0 };
+        const char *co[3] = { "x", "y", ck };
+        put_acc(&ch[k], a, co, diff);
+    }
+    if (diff) buf_printf(&e, "select(c == 1, %s, %s + select(c == 0, %s, %s) * 0.5)", ch[1].s, ch[1].s, ch[0].s,
+                         ch[2].s);
+    else buf_printf(&e, "select(c == 0, %s, select(c == 1, %s, %s))", ch[2].s, ch[0].s, ch[1].s);
+    for (int k = 0; k < 3; k++) free(ch[k].s);
+    rp_func shape = *a;
+    shape.ext[2].add = 3;
+    rp_func *f = add_func(g, "color", diff ? T_F32 : a->type, &shape, diff ? 6 : 4);
+    define(g, f, "=", &e);
+    describe(g, "recolor(%s)", diff ? "differences" : "permutation");
+    return 1;
+}
+
 /* ---- the chain -------------------------------------------------------------- */
 
 typedef int (*op_fn)(rp_gen *g, const rp_func *a);
 static const op_fn op_table[RANDPIPE_NKINDS] = {
     op_conv_taps, op_conv_rdom, op_pool, op_activation, op_pad, op_downsample, op_upsample,
     op_all_to_all, op_scan, op_histogram, op_slice, op_transpose, op_unary, op_binary, op_cast,
-    op_broadcast, op_lookup, op_grid_slice,
+    op_broadcast, op_lookup, op_grid_slice, op_layer_conv, op_depthwise, op_softmax, op_pack, op_unpack,
+    op_recolor,
 };
 
 /* The weight of each next operation (columns, in randpipe_kind order)
  * after each previous one (rows; the last row is the start, where the
  * input is the previous Func).  docs/random_pipelines.md prints it. */
 static const unsigned char chain[RANDPIPE_NKINDS + 1][RANDPIPE_NKINDS] = {
-    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br  lk  gs */
-    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4 },
-    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4 },
-    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4,  6,  4 },
-    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8,  6,  4 },
-    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2,  6,  4 },
-    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  6,  4 },
-    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6,  6,  4 },
-    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4,  6,  4 },
-    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4,  6,  4 },
-    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  6,  4 },
-    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24,  6,  4 },
-    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1,  6,  4 },
-    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6,  6,  4 },
-    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4,  6,  4 },
-    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4,  6,  4 },
-    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2,  6,  4 },
-    /* lookup    */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  1,  2 },
-    /* grid_slice*/ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  2,  1 },
-    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0,  8,  6 },
+    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br  lk  gs  lc  dw  sm  pk  uk  rc */
+    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4,  8,  4,  4,  4,  2,  2 },
+    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4,  8,  4,  4,  4,  2,  2 },
+    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4,  6,  4, 12,  8,  4,  4,  2,  2 },
+    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8,  6,  4, 16, 12,  4,  4,  2,  2 },
+    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2,  6,  4, 20, 16,  2,  4,  1,  1 },
+    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  6,  4,  8,  4,  4,  4,  2,  2 },
+    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6,  6,  4,  4,  4,  4,  4,  1,  2 },
+    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4,  6,  4,  4,  4, 12,  2,  4,  4 },
+    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4,  6,  4,  4,  4,  4,  4,  2,  2 },
+    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  6,  4,  4,  4,  4,  4,  2,  2 },
+    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24,  6,  4,  8,  4,  4,  8,  2,  2 },
+    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1,  6,  4,  4,  4,  4,  4,  2,  2 },
+    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6,  6,  4,  4,  4,  4,  4,  2,  2 },
+    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4,  6,  4,  8,  4,  4,  4,  2,  2 },
+    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4,  6,  4,  8,  4,  4,  8,  2,  2 },
+    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2,  6,  4,  8,  4,  4,  4,  2,  2 },
+    /* lookup    */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  1,  2,  4,  4,  4,  4,  2,  2 },
+    /* grid_slice*/ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  2,  1,  4,  4,  4,  4,  2,  2 },
+    /* layer_conv*/ { 4,  2,  4, 20,  2,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2,  4,  8,  8,  2,  4,  4 },
+    /* depthwise */ { 4,  2,  4,  8,  2,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2, 20,  2,  4,  2,  2,  2 },
+    /* softmax   */ { 4,  2,  2,  2,  2,  2,  2,  4,  1,  1,  2,  1,  2,  6,  2,  6,  2,  2,  8,  4,  0,  2,  6,  6 },
+    /* pack      */ { 6,  6,  4,  2,  4,  2,  1,  4,  1,  1,  2,  1,  2,  2,  2,  2,  2,  2, 32, 16,  4,  0,  2,  2 },
+    /* unpack    */ { 6,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  2,  2,  8,  2,  6,  2,  2,  4,  4,  2,  8,  0,  1 },
+    /* recolor   */ { 4,  2,  2,  2,  4,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2,  8,  4,  4,  2,  2,  0 },
+    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0,  8,  6, 12,  8,  4, 16,  2,  2 },
 };
 
 /* Whether kind k can follow with a as its main operand and the Funcs left. */
@@ -949,6 +1126,12 @@ static bool available(const rp_gen *g, int k, const rp_func *a) {
     case RANDPIPE_BROADCAST: return partners(g, a, xy_shape, -1, NULL) > 0;
     case RANDPIPE_LOOKUP: return left >= 2;
     case RANDPIPE_GRID_SLICE: return left >= 2 && small_ext(g, a->ext[0]) >= 8 && small_ext(g, a->ext[1]) >= 8;
+    case RANDPIPE_LAYER_CONV: return a->ndims == 3;
+    case RANDPIPE_DEPTHWISE: return a->ndims == 3;
+    case RANDPIPE_SOFTMAX: return left >= 4 && a->ndims == 3;
+    case RANDPIPE_PACK: return a->ndims == 2 && halvable(g, a, true) == 2;
+    case RANDPIPE_UNPACK: return a->ndims == 3 && a->ext[2].add >= 4 && halvable(g, a, false) == 2;
+    case RANDPIPE_RECOLOR: return a->ndims == 3 && a->ext[2].add >= 3;
     default: return true;
     }
 }
@@ -1004,7 +1187,8 @@ static int64_t work_target(rp_rng *r) {
 }
 
 const char *randpipe_ops_name(int ops) {
-    return ops == RANDPIPE_OPS_CLASSIC ? "classic" : ops == RANDPIPE_OPS_LOOKUPS ? "lookups" : "?";
+    static const char *const names[RANDPIPE_NOPS] = { "classic", "lookups", "layers" };
+    return ops >= 0 && ops < RANDPIPE_NOPS ? names[ops] : "?";
 }
 
 int randpipe_ops_parse(const char *name) {
@@ -1025,9 +1209,10 @@ char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info) {
 char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpipe_info *info) {
     if (stages != 0 && (stages < RANDPIPE_MIN_STAGES || stages > RANDPIPE_MAX_STAGES)) return NULL;
     if ((int)ops < 0 || ops >= RANDPIPE_NOPS) return NULL;
-    /* the classic set draws as it always has: the kinds after it weigh
-     * nothing, and a draw of the kinds before them is unchanged */
-    int nkinds = ops == RANDPIPE_OPS_CLASSIC ? RANDPIPE_CLASSIC_NKINDS : RANDPIPE_NKINDS;
+    /* the classic and lookups sets draw as they always have: the kinds
+     * after theirs weigh nothing, and a draw of their own is unchanged */
+    static const int set_kinds[RANDPIPE_NOPS] = { RANDPIPE_CLASSIC_NKINDS, RANDPIPE_LOOKUPS_NKINDS, RANDPIPE_NKINDS };
+    int nkinds = set_kinds[ops];
     rp_gen *g = base_calloc(1, sizeof *g);
     g->rng.s = seed;
     rng_next(&g->rng);
@@ -1045,7 +1230,7 @@ char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpip
     memset(in, 0, sizeof *in);
     snprintf(in->name, sizeof in->name, "in");
     in->type = in_types[rng_below(&g->rng, 10)];
-    in->ndims = rng_chance(&g->rng, 3, 5) ? 3 : 2;
+    in->ndims = rng_chance(&g->rng, ops == RANDPIPE_OPS_LAYERS ? 4 : 3, 5) ? 3 : 2;     /* layers: images of channels */
     in->ext[0] = (rp_ext){ 'W', 0, 0 };
     in->ext[1] = (rp_ext){ 'H', 0, 0 };
     in->ext[2] = (rp_ext){ 0, 0, chans[rng_below(&g->rng, 5)] };

@@ -34,7 +34,13 @@
     X(CAST, "cast")                 /* between integer and float types */ \
     X(BROADCAST, "broadcast")       /* a 3-D Func with a 2-D one of its x, y extents */ \
     X(LOOKUP, "lookup")             /* a curve table read at each value's bin (lookups only) */ \
-    X(GRID_SLICE, "grid_slice")     /* a coarse grid read at block and value bin (lookups only) */
+    X(GRID_SLICE, "grid_slice")     /* a coarse grid read at block and value bin (lookups only) */ \
+    X(LAYER_CONV, "layer_conv")     /* a conv layer over all channels, with a bias (layers only) */ \
+    X(DEPTHWISE, "depthwise")       /* a depthwise conv layer, with a bias (layers only) */ \
+    X(SOFTMAX, "softmax")           /* softmax over the channels (layers only) */ \
+    X(PACK, "pack")                 /* 2x2 quads into 4 channels (layers only) */ \
+    X(UNPACK, "unpack")             /* 4 channels back to 2x2 quads (layers only) */ \
+    X(RECOLOR, "recolor")           /* 3 channels chosen by selects on c (layers only) */
 
 typedef enum {
 #define RANDPIPE_ENUM_(id, name) RANDPIPE_##id,
@@ -45,12 +51,16 @@ typedef enum {
 
 /* The operation sets.  classic: the first RANDPIPE_CLASSIC_NKINDS kinds,
  * the set every pipeline "random_N" of the stored samples was drawn from
- * (its seeds keep drawing the same bytes); lookups: the classic set and
- * the data-dependent gathers of lookup tables and grids (camera_pipe's
- * curve, local_laplacian's remapping, bilateral_grid's slice), pipelines
- * named "random_lookups_N". */
-typedef enum { RANDPIPE_OPS_CLASSIC, RANDPIPE_OPS_LOOKUPS, RANDPIPE_NOPS } randpipe_ops;
-enum { RANDPIPE_CLASSIC_NKINDS = RANDPIPE_LOOKUP };
+ * (its seeds keep drawing the same bytes); lookups: the first
+ * RANDPIPE_LOOKUPS_NKINDS, the classic set and the data-dependent gathers
+ * of lookup tables and grids (camera_pipe's curve, local_laplacian's
+ * remapping, bilateral_grid's slice), pipelines named "random_lookups_N";
+ * layers: every kind, the lookups set and the layers of small networks
+ * (conv_layer's and learned_demosaic's biased convolutions, depthwise
+ * layers, softmax over channels, Bayer quads packed into channels and
+ * back, channels chosen by selects on c), pipelines "random_layers_N". */
+typedef enum { RANDPIPE_OPS_CLASSIC, RANDPIPE_OPS_LOOKUPS, RANDPIPE_OPS_LAYERS, RANDPIPE_NOPS } randpipe_ops;
+enum { RANDPIPE_CLASSIC_NKINDS = RANDPIPE_LOOKUP, RANDPIPE_LOOKUPS_NKINDS = RANDPIPE_LAYER_CONV };
 
 enum {
     RANDPIPE_MIN_STAGES = 2,
@@ -85,14 +95,14 @@ char *randpipe_generate(uint64_t seed, int stages, randpipe_info *info);
  * also when ops is not a set. */
 char *randpipe_generate_ops(uint64_t seed, int stages, randpipe_ops ops, randpipe_info *info);
 
-/* "classic", "lookups"; "?" out of range. */
+/* "classic", "lookups", "layers"; "?" out of range. */
 const char *randpipe_ops_name(int ops);
 
 /* The set named name, or -1. */
 int randpipe_ops_parse(const char *name);
 
 /* The name a pipeline of seed from ops gets ("random_12",
- * "random_lookups_12"), in out. */
+ * "random_lookups_12", "random_layers_12"), in out. */
 void randpipe_pipeline_name(uint64_t seed, randpipe_ops ops, char *out, size_t n);
 
 /* "conv_taps", ... for a kind; "?" out of range. */

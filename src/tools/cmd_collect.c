@@ -37,9 +37,11 @@ static void collect_help(void) {
            "  --random N       also N random pipelines (random-pipeline, seeds S .. S+N-1;\n"
            "                   docs/random_pipelines.md), source random:seed=N\n"
            "  --first-seed S   the first random pipeline's seed (default 1)\n"
-           "  --ops SET        the random pipelines' operations: classic (default; random_N)\n"
-           "                   or lookups (also lookup tables and grids read at data-dependent\n"
+           "  --ops SET        the random pipelines' operations: classic (default; random_N),\n"
+           "                   lookups (also lookup tables and grids read at data-dependent\n"
            "                   coordinates; random_lookups_N, source random:ops=lookups:seed=N)\n"
+           "                   or layers (also the layers of small networks; random_layers_N,\n"
+           "                   source random:ops=layers:seed=N)\n"
            "  --schedules K    schedules per pipeline (default 80)\n"
            "  --jobs J         parallel compiles (default: the core count)\n"
            "  --budget M       stop after M minutes (default: no limit)\n"
@@ -113,7 +115,7 @@ int tool_collect(int argc, char **argv) {
         else if (!strcmp(a, "--weights")) weights = v;
         else if (!strcmp(a, "--ops")) {
             int k = randpipe_ops_parse(v);
-            if (k < 0) return tool_usage_error("collect", "--ops: '%s' is not one of classic, lookups", v);
+            if (k < 0) return tool_usage_error("collect", "--ops: '%s' is not one of classic, lookups, layers", v);
             ops = (randpipe_ops)k;
             ops_given = true;
         } else if (!strcmp(a, "--dropout")) {

@@ -27,9 +27,12 @@ static void usage(FILE *out) {
             "The same seed and stage count give the same file on every machine.\n"
             "  --seed N     the seed (0 .. 2^63-1; default 1)\n"
             "  --stages K   the number of Funcs, %d .. %d (default: drawn from the seed)\n"
-            "  --ops SET    the operations: classic (default; the pipeline random_N) or lookups\n"
+            "  --ops SET    the operations: classic (default; the pipeline random_N), lookups\n"
             "               (also lookup tables and coarse grids read at data-dependent\n"
-            "               coordinates; random_lookups_N)\n"
+            "               coordinates; random_lookups_N) or layers (also the layers of\n"
+            "               small networks: biased and depthwise convolutions, softmax over\n"
+            "               channels, packing into channels and back, selects on the\n"
+            "               channel; random_layers_N)\n"
             "  -o F.pipe    write to F.pipe (default: standard output)\n"
             "See docs/random_pipelines.md.\n",
             RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES, RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
@@ -78,7 +81,7 @@ int tool_random_pipeline(int argc, char **argv) {
                                         RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
         } else if (!strcmp(name, "--ops")) {
             int k = randpipe_ops_parse(val);
-            if (k < 0) return tool_usage_error(cmd, "--ops: '%s' is not one of classic, lookups", val);
+            if (k < 0) return tool_usage_error(cmd, "--ops: '%s' is not one of classic, lookups, layers", val);
             ops = (randpipe_ops)k;
         } else {
             if (!*val) return tool_usage_error(cmd, "-o needs a file name");
