@@ -45,10 +45,10 @@ case_ ops_lookups_named 0 -o 'pipeline random_lookups_3: ' -- "$sc" check "$tmp/
 ok ops_lookups_has_gathers "$(grep -q 'lookup(\|grid_slice(' "$tmp/l.pipe"; echo $?)"
 case_ ops_lookups_run_checked 0 -o 'check: matches the reference' -- \
     "$sc" run "$tmp/l.pipe" --small --strategy random --seed 2 --device c --check
-# the layers set: seed 24 has a 1x1 layer with a bias, checked on C
+# the layers set: seed 24 has a depthwise and a 1x1 layer with biases, checked on C
 case_ ops_layers_write 0 -- $rp --ops layers --seed 24 -o "$tmp/n.pipe"
 case_ ops_layers_named 0 -o 'pipeline random_layers_24: ' -- "$sc" check "$tmp/n.pipe" --small
-ok ops_layers_has_bias "$(grep -q '^layer3(x, y, c) = bias0(c);$' "$tmp/n.pipe"; echo $?)"
+ok ops_layers_has_bias "$(grep -q '^layer3(x, y, c) = bias2(c);$' "$tmp/n.pipe"; echo $?)"
 case_ ops_layers_run_checked 0 -o 'check: matches the reference' -- \
     "$sc" run "$tmp/n.pipe" --small --strategy random --seed 2 --device c --check
 $rp --ops classic --seed 7 -o "$tmp/g.pipe" >/dev/null 2>&1

@@ -16,8 +16,9 @@
  *    named random_lookups_N; the set's names parse back and an unknown one
  *    or set gives nothing;
  *  - 400 seeds of the layers set: valid, every kind drawn (the layers'
- *    own kinds in neither other set), named random_layers_N, and each
- *    layer kind's text as its comment in the generator says;
+ *    own kinds in neither other set), named random_layers_N, and the
+ *    texts the set is for (biases, weights read at the channel, packing,
+ *    selects on c, softmax, params, fixed-point interpolation) in many;
  *  - RUNS (default 50) classic pipelines and RUNS / 2 of the lookups and
  *    of the layers set at their small sizes, each through a random schedule (and every fifth
  *    through a second one) on the C and OpenCL back ends, bit-identical to
@@ -145,10 +146,12 @@ static void layers_valid(void) {
     /* the patterns of the apps the set is for: a bias read at the
      * channel, a 4-D weight, the packing and the selects on c */
     int bias = layers_with(", y, c) = bias"), w4 = layers_with("(c, r"), pack = layers_with(" + c % 2, 2 * y + c / 2"),
-        sel = layers_with("select(c == 1, "), soft = layers_with("(x, y) = max(smax");
+        sel = layers_with("select(c == 1, "), soft = layers_with("(x, y) = max(smax"),
+        param = layers_with("param f32 s"), fixed = layers_with(" = select(x % 2 == 0, quant");
     printf("  layers: %d with a bias, %d with a weight read at the channel, %d packing, %d selecting on c, "
-           "%d with softmax (of 400)\n", bias, w4, pack, sel, soft);
-    CHECK(bias >= 80 && w4 >= 80 && pack >= 20 && sel >= 20 && soft >= 20);
+           "%d with softmax, %d with a param, %d with fixed-point interpolation (of 400)\n", bias, w4, pack, sel,
+           soft, param, fixed);
+    CHECK(bias >= 80 && w4 >= 80 && pack >= 20 && sel >= 20 && soft >= 20 && param >= 40 && fixed >= 20);
 }
 
 static void deterministic(void) {
@@ -201,7 +204,7 @@ static void coverage(void) {
     for (int k = 0; k < RANDPIPE_NKINDS; k++) {
         int c = kind_total[RANDPIPE_OPS_CLASSIC][k], l = kind_total[RANDPIPE_OPS_LOOKUPS][k],
             n = kind_total[RANDPIPE_OPS_LAYERS][k];
-        printf("  %-11s %5d classic %5d lookups %5d layers\n", randpipe_kind_name(k), c, l, n);
+        printf("  %-12s %5d classic %5d lookups %5d layers\n", randpipe_kind_name(k), c, l, n);
         CHECK(k < RANDPIPE_CLASSIC_NKINDS ? c >= 10 : c == 0);
         CHECK(k < RANDPIPE_LOOKUPS_NKINDS ? l >= 10 : l == 0);
         CHECK(n >= 10);

@@ -897,6 +897,20 @@ static int op_cast(rp_gen *g, const rp_func *a) {
 
 /* ---- the layers set ----------------------------------------------------------- */
 
+/* A layer's scale 2^-k: the literal, or half the time a run-time param
+ * (`param f32 sN = ...;`, as the apps' strengths and sigmas are) named in
+ * out. */
+static void scale_text(rp_gen *g, int id, int k, char *out, size_t n) {
+    char lit[64];
+    dyadic_text(1, k, lit, sizeof lit);
+    if (rng_chance(&g->rng, 1, 2)) {
+        snprintf(out, n, "%s", lit);
+    } else {
+        buf_printf(&g->body, "param f32 s%d = %s;\n", id, lit);
+        snprintf(out, n, "s%d", id);
+    }
+}
+
 /* A convolution layer with a bias, over every channel of a and a K x K
  * window (K = 1: a 1x1 layer; conv_layer's and learned_demosaic's):
  * f(x, y, c) = bias(c), then f += w(c, k, i, j) a(x + i - R, y + j - R, k)
@@ -908,7 +922,7 @@ static int op_layer_conv(rp_gen *g, const rp_func *a) {
     while ((1 << k) < C * K * K) k++;
     int id = g->nnames++;
     char scale[64], cx[32], cy[32], ck[16];
-    dyadic_text(1, k, scale, sizeof scale);
+    scale_text(g, id, k, scale, sizeof scale);
     buf_printf(&g->body, "input f32 bias%d(%d);\n", id, C2);
     if (K == 1) {
         buf_printf(&g->body, "input f32 w%d(%d, %d);\nrdom r%d(0, %d);\n", id, C2, C, id, C);
@@ -947,7 +961,7 @@ static int op_depthwise(rp_gen *g, const rp_func *a) {
     while ((1 << k) < K * K) k++;
     int id = g->nnames++;
     char scale[64], cx[32], cy[32];
-    dyadic_text(1, k, scale, sizeof scale);
+    scale_text(g, id, k, scale, sizeof scale);
     buf_printf(&g->body, "input f32 bias%d(%d);\ninput f32 w%d(%d, %d, %d);\nrdom r%d(0, %d, 0, %d);\n", id, C,
                id, C, K, K, id, K, K);
     g->inputs += 2;
@@ -1065,6 +1079,42 @@ static int op_recolor(rp_gen *g, const rp_func *a) {
     return 1;
 }
 
+/* camera_pipe's fixed-point demosaic: a quantised to i16 in [0, 1023]
+ * (a Func of its own), then kept at even x and interpolated at odd x from
+ * the pair of neighbours along the direction of least change: i16
+ * subtractions, abs and compares, an i16 average and one rounded through
+ * i32, a select on the parity.  Differences and sums of values in [0,
+ * 1023] fit i16. */
+static int op_fixed_interp(rp_gen *g, const rp_func *a) {
+    rp_func q = *a;
+    new_func_name(g, "quant", q.name, sizeof q.name);
+    q.type = T_I16;
+    q.strict = false;
+    rp_buf v = {0};
+    put_at_as(&v, a, 0, 0, a->type == T_F32 ? NULL : "i32");
+    if (a->type == T_F32) buf_printf(&g->body, "%s%s = i16(clamp(%s * 1024.0, 0.0, 1023.0));\n", q.name,
+                                     pure_args(q.ndims), v.s);
+    else buf_printf(&g->body, "%s%s = i16(clamp(%s, 0, 1023));\n", q.name, pure_args(q.ndims), v.s);
+    free(v.s);
+    rp_buf l = {0}, r = {0}, u = {0}, d = {0}, c = {0}, e = {0};
+    put_at(&l, &q, -1, 0, false);
+    put_at(&r, &q, 1, 0, false);
+    put_at(&u, &q, 0, -1, false);
+    put_at(&d, &q, 0, 1, false);
+    put_at(&c, &q, 0, 0, false);
+    buf_printf(&e, "select(x %% 2 == 0, %s, select(abs(%s - %s) < abs(%s - %s), (%s + %s) / 2, "
+               "i16((i32(%s) + %s + 1) / 2)))", c.s, r.s, l.s, d.s, u.s, r.s, l.s, d.s, u.s);
+    free(l.s);
+    free(r.s);
+    free(u.s);
+    free(d.s);
+    free(c.s);
+    rp_func *f = add_func(g, "interp", T_I16, a, 16);    /* with the quantisation's share */
+    define(g, f, "=", &e);
+    describe(g, "fixed_interp");
+    return 2;
+}
+
 /* ---- the chain -------------------------------------------------------------- */
 
 typedef int (*op_fn)(rp_gen *g, const rp_func *a);
@@ -1072,39 +1122,40 @@ static const op_fn op_table[RANDPIPE_NKINDS] = {
     op_conv_taps, op_conv_rdom, op_pool, op_activation, op_pad, op_downsample, op_upsample,
     op_all_to_all, op_scan, op_histogram, op_slice, op_transpose, op_unary, op_binary, op_cast,
     op_broadcast, op_lookup, op_grid_slice, op_layer_conv, op_depthwise, op_softmax, op_pack, op_unpack,
-    op_recolor,
+    op_recolor, op_fixed_interp,
 };
 
 /* The weight of each next operation (columns, in randpipe_kind order)
  * after each previous one (rows; the last row is the start, where the
  * input is the previous Func).  docs/random_pipelines.md prints it. */
 static const unsigned char chain[RANDPIPE_NKINDS + 1][RANDPIPE_NKINDS] = {
-    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br  lk  gs  lc  dw  sm  pk  uk  rc */
-    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4,  8,  4,  4,  4,  2,  2 },
-    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4,  8,  4,  4,  4,  2,  2 },
-    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4,  6,  4, 12,  8,  4,  4,  2,  2 },
-    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8,  6,  4, 16, 12,  4,  4,  2,  2 },
-    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2,  6,  4, 20, 16,  2,  4,  1,  1 },
-    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  6,  4,  8,  4,  4,  4,  2,  2 },
-    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6,  6,  4,  4,  4,  4,  4,  1,  2 },
-    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4,  6,  4,  4,  4, 12,  2,  4,  4 },
-    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4,  6,  4,  4,  4,  4,  4,  2,  2 },
-    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  6,  4,  4,  4,  4,  4,  2,  2 },
-    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24,  6,  4,  8,  4,  4,  8,  2,  2 },
-    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1,  6,  4,  4,  4,  4,  4,  2,  2 },
-    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6,  6,  4,  4,  4,  4,  4,  2,  2 },
-    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4,  6,  4,  8,  4,  4,  4,  2,  2 },
-    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4,  6,  4,  8,  4,  4,  8,  2,  2 },
-    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2,  6,  4,  8,  4,  4,  4,  2,  2 },
-    /* lookup    */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  1,  2,  4,  4,  4,  4,  2,  2 },
-    /* grid_slice*/ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  2,  1,  4,  4,  4,  4,  2,  2 },
-    /* layer_conv*/ { 4,  2,  4, 20,  2,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2,  4,  8,  8,  2,  4,  4 },
-    /* depthwise */ { 4,  2,  4,  8,  2,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2, 20,  2,  4,  2,  2,  2 },
-    /* softmax   */ { 4,  2,  2,  2,  2,  2,  2,  4,  1,  1,  2,  1,  2,  6,  2,  6,  2,  2,  8,  4,  0,  2,  6,  6 },
-    /* pack      */ { 6,  6,  4,  2,  4,  2,  1,  4,  1,  1,  2,  1,  2,  2,  2,  2,  2,  2, 32, 16,  4,  0,  2,  2 },
-    /* unpack    */ { 6,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  2,  2,  8,  2,  6,  2,  2,  4,  4,  2,  8,  0,  1 },
-    /* recolor   */ { 4,  2,  2,  2,  4,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2,  8,  4,  4,  2,  2,  0 },
-    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0,  8,  6, 12,  8,  4, 16,  2,  2 },
+    /*               ct  cr  po  ac  pa  dn  up  mm  sc  hi  sl  tr  un  bi  ca  br  lk  gs  lc  dw  sm  pk  uk  rc  fi */
+    /* conv_taps */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4,  8,  4,  4,  4,  2,  2,  2 },
+    /* conv_rdom */ { 6,  2,  6, 20,  2,  4,  2,  4,  2,  2,  2,  2,  4,  8,  2,  6,  6,  4,  8,  4,  4,  4,  2,  2,  2 },
+    /* pool      */ { 6,  6,  2,  4,  4,  2,  2,  6,  2,  2,  2,  2,  2,  4,  2,  4,  6,  4, 12,  8,  4,  4,  2,  2,  2 },
+    /* activation*/ { 8,  8, 10,  0,  8,  4,  2,  6,  2,  2,  2,  2,  2,  6,  4,  8,  6,  4, 16, 12,  4,  4,  2,  2,  2 },
+    /* pad       */ {16, 16, 10,  1,  0,  6,  2,  2,  2,  1,  1,  1,  1,  1,  1,  2,  6,  4, 20, 16,  2,  4,  1,  1,  4 },
+    /* downsample*/ { 6,  4,  2,  4,  4,  6,  4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  6,  4,  8,  4,  4,  4,  2,  2,  4 },
+    /* upsample  */ { 6,  2,  2,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  8,  2,  6,  6,  4,  4,  4,  4,  4,  1,  2,  2 },
+    /* all_to_all*/ { 2,  2,  4, 20,  4,  2,  2,  4,  1,  1,  2,  1,  2,  4,  2,  4,  6,  4,  4,  4, 12,  2,  4,  4,  1 },
+    /* scan      */ { 4,  2,  2,  4,  2,  2,  2,  2,  6,  2,  2,  6,  4,  6,  2,  4,  6,  4,  4,  4,  4,  4,  2,  2,  2 },
+    /* histogram */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  6,  4,  4,  4,  4,  4,  2,  2,  2 },
+    /* slice     */ { 6,  4,  4,  4,  6,  4,  2,  2,  2,  4,  2,  2,  4,  2,  2, 24,  6,  4,  8,  4,  4,  8,  2,  2,  4 },
+    /* transpose */ { 6,  4,  2,  2,  2,  2,  2,  2,  8,  2,  2,  1,  2,  2,  2,  1,  6,  4,  4,  4,  4,  4,  2,  2,  2 },
+    /* unary     */ { 4,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  8,  4,  6,  6,  4,  4,  4,  4,  4,  2,  2,  2 },
+    /* binary    */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  4,  6,  4,  8,  4,  4,  4,  2,  2,  2 },
+    /* cast      */ { 4,  4,  6,  2,  6,  4,  2,  2,  2,  8,  2,  2,  2,  2,  1,  4,  6,  4,  8,  4,  4,  8,  2,  2,  8 },
+    /* broadcast */ { 6,  4,  4,  8,  4,  4,  2,  4,  2,  2,  2,  2,  4,  4,  2,  2,  6,  4,  8,  4,  4,  4,  2,  2,  2 },
+    /* lookup    */ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  1,  2,  4,  4,  4,  4,  2,  2,  4 },
+    /* grid_slice*/ { 4,  2,  2,  4,  4,  2,  2,  2,  2,  1,  2,  2,  6,  6,  6,  6,  2,  1,  4,  4,  4,  4,  2,  2,  2 },
+    /* layer_conv*/ { 4,  2,  4, 20,  2,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2,  4,  8,  8,  2,  4,  4,  1 },
+    /* depthwise */ { 4,  2,  4,  8,  2,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2, 20,  2,  4,  2,  2,  2,  1 },
+    /* softmax   */ { 4,  2,  2,  2,  2,  2,  2,  4,  1,  1,  2,  1,  2,  6,  2,  6,  2,  2,  8,  4,  0,  2,  6,  6,  1 },
+    /* pack      */ { 6,  6,  4,  2,  4,  2,  1,  4,  1,  1,  2,  1,  2,  2,  2,  2,  2,  2, 32, 16,  4,  0,  2,  2,  6 },
+    /* unpack    */ { 6,  2,  2,  2,  4,  2,  2,  2,  2,  2,  2,  2,  2,  8,  2,  6,  2,  2,  4,  4,  2,  8,  0,  1,  4 },
+    /* recolor   */ { 4,  2,  2,  2,  4,  2,  2,  2,  1,  1,  2,  1,  2,  4,  2,  4,  2,  2,  8,  4,  4,  2,  2,  0,  2 },
+    /* fixed_int.*/ { 6,  2,  4,  2,  4,  4,  4,  1,  2,  2,  2,  2,  2,  4,  8,  2,  4,  2,  1,  1,  1,  4,  1,  1,  0 },
+    /* (start)   */ { 6,  4,  2,  2, 16,  4,  2,  4,  2,  2,  4,  2,  2,  0,  6,  0,  8,  6, 12,  8,  4, 16,  2,  2,  6 },
 };
 
 /* Whether kind k can follow with a as its main operand and the Funcs left. */
@@ -1132,6 +1183,7 @@ static bool available(const rp_gen *g, int k, const rp_func *a) {
     case RANDPIPE_PACK: return a->ndims == 2 && halvable(g, a, true) == 2;
     case RANDPIPE_UNPACK: return a->ndims == 3 && a->ext[2].add >= 4 && halvable(g, a, false) == 2;
     case RANDPIPE_RECOLOR: return a->ndims == 3 && a->ext[2].add >= 3;
+    case RANDPIPE_FIXED_INTERP: return left >= 2;
     default: return true;
     }
 }

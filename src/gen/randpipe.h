@@ -40,7 +40,8 @@
     X(SOFTMAX, "softmax")           /* softmax over the channels (layers only) */ \
     X(PACK, "pack")                 /* 2x2 quads into 4 channels (layers only) */ \
     X(UNPACK, "unpack")             /* 4 channels back to 2x2 quads (layers only) */ \
-    X(RECOLOR, "recolor")           /* 3 channels chosen by selects on c (layers only) */
+    X(RECOLOR, "recolor")           /* 3 channels chosen by selects on c (layers only) */ \
+    X(FIXED_INTERP, "fixed_interp") /* i16 fixed point: interpolation along the least change (layers only) */
 
 typedef enum {
 #define RANDPIPE_ENUM_(id, name) RANDPIPE_##id,
@@ -58,7 +59,10 @@ typedef enum {
  * layers: every kind, the lookups set and the layers of small networks
  * (conv_layer's and learned_demosaic's biased convolutions, depthwise
  * layers, softmax over channels, Bayer quads packed into channels and
- * back, channels chosen by selects on c), pipelines "random_layers_N". */
+ * back, channels chosen by selects on c) and camera_pipe's fixed-point
+ * demosaic (i16 arithmetic, compares of differences, selects on parity),
+ * with run-time params for some weights' scales, pipelines
+ * "random_layers_N". */
 typedef enum { RANDPIPE_OPS_CLASSIC, RANDPIPE_OPS_LOOKUPS, RANDPIPE_OPS_LAYERS, RANDPIPE_NOPS } randpipe_ops;
 enum { RANDPIPE_CLASSIC_NKINDS = RANDPIPE_LOOKUP, RANDPIPE_LOOKUPS_NKINDS = RANDPIPE_LAYER_CONV };
 

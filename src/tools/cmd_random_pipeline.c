@@ -32,7 +32,7 @@ static void usage(FILE *out) {
             "               coordinates; random_lookups_N) or layers (also the layers of\n"
             "               small networks: biased and depthwise convolutions, softmax over\n"
             "               channels, packing into channels and back, selects on the\n"
-            "               channel; random_layers_N)\n"
+            "               channel, fixed-point i16 interpolation; random_layers_N)\n"
             "  -o F.pipe    write to F.pipe (default: standard output)\n"
             "See docs/random_pipelines.md.\n",
             RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES, RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
