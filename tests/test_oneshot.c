@@ -12,6 +12,8 @@
  *    1-2 s per pipeline here: OPENCL_EVERY=1 checks every one);
  *  - 40 random pipelines of the lookups set (random_lookups_1-40: lookup
  *    tables and grids read at data-dependent coordinates), the same way;
+ *  - 40 of the layers set (random_layers_1-40: biased and depthwise
+ *    layers, softmax, packing, selects on c, fixed-point interpolation);
  *  - pipelines with several outputs (one read by another, of different
  *    sizes, with a scan and a histogram between them);
  *  - scalar outputs: 0-D Funcs (alone, read by other scalars and by 1-D to
@@ -19,7 +21,7 @@
  *  - 1-D inputs of 10 million elements (a blur, a reduction of it to a
  *    scalar, a decimation; a histogram and a count).
  *
- * For longer hunts: RUNS, LOOKUP_RUNS, SEED0, SAMPLES, STAGES (the Funcs asked of the
+ * For longer hunts: RUNS, LOOKUP_RUNS, LAYER_RUNS, SEED0, SAMPLES, STAGES (the Funcs asked of the
  * generator), SMALL=0 (paper sizes), PRUNE=1, TARGET=NAME (else the
  * OpenCL device's limits within an a100's), BACKENDS=c,opencl ("" only
  * schedules and lowers), OPENCL_EVERY.
@@ -276,6 +278,7 @@ int main(void) {
     fixed_cases();
     random_pipelines(RANDPIPE_OPS_CLASSIC, "RUNS", 200);
     random_pipelines(RANDPIPE_OPS_LOOKUPS, "LOOKUP_RUNS", 40);
+    random_pipelines(RANDPIPE_OPS_LAYERS, "LAYER_RUNS", 40);
     fixture_close_devices(devs, ndev);
     CHECK_EXIT();
 }
