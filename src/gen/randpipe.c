@@ -20,12 +20,14 @@
  *    data-dependent coordinates of histograms through clamp;
  *  - values stay finite: convolution weights are normalised (unrolled taps
  *    by the sum of their magnitudes, rdom taps by a power of two at least
- *    the tap count), exp and sigmoid clamp their argument, log and sqrt
- *    take abs, scans are convex combinations;
+ *    the tap count), exp and sigmoid clamp their argument (softmax
+ *    subtracts the channels' maximum first), log and sqrt take abs, scans
+ *    are convex combinations;
  *  - signed integer stages only move, compare or select values, or convert
- *    them with clamps, so nothing overflows; unsigned convolutions either
- *    widen to u32 (whose sums fit) or wrap, which unsigned arithmetic
- *    defines on every back end;
+ *    them with clamps, or (the fixed-point interpolation) add, subtract and
+ *    halve values they clamped to [0, 1023] first, so nothing overflows;
+ *    unsigned convolutions either widen to u32 (whose sums fit) or wrap,
+ *    which unsigned arithmetic defines on every back end;
  *  - every float literal is a dyadic rational printed exactly, or a small
  *    integer divisor, so the text is the same on every machine.
  */
