@@ -124,18 +124,10 @@ static void lookups_valid(void) {
     CHECK(randpipe_ops_parse("lookups") == RANDPIPE_OPS_LOOKUPS);
     CHECK(randpipe_ops_parse("layers") == RANDPIPE_OPS_LAYERS);
     CHECK(randpipe_ops_parse("gathers") == -1 && randpipe_ops_parse(NULL) == -1);
+    char sets[64];
+    randpipe_ops_list(sets, sizeof sets);
+    CHECK(!strcmp(sets, "classic, lookups, layers"));
     CHECK(!strcmp(randpipe_ops_name(RANDPIPE_NOPS), "?"));
-}
-
-/* How many of the 400 layers pipelines hold each pattern's text. */
-static int layers_with(const char *needle) {
-    int n = 0;
-    for (int i = 0; i < 400; i++) {
-        char *t = randpipe_generate_ops(1000 + (uint64_t)i * 7919, stages_for(i), RANDPIPE_OPS_LAYERS, NULL);
-        n += t && strstr(t, needle) != NULL;
-        free(t);
-    }
-    return n;
 }
 
 static void layers_valid(void) {
@@ -143,15 +135,29 @@ static void layers_valid(void) {
     char *t = randpipe_generate_ops(42, 8, RANDPIPE_OPS_LAYERS, NULL);
     CHECK(t && strstr(t, "pipeline random_layers_42;") && strstr(t, "random-pipeline --ops layers --seed 42"));
     free(t);
-    /* the patterns of the apps the set is for: a bias read at the
-     * channel, a 4-D weight, the packing and the selects on c */
-    int bias = layers_with(", y, c) = bias"), w4 = layers_with("(c, r"), pack = layers_with(" + c % 2, 2 * y + c / 2"),
-        sel = layers_with("select(c == 1, "), soft = layers_with("(x, y) = max(smax"),
-        param = layers_with("param f32 s"), fixed = layers_with(" = select(x % 2 == 0, quant");
-    printf("  layers: %d with a bias, %d with a weight read at the channel, %d packing, %d selecting on c, "
-           "%d with softmax, %d with a param, %d with fixed-point interpolation (of 400)\n", bias, w4, pack, sel,
-           soft, param, fixed);
-    CHECK(bias >= 80 && w4 >= 80 && pack >= 20 && sel >= 20 && soft >= 20 && param >= 40 && fixed >= 20);
+    /* the patterns of the apps the set is for, each counted over the 400
+     * pipelines, and the fewest that must hold it */
+    static const struct { const char *what, *text; int least; } pat[] = {
+        { "with a bias", ", y, c) = bias", 80 },
+        { "with a weight read at the channel", "(c, r", 80 },
+        { "packing", " + c % 2, 2 * y + c / 2", 20 },
+        { "selecting on c", "select(c == 1, ", 20 },
+        { "with softmax", "(x, y) = max(smax", 20 },
+        { "with a param", "param f32 s", 40 },
+        { "with fixed-point interpolation", " = select(x % 2 == 0, quant", 20 },
+    };
+    enum { NPAT = sizeof pat / sizeof pat[0] };
+    int n[NPAT] = {0};
+    for (int i = 0; i < 400; i++) {
+        t = randpipe_generate_ops(1000 + (uint64_t)i * 7919, stages_for(i), RANDPIPE_OPS_LAYERS, NULL);
+        for (int j = 0; j < NPAT; j++) n[j] += t && strstr(t, pat[j].text) != NULL;
+        free(t);
+    }
+    printf("  layers (of 400):");
+    for (int j = 0; j < NPAT; j++) printf("%s %d %s", j ? "," : "", n[j], pat[j].what);
+    printf("\n");
+    for (int j = 0; j < NPAT; j++) check_report(n[j] >= pat[j].least, "%s: %d, at least %d", pat[j].what, n[j],
+                                                pat[j].least);
 }
 
 static void deterministic(void) {

@@ -1251,6 +1251,15 @@ int randpipe_ops_parse(const char *name) {
     return -1;
 }
 
+void randpipe_ops_list(char *out, size_t n) {
+    size_t at = 0;
+    if (n) out[0] = 0;
+    for (int o = 0; o < RANDPIPE_NOPS && at < n; o++) {
+        int w = snprintf(out + at, n - at, "%s%s", o ? ", " : "", randpipe_ops_name(o));
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
 void randpipe_pipeline_name(uint64_t seed, randpipe_ops ops, char *out, size_t n) {
     if (ops == RANDPIPE_OPS_CLASSIC) snprintf(out, n, "random_%llu", (unsigned long long)seed);
     else snprintf(out, n, "random_%s_%llu", randpipe_ops_name(ops), (unsigned long long)seed);

@@ -105,6 +105,9 @@ const char *randpipe_ops_name(int ops);
 /* The set named name, or -1. */
 int randpipe_ops_parse(const char *name);
 
+/* Every set's name, "classic, lookups, layers", in out (for messages). */
+void randpipe_ops_list(char *out, size_t n);
+
 /* The name a pipeline of seed from ops gets ("random_12",
  * "random_lookups_12", "random_layers_12"), in out. */
 void randpipe_pipeline_name(uint64_t seed, randpipe_ops ops, char *out, size_t n);

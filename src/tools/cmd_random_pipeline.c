@@ -81,7 +81,11 @@ int tool_random_pipeline(int argc, char **argv) {
                                         RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
         } else if (!strcmp(name, "--ops")) {
             int k = randpipe_ops_parse(val);
-            if (k < 0) return tool_usage_error(cmd, "--ops: '%s' is not one of classic, lookups, layers", val);
+            if (k < 0) {
+                char sets[64];
+                randpipe_ops_list(sets, sizeof sets);
+                return tool_usage_error(cmd, "--ops: '%s' is not one of %s", val, sets);
+            }
             ops = (randpipe_ops)k;
         } else {
             if (!*val) return tool_usage_error(cmd, "-o needs a file name");
