@@ -8,7 +8,7 @@
  *   build/bench_autosched [--apps a,b] [--small] [--device opencl|c|cuda]
  *        [--random 80] [--k 5] [--samples 80] [--weights W] [--weights-dir D]
  *        [--autotune a,b] [--iterations 5] [--batch 80] [--timeout-ms 10000]
- *        [--jobs J] [--tsv DIR] [--margin R] [--spread S]
+ *        [--jobs J] [--tsv DIR] [--margin R] [--spread S] [--unroll-whole]
  *
  * Every schedule is measured as src/driver/measure.h describes, in turn
  * with the app's baseline in the same process: a mode's speed-up is the
@@ -34,6 +34,9 @@
  * --spread S ranks the batch of a mean of models by exp(mean + S x the
  * standard deviation) of the members' log predictions (search_opts.spread;
  * `schedule --spread S`).
+ *
+ * --unroll-whole: every mode's space also offers a root loop of extent 3
+ * to 7 unrolled whole (space_opts.unroll_whole; `schedule --unroll-whole`).
  *
  * Under each app a line gives the model's predictions for the baseline
  * and for one-shot's pick beside their measured times (the two numbers
@@ -174,10 +177,11 @@ int main(int argc, char **argv) {
     int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
     int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     double margin = 0, spread = 0;
-    bool small = false;
+    bool small = false, unroll_whole = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--small")) { small = true; continue; }
+        if (!strcmp(a, "--unroll-whole")) { unroll_whole = true; continue; }
         if (!v) { fprintf(stderr, "bench_autosched: %s needs a value (see the comment at the top of the file)\n", a); return 2; }
         i++;
         if (!strcmp(a, "--apps")) apps = v;
@@ -303,7 +307,7 @@ int main(int argc, char **argv) {
         }
         /* random schedules */
         result rr = { INFINITY, 0 };
-        space_opts so = { &t, true };
+        space_opts so = { &t, true, unroll_whole };
         sched_state **rs = calloc((size_t)nrandom + 1, sizeof *rs);
         int nr = 0;
         for (int s = 1; s <= nrandom; s++)
@@ -331,6 +335,7 @@ int main(int argc, char **argv) {
             search_opts o;
             search_opts_default(&o, &t, cm);
             o.spread = spread;
+            o.unroll_whole = unroll_whole;
             search_sample *bt = malloc(sizeof *bt * (size_t)samples);
             double c0 = cpu_s();
             int n = search_batch(a, ac.p, ac.b, &o, samples, bt, NULL, err, sizeof err);
@@ -383,6 +388,7 @@ int main(int argc, char **argv) {
                 ao.measure.jobs = jobs;
                 ao.measure.timeout_ms = timeout_ms;
                 ao.measure.log = NULL;
+                ao.measure.unroll_whole = unroll_whole;
                 ao.iterations = it;
                 ao.batch = batch;
                 ao.weights = wfirst(w, wone, sizeof wone);      /* fine-tuning starts from one model */

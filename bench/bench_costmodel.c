@@ -74,7 +74,7 @@ static int bench_speed(const nn_model *w, const char *apps, int nstates, double 
             continue;
         }
         ir_arena *a = ir_arena_new();
-        space_opts so = { &t, true };
+        space_opts so = { &t, true, false };
         for (int s = 1; s <= nstates; s++) {
             sched_state *st = space_random(a, c.p, c.b, &so, (uint64_t)s, err, sizeof err);
             if (ns == cap) states = realloc(states, sizeof *states * (size_t)(cap *= 2));

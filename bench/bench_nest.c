@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
         bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
         if (!b) { printf("%-26s  (does not load)\n", names[ai]); sc_pipeline_free(p); continue; }
         ir_arena *a = ir_arena_new();
-        space_opts o = { &t, true };
+        space_opts o = { &t, true, false };
         walk *walks = calloc((size_t)nwalks, sizeof *walks);
         sched_state **full = calloc((size_t)nwalks, sizeof *full);
         int nw = 0, nstates = 0;

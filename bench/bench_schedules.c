@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
         double best_fixed = -1;
         if (root.kind == MEASURE_OK) best_fixed = root.ms;
         if (base.kind == MEASURE_OK && (best_fixed < 0 || base.ms < best_fixed)) best_fixed = base.ms;
-        space_opts so = { &t, true };
+        space_opts so = { &t, true, false };
         for (int sd = 1; sd <= nrandom; sd++) {
             ir_arena *ra = ir_arena_new();
             measure_outcome o;

@@ -56,6 +56,7 @@ typedef struct {
     int check;
     int halide;
     int prune;
+    int unroll_whole;             /* --unroll-whole */
     int warmup, runs, samples, timeout_ms;
     int json;
     int per_kernel;               /* bench --per-kernel */
@@ -110,7 +111,7 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
                "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain] [--margin R]\n"
-               "       [--spread S]\n"
+               "       [--spread S] [--unroll-whole]\n"
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
@@ -161,6 +162,8 @@ static void print_help(const char *cmd) {
                "                 cuda or --backend cuda, host-opencl,a100 for --device\n"
                "                 opencl or c)\n"
                "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
+               "  --unroll-whole (random, oneshot, topk) also offer a root loop of extent 3\n"
+               "                 to 7 unrolled whole (a colour channel: its selects fold)\n"
                "  --halide       also print the equivalent Halide schedule\n"
                "With --strategy oneshot (docs/search.md; the prediction and the search's\n"
                "statistics are printed as '#' lines):\n"
@@ -304,6 +307,7 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--check")) { o->check = 1; continue; }
         if (!strcmp(a, "--halide")) { o->halide = 1; continue; }
         if (!strcmp(a, "--prune")) { o->prune = 1; continue; }
+        if (!strcmp(a, "--unroll-whole")) { o->unroll_whole = 1; continue; }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--per-kernel")) { o->per_kernel = 1; continue; }
         if (!strcmp(a, "--explain")) { o->explain = 1; continue; }
@@ -414,6 +418,8 @@ static int parse_options(int argc, char **argv, options *o) {
     if (o->margin && (!oneshot || topk))
         return usage_error("--margin is an option of --strategy oneshot%s", "");
     if (o->spread >= 0 && !oneshot) return usage_error("--spread is an option of --strategy oneshot and topk%s", "");
+    if (o->unroll_whole && !oneshot && !(o->strategy && !strcmp(o->strategy, "random")))
+        return usage_error("--unroll-whole is an option of --strategy random, oneshot and topk%s", "");
     if (!topk && (o->k || o->jobs)) return usage_error("--k and --jobs are options of --strategy topk%s", "");
     if (topk && !strcmp(o->cmd, "schedule") && !o->device)
         return usage_error("--strategy topk measures its candidates: give --device D%s", "");
@@ -672,7 +678,7 @@ static int load_scheduled(driver_state *d, const options *o) {
                              o->explain, stdout, NULL, NULL, o->margin, o->spread >= 0, o->spread };
     /* top-K measures on the device of --device (schedule) */
     bool topk = o->strategy && !strcmp(o->strategy, "topk");
-    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, &sa, o->k,
+    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, o->unroll_whole, &sa, o->k,
                              topk ? o->device : NULL, command_math(o), o->jobs ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN), o->timeout_ms };
     if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
     return EXIT_OK;

@@ -109,6 +109,14 @@ case_ collect_beam_default_weights 0 -e 'collect: [1-9][0-9]* measured, 0 failed
 case_ collect_bad_dropout 2 -e '--dropout: expected a probability' -- \
     "$sc" collect --db "$tmp/b.db" --device c --sampler beam --dropout 1.5 "$pipe"
 
+# --unroll-whole: random walks of the whole space (at the small size the
+# pruning leaves too few blocks for it) also unroll unsharp's channel of 3
+# whole, and every one is checked before it is stored
+case_ collect_unroll_whole 0 -e 'collect: 16 measured, 0 failed, 0 wrong' -- \
+    "$sc" collect --db "$tmp/uw.db" --device c --small --schedules 16 --no-prune --unroll-whole apps/unsharp.pipe
+ok collect_unroll_whole_stored "$(sqlite3 "$tmp/uw.db" 'SELECT text FROM schedules' | grep -q ' c=[0-9]*x3[] ]'; echo $?)"
+case_ collect_help_unroll_whole 0 -o '--unroll-whole +the space also offers a root loop of extent 3 to 7' -- "$sc" collect --help
+
 # re-tilings of the baseline: its locations kept in every schedule stored
 case_ collect_shapes 0 -e 'collect: 6 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$tmp/sh.db" --device c --small --schedules 6 --sampler shapes "$pipe"

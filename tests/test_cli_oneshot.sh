@@ -29,6 +29,11 @@ case_ oneshot_explain 0 -o '^#   out +root +[0-9.e+-]+ ms +[0-9.]+%  \[' -- \
     "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --explain
 grep -q '^# predicted cost per stage' "$out"; ok oneshot_explain_header $?
 
+# --unroll-whole: the search over the larger space returns a schedule that
+# matches the reference (unsharp: a channel of 3)
+case_ oneshot_unroll_whole 0 -o 'check: matches the reference' -- \
+    "$sc" run apps/unsharp.pipe --strategy oneshot "${opts[@]}" --unroll-whole --device c --check --math exact
+
 # a mean of two models: named in the report, deterministic, and checked
 case_ oneshot_train2 0 -- "$sc" train --data "$data" -o "$tmp/w2.weights" --epochs 10 --seed 2
 mopts=(--small --target a100 --weights "$w,$tmp/w2.weights" --beam 8 --passes 2 --samples 5 --seed 4)

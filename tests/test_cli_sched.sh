@@ -34,6 +34,20 @@ for s in 4 5 6 7; do
     cmp -s "$tmp/random.sched" "$tmp/s$s.sched" && same=$((same + 1))
 done
 ok schedule_random_seeds_differ "$([ $same -lt 4 ]; echo $?)"
+# --unroll-whole: random walks also unroll unsharp's channel (3) whole, and
+# only then; such a schedule runs bit-exact on the C back end
+whole=0 plain=0
+for s in $(seq 1 24); do
+    "$sc" schedule "$app" --small --target a100 --strategy random --seed $s --unroll-whole -o "$tmp/w$s.sched" >/dev/null 2>&1
+    grep -q ' c=[0-9]*x3[] ]' "$tmp/w$s.sched" && { whole=$((whole + 1)); cp "$tmp/w$s.sched" "$tmp/whole.sched"; }
+    "$sc" schedule "$app" --small --target a100 --strategy random --seed $s -o "$tmp/p$s.sched" >/dev/null 2>&1
+    grep -q ' c=[0-9]*x3[] ]' "$tmp/p$s.sched" && plain=$((plain + 1))
+done
+ok schedule_unroll_whole_offers_c3 "$([ $whole -gt 0 ] && [ $plain -eq 0 ]; echo $?)"
+case_ schedule_unroll_whole_runs 0 -o 'matches the reference' -- \
+    "$sc" run "$app" --small --schedule "$tmp/whole.sched" --device c --check --math exact
+case_ schedule_unroll_whole_fixed 2 -e '--unroll-whole is an option of --strategy random, oneshot and topk' -- \
+    "$sc" schedule "$app" --small --strategy baseline --unroll-whole
 case_ schedule_stdout 0 -o '^out: root \[' -- "$sc" schedule "$app" --small --target a100 --strategy root
 case_ schedule_halide 0 -o 'compute_root\(\)' -- "$sc" schedule "$app" --small --target a100 --strategy baseline --halide
 case_ schedule_halide_gpu 0 -o 'gpu_(blocks|tile|threads)' -- "$sc" schedule "$app" --small --target a100 --strategy baseline --halide

@@ -420,7 +420,7 @@ static void test_apps(void) {
             continue;
         }
         ir_arena *a = ir_arena_new();
-        space_opts so = { &A100, false };
+        space_opts so = { &A100, false, false };
         sched_state *s = space_random(a, c.p, c.b, &so, 1, err, sizeof err);
         bool ok = s != NULL;
         feat_result full = { 0 }, part = { 0 };
@@ -481,7 +481,7 @@ static void test_cache_identical(void) {
         nest_ctx *nx = nest_ctx_new(c.p, c.b);
         feat_ctx *hot = feat_ctx_new(c.p, c.b), *tiny = feat_ctx_new(c.p, c.b);
         feat_ctx_set_limit(tiny, 1);
-        space_opts so = { &A100, true };
+        space_opts so = { &A100, true, false };
         int states = 0, bad = 0, ndec = 0;
         for (int f = 0; f < c.p->funcs.n; f++) ndec += ((const sc_func *)c.p->funcs.items[f])->kind == FUNC_DEFINED;
         size_t peak_tiny = 0;
@@ -545,7 +545,7 @@ static void test_access_memo(void) {
             continue;
         }
         ir_arena *a = ir_arena_new();
-        space_opts so = { &A100, true };
+        space_opts so = { &A100, true, false };
         int ndec = 0, stages = 0, bad = 0;
         int64_t inlined = 0;
         for (int f = 0; f < c.p->funcs.n; f++) ndec += ((const sc_func *)c.p->funcs.items[f])->kind == FUNC_DEFINED;

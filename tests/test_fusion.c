@@ -168,7 +168,7 @@ static void test_enumerator_offers_lca(void) {
     sc_pipeline *p = sc_parse_string("diamond.pipe", DIAMOND, strlen(DIAMOND), NULL);
     bounds_result *b = bounds_infer(p);
     target t = fixture_target("a100");
-    space_opts o = { &t, false };
+    space_opts o = { &t, false, false };
     ir_arena *a = ir_arena_new();
     char err[1024];
     const char *text[2] = {

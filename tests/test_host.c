@@ -218,7 +218,7 @@ static void run_case(const char *dir, const char *app, const target *t, bool all
     }
     for (int kind = 0; kind < 2; kind++) {
         ir_arena *arena = ir_arena_new();
-        space_opts so = { t, false };
+        space_opts so = { t, false, false };
         sched_state *s = kind == 0 ? space_random(arena, ac.p, ac.b, &so, 1, err, sizeof err)
                                    : space_root(arena, ac.p, ac.b, t);
         lower_program *prog = s ? lower_schedule(arena, ac.p, ac.b, s, err, sizeof err) : NULL;

@@ -61,7 +61,7 @@ static const char *COPY =
 static void test_copy_counts(void) {
     fixture fx = fixture_load(COPY);
     target t = fixture_target("a100");
-    space_opts o = { &t, false }, pr = { &t, true };
+    space_opts o = { &t, false, false }, pr = { &t, true, false };
     sched_state *s = sched_state_new(fx.a, fx.p);
     ir_vec kids = {0};
     CHECK(count_children(&fx, s, &o, &kids) == 1);
@@ -112,7 +112,7 @@ static const char *BLUR =
 static void test_blur_counts(void) {
     fixture fx = fixture_load(BLUR);
     target t = fixture_target("a100");
-    space_opts o = { &t, false }, pr = { &t, true };
+    space_opts o = { &t, false, false }, pr = { &t, true, false };
     char err[512];
     sched_state *s = sched_parse(fx.a, fx.p, "t.sched", "schedule t;\nout: root [x=32x1 y=1x1];\nblur_x: inline;\n",
                                  err, sizeof err);
@@ -221,7 +221,7 @@ static void test_inline_redundancy(void) {
     /* the enumerator, deciding h under a root out */
     sched_state *top = sched_state_copy(fx.a, s);
     top->f[h] = top->f[g] = top->f[c] = NULL;
-    space_opts o = { &t, false }, pr = { &t, true };
+    space_opts o = { &t, false, false }, pr = { &t, true, false };
     ir_vec all = {0}, pruned = {0};
     count_children(&fx, top, &o, &all);
     count_children(&fx, top, &pr, &pruned);
@@ -243,7 +243,7 @@ typedef struct { long states, children, lowered, illegal, unlowered, complete, r
 static void walk_one(const char *name, app_case *ac, const target *t, int w, ir_arena *ka, ir_arena *la,
                      walk_counts *n) {
     char err[1024];
-    space_opts o = { t, w % 2 == 0 };
+    space_opts o = { t, w % 2 == 0, false };
     space_rng rng = { (uint64_t)w * 7919 + 17 };
     ir_arena *a = ir_arena_new();
     legal_ctx *x = space_legal(ac->p, ac->b, &o);
@@ -353,7 +353,7 @@ static void test_walks(void) {
 static void test_random_walk(void) {
     fixture fx = fixture_load(BLUR);
     target t = fixture_target("a100");
-    space_opts o = { &t, true };
+    space_opts o = { &t, true, false };
     char err[512];
     for (uint64_t seed = 1; seed <= 20; seed++) {
         sched_state *x = space_random(fx.a, fx.p, fx.b, &o, seed, err, sizeof err);

@@ -96,7 +96,7 @@ static void model_equals_kernel_ir(void) {
         fusion_use *uses = calloc((size_t)fusion_max_uses(g) + 1, sizeof *uses);
         int ok = 0, total = nschedules(), fused = 0, partial = 0;
         for (int k = 0; k < total; k++) {
-            space_opts o = { &t, k % 2 == 1 };
+            space_opts o = { &t, k % 2 == 1, false };
             ir_arena *a = ir_arena_new();
             sched_state *s = space_random(a, p, b, &o, (uint64_t)k + 1, err, sizeof err);
             CHECK(s != NULL);
@@ -361,7 +361,7 @@ static void partial_state(void) {
     bounds_result *b = bounds_infer(p);
     ir_arena *a = ir_arena_new();
     target t = fixture_target("a100");
-    space_opts o = { &t, false };
+    space_opts o = { &t, false, false };
     char err[512];
     sched_state *full = space_random(a, p, b, &o, 3, err, sizeof err);
     sched_state *s = sched_state_new(a, p);
@@ -446,7 +446,7 @@ static void zero_dim_funcs(void) {
     int ok = 0, total = 60, where[SCHED_THREAD + 1] = {0};
     const sc_func *tot = func_named(p, "total");
     for (int k = 0; k < total; k++) {
-        space_opts o = { &t, k % 2 == 1 };
+        space_opts o = { &t, k % 2 == 1, false };
         ir_arena *a = ir_arena_new();
         char err[1024], what[64];
         sched_state *s = space_random(a, p, b, &o, (uint64_t)k + 1, err, sizeof err);

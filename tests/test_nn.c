@@ -50,7 +50,7 @@ static void synthetic(train_data *d, int nsched, feat_result *keep) {
         char name[32];
         snprintf(name, sizeof name, "p%d", p);
         int pi = train_data_pipeline(d, name, p == 2 ? "app:blur" : "random:test", name);
-        space_opts so = { &A100, true };
+        space_opts so = { &A100, true, false };
         for (int s = 1; s <= nsched; s++) {
             sched_state *st = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)s, err, sizeof err);
             feat_result r = { 0 };
@@ -674,7 +674,7 @@ static void memo_app(const char *app, cost_model *cm) {
     bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
     CHECK(b != NULL);
     if (!b) return;
-    space_opts o = { &A100, true };
+    space_opts o = { &A100, true, false };
     legal_ctx *x = space_legal(p, b, &o);
     nest_ctx *nx = nest_ctx_new(p, b);
     feat_ctx *fx = feat_ctx_new(p, b);

@@ -64,7 +64,7 @@ static void run_case(const char *name, const char *text, int small, uint64_t see
     char on[64] = "lowered only";
     const char *failed_on = "";
     if (ref_rc != 0) goto done;
-    space_opts so = { &tgt, prune };
+    space_opts so = { &tgt, prune, false };
     space_search_args args = { .weights = "weights/pocl.weights", .samples = samples };
     s = space_strategy_by_name("oneshot")->make(arena, p, b, &so, &args, seed, err, sizeof err);
     if (!s) goto done;

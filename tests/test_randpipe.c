@@ -229,7 +229,7 @@ static void schedules(randpipe_ops ops, int div) {
     int ndev = fixture_open_devices(devs);
     /* a schedule must fit the OpenCL device and a CUDA GPU */
     target t = fixture_gpu_target();
-    space_opts so = { &t, false };
+    space_opts so = { &t, false, false };
     for (int i = 0; i < runs; i++) {
         uint64_t seed = seed0 + (uint64_t)i;
         randpipe_info info;

@@ -165,7 +165,7 @@ int main(void) {
         sc_pipeline *p = ac.p;
         bounds_result *b = ac.b;
         sc_buffer **in = ac.in, **ref = ac.ref;
-        space_opts so = { &t, false };
+        space_opts so = { &t, false, false };
         for (int k = 0; k < nseeds; k++) {
             ir_arena *arena = ir_arena_new();
             sched_state *s = space_random(arena, p, b, &so, seeds[k], err, sizeof err);

@@ -8,7 +8,9 @@
  * (space_tilings_of) are the enumerator's, in its order, at every step
  * of random walks (ROOT and BLOCK stages, with and without pruning); the
  * reference schedule is the baseline, else root, else none (space_reference);
- * re-tilings of the baseline keep its locations (space_retile).  (Counts of children and the
+ * re-tilings of the baseline keep its locations (space_retile); with
+ * unroll_whole a short loop is also offered its whole extent as a serial
+ * size.  (Counts of children and the
  * legality of every child: test_legal.c.)
  */
 #include <stdio.h>
@@ -33,7 +35,7 @@ static void test_every_app_gets_random_schedules(void) {
         bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
         CHECK(b != NULL);
         for (int k = 0; b && k < 4; k++) {
-            space_opts o = { k / 2 ? &narrow : &wide, k % 2 == 1 };
+            space_opts o = { k / 2 ? &narrow : &wide, k % 2 == 1, false };
             for (uint64_t seed = 1; seed <= 2; seed++) {
                 ir_arena *a = ir_arena_new();
                 sched_state *s = space_random(a, p, b, &o, seed, err, sizeof err);
@@ -68,7 +70,7 @@ static void test_walk_is_deterministic(void) {
     sc_pipeline *p = sc_parse_string("blur.pipe", BLUR, strlen(BLUR), NULL);
     bounds_result *b = bounds_infer(p);
     target t = fixture_target("a100");
-    space_opts o = { &t, true };
+    space_opts o = { &t, true, false };
     char err[512];
     ir_arena *a = ir_arena_new();
     int differ = 0;
@@ -95,7 +97,7 @@ static void test_fits_checks_partial_states(void) {
     sc_pipeline *p = sc_parse_string("blur.pipe", BLUR, strlen(BLUR), NULL);
     bounds_result *b = bounds_infer(p);
     target t = fixture_target("a100");
-    space_opts o = { &t, false };
+    space_opts o = { &t, false, false };
     char err[512];
     ir_arena *a = ir_arena_new();
     sched_state *s = sched_state_new(a, p);
@@ -138,7 +140,7 @@ static bool offers_thread(int terms, target t) {
         sc_pipeline_free(p);
         return false;
     }
-    space_opts o = { &t, true };
+    space_opts o = { &t, true, false };
     legal_ctx *x = space_legal(p, b, &o);
     ir_arena *a = ir_arena_new();
     sched_state *s = sched_state_new(a, p);
@@ -172,6 +174,58 @@ static void test_cpu_prunes_thread_reductions(void) {
     CHECK(offers_thread(8, cpu));
 }
 
+/* The serial sizes a root stage's loop of extent ext (the second of an
+ * output (256, ext)) is offered, as a bit set: bit s for serial s. */
+static unsigned serial_sizes(int ext, bool prune, bool whole) {
+    char src[256];
+    snprintf(src, sizeof src,
+             "pipeline sz;\ninput f32 a(256, %d);\nout(x, c) = select(c == 0, a(x, c), a(x, c) * 2.0f);\n"
+             "output out(256, %d);\n", ext, ext);
+    sc_pipeline *p = sc_parse_string("sz.pipe", src, strlen(src), NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(b != NULL);
+    if (!b) {
+        sc_pipeline_free(p);
+        return 0;
+    }
+    target t = fixture_target("a100");
+    space_opts o = { &t, prune, whole };
+    legal_ctx *x = space_legal(p, b, &o);
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_state_new(a, p);
+    unsigned sizes = 0;
+    ir_vec ch = { 0 };
+    /* out's location (root), then its tilings */
+    CHECK(space_children(a, x, p, b, s, &o, &ch) == 1);
+    space_enum e;
+    if (ch.n == 1 && space_enum_begin(&e, a, x, p, b, ch.items[0], &o) >= 0 && e.tiling)
+        while (space_enum_skip(&e)) sizes |= 1u << e.cur.serial[1];
+    ir_arena_free(a);
+    legal_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return sizes;
+}
+
+/* With unroll_whole, a short loop (a colour channel of 3) is offered its
+ * whole extent as a serial size, for extents 3 to 7, beside 1, 2 and 4 up
+ * to the extent; extents of 2 and 8 get nothing new; without it, the
+ * sizes are 1, 2, 4 and 8 up to the extent. */
+static void test_short_loops_unroll_whole(void) {
+    const unsigned s1 = 1u << 1, s2 = 1u << 2, s4 = 1u << 4, s8 = 1u << 8;
+    for (int prune = 0; prune < 2; prune++) {
+        CHECK(serial_sizes(3, prune, true) == (s1 | s2 | 1u << 3));
+        CHECK(serial_sizes(5, prune, true) == (s1 | s2 | s4 | 1u << 5));
+        CHECK(serial_sizes(6, prune, true) == (s1 | s2 | s4 | 1u << 6));
+        CHECK(serial_sizes(7, prune, true) == (s1 | s2 | s4 | 1u << 7));
+        CHECK(serial_sizes(2, prune, true) == (s1 | s2));
+        CHECK(serial_sizes(8, prune, true) == (s1 | s2 | s4 | s8));
+        CHECK(serial_sizes(3, prune, false) == (s1 | s2));
+        CHECK(serial_sizes(7, prune, false) == (s1 | s2 | s4));
+        CHECK(serial_sizes(8, prune, false) == (s1 | s2 | s4 | s8));
+    }
+}
+
 /* Random walks; at every tiling step the kept list must equal what
  * space_enum_skip steps through.  Returns the tiling steps compared. */
 static int compare_tilings(const char *app, int seeds, int *blocks) {
@@ -184,7 +238,7 @@ static int compare_tilings(const char *app, int seeds, int *blocks) {
     target t = fixture_target("a100");
     int steps = 0;
     for (int prune = 0; prune < 2; prune++) {
-        space_opts o = { &t, prune == 1 };
+        space_opts o = { &t, prune == 1, false };
         space_tilings *tc = space_tilings_new(p, b, &o);
         legal_ctx *x = space_legal(p, b, &o);
         for (int seed = 1; seed <= seeds; seed++) {
@@ -356,5 +410,6 @@ int main(void) {
     RUN(test_fits_checks_partial_states);
     RUN(test_kept_tilings_are_the_enumerators);
     RUN(test_cpu_prunes_thread_reductions);
+    RUN(test_short_loops_unroll_whole);
     CHECK_EXIT();
 }

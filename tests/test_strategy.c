@@ -54,7 +54,7 @@ static void test_make(void)
     char err[4096];
     target t;
     CHECK(target_by_name("a100", NULL, &t, err, sizeof err) == 0);
-    space_opts o = { &t, false };
+    space_opts o = { &t, false, false };
     for (size_t ai = 0; ai < sizeof apps / sizeof apps[0]; ai++) {
         app_case ac;
         if (app_load("apps", apps[ai], true, 1, &ac, err, sizeof err) != 0) {

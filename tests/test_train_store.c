@@ -59,7 +59,7 @@ static int fill(store *st, int *per_pipe) {
                                          err, sizeof err);
         CHECK(pid >= 0);
         free(text);
-        space_opts so = { &A100, true };
+        space_opts so = { &A100, true, false };
         per_pipe[p] = 0;
         for (int s = 1; s <= NSCHED + 2; s++) {
             sched_state *sc = space_random(fx.a, fx.p, fx.b, &so, (uint64_t)s, err, sizeof err);
@@ -233,7 +233,7 @@ static store *one_pipeline_store(const char *db, fixture *fx, int64_t *devc, int
  * pipeline (its text and hashes filled in here); how many were stored. */
 static int put_on_random_schedules(store *st, const fixture *fx, store_result *res, int n) {
     char err[2048];
-    space_opts so = { &A100, true };
+    space_opts so = { &A100, true, false };
     int put = 0;
     for (int seed = 1; put < n && seed < 50; seed++) {
         sched_state *sc = space_random(fx->a, fx->p, fx->b, &so, (uint64_t)seed, err, sizeof err);

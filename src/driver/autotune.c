@@ -15,7 +15,7 @@
 
 void autotune_opts_default(autotune_opts *o) {
     memset(o, 0, sizeof *o);
-    o->measure = (collect_opts){ "opencl", CG_MATH_FAST, 1, 10000, 0, 0, true, stderr, false, NULL, 0, 0, false, false };
+    o->measure = (collect_opts){ "opencl", CG_MATH_FAST, 1, 10000, 0, 0, true, stderr, false, NULL, 0, 0, false, false, false };
     o->iterations = 20;
     o->batch = 80;
     o->epochs = 40;
@@ -144,6 +144,7 @@ int autotune_run(store *st, const char *name, const char *text, const char *sour
         search_opts so;
         search_opts_default(&so, t, cm);
         so.prune = o->measure.prune;
+        so.unroll_whole = o->measure.unroll_whole;
         so.dropout = o->dropout;
         so.seed = o->seed + (uint64_t)it * AUTOTUNE_SEED_STRIDE;
         int got = search_batch(collect_pipe_arena(cp), collect_pipe_pipeline(cp), collect_pipe_bounds(cp), &so,

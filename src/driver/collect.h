@@ -55,6 +55,7 @@ typedef struct {
      * four best of a one-shot batch, then re-tilings of each in turn
      * (`--sampler picks`). */
     bool retile;
+    bool unroll_whole;            /* the space's short loops also unrolled whole (space_opts) */
 } collect_opts;
 
 typedef struct collect_ctx collect_ctx;

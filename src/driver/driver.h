@@ -29,6 +29,7 @@ typedef struct {
                                    * best device's own */
     const char *targets_dir;      /* NULL = "targets" */
     bool prune;
+    bool unroll_whole;            /* space_opts.unroll_whole */
     const space_search_args *search;  /* a searching strategy's options, or NULL */
     /* After a one-shot batch (choose.h): top-K measures the k best on the
      * device (topk_device, math, jobs parallel compiles, timeout_ms per

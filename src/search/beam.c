@@ -118,6 +118,7 @@ search_ctx *search_new(const sc_pipeline *p, const bounds_result *b, const searc
     if (c->o.passes < 1) c->o.passes = 1;
     c->so.t = o->t;
     c->so.prune = o->prune;
+    c->so.unroll_whole = o->unroll_whole;
     /* even the all-root state must fit, or no state does */
     legal_ctx *x = space_legal(p, b, &c->so);
     ir_arena *a = ir_arena_new();

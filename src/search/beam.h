@@ -59,6 +59,7 @@ typedef struct {
     uint64_t seed;
     double dropout;               /* probability a child is dropped (0) */
     bool prune;                   /* Anderson §6.6 (true) */
+    bool unroll_whole;            /* space_opts.unroll_whole (false) */
     bool freeze;                  /* the §4 pre-pass (true) */
     int freeze_min;               /* freeze only pipelines of at least this many Funcs (16) */
     double lane_max, core_max;    /* secondary children: idle share of the block's lanes (0.5) / idle-core (1.2) */

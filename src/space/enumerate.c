@@ -165,6 +165,13 @@ static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
         for (int i = 0; i < 4; i++) if (pow2[i] == 1 || pow2[i] <= ext) serial[ns++] = pow2[i];
         for (int i = 0; i < 3; i++)
             if (ext % odd[i] == 0 && (ext / odd[i]) % warp == 0) serial[ns++] = odd[i];
+        /* a short loop unrolled whole (a colour channel of 3): each copy
+         * sees a constant coordinate, so selects on it fold */
+        if (e->o->unroll_whole && ext > 2 && ext < 8) {
+            bool has = false;
+            for (int i = 0; i < ns; i++) has |= serial[i] == ext;
+            if (!has) serial[ns++] = (int)ext;
+        }
     } else {
         serial[ns++] = 1;
     }

@@ -29,6 +29,7 @@
 typedef struct {
     const target *t;
     bool prune;                 /* Anderson §6.6 (and warp-multiple blocks) */
+    bool unroll_whole;          /* a root loop of extent 3 to 7 may also be unrolled whole (false) */
 } space_opts;
 
 /* A small deterministic generator (splitmix64). */
