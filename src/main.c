@@ -678,8 +678,10 @@ static int load_scheduled(driver_state *d, const options *o) {
                              o->explain, stdout, NULL, NULL, o->margin, o->spread >= 0, o->spread };
     /* top-K measures on the device of --device (schedule) */
     bool topk = o->strategy && !strcmp(o->strategy, "topk");
-    driver_sched_opts so = { o->schedule, o->strategy, o->seed, tname, NULL, o->prune, o->unroll_whole, &sa, o->k,
-                             topk ? o->device : NULL, command_math(o), o->jobs ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN), o->timeout_ms };
+    driver_sched_opts so = { .schedule_path = o->schedule, .strategy = o->strategy, .seed = o->seed, .target = tname,
+                             .prune = o->prune, .unroll_whole = o->unroll_whole, .search = &sa, .k = o->k,
+                             .topk_device = topk ? o->device : NULL, .math = command_math(o),
+                             .jobs = o->jobs ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_ms = o->timeout_ms };
     if (driver_schedule(d, &so, stderr) != 0) return EXIT_INPUT;
     return EXIT_OK;
 }

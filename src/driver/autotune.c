@@ -15,7 +15,8 @@
 
 void autotune_opts_default(autotune_opts *o) {
     memset(o, 0, sizeof *o);
-    o->measure = (collect_opts){ "opencl", CG_MATH_FAST, 1, 10000, 0, 0, true, stderr, false, NULL, 0, 0, false, false, false };
+    o->measure = (collect_opts){ .device = "opencl", .math = CG_MATH_FAST, .jobs = 1, .timeout_ms = 10000, .prune = true,
+                                 .log = stderr };
     o->iterations = 20;
     o->batch = 80;
     o->epochs = 40;

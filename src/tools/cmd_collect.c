@@ -92,7 +92,7 @@ int tool_collect(int argc, char **argv) {
     int npipes = 0;
     long long nrandom = 0, first_seed = 1;
     long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
-    collect_opts o = { NULL, CG_MATH_FAST, 1, 0, 0, 0, true, stderr, false, NULL, 0, 0.3, false, false, false };
+    collect_opts o = { .math = CG_MATH_FAST, .jobs = 1, .prune = true, .log = stderr, .dropout = 0.3 };
     bool small = false;
     const char *sampler = "random", *weights = NULL;
     randpipe_ops ops = RANDPIPE_OPS_CLASSIC;
