@@ -117,12 +117,8 @@ int tool_collect(int argc, char **argv) {
         else if (!strcmp(a, "--sampler")) sampler = v;
         else if (!strcmp(a, "--weights")) weights = v;
         else if (!strcmp(a, "--ops")) {
-            int k = randpipe_ops_parse(v);
-            if (k < 0) {
-                char sets[64];
-                randpipe_ops_list(sets, sizeof sets);
-                return tool_usage_error("collect", "--ops: '%s' is not one of %s", v, sets);
-            }
+            int k;
+            if (!tool_parse_ops("collect", v, &k)) return TOOL_USAGE;
             ops = (randpipe_ops)k;
             ops_given = true;
         } else if (!strcmp(a, "--dropout")) {

@@ -80,12 +80,8 @@ int tool_random_pipeline(int argc, char **argv) {
                 return tool_usage_error(cmd, "--stages: '%s' is not an integer in %d .. %d", val,
                                         RANDPIPE_MIN_STAGES, RANDPIPE_MAX_STAGES);
         } else if (!strcmp(name, "--ops")) {
-            int k = randpipe_ops_parse(val);
-            if (k < 0) {
-                char sets[64];
-                randpipe_ops_list(sets, sizeof sets);
-                return tool_usage_error(cmd, "--ops: '%s' is not one of %s", val, sets);
-            }
+            int k;
+            if (!tool_parse_ops(cmd, val, &k)) return TOOL_USAGE;
             ops = (randpipe_ops)k;
         } else {
             if (!*val) return tool_usage_error(cmd, "-o needs a file name");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
+#include "randpipe.h"
 #include "tools.h"
 
 /* Each tool's main, in its own file (cmd_NAME.c). */
@@ -53,6 +54,18 @@ int tool_usage_error(const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "\n(run 'stagecraft %s --help' for usage)\n", cmd);
     va_end(ap);
     return TOOL_USAGE;
+}
+
+bool tool_parse_ops(const char *cmd, const char *val, int *ops) {
+    int k = randpipe_ops_parse(val);
+    if (k < 0) {
+        char sets[64];
+        randpipe_ops_list(sets, sizeof sets);
+        tool_usage_error(cmd, "--ops: '%s' is not one of %s", val, sets);
+        return false;
+    }
+    *ops = k;
+    return true;
 }
 
 bool tool_parse_int(const char *val, long long lo, long long hi, long long *out) {

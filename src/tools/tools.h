@@ -31,6 +31,10 @@ const tool *tool_at(int i);
 int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a decimal integer in [lo, hi]; false when val is not one. */
 bool tool_parse_int(const char *val, long long lo, long long hi, long long *out);
+/* Parses the value of --ops (a random pipelines' operation set, randpipe.h)
+ * into *ops; on a name that is none of them prints the usage error, which
+ * lists the sets, and returns false. */
+bool tool_parse_ops(const char *cmd, const char *val, int *ops);
 /* Makes SIGINT and SIGTERM ask a collection or an autotuning run to stop
  * after the schedule it is measuring (collect_request_stop). */
 void tool_stop_on_signals(void);
