@@ -116,6 +116,18 @@ case_ train_hold_out 0 -o 'held out: [1-9]' -- \
     "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur
 case_ train_hold_out_list 0 -o 'held out: [1-9]' -- \
     "$sc" train --data "$data" -o "$tmp/h.weights" --device "$ckey" --epochs 2 --hold-out blur,blur
+# several exchange files train as one: the tiny data split in two (one
+# pipeline, then the other two, each file with the devices), in either
+# order, gives the same samples and the same weights as the whole file
+{ grep -e '^stagecraft-samples' -e '^device ' "$data"; grep ' 010d4aee08f6a93f' "$data"; } >"$tmp/part1.txt"
+grep -v ' 010d4aee08f6a93f' "$data" >"$tmp/part2.txt"
+case_ train_two_files 0 -o "loaded 38 samples of 3 pipelines \(6 groups of one code generation and device\) from $tmp/part2.txt \+ $tmp/part1.txt " -- \
+    "$sc" train --data "$tmp/part2.txt" --data "$tmp/part1.txt" -o "$tmp/parts.weights" --epochs 3 --seed 2
+"$sc" train --data "$data" -o "$tmp/whole.weights" --epochs 3 --seed 2 >/dev/null 2>&1
+cmp -s "$tmp/parts.weights" "$tmp/whole.weights"; ok train_two_files_same_weights $?
+case_ train_second_file_missing 1 -e "$tmp/none.txt: cannot open" -- \
+    "$sc" train --data "$tmp/part1.txt" --data "$tmp/none.txt" -o "$tmp/none.weights"
+ok train_second_file_missing_wrote_nothing "$(test ! -e "$tmp/none.weights"; echo $?)"
 # a name with no pipeline in the data (a misspelling would otherwise be
 # trained on): an error naming it and the data's apps, before any training
 rm -f "$tmp/h.weights"

@@ -202,9 +202,9 @@ int train_load_store(train_data *d, store *st, const train_load_opts *o, char *e
     return rc < 0 ? -1 : 0;
 }
 
-/* A store with the exchange file's samples: in memory when SQLite allows
- * it, else in a temporary file removed at once. */
-static store *train_open_data(const char *data, char *err, size_t errlen) {
+/* A store with the exchange files' samples, imported in order: in memory
+ * when SQLite allows it, else in a temporary file removed at once. */
+static store *train_open_data(const char *const *data, int ndata, char *err, size_t errlen) {
     char e2[512];
     store *st = store_open(":memory:", STORE_WRITE, e2, sizeof e2);
     char tmp[] = "/tmp/stagecraft-train-XXXXXX";
@@ -212,7 +212,7 @@ static store *train_open_data(const char *data, char *err, size_t errlen) {
     if (!st) {
         int fd = mkstemp(tmp);
         if (fd < 0) {
-            base_fail(err, errlen, "cannot make a temporary database for %s", data);
+            base_fail(err, errlen, "cannot make a temporary database for %s", data[0]);
             return NULL;
         }
         close(fd);
@@ -221,8 +221,11 @@ static store *train_open_data(const char *data, char *err, size_t errlen) {
         if (!st) return NULL;
         temp = true;
     }
-    int64_t added = 0;
-    int rc = store_import(st, data, &added, err, errlen);
+    int rc = 0;
+    for (int i = 0; i < ndata && rc == 0; i++) {
+        int64_t added = 0;
+        rc = store_import(st, data[i], &added, err, errlen);
+    }
     if (temp) {
         char side[sizeof tmp + 8];
         remove(tmp);
@@ -238,9 +241,18 @@ static store *train_open_data(const char *data, char *err, size_t errlen) {
     return st;
 }
 
+store *train_open_samples(const char *db, const char *const *data, int ndata, char *err, size_t errlen) {
+    if (db) return store_open(db, STORE_READ, err, errlen);
+    if (ndata < 1) {
+        base_fail(err, errlen, "no samples given (a database or exchange files)");
+        return NULL;
+    }
+    return train_open_data(data, ndata, err, errlen);
+}
+
 int train_load(train_data *d, const char *db, const char *data, const train_load_opts *o, char *err,
                size_t errlen) {
-    store *st = db ? store_open(db, STORE_READ, err, errlen) : train_open_data(data, err, errlen);
+    store *st = train_open_samples(db, &data, data ? 1 : 0, err, errlen);
     if (!st) return -1;
     int rc = train_load_store(d, st, o, err, errlen);
     store_close(st);
@@ -264,12 +276,17 @@ static int collect_key(const store_sample *s, void *ud) {
     return 0;
 }
 
-int train_device_keys(const char *db, const char *data, char *buf, size_t len, char *err, size_t errlen) {
-    store *st = db ? store_open(db, STORE_READ, err, errlen) : train_open_data(data, err, errlen);
-    if (!st) return -1;
+int train_store_device_keys(store *st, char *buf, size_t len, char *err, size_t errlen) {
     buf[0] = 0;
     key_list k = { buf, len, 0 };
     int rc = store_each_sample(st, NULL, collect_key, &k, err, errlen);
-    store_close(st);
     return rc < 0 ? -1 : k.n;
+}
+
+int train_device_keys(const char *db, const char *data, char *buf, size_t len, char *err, size_t errlen) {
+    store *st = train_open_samples(db, &data, data ? 1 : 0, err, errlen);
+    if (!st) return -1;
+    int n = train_store_device_keys(st, buf, len, err, errlen);
+    store_close(st);
+    return n;
 }

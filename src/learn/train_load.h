@@ -102,5 +102,12 @@ int train_load(train_data *d, const char *db, const char *data, const train_load
 /* The distinct device keys of the samples, quoted and comma-separated in
  * buf; their count, or -1 with err. */
 int train_device_keys(const char *db, const char *data, char *buf, size_t len, char *err, size_t errlen);
+/* The samples to train on: the database db (read only), or when db is
+ * NULL the ndata exchange files imported in order into a store in memory
+ * (a pipeline in several files is one pipeline).  NULL with err naming the
+ * file that could not be read. */
+store *train_open_samples(const char *db, const char *const *data, int ndata, char *err, size_t errlen);
+/* train_device_keys of an open store. */
+int train_store_device_keys(store *st, char *buf, size_t len, char *err, size_t errlen);
 
 #endif

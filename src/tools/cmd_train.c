@@ -33,7 +33,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
 
 static void train_usage(FILE *out) {
     fprintf(out,
-            "usage: stagecraft train (--db FILE.db | --data FILE.txt[.xz]) -o FILE.weights [options]\n"
+            "usage: stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) -o FILE.weights [options]\n"
             "\n"
             "Trains the learned cost model (Anderson et al. 2021) on the measured samples and\n"
             "writes its weights.  Prints per epoch the training and validation loss and the\n"
@@ -41,7 +41,8 @@ static void train_usage(FILE *out) {
             "\n"
             "options:\n"
             "  --db FILE         a sample database (stagecraft samples ...)\n"
-            "  --data FILE       an exchange file of samples (.txt or .txt.xz)\n"
+            "  --data FILE       an exchange file of samples (.txt or .txt.xz); repeatable: the\n"
+            "                    files' samples together\n"
             "  -o FILE           the weights file to write\n"
             "  --device KEY      only the samples of this device (default: all)\n"
             "  --min-generation N  only samples that timed code of generation N or newer\n"
@@ -104,7 +105,10 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
 }
 
 int tool_train(int argc, char **argv) {
-    const char *cmd = "train", *db = NULL, *data = NULL, *out = NULL, *device = NULL, *init = NULL;
+    const char *cmd = "train", *db = NULL, *out = NULL, *device = NULL, *init = NULL;
+    /* the --data files, in the order given */
+    const char **data = calloc((size_t)argc + 1, sizeof *data);
+    int ndata = 0;
     /* --hold-out names: split at commas, in one copy of each value */
     const char **hold = calloc((size_t)argc * 2 + 1, sizeof *hold);
     int *hold_pipes = NULL;        /* per name, the pipelines it left out */
@@ -124,10 +128,11 @@ int tool_train(int argc, char **argv) {
             for (int k = 0; k < ncopies; k++) free(copies[k]);
             free(copies);
             free(hold);
+            free(data);
             return TOOL_OK;
         }
         if ((v = opt_value(argc, argv, &i, "--db", &missing))) db = v;
-        else if ((v = opt_value(argc, argv, &i, "--data", &missing))) data = v;
+        else if ((v = opt_value(argc, argv, &i, "--data", &missing))) data[ndata++] = v;
         else if ((v = opt_value(argc, argv, &i, "-o", &missing))) out = v;
         else if ((v = opt_value(argc, argv, &i, "--device", &missing))) device = v;
         else if ((v = opt_value(argc, argv, &i, "--init", &missing))) init = v;
@@ -177,18 +182,20 @@ int tool_train(int argc, char **argv) {
         else rc = tool_usage_error(cmd, a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
     }
     if (rc == TOOL_OK) {
-        if (!db && !data) rc = tool_usage_error(cmd, "no samples given (--db FILE or --data FILE)");
-        else if (db && data) rc = tool_usage_error(cmd, "--db and --data are exclusive");
+        if (!db && !ndata) rc = tool_usage_error(cmd, "no samples given (--db FILE or --data FILE)");
+        else if (db && ndata) rc = tool_usage_error(cmd, "--db and --data are exclusive");
         else if (!out) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
     }
     if (rc != TOOL_OK) {
         for (int k = 0; k < ncopies; k++) free(copies[k]);
         free(copies);
         free(hold);
+        free(data);
         return rc;
     }
 
     char err[2048];
+    store *st = NULL;
     nn_model *m = calloc(1, sizeof *m);
     train_data d;
     train_data_init(&d);
@@ -198,13 +205,21 @@ int tool_train(int argc, char **argv) {
         goto done;
     }
     hold_pipes = calloc((size_t)nhold + 1, sizeof *hold_pipes);
-    train_load_opts lo = { device, nhold, hold, stderr, 0, hold_pipes, (int)min_generation };
-    if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
+    train_load_opts lo = { .device_key = device, .nhold = nhold, .hold = hold, .log = stderr,
+                           .hold_pipes = hold_pipes, .min_generation = (int)min_generation };
+    st = train_open_samples(db, data, ndata, err, sizeof err);
+    if (!st || train_load_store(&d, st, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
         goto done;
     }
-    const char *from = db ? db : data;
+    /* where the samples came from, for the messages */
+    char from[1024];
+    snprintf(from, sizeof from, "%s", db ? db : data[0]);
+    for (int k = 1; k < ndata; k++) {
+        size_t at = strlen(from);
+        snprintf(from + at, sizeof from - at, " + %s", data[k]);
+    }
     for (int k = 0; k < nhold; k++)
         if (hold_pipes[k] == 0) {
             /* a misspelt app would otherwise be trained on, silently */
@@ -235,7 +250,7 @@ int tool_train(int argc, char **argv) {
     if (d.nsamples == 0) {
         if (device) {
             char keys[1024];
-            int nk = train_device_keys(db, data, keys, sizeof keys, err, sizeof err);
+            int nk = train_store_device_keys(st, keys, sizeof keys, err, sizeof err);
             fprintf(stderr, "stagecraft train: no samples of device '%s' in %s (its devices: %s)\n", device, from,
                     nk > 0 ? keys : "none");
         } else {
@@ -269,7 +284,7 @@ int tool_train(int argc, char **argv) {
     if (!m->device[0]) {
         /* samples of several devices: the weights say which */
         char keys[NN_DEVICE_MAX - 8];
-        if (train_device_keys(db, data, keys, sizeof keys, err, sizeof err) > 1)
+        if (train_store_device_keys(st, keys, sizeof keys, err, sizeof err) > 1)
             snprintf(m->device, sizeof m->device, "mixed: %s", keys);
     }
     train_summary(&d, &o, &vm, m->summary, sizeof m->summary);
@@ -296,12 +311,14 @@ int tool_train(int argc, char **argv) {
         printf("gather floor: %.4g ms per gather (%.4g gathers per ms; the %g quantile of the gathering training "
                "samples' rates)\n", m->gather_floor_ms, 1.0 / m->gather_floor_ms, floor_q);
 done:
+    if (st) store_close(st);
     train_data_free(&d);
     free(m);
     for (int k = 0; k < ncopies; k++) free(copies[k]);
     free(copies);
     free(hold);
     free(hold_pipes);
+    free(data);
     return rc;
 }
 
