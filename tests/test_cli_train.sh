@@ -125,6 +125,9 @@ case_ train_two_files 0 -o "loaded 38 samples of 3 pipelines \(6 groups of one c
     "$sc" train --data "$tmp/part2.txt" --data "$tmp/part1.txt" -o "$tmp/parts.weights" --epochs 3 --seed 2
 "$sc" train --data "$data" -o "$tmp/whole.weights" --epochs 3 --seed 2 >/dev/null 2>&1
 cmp -s "$tmp/parts.weights" "$tmp/whole.weights"; ok train_two_files_same_weights $?
+# a sample in two files is one sample
+case_ train_same_file_twice 0 -o "loaded 38 samples of 3 pipelines \(6 groups of one code generation and device\)" -- \
+    "$sc" train --data "$data" --data "$data" -o "$tmp/twice.weights" --epochs 1
 case_ train_second_file_missing 1 -e "$tmp/none.txt: cannot open" -- \
     "$sc" train --data "$tmp/part1.txt" --data "$tmp/none.txt" -o "$tmp/none.weights"
 ok train_second_file_missing_wrote_nothing "$(test ! -e "$tmp/none.weights"; echo $?)"
