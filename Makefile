@@ -78,6 +78,7 @@ fuzz-schedules: all
 # models").
 # TRAIN_DATA: the exchange files trained on, as one set.
 TRAIN_DATA ?= data/samples.txt.xz
+TRAIN_DATA_ARGS = $(foreach f,$(TRAIN_DATA),--data $(f))
 TRAIN_EPOCHS ?= 150
 TRAIN_DEVICE ?=
 TRAIN_MIN_GENERATION ?= 2
@@ -88,7 +89,7 @@ train: $(BUILD)/stagecraft
 	@for s in $$(seq 1 $(TRAIN_SEEDS)); do \
 		o=weights/pocl.weights; [ $$s = 1 ] || o=weights/pocl-$$s.weights; \
 		echo "train seed $$s -> $$o"; \
-		./$(BUILD)/stagecraft train $(foreach f,$(TRAIN_DATA),--data $(f)) -o $$o --epochs $(TRAIN_EPOCHS) \
+		./$(BUILD)/stagecraft train $(TRAIN_DATA_ARGS) -o $$o --epochs $(TRAIN_EPOCHS) \
 			--seed $$s --min-generation $(TRAIN_MIN_GENERATION) $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
 			|| exit 1; \
 	done
@@ -113,7 +114,7 @@ HOLDOUT_APPS = $(patsubst apps/%.pipe,%,$(wildcard apps/*.pipe))
 holdout-weights: $(BUILD)/stagecraft
 	@mkdir -p $(HOLDOUT_DIR)
 	@for a in $(HOLDOUT_APPS); do \
-		./$(BUILD)/stagecraft train $(foreach f,$(TRAIN_DATA),--data $(f)) -o $(HOLDOUT_DIR)/$$a.weights \
+		./$(BUILD)/stagecraft train $(TRAIN_DATA_ARGS) -o $(HOLDOUT_DIR)/$$a.weights \
 			--epochs $(TRAIN_EPOCHS) --seed $(HOLDOUT_SEED) --min-generation $(TRAIN_MIN_GENERATION) --hold-out $$a \
 			$(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
 			>$(HOLDOUT_DIR)/$$a.log 2>&1 || { tail -n 5 $(HOLDOUT_DIR)/$$a.log; exit 1; }; \
