@@ -156,6 +156,37 @@ case_ train_bad_init 1 -e "$tmp/zero.weights: not a stagecraft weights file" -- 
 case_ train_db 0 -o "loaded 28 samples of 3 pipelines \(3 groups of one code generation and device\) from $tmp/s.db" -- \
     "$sc" train --db "$tmp/s.db" -o "$tmp/d.weights" --device "$ckey" --epochs 2
 
+# --evaluate: trains nothing, ranks each pipeline's samples; on the data
+# the weights were trained on (no validation) it repeats the last epoch's
+# training figures exactly
+"$sc" train --data "$data" -o "$tmp/e.weights" --device "$ckey" --epochs 4 --validation 0 >"$tmp/e_train.txt" 2>&1
+read -r tp trho <<<"$(sed -n 's/^epoch 4\/4 .* train pairwise \([0-9.]*\)  rho \([0-9.-]*\).*/\1 \2/p' "$tmp/e_train.txt")"
+case_ train_evaluate 0 -o "^all: 28 samples of 3 pipelines: pairwise $tp, rho $trho " -- \
+    "$sc" train --data "$data" --device "$ckey" --evaluate "$tmp/e.weights"
+grep -q "^evaluating $tmp/e.weights (device $ckey; " "$out"; ok train_evaluate_names_weights $?
+grep -Eq '^blur +[0-9]+ +[0-9.]+ +[0-9.-]+ +[0-9.]+$' "$out"; ok train_evaluate_pipeline_line $?
+ok train_evaluate_has_figures "$([ -n "$tp" ]; echo $?)"
+case_ train_evaluate_app 0 -o '^all: [0-9]+ samples of 1 pipeline: pairwise ' -- \
+    "$sc" train --data "$data" --device "$ckey" --evaluate "$tmp/e.weights" --app blur
+ok train_evaluate_app_only "$(grep -Ec '^[a-z_0-9]+ +[0-9]+ +[0-9.]+ ' "$out" | grep -qx 1; echo $?)"
+case_ train_evaluate_app_none 2 -e "--app 'harris': no pipeline of that app in $data \(its apps: blur\)" -- \
+    "$sc" train --data "$data" --evaluate "$tmp/e.weights" --app harris
+case_ train_evaluate_with_output 2 -e '--evaluate writes no weights: drop -o' -- \
+    "$sc" train --data "$data" --evaluate "$tmp/e.weights" -o "$tmp/x.weights"
+case_ train_evaluate_with_init 2 -e '--evaluate and --init are exclusive' -- \
+    "$sc" train --data "$data" --evaluate "$tmp/e.weights" --init "$tmp/e.weights"
+case_ train_evaluate_with_hold_out 2 -e '--app chooses the pipelines' -- \
+    "$sc" train --data "$data" --evaluate "$tmp/e.weights" --hold-out blur
+case_ train_evaluate_with_epochs 2 -e '--evaluate trains nothing: drop --epochs' -- \
+    "$sc" train --data "$data" --evaluate "$tmp/e.weights" --epochs=3
+case_ train_app_without_evaluate 2 -e '--app goes with --evaluate' -- \
+    "$sc" train --data "$data" -o "$tmp/x.weights" --app blur
+ok train_evaluate_wrote_nothing "$([ ! -e "$tmp/x.weights" ]; echo $?)"
+case_ train_evaluate_missing_weights 1 -e "$tmp/none.weights: cannot open weights" -- \
+    "$sc" train --data "$data" --evaluate "$tmp/none.weights"
+case_ train_evaluate_corrupt_weights 1 -e 'not a stagecraft weights file' -- \
+    "$sc" train --data "$data" --evaluate "$tmp/zero.weights"
+
 # predicting with the weights
 case_ predict_strategy 0 -o '^predicted: [0-9.e+-]+ ms$' -- \
     "$sc" predict "$app" --small --strategy random --seed 3 --weights "$tmp/c.weights" --target a100

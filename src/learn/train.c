@@ -369,7 +369,10 @@ static void train_by_pipe(const train_data *d, int **order, int **start) {
     *start = st;
 }
 
-train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role role) {
+/* The ranking figures and the summed loss of each pipeline of role r
+ * (every pipeline with samples when each is given), or their totals. */
+static train_metrics train_evaluate_into(const train_data *d, const nn_model *m, train_role role,
+                                         train_pipe_metrics *each) {
     train_metrics out = { 0 };
     double *pred = base_calloc((size_t)d->nsamples + 1, sizeof(double));
     train_predict_all(d, m, pred);
@@ -379,6 +382,7 @@ train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role 
     double rho_sum = 0, rho_w = 0, loss = 0;
     for (int p = 0; p < d->npipes; p++) {
         int n = start[p + 1] - start[p];
+        if (each) each[p] = (train_pipe_metrics){ 0, NAN, NAN, NAN };
         if (d->pipes[p].role != role || n == 0) continue;
         const int *idx = order + start[p];
         out.pipelines++;
@@ -400,6 +404,9 @@ train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role 
             rho_sum += rk.rho * n;
             rho_w += n;
         }
+        if (each)
+            each[p] = (train_pipe_metrics){ n, rk.pairs ? (double)rk.correct / (double)rk.pairs : NAN,
+                                            n >= 3 ? rk.rho : NAN, rk.min_ms > 0 ? rk.best_ms / rk.min_ms : NAN };
         free(pp);
         free(mm);
     }
@@ -410,6 +417,14 @@ train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role 
     free(start);
     free(pred);
     return out;
+}
+
+train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role role) {
+    return train_evaluate_into(d, m, role, NULL);
+}
+
+train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train_role role, train_pipe_metrics *each) {
+    return train_evaluate_into(d, m, role, each);
 }
 
 /* ---- training ---- */

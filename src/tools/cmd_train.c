@@ -34,6 +34,8 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
 static void train_usage(FILE *out) {
     fprintf(out,
             "usage: stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) -o FILE.weights [options]\n"
+            "       stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) --evaluate W [--app A[,B]]\n"
+            "       [--device KEY] [--min-generation N]\n"
             "\n"
             "Trains the learned cost model (Anderson et al. 2021) on the measured samples and\n"
             "writes its weights.  Prints per epoch the training and validation loss and the\n"
@@ -60,6 +62,10 @@ static void train_usage(FILE *out) {
             "                    (default 0.999; docs/costmodel.md)\n"
             "  --gather-floor    a gather floor beside the instruction floor (docs/costmodel.md)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
+            "  --evaluate W      train nothing: how weights W rank each pipeline's samples (pairwise\n"
+            "                    accuracy, Spearman's rho, and the measured time of the sample it\n"
+            "                    predicts fastest over the fastest measured), and over all of them\n"
+            "  --app A           with --evaluate: only the pipelines of app A (repeatable, or a,b,c)\n"
             "  --intensive       the coefficients from the per-point, per-thread and per-block\n"
             "                    schedule features alone, not from totals that grow with the\n"
             "                    size (docs/costmodel.md)\n"
@@ -104,8 +110,66 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
     }
 }
 
+/* The options that only training uses (refused with --evaluate). */
+static const char *const training_only[] = { "--intensive", "--gather-floor", "--epochs", "--seed", "--validation",
+                                             "--validation-fold", "--lr", "--weight-decay", "--anneal",
+                                             "--floor-quantile", "--loss", NULL };
+
+/* Whether argument a is option name ("--name" or "--name=value"). */
+static bool option_named(const char *a, const char *name) {
+    size_t n = strlen(name);
+    return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
+}
+
+/* Appends the comma-separated names of v to *list (growing it), in a copy
+ * of v kept in copies until the end. */
+static void split_names(const char *v, const char ***list, int *n, int *cap, char **copies, int *ncopies) {
+    char *c = copies[(*ncopies)++] = strdup(v), *save = NULL;
+    for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == *cap) *list = realloc(*list, sizeof **list * (size_t)(*cap *= 2));
+        (*list)[(*n)++] = t;
+    }
+}
+
+/* `train --evaluate`: how the weights m rank the samples of the pipelines
+ * of apps (all pipelines when napps is 0).  A tool status. */
+static int evaluate_weights(train_data *d, const nn_model *m, const char *path, const char *const *apps, int napps,
+                            const char *from) {
+    for (int p = 0; p < d->npipes; p++) d->pipes[p].role = napps ? TRAIN_ROLE_SKIP : TRAIN_ROLE_VALID;
+    for (int k = 0; k < napps; k++)
+        if (train_set_role_of_apps(d, 1, &apps[k], TRAIN_ROLE_VALID) == 0) {
+            char names[1024];
+            data_apps(d, NULL, NULL, 0, names, sizeof names);
+            fprintf(stderr, "stagecraft train: --app '%s': no pipeline of that app in %s (its apps: %s)\n", apps[k],
+                    from, names[0] ? names : "none");
+            return TOOL_USAGE;
+        }
+    train_pipe_metrics *each = calloc((size_t)d->npipes + 1, sizeof *each);
+    train_metrics all = train_evaluate_pipes(d, m, TRAIN_ROLE_VALID, each);
+    printf("evaluating %s (device %s; %s)\n", path, m->device[0] ? m->device : "unknown", m->summary);
+    printf("%-36s %8s %9s %8s %10s\n", "pipeline", "samples", "pairwise", "rho", "pick/best");
+    double log_sum = 0;
+    int nlog = 0;
+    for (int p = 0; p < d->npipes; p++) {
+        const train_pipe_metrics *e = &each[p];
+        if (!e->samples) continue;
+        printf("%-36s %8d %9.4f %8.4f %10.3f\n", d->pipes[p].name, e->samples, e->pairwise, e->rho, e->pick_over_best);
+        if (isfinite(e->pick_over_best) && e->pick_over_best > 0) {
+            log_sum += log(e->pick_over_best);
+            nlog++;
+        }
+    }
+    printf("all: %d samples of %d pipeline%s: pairwise %.4f, rho %.4f (the mean over pipelines of 3 samples or more, "
+           "weighted by samples); the pick at %.3fx the fastest (geometric mean over pipelines)\n",
+           all.samples, all.pipelines, all.pipelines == 1 ? "" : "s", all.pairwise, all.rho, nlog ? exp(log_sum / nlog) : NAN);
+    free(each);
+    return TOOL_OK;
+}
+
 int tool_train(int argc, char **argv) {
-    const char *cmd = "train", *db = NULL, *out = NULL, *device = NULL, *init = NULL;
+    const char *cmd = "train", *db = NULL, *out = NULL, *device = NULL, *init = NULL, *evaluate = NULL;
+    /* with --evaluate, the first option that only training uses */
+    const char *train_only = NULL;
     /* the --data files, in the order given */
     const char **data = calloc((size_t)argc + 1, sizeof *data);
     int ndata = 0;
@@ -114,6 +178,9 @@ int tool_train(int argc, char **argv) {
     int *hold_pipes = NULL;        /* per name, the pipelines it left out */
     char **copies = calloc((size_t)argc + 1, sizeof *copies);
     int nhold = 0, ncopies = 0, cap = argc * 2;
+    /* --app names (for --evaluate), likewise */
+    const char **apps = calloc((size_t)argc * 2 + 1, sizeof *apps);
+    int napps = 0, apps_cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, fold = 0, min_generation = 0;
     bool intensive = false, gather_floor = false;
     double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
@@ -123,8 +190,11 @@ int tool_train(int argc, char **argv) {
         const char *a = argv[i], *v;
         bool missing = false;
         long long n;
+        for (int k = 0; training_only[k] && !train_only; k++)
+            if (option_named(a, training_only[k])) train_only = training_only[k];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             train_usage(stdout);
+            free(apps);
             for (int k = 0; k < ncopies; k++) free(copies[k]);
             free(copies);
             free(hold);
@@ -138,13 +208,11 @@ int tool_train(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--init", &missing))) init = v;
         else if (!strcmp(a, "--intensive")) intensive = true;
         else if (!strcmp(a, "--gather-floor")) gather_floor = true;
-        else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing))) {
-            char *c = copies[ncopies++] = strdup(v), *save = NULL;
-            for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (nhold == cap) hold = realloc(hold, sizeof *hold * (size_t)(cap *= 2));
-                hold[nhold++] = t;
-            }
-        }
+        else if ((v = opt_value(argc, argv, &i, "--evaluate", &missing))) evaluate = v;
+        else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing)))
+            split_names(v, &hold, &nhold, &cap, copies, &ncopies);
+        else if ((v = opt_value(argc, argv, &i, "--app", &missing)))
+            split_names(v, &apps, &napps, &apps_cap, copies, &ncopies);
         else if ((v = opt_value(argc, argv, &i, "--epochs", &missing))) {
             if (!tool_parse_int(v, 0, 1000000, &n)) rc = tool_usage_error(cmd, "--epochs: expected a number of epochs >= 0, got '%s'", v);
             epochs = n;
@@ -184,11 +252,19 @@ int tool_train(int argc, char **argv) {
     if (rc == TOOL_OK) {
         if (!db && !ndata) rc = tool_usage_error(cmd, "no samples given (--db FILE or --data FILE)");
         else if (db && ndata) rc = tool_usage_error(cmd, "--db and --data are exclusive");
-        else if (!out) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
+        else if (evaluate && out) rc = tool_usage_error(cmd, "--evaluate writes no weights: drop -o");
+        else if (evaluate && init) rc = tool_usage_error(cmd, "--evaluate and --init are exclusive");
+        else if (evaluate && nhold)
+            rc = tool_usage_error(cmd, "--evaluate trains nothing to hold out from: --app chooses the pipelines");
+        else if (evaluate && train_only) rc = tool_usage_error(cmd, "--evaluate trains nothing: drop %s", train_only);
+        else if (napps && !evaluate)
+            rc = tool_usage_error(cmd, "--app goes with --evaluate (to train without an app: --hold-out)");
+        else if (!out && !evaluate) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
     }
     if (rc != TOOL_OK) {
         for (int k = 0; k < ncopies; k++) free(copies[k]);
         free(copies);
+        free(apps);
         free(hold);
         free(data);
         return rc;
@@ -199,7 +275,7 @@ int tool_train(int argc, char **argv) {
     nn_model *m = calloc(1, sizeof *m);
     train_data d;
     train_data_init(&d);
-    if (init && nn_load(m, init, err, sizeof err) != 0) {
+    if ((init || evaluate) && nn_load(m, init ? init : evaluate, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
         goto done;
@@ -259,6 +335,10 @@ int tool_train(int argc, char **argv) {
         rc = TOOL_INPUT;
         goto done;
     }
+    if (evaluate) {
+        rc = evaluate_weights(&d, m, evaluate, apps, napps, from);
+        goto done;
+    }
     train_split_by_hash(&d, (int)valid, (int)fold);
     train_opts o;
     train_opts_default(&o);
@@ -316,6 +396,7 @@ done:
     free(m);
     for (int k = 0; k < ncopies; k++) free(copies[k]);
     free(copies);
+    free(apps);
     free(hold);
     free(hold_pipes);
     free(data);
