@@ -369,10 +369,7 @@ static void train_by_pipe(const train_data *d, int **order, int **start) {
     *start = st;
 }
 
-/* The ranking figures and the summed loss of each pipeline of role r
- * (every pipeline with samples when each is given), or their totals. */
-static train_metrics train_evaluate_into(const train_data *d, const nn_model *m, train_role role,
-                                         train_pipe_metrics *each) {
+train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train_role role, train_pipe_metrics *each) {
     train_metrics out = { 0 };
     double *pred = base_calloc((size_t)d->nsamples + 1, sizeof(double));
     train_predict_all(d, m, pred);
@@ -420,11 +417,7 @@ static train_metrics train_evaluate_into(const train_data *d, const nn_model *m,
 }
 
 train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role role) {
-    return train_evaluate_into(d, m, role, NULL);
-}
-
-train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train_role role, train_pipe_metrics *each) {
-    return train_evaluate_into(d, m, role, each);
+    return train_evaluate_pipes(d, m, role, NULL);
 }
 
 /* ---- training ---- */

@@ -163,7 +163,7 @@ void train_predict_all(const train_data *d, const nn_model *m, double *pred);
 void train_neighbour_predict(const train_data *d, int w, double *pred);
 /* The metrics over the pipelines of role r. */
 train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role r);
-/* One pipeline's figures (train stagecraft --evaluate): samples (0: not of
+/* One pipeline's figures (stagecraft train --evaluate): samples (0: not of
  * the role, or none), pairwise accuracy (NAN without pairs), Spearman's
  * rho (NAN under 3 samples) and the measured time of the sample predicted
  * fastest over the fastest measured (1: the model picks the best). */
@@ -171,7 +171,8 @@ typedef struct {
     int samples;
     double pairwise, rho, pick_over_best;
 } train_pipe_metrics;
-/* train_evaluate, and each pipeline's figures in each[0 .. d->npipes). */
+/* train_evaluate, and (each not NULL) each pipeline's figures in
+ * each[0 .. d->npipes). */
 train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train_role r, train_pipe_metrics *each);
 
 /* The loss of one minibatch (samples idx[0..n) of one pipeline): the mean
