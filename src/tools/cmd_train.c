@@ -161,7 +161,8 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
     }
     printf("all: %d samples of %d pipeline%s: pairwise %.4f, rho %.4f (the mean over pipelines of 3 samples or more, "
            "weighted by samples); the pick at %.3fx the fastest (geometric mean over pipelines)\n",
-           all.samples, all.pipelines, all.pipelines == 1 ? "" : "s", all.pairwise, all.rho, nlog ? exp(log_sum / nlog) : NAN);
+           all.samples, all.pipelines, all.pipelines == 1 ? "" : "s", all.pairwise, all.rho,
+           nlog ? exp(log_sum / nlog) : NAN);
     free(each);
     return TOOL_OK;
 }
