@@ -15,15 +15,20 @@
 #include "tools.h"
 #include "train_load.h"
 
+/* Whether argument a is option name ("--name" or "--name=value"). */
+static bool option_named(const char *a, const char *name) {
+    size_t n = strlen(name);
+    return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
+}
+
 /* "--name value" or "--name=value": the value (and *i moved past it), or
  * NULL when arg is not that option.  *missing is set when the value is
  * absent. */
 static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing) {
     size_t n = strlen(name);
     const char *a = argv[*i];
-    if (strncmp(a, name, n)) return NULL;
+    if (!option_named(a, name)) return NULL;
     if (a[n] == '=') return a + n + 1;
-    if (a[n]) return NULL;
     if (*i + 1 >= argc) {
         *missing = true;
         return NULL;
@@ -114,12 +119,6 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
 static const char *const training_only[] = { "--intensive", "--gather-floor", "--epochs", "--seed", "--validation",
                                              "--validation-fold", "--lr", "--weight-decay", "--anneal",
                                              "--floor-quantile", "--loss", NULL };
-
-/* Whether argument a is option name ("--name" or "--name=value"). */
-static bool option_named(const char *a, const char *name) {
-    size_t n = strlen(name);
-    return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
-}
 
 /* Appends the comma-separated names of v to *list (growing it), in a copy
  * of v kept in copies until the end. */
