@@ -17,7 +17,11 @@
  *    kernel of its own with no edge handling and no branch around its
  *    body, and the kernel's own function over the other blocks, the two
  *    launches covering the kernel's blocks; a small kernel keeps the
- *    branch; run against the reference.
+ *    branch; run against the reference;
+ *  - lowered for a CPU, OpenCL takes a clamped row apart from the first
+ *    coordinate ((in_g + (row))[x], cg_access) in the edge code only,
+ *    never a data-dependent row, never for a GPU; run against the
+ *    reference.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -305,8 +309,77 @@ static void run_shape(const shape *sh) {
     fixture_unload(&fx);
 }
 
+/* A row read through a table: data-dependent, never taken apart. */
+static const char lut_pipe[] =
+    "pipeline lut_rows;\n"
+    "size W = 64;\n"
+    "size H = 40;\n"
+    "input u16 in(W, H);\n"
+    "input u16 rows(H);\n"
+    "out(x, y) = in(x, i32(rows(y)) % H) + in(x, min(max(y - 1, 0), H - 1));\n"
+    "output out(W, H);\n";
+
+/* The CPU's OpenCL code of sched: whether the text between from (a kernel
+ * name) and the next kernel takes a row apart; NULL kernel: anywhere. */
+static bool apart_in(const char *code, const char *kernel) {
+    char *k = kernel ? kernel_text(code, kernel) : NULL;
+    const char *t = kernel ? k : code;
+    bool r = t && strstr(t, "_g + (") != NULL;
+    free(k);
+    return r;
+}
+
+/* want: some row taken apart; split: the kernel out_s0 launches its
+ * interior apart (and that copy takes none apart). */
+static void rows_apart_case(const char *name, const char *pipe, const char *sched, bool want, bool split) {
+    char err[8192] = "";
+    fixture fx = fixture_load(pipe);
+    sched_state *s = sched_parse(fx.a, fx.p, name, sched, err, sizeof err);
+    lower_program *cpu = s ? lower_schedule_for(fx.a, fx.p, fx.b, s, true, err, sizeof err) : NULL;
+    lower_program *gpu = s ? lower_schedule(fx.a, fx.p, fx.b, s, err, sizeof err) : NULL;
+    sc_buffer **in = NULL, **ref = NULL;
+    if (!cpu || !gpu || measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) != 0) {
+        check_report(false, "%s: %s", name, err);
+        fixture_unload(&fx);
+        return;
+    }
+    char *code = cg_generate(cpu, CG_OPENCL), *gcode = cg_generate(gpu, CG_OPENCL);
+    check_report(code && apart_in(code, NULL) == want && (cg_opencl_rows_apart(cpu) > 0) == want,
+                 "%s/cpu: rows taken apart: %s", name, want ? "yes" : "no");
+    check_report(gcode && !apart_in(gcode, NULL) && cg_opencl_rows_apart(gpu) == 0,
+                 "%s/gpu: no row taken apart", name);
+    /* the interior kernel's rows are linear forms */
+    char iname[128];
+    snprintf(iname, sizeof iname, "out_s0%s", CG_INTERIOR_SUFFIX);
+    char *ik = code ? kernel_text(code, iname) : NULL;
+    check_report(code && !apart_in(code, iname) && (ik != NULL) == split, "%s/cpu: %s%s", name, iname,
+                 split ? " launched apart, no row taken apart in it" : " not launched");
+    free(ik);
+    free(code);
+    free(gcode);
+    for (int d = 0; d < ndev; d++) {
+        bool ok = fixture_run_exact(&devs[d], cpu, in, ref, 60000, true, err, sizeof err);
+        check_report(ok, "%s/cpu on %s%s%s", name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
+    }
+    measure_buffers_free(fx.p, in, ref);
+    fixture_unload(&fx);
+}
+
+static void test_rows_apart(void) {
+    /* bx in out's threads: clamped rows at the top and bottom edges */
+    rows_apart_case("rows_blur", blur_pipe,
+                    "schedule edge_blur;\nout: root [x=16x1 y=1x4];\nbx: thread of out;\nclamped: inline;\n", true,
+                    true);
+    rows_apart_case("rows_lut", lut_pipe, "schedule lut_rows;\nout: root [x=16x1 y=1x8];\n", true, false);
+    /* the table's row alone: nothing else clamped */
+    static const char lut_only[] = "pipeline lut_only;\nsize W = 64;\nsize H = 40;\ninput u16 in(W, H);\n"
+                                   "input u16 rows(H);\nout(x, y) = in(x, i32(rows(y)) % H);\noutput out(W, H);\n";
+    rows_apart_case("rows_lut_only", lut_only, "schedule lut_only;\nout: root [x=16x1 y=1x2];\n", false, false);
+}
+
 int main(void) {
     ndev = fixture_open_devices(devs);
+    test_rows_apart();
     cuda = fixture_open_cuda();
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i]);
     if (cuda.dev) cuda.ops->close(cuda.dev);

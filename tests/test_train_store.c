@@ -724,6 +724,68 @@ static void test_merged_threads(void) {
     fixture_remove_db(db);
 }
 
+/* A CPU's OpenCL sample of code older than CG_GENERATION_ROWS_APART whose
+ * code takes a clamped row or a row y / 2 apart (cg_opencl_rows_apart)
+ * timed other code than this build makes, and `collect --remeasure` times
+ * it again (cg_code_changed_since), but it is kept, in its own group, and
+ * counted as kept_rows_apart.  A GPU's sample timed the same code, and
+ * so did the CPU's code of a row read through a table (never taken
+ * apart); the CPU's timed by newer code is not counted. */
+static bool rows_change(const fixture *fx, const char *text, int generation, bool cpu, bool opencl,
+                        cg_code_change *c) {
+    char err[2048];
+    sched_state *sc = sched_parse(fx->a, fx->p, "t.sched", text, err, sizeof err);
+    nest_ctx *nx = nest_ctx_new(fx->p, fx->b);
+    nest *m = sc ? nest_build(nx, sc, err, sizeof err) : NULL;
+    if (m) *c = cg_code_changed_since(generation, fx->p, fx->b, sc, m, cpu, opencl);
+    nest_free(m);
+    nest_ctx_free(nx);
+    return m != NULL;
+}
+
+static void rows_apart_case(const char *pipe, const char *text, bool apart) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_rows_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_ROWS_APART - 1;
+    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, true, false, &c[3]));
+    CHECK(c[0] == (apart ? CG_CODE_ROWS_APART : CG_CODE_SAME));
+    CHECK(c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME && c[3] == CG_CODE_SAME);
+    int64_t devc, pid;
+    store *st = one_pipeline_store(db, &fx, &devc, &pid);
+    if (!st) return;
+    int64_t devl, devg;
+    cpu_and_gpu_devices(st, &devl, &devg);
+    CHECK(put_one(st, &fx, pid, devl, text, 10, "2026-11-30T09:00:00Z", "abc cg15", false) == 1);
+    CHECK(put_one(st, &fx, pid, devg, text, 11, "2026-11-30T09:00:00Z", "abc cg15", false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 2 && d.kept_rows_apart == apart);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_ROWS_APART));
+    /* the GPU's older time of the schedule left out (store_each_sample) */
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.kept_rows_apart == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
+static void test_rows_apart(void) {
+    rows_apart_case("pipeline eblur;\ninput u16 in(64, 48);\nclamped = repeat_edge(in);\n"
+                    "bx(x, y) = u16((u32(clamped(x - 1, y)) + clamped(x, y) + clamped(x + 1, y)) / 3);\n"
+                    "out(x, y) = u16((u32(bx(x, y - 1)) + bx(x, y) + bx(x, y + 1)) / 3);\n"
+                    "output out(64, 48);\n",
+                    "schedule eblur;\nout: root [x=16x1 y=1x4];\nbx: thread of out;\nclamped: inline;\n", true);
+    rows_apart_case("pipeline up;\ninput f32 in(64, 24);\nout(x, y) = in(x, y / 2) * 2.0;\n"
+                    "output out(64, 48);\n",
+                    "schedule up;\nout: root [x=16x1 y=1x4];\n", true);
+    rows_apart_case("pipeline lut;\ninput f32 in(64, 48);\ninput u16 rows(48);\n"
+                    "out(x, y) = in(x, i32(rows(y)) % 48) * 2.0;\noutput out(64, 48);\n",
+                    "schedule lut;\nout: root [x=16x1 y=1x4];\n", false);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -736,6 +798,7 @@ int main(void) {
     RUN(test_scan_order);
     RUN(test_square);
     RUN(test_merged_threads);
+    RUN(test_rows_apart);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -49,6 +49,9 @@ typedef struct cg_target {
     bool split_on_cpu;                    /* for a CPU (lower_program.cpu), the interior
                                              copy is a kernel of its own, launched over
                                              the interior blocks (OpenCL: codegen.c) */
+    bool row_apart_on_cpu;                /* for a CPU, an access whose row is not a
+                                             linear form is printed (a + row)[x]
+                                             (OpenCL: cg_access) */
     void (*prologue)(cg_ctx *g);          /* includes, typedefs, pragmas */
     void (*kernel_open)(cg_ctx *g, const lower_kernel *k);
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);
@@ -238,6 +241,8 @@ struct cg_ctx {
     cg_launch *launches;
     int nlaunches, caplaunches;
     int64_t pow2_shifts;          /* divisions and modulos by 2^k printed as shifts and masks */
+    int64_t rows_apart;           /* accesses printed (a + row)[x] (cg_access) */
+    bool probing;                 /* printing into scratch, dropped (push_interior): not counted */
 };
 
 void *cg_grow(void *p, size_t n);          /* realloc, aborting when out of memory */
@@ -267,6 +272,10 @@ int cg_pow2_log(int64_t c);
 /* The flat element index of coordinates coord (nodes) in a, whose mins
  * are the nodes min. */
 void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min);
+/* Prints the access a[index of coord] (cg_index), or, where
+ * cg_target.row_apart_on_cpu asks for it, (a + rows)[x]: the first
+ * coordinate's term alone in the brackets. */
+void cg_access(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min);
 void cg_int(cg_ctx *g, sc_type t, int64_t v);
 
 /* A variable in scope with its value range (i32). */

@@ -671,19 +671,17 @@ static bool print_linear_index(cg_ctx *g, const lower_alloc *a, const int *coord
  * the terms (x + 1 - 0 is x + 1) and constant terms into one number; a
  * private array's (MEM_LOCAL) as print_linear_index's sum where it is
  * one. */
-void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+static void print_index_dims(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min, int dlo, int dhi)
 {
     bool wide = a->count > INT32_MAX, any = false;
-    if (a->mem == MEM_LOCAL && !wide && print_linear_index(g, a, coord, min))
-        return;
     int64_t konst = 0;
-    for (int d = 0; d < a->ndims; d++) {
+    for (int d = dlo; d < dhi; d++) {
         const cg_node *c = &g->node[coord[d]], *m = &g->node[min[d]];
         if (cg_folds(c) && cg_folds(m)) {
             konst += (c->lo - m->lo) * a->stride[d];
             continue;
         }
-        bool bare = a->ndims == 1 && a->stride[d] == 1 && !wide;   /* alone in [] */
+        bool bare = dhi - dlo == 1 && a->stride[d] == 1 && !wide;   /* alone in [] */
         cg_printf(g, any ? " + " : "");
         any = true;
         if (wide)
@@ -720,6 +718,64 @@ void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
         cg_printf(g, "%" PRId64, konst);
     else if (konst)
         cg_printf(g, " %s %" PRId64, konst < 0 ? "-" : "+", konst < 0 ? -konst : konst);
+}
+
+void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+{
+    if (a->mem == MEM_LOCAL && a->count <= INT32_MAX && print_linear_index(g, a, coord, min))
+        return;
+    print_index_dims(g, a, coord, min, 0, a->ndims);
+}
+
+/* Whether node id, as printed, loads a value (a data-dependent index). */
+static bool loads(const cg_ctx *g, int id)
+{
+    const cg_node *n = &g->node[resolve(g, id)];
+    if (n->e->kind == E_CALL)
+        return true;
+    for (int i = 0; i < n->nkid; i++)
+        if (loads(g, n->kid[i])) return true;
+    return false;
+}
+
+/* Whether an access to a at coord takes its row apart (cg_access): OpenCL
+ * for a CPU, a global or shared array of two or more dimensions whose
+ * first coordinate varies and whose other coordinates are not all linear
+ * forms but load nothing (a clamped row at an image's edge, a row y / 2).
+ * PoCL's vectorizer takes `a[x + clamp(y) * W]` for a gather over the
+ * work-items and `(a + clamp(y) * W)[x]` for a vector load
+ * (docs/backends.md, "Rows apart").  A data-dependent row differs from
+ * work-item to work-item, a gather either way: it is left as it was. */
+static bool row_apart(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+{
+    if (!g->t->row_apart_on_cpu || !g->prog->cpu || a->mem == MEM_LOCAL || a->ndims < 2 || a->count > INT32_MAX ||
+        cg_folds(&g->node[coord[0]]))
+        return false;
+    cg_lin l = { .ok = true };
+    for (int d = 1; d < a->ndims && l.ok; d++) {
+        lin_add(g, coord[d], a->stride[d], &l);
+        lin_add(g, min[d], -a->stride[d], &l);
+    }
+    if (l.ok)
+        return false;
+    for (int d = 1; d < a->ndims; d++)
+        if (loads(g, coord[d]) || loads(g, min[d])) return false;
+    return true;
+}
+
+void cg_access(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+{
+    if (row_apart(g, a, coord, min)) {
+        g->rows_apart += !g->probing;
+        cg_printf(g, "(%s + (", cg_name(g, a->name));
+        print_index_dims(g, a, coord, min, 1, a->ndims);
+        cg_printf(g, "))[");
+        print_index_dims(g, a, coord, min, 0, 1);
+    } else {
+        cg_printf(g, "%s[", cg_name(g, a->name));
+        cg_index(g, a, coord, min);
+    }
+    cg_printf(g, "]");
 }
 
 /* Prints node id; `top` drops the outer parentheses of an infix form. */
@@ -766,9 +822,7 @@ void cg_expr(cg_ctx *g, int id, bool top)
     case E_CALL: {
         const lower_alloc *a = storage_of(g, e->func);
         cg_mark(g, a);
-        cg_printf(g, "%s[", cg_name(g, a->name));
-        cg_index(g, a, n->kid, n->kid + e->nargs);
-        cg_printf(g, "]");
+        cg_access(g, a, n->kid, n->kid + e->nargs);
         break;
     }
     case E_CAST:   pr_cast(g, n); break;

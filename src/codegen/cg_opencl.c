@@ -85,6 +85,7 @@ const cg_target cg_target_opencl = {
     .unroll_counted = true,
     .unroll_nodes = CG_OPENCL_UNROLL_NODES,
     .interior = true,
+    .row_apart_on_cpu = true,
     .split_on_cpu = true,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,

@@ -584,13 +584,16 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
         return CG_CODE_SQUARE;
     if (generation < CG_GENERATION_MERGED_THREADS && nest_merges_thread_loops(model))
         return CG_CODE_MERGED_THREADS;
+    if (generation < CG_GENERATION_ROWS_APART && opencl && l->cpu && lowered_program(l) &&
+        cg_opencl_rows_apart(lowered_program(l)) > 0)
+        return CG_CODE_ROWS_APART;
     return CG_CODE_SAME;
 }
 
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_MERGED_THREADS,
+    _Static_assert(CG_GENERATION == CG_GENERATION_ROWS_APART,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);
@@ -677,9 +680,8 @@ static void pr_store(cg_ctx *g, const kstmt *s)
     cg_st_hoist(g, v);
     cg_put_indent(g);
     cg_mark(g, a);
-    cg_printf(g, "%s[", cg_name(g, a->name));
-    cg_index(g, a, coord, min);
-    cg_printf(g, "] = ");
+    cg_access(g, a, coord, min);
+    cg_printf(g, " = ");
     cg_expr(g, v, true);
     cg_printf(g, ";\n");
 }
@@ -887,9 +889,11 @@ static void push_interior(cg_ctx *g, const lower_kernel *k, const int64_t *jlo, 
     int indent = g->indent, ntmp = g->ntmp;
     set_interior_ranges(g, k, jlo, jhi);
     g->out = &scratch;
+    g->probing = true;
     pr_stmt(g, k->block_setup, true);
     if (phases)
         pr_phases(g, k);
+    g->probing = false;
     free(scratch.s);
     g->out = out;
     g->indent = indent;
@@ -1299,12 +1303,17 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     return cg_generate_math(prog, backend, CG_MATH_EXACT);
 }
 
-/* The file for prog; *pow2_shifts (may be NULL) gets how many divisions
- * and modulos by powers of two it prints as shifts and masks, *launches
+/* What a file's code prints, counted (generate). */
+typedef struct {
+    int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
+    int64_t rows_apart;                  /* accesses (a + row)[x] (cg_access) */
+} code_counts;
+
+/* The file for prog; *counts (may be NULL) gets what it prints counted, *launches
  * (may be NULL) the launches that run it (cg_launch, malloc'd).  With
  * split_probe, only the large kernels with block bases are printed, up to
  * the first split, and no file: NULL, and the launches so far. */
-static char *generate(const lower_program *prog, cg_backend backend, cg_math math, int64_t *pow2_shifts,
+static char *generate(const lower_program *prog, cg_backend backend, cg_math math, code_counts *counts,
                       cg_launch **launches, int *nlaunches, bool split_probe)
 {
     static const cg_target *const targets[] = {
@@ -1358,8 +1367,10 @@ done:
     free(g.pkey);
     free(g.pval);
     free(g.stab);
-    if (pow2_shifts)
-        *pow2_shifts = g.pow2_shifts;
+    if (counts) {
+        counts->pow2_shifts = g.pow2_shifts;
+        counts->rows_apart = g.rows_apart;
+    }
     if (launches) {
         *launches = g.launches;
         *nlaunches = g.nlaunches;
@@ -1400,9 +1411,17 @@ bool cg_opencl_splits(const lower_program *prog)
 
 int64_t cg_pow2_shifts(const lower_program *prog)
 {
-    int64_t n = 0;
+    code_counts n = {0};
     free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL, false));
-    return n;
+    return n.pow2_shifts;
+}
+
+int64_t cg_opencl_rows_apart(const lower_program *prog)
+{
+    code_counts n = {0};
+    if (prog->cpu)
+        free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, false));
+    return n.rows_apart;
 }
 
 /* The options each back end's header comment also names (cg_c.c,

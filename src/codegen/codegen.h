@@ -114,8 +114,21 @@
  *      dimension read with / and %, which PoCL does not vectorize over:
  *      nl_means' one-shot pick computes d in 32 x 4 x 8 x 4 threads, 564
  *      ms before, 313 ms now (docs/backends.md).  Samples of schedules
- *      with such a stage changed (train_load.h, rejected_merged). */
-#define CG_GENERATION 15
+ *      with such a stage changed (train_load.h, rejected_merged).
+ *  16  2026-12-01: OpenCL code for a CPU target prints an access whose
+ *      row (every coordinate but the first) is not a linear form of the
+ *      loops and loads nothing as (a + row)[x] (cg_access), where it was
+ *      a[x + row]: with a clamped row, at an image's edge, PoCL's
+ *      vectorizer took the sum for a gather over the work-items and left
+ *      the work-item loop scalar.  box_blur's edge blocks in 32 threads
+ *      of 1 x 8 points: 0.35 ms, 0.17 ms now (the whole, 1.07 ms to 0.85
+ *      ms; docs/backends.md, "Rows apart").  A row y / 2 (a pyramid's)
+ *      was left scalar everywhere, not only at the edges: interpolate's
+ *      schedules 2% to 44% faster.  Samples of a CPU's OpenCL code with
+ *      such an access changed; they are kept, in their own groups, as
+ *      the schedules of most pipelines kept their order (train_load.h,
+ *      kept_rows_apart). */
+#define CG_GENERATION 16
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -139,6 +152,9 @@
 /* The first generation whose work-groups merge a root stage's fourth and
  * later threaded loops into their third dimension. */
 #define CG_GENERATION_MERGED_THREADS 15
+/* The first generation whose OpenCL code for a CPU takes rows that are
+ * not linear forms apart from the first coordinate. */
+#define CG_GENERATION_ROWS_APART 16
 
 #include "lower.h"
 
@@ -182,7 +198,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
 bool cg_opencl_splits(const lower_program *prog);
 
 /* What changed since an older generation's code for a schedule, as far as
- * generations 7 to 14 changed it (older ones changed more: callers that
+ * generations 7 to 16 changed it (older ones changed more: callers that
  * care leave them out): the code of s that code generation `generation`
  * made (its loop-nest model, built without staging; on a CPU target or
  * not, through OpenCL or not) lacked staging that it had then
@@ -208,7 +224,10 @@ bool cg_opencl_splits(const lower_program *prog);
  * (CG_CODE_SQUARE: before CG_GENERATION_SQUARES, where cg_squares), or
  * read the thread indices of a root stage with more than three threaded
  * loops from one flat index (CG_CODE_MERGED_THREADS: before
- * CG_GENERATION_MERGED_THREADS, where nest_merges_thread_loops). */
+ * CG_GENERATION_MERGED_THREADS, where nest_merges_thread_loops), or, on
+ * a CPU through OpenCL, indexed an array by a sum where this build takes
+ * the row apart (CG_CODE_ROWS_APART: before CG_GENERATION_ROWS_APART,
+ * where cg_opencl_rows_apart). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -219,7 +238,8 @@ typedef enum {
     CG_CODE_MINMAX,
     CG_CODE_SCAN_ORDER,
     CG_CODE_SQUARE,
-    CG_CODE_MERGED_THREADS
+    CG_CODE_MERGED_THREADS,
+    CG_CODE_ROWS_APART
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
@@ -234,6 +254,9 @@ bool cg_uses_f32_minmax(const sc_pipeline *p);
 /* How many divisions and modulos by powers of two the code of prog
  * prints as shifts and masks (the same in every back end). */
 int64_t cg_pow2_shifts(const lower_program *prog);
+/* How many accesses OpenCL code of prog for a CPU prints with the row
+ * apart, (a + row)[x] (cg_access; 0 where prog is not for a CPU). */
+int64_t cg_opencl_rows_apart(const lower_program *prog);
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl);
 

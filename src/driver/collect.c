@@ -231,7 +231,7 @@ int collect_find(collect_ctx *c, const collect_pipe *cp, const char *text, store
 #define COLLECT_CURRENT_SINCE 6
 
 /* Whether the result f of s, stale by its generation, timed the code this
- * build makes all the same: generations 7 to 15 changed only what
+ * build makes all the same: generations 7 to 16 changed only what
  * cg_code_changed_since (codegen.h) tells apart; older ones changed more. */
 static bool current_code(collect_ctx *c, collect_pipe *cp, const sched_state *s, const store_found *f) {
     if (f->generation < COLLECT_CURRENT_SINCE || f->ref_ms <= 0) return false;

@@ -154,6 +154,11 @@ static int loader_sample(const store_sample *s, void *ud) {
     cg_code_change change = model ? cg_code_changed_since(s->generation, L->p, L->b, st, model, L->t.cpu,
                                                           !strncmp(s->device_key, "opencl:", 7))
                                   : CG_CODE_SAME;
+    /* kept, in its own group: the schedules mostly kept their order */
+    if (change == CG_CODE_ROWS_APART) {
+        d->kept_rows_apart++;
+        change = CG_CODE_SAME;
+    }
     if (change != CG_CODE_SAME) {
         nest_free(model);
         if (change == CG_CODE_STAGING) d->rejected_staged++;

@@ -73,6 +73,17 @@
  * (nest_merges_thread_loops) read its thread indices from one flat index,
  * where this build's work-group has three dimensions: they count as
  * rejected_merged (`collect --remeasure` times them again).
+ *
+ * Samples of a CPU's OpenCL code older than CG_GENERATION_ROWS_APART whose
+ * code indexes an array by a sum with a row that is not a linear form
+ * (cg_opencl_rows_apart: a clamped row at an image's edge, a row y / 2),
+ * where this build takes the row apart, (a + row)[x], ran slower code
+ * than this build makes, but the schedules of most pipelines kept their
+ * order (docs/backends.md, "Rows apart": Spearman's rho 0.73 to 1 over
+ * seven apps' schedules timed both ways, interpolate's 0.35).  They are
+ * kept, in their own groups (one per code generation), and counted as
+ * kept_rows_apart; `collect --remeasure` times them again, and
+ * `--min-generation 16` leaves them out.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
