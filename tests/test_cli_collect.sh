@@ -219,10 +219,11 @@ ok collect_sigint_exit "$rc"
 ok collect_sigint_says_stopped "$(grep -q 'stopped: run again to resume' "$idb.log"; echo $?)"
 ok collect_sigint_no_failures "$(sqlite3 "$idb" 'SELECT count(*) FROM failures' | grep -qx 0; echo $?)"
 # --remeasure on a CPU (PoCL): generation 7 changed only the code of
-# schedules that stage in registers, so of three generation-6 results
-# (the baseline, one point a thread; the root schedule, bx in out's
-# threads of 2 x 3 points, which stages in; and a schedule whose out
-# stages bx) the two that stage are timed again and the baseline's kept
+# schedules that stage in registers, so of four generation-6 results
+# (the baseline, one point a thread; the random draw, bx in out's threads
+# of one point each; bx in out's threads of 2 x 3 points, which stages
+# in; and a schedule whose out stages bx) the two that stage are timed
+# again and the other two kept
 sdb=$tmp/staged.db
 spipe=$tmp/st.pipe
 cat >"$spipe" <<'PIPE'
@@ -243,19 +244,21 @@ case_ collect_cpu_two 0 -e 'collect: 2 measured, 0 failed' -- \
     "$sc" collect --db "$sdb" --device opencl --schedules 2 "$spipe"
 staged_text=$(printf 'schedule st;\nout: root [x=16x2 y=4x2];\nbx: root [x=32x1 y=8x1];\n')
 stale_all "$staged_text" 6
-case_ collect_cpu_staged_only 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 1 already stored' -- \
+staged_thread=$(printf 'schedule st;\nout: root [x=8x2 y=4x3];\nbx: thread of out;\n')
+stale_all "$staged_thread" 6
+case_ collect_cpu_staged_only 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 2 already stored' -- \
     "$sc" collect --db "$sdb" --device opencl --schedules 2 --remeasure "$spipe"
 gen=$(sed -n 's/^#define CG_GENERATION \([0-9]*\)$/\1/p' src/codegen/codegen.h)
 ok collect_cpu_staged_retimed "$(sqlite3 "$sdb" "SELECT version FROM measurements WHERE schedule = (SELECT max(id) FROM schedules)" | grep -q " cg$gen\$"; echo $?)"
 ok collect_cpu_plain_kept "$(sqlite3 "$sdb" "SELECT s.text FROM measurements m JOIN schedules s ON s.id = m.schedule WHERE m.version = 'abc cg6'" | grep -c 'root \[x=64x1 y=1x1\]' | grep -qx 2; echo $?)"
 # --remeasure of generation-7 results: generation 8 changed only the code
 # of schedules with a thread-level Func of 16 to 63 points a thread, so of
-# the three (the two above and bx in out's threads of 1 x 18 points) only
+# the five (the four above and bx in out's threads of 1 x 18 points) only
 # that one is timed again
 thr_text=$(printf 'schedule st;\nout: root [x=16x1 y=3x16];\nbx: thread of out;\n')
 stale_all "$thr_text" 7
 case_ collect_thread_unrolled_only 0 -e 'collect: 1 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$sdb" --device opencl --schedules 2 --remeasure "$spipe"
 ok collect_thread_unrolled_retimed "$(sqlite3 "$sdb" "SELECT version FROM measurements WHERE schedule = (SELECT max(id) FROM schedules)" | grep -q " cg$gen\$"; echo $?)"
-ok collect_thread_others_kept "$(sqlite3 "$sdb" "SELECT count(*) FROM measurements WHERE version = 'abc cg7'" | grep -qx 3; echo $?)"
+ok collect_thread_others_kept "$(sqlite3 "$sdb" "SELECT count(*) FROM measurements WHERE version = 'abc cg7'" | grep -qx 4; echo $?)"
 exit $failed

@@ -226,6 +226,58 @@ static void test_short_loops_unroll_whole(void) {
     }
 }
 
+/* The threads a root stage's innermost loop is offered, as a bit set (bit
+ * k for 2^k threads), for a 2-point stencil over an input of type `type`
+ * on target t. */
+static unsigned inner_threads(const char *type, const target *t) {
+    char src[256];
+    snprintf(src, sizeof src,
+             "pipeline th;\ninput %s a(513, 64);\nout(x, y) = a(x, y) + a(x + 1, y);\noutput out(512, 64);\n", type);
+    sc_pipeline *p = sc_parse_string("th.pipe", src, strlen(src), NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(b != NULL);
+    if (!b) {
+        sc_pipeline_free(p);
+        return 0;
+    }
+    space_opts o = { t, false, false };
+    legal_ctx *x = space_legal(p, b, &o);
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_state_new(a, p);
+    unsigned threads = 0;
+    ir_vec ch = { 0 };
+    CHECK(space_children(a, x, p, b, s, &o, &ch) == 1);
+    space_enum e;
+    if (ch.n == 1 && space_enum_begin(&e, a, x, p, b, ch.items[0], &o) >= 0 && e.tiling)
+        while (space_enum_skip(&e))
+            for (int k = 0; k < 10; k++) threads |= (e.cur.threads[0] == 1 << k) << k;
+    ir_arena_free(a);
+    legal_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return threads;
+}
+
+/* On a CPU target (PoCL's: a warp of 8, its f32 lanes) a root stage's
+ * work-group is at least as wide as its vector in the narrowest type it
+ * stores or reads: 8 work-items of f32, 16 of u16, 32 of u8; a GPU is
+ * offered 8 too where it is its warp.  Where no tiling that wide is legal
+ * (16 threads a block at most), the narrower ones are offered. */
+static void test_cpu_vector_lanes(void) {
+    target gpu = fixture_target("a100"), cpu = gpu;
+    gpu.warp_size = 8;
+    cpu.warp_size = 8;
+    cpu.cpu = true;
+    const unsigned t8 = 1u << 3, t16 = 1u << 4, t32 = 1u << 5, t64 = 1u << 6;
+    CHECK(inner_threads("u8", &gpu) == (t8 | t16 | t32 | t64));
+    CHECK(inner_threads("f32", &cpu) == (t8 | t16 | t32 | t64));
+    CHECK(inner_threads("u16", &cpu) == (t16 | t32 | t64));
+    CHECK(inner_threads("u8", &cpu) == (t32 | t64));
+    cpu.max_threads_per_block = 16;
+    for (int d = 0; d < 3; d++) cpu.max_threads_per_dim[d] = 16;
+    CHECK(inner_threads("u8", &cpu) == (t8 | t16));
+}
+
 /* Random walks; at every tiling step the kept list must equal what
  * space_enum_skip steps through.  Returns the tiling steps compared. */
 static int compare_tilings(const char *app, int seeds, int *blocks) {
@@ -411,5 +463,6 @@ int main(void) {
     RUN(test_kept_tilings_are_the_enumerators);
     RUN(test_cpu_prunes_thread_reductions);
     RUN(test_short_loops_unroll_whole);
+    RUN(test_cpu_vector_lanes);
     CHECK_EXIT();
 }

@@ -155,7 +155,30 @@ static void sort_unique(int *v, int *n) {
     *n = m;
 }
 
-/* The (serial, threads) options of loop k (ROOT), or threads (BLOCK). */
+static void narrowest_call(const sc_expr *e, void *user) {
+    size_t *bytes = user;
+    if (e->kind == E_CALL && sc_type_size(e->func->type) < *bytes) *bytes = sc_type_size(e->func->type);
+}
+
+/* The work-items a CPU's OpenCL vectorizes stage st of f over: the
+ * vector's bits (its f32 lanes, the target's warp size, x 32) over the
+ * narrowest element the stage stores or reads.  PoCL vectorizes the loop
+ * over local id 0 of a work-group; LLVM left it scalar where its trip
+ * count, the work-group's first dimension, was below that many lanes: u16
+ * stencils in 8 work-items, u8 ones in 16 (docs/search.md, "Vector lanes
+ * on a CPU"). */
+static int cpu_lanes(const space_enum *e, const sc_func *f, int st) {
+    size_t bytes = sc_type_size(f->type);
+    const ir_stage *g = &f->stages[st];
+    ir_visit(g->value, narrowest_call, &bytes);
+    for (int d = 0; d < g->nargs; d++) ir_visit(g->args[d], narrowest_call, &bytes);
+    int64_t bits = (int64_t)e->o->t->warp_size * 32, lanes = bits / (8 * (int64_t)(bytes ? bytes : 1));
+    return lanes < 1 ? 1 : lanes > 64 ? 64 : (int)lanes;
+}
+
+/* The (serial, threads) options of loop k (ROOT), or threads (BLOCK).
+ * With e->lanes, a root stage's innermost threaded loop has at least the
+ * stage's vector lanes (cpu_lanes) where its extent allows. */
 static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
     int warp = e->o->t ? e->o->t->warp_size : 32;
     int n = 0;
@@ -191,6 +214,12 @@ static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
             for (int i = 0; i < nt; i++) has |= th[i] == warp;
             if (!has) th[nt++] = warp;
             sort_unique(th, &nt);
+            if (e->lanes) {
+                int lanes = cpu_lanes(e, func_at(e->p, e->fid), e->st), m = 0;
+                for (int i = 0; i < nt; i++)
+                    if (th[i] >= lanes || th[i] >= left || i == nt - 1) th[m++] = th[i];
+                nt = m;
+            }
         }
         for (int i = 0; i < nt; i++) {
             assert(n < SPACE_MAX_OPTS);
@@ -201,14 +230,10 @@ static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
     e->nopt[k] = n;
 }
 
-static void tilings_begin(space_enum *e) {
-    const sc_func *f = func_at(e->p, e->fid);
-    const sched_func *sf = e->s->f[e->fid];
-    e->st = sf->nstages - sf->pending;
-    e->loc = sf->loc;
-    e->at = sf->at;
+/* The loops' options, the counter at the first. */
+static void tiling_options(space_enum *e) {
     int64_t ext[SC_MAX_DIMS];
-    e->np = legal_pure_extents(e->b, f, e->st, ext);
+    legal_pure_extents(e->b, func_at(e->p, e->fid), e->st, ext);
     int inner = 0;
     for (int k = 0; k < e->np; k++) if (ext[k] >= 16) { inner = k; break; }
     for (int k = 0; k < e->np; k++) {
@@ -217,6 +242,19 @@ static void tilings_begin(space_enum *e) {
     }
     e->started = false;
     e->done = false;
+}
+
+static void tilings_begin(space_enum *e) {
+    const sc_func *f = func_at(e->p, e->fid);
+    const sched_func *sf = e->s->f[e->fid];
+    e->st = sf->nstages - sf->pending;
+    e->loc = sf->loc;
+    e->at = sf->at;
+    int64_t ext[SC_MAX_DIMS];
+    e->np = legal_pure_extents(e->b, f, e->st, ext);
+    e->lanes = e->o->t && e->o->t->cpu && e->loc == SCHED_ROOT;
+    e->ntilings = 0;
+    tiling_options(e);
 }
 
 /* The tiling the counter points at. */
@@ -262,12 +300,19 @@ static bool next_tiling(space_enum *e) {
             }
             if (k == e->np) {
                 e->done = true;
-                break;
+                /* no legal tiling with the lanes rule: the options without it */
+                if (e->lanes && e->ntilings == 0) {
+                    e->lanes = false;
+                    tiling_options(e);
+                }
+                continue;
             }
         }
         current_tile(e);
-        if (legal_tile(e->x, e->s, e->fid, e->st, e->loc, e->at, &e->cur, NULL, 0) == 0 && !tile_pruned(e, &e->cur))
+        if (legal_tile(e->x, e->s, e->fid, e->st, e->loc, e->at, &e->cur, NULL, 0) == 0 && !tile_pruned(e, &e->cur)) {
+            e->ntilings++;
             return true;
+        }
     }
     return false;
 }
