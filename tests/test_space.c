@@ -174,6 +174,36 @@ static void test_cpu_prunes_thread_reductions(void) {
     CHECK(offers_thread(8, cpu));
 }
 
+/* The tilings offered to the one Func of the pipeline src, put at root
+ * (its only location) on target t with options o, as a bit set: for each
+ * tiling, 1 << bit(tiling). */
+static unsigned root_tiling_bits(const char *src, const space_opts *o, int (*bit)(const sched_tile *)) {
+    sc_pipeline *p = sc_parse_string("t.pipe", src, strlen(src), NULL);
+    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(b != NULL);
+    if (!b) {
+        sc_pipeline_free(p);
+        return 0;
+    }
+    legal_ctx *x = space_legal(p, b, o);
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_state_new(a, p);
+    unsigned bits = 0;
+    ir_vec ch = { 0 };
+    /* the location (root), then the tilings */
+    CHECK(space_children(a, x, p, b, s, o, &ch) == 1);
+    space_enum e;
+    if (ch.n == 1 && space_enum_begin(&e, a, x, p, b, ch.items[0], o) >= 0 && e.tiling)
+        while (space_enum_skip(&e)) bits |= 1u << bit(&e.cur);
+    ir_arena_free(a);
+    legal_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return bits;
+}
+
+static int second_serial(const sched_tile *t) { return t->serial[1]; }
+
 /* The serial sizes a root stage's loop of extent ext (the second of an
  * output (256, ext)) is offered, as a bit set: bit s for serial s. */
 static unsigned serial_sizes(int ext, bool prune, bool whole) {
@@ -181,30 +211,9 @@ static unsigned serial_sizes(int ext, bool prune, bool whole) {
     snprintf(src, sizeof src,
              "pipeline sz;\ninput f32 a(256, %d);\nout(x, c) = select(c == 0, a(x, c), a(x, c) * 2.0f);\n"
              "output out(256, %d);\n", ext, ext);
-    sc_pipeline *p = sc_parse_string("sz.pipe", src, strlen(src), NULL);
-    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
-    CHECK(b != NULL);
-    if (!b) {
-        sc_pipeline_free(p);
-        return 0;
-    }
     target t = fixture_target("a100");
     space_opts o = { &t, prune, whole };
-    legal_ctx *x = space_legal(p, b, &o);
-    ir_arena *a = ir_arena_new();
-    sched_state *s = sched_state_new(a, p);
-    unsigned sizes = 0;
-    ir_vec ch = { 0 };
-    /* out's location (root), then its tilings */
-    CHECK(space_children(a, x, p, b, s, &o, &ch) == 1);
-    space_enum e;
-    if (ch.n == 1 && space_enum_begin(&e, a, x, p, b, ch.items[0], &o) >= 0 && e.tiling)
-        while (space_enum_skip(&e)) sizes |= 1u << e.cur.serial[1];
-    ir_arena_free(a);
-    legal_free(x);
-    bounds_free(b);
-    sc_pipeline_free(p);
-    return sizes;
+    return root_tiling_bits(src, &o, second_serial);
 }
 
 /* With unroll_whole, a short loop (a colour channel of 3) is offered its
@@ -226,6 +235,12 @@ static void test_short_loops_unroll_whole(void) {
     }
 }
 
+static int first_threads_log2(const sched_tile *t) {
+    int k = 0;
+    while (k < 31 && (1 << k) < t->threads[0]) k++;
+    return k;
+}
+
 /* The threads a root stage's innermost loop is offered, as a bit set (bit
  * k for 2^k threads), for a 2-point stencil over an input of type `type`
  * on target t. */
@@ -233,29 +248,8 @@ static unsigned inner_threads(const char *type, const target *t) {
     char src[256];
     snprintf(src, sizeof src,
              "pipeline th;\ninput %s a(513, 64);\nout(x, y) = a(x, y) + a(x + 1, y);\noutput out(512, 64);\n", type);
-    sc_pipeline *p = sc_parse_string("th.pipe", src, strlen(src), NULL);
-    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
-    CHECK(b != NULL);
-    if (!b) {
-        sc_pipeline_free(p);
-        return 0;
-    }
     space_opts o = { t, false, false };
-    legal_ctx *x = space_legal(p, b, &o);
-    ir_arena *a = ir_arena_new();
-    sched_state *s = sched_state_new(a, p);
-    unsigned threads = 0;
-    ir_vec ch = { 0 };
-    CHECK(space_children(a, x, p, b, s, &o, &ch) == 1);
-    space_enum e;
-    if (ch.n == 1 && space_enum_begin(&e, a, x, p, b, ch.items[0], &o) >= 0 && e.tiling)
-        while (space_enum_skip(&e))
-            for (int k = 0; k < 10; k++) threads |= (e.cur.threads[0] == 1 << k) << k;
-    ir_arena_free(a);
-    legal_free(x);
-    bounds_free(b);
-    sc_pipeline_free(p);
-    return threads;
+    return root_tiling_bits(src, &o, first_threads_log2);
 }
 
 /* On a CPU target (PoCL's: a warp of 8, its f32 lanes) a root stage's
