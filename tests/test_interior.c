@@ -344,9 +344,9 @@ static void rows_apart_case(const char *name, const char *pipe, const char *sche
         return;
     }
     char *code = cg_generate(cpu, CG_OPENCL), *gcode = cg_generate(gpu, CG_OPENCL);
-    check_report(code && apart_in(code, NULL) == want && (cg_opencl_rows_apart(cpu) > 0) == want,
+    check_report(code && apart_in(code, NULL) == want && (cg_opencl_rows_apart(cpu, NULL) > 0) == want,
                  "%s/cpu: rows taken apart: %s", name, want ? "yes" : "no");
-    check_report(gcode && !apart_in(gcode, NULL) && cg_opencl_rows_apart(gpu) == 0,
+    check_report(gcode && !apart_in(gcode, NULL) && cg_opencl_rows_apart(gpu, NULL) == 0,
                  "%s/gpu: no row taken apart", name);
     /* the interior kernel's rows are linear forms */
     char iname[128];

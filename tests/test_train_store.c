@@ -727,10 +727,13 @@ static void test_merged_threads(void) {
 /* A CPU's OpenCL sample of code older than CG_GENERATION_ROWS_APART whose
  * code takes a clamped row or a row y / 2 apart (cg_opencl_rows_apart)
  * timed other code than this build makes, and `collect --remeasure` times
- * it again (cg_code_changed_since), but it is kept, in its own group, and
- * counted as kept_rows_apart.  A GPU's sample timed the same code, and
- * so did the CPU's code of a row read through a table (never taken
- * apart); the CPU's timed by newer code is not counted. */
+ * it again (cg_code_changed_since).  Where every such access is in the
+ * edge blocks' copy of a kernel (a repeat_edge blur) it is kept, in its
+ * own group, and counted as kept_rows_apart; where one is elsewhere (a
+ * row y / 2, read in every block) it is rejected (rejected_rows_apart).
+ * A GPU's sample timed the same code, and so did the CPU's code of a row
+ * read through a table (never taken apart); the CPU's timed by newer
+ * code is neither. */
 static bool rows_change(const fixture *fx, const char *text, int generation, bool cpu, bool opencl,
                         cg_code_change *c) {
     char err[2048];
@@ -743,7 +746,9 @@ static bool rows_change(const fixture *fx, const char *text, int generation, boo
     return m != NULL;
 }
 
-static void rows_apart_case(const char *pipe, const char *text, bool apart) {
+typedef enum { ROWS_SAME, ROWS_EDGES, ROWS_BODY } rows_kind;
+
+static void rows_apart_case(const char *pipe, const char *text, rows_kind kind) {
     char db[128];
     snprintf(db, sizeof db, "/tmp/test_train_rows_%d.db", (int)getpid());
     fixture fx = fixture_load(pipe);
@@ -751,7 +756,8 @@ static void rows_apart_case(const char *pipe, const char *text, bool apart) {
     cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
     CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
           rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, true, false, &c[3]));
-    CHECK(c[0] == (apart ? CG_CODE_ROWS_APART : CG_CODE_SAME));
+    CHECK(c[0] == (kind == ROWS_EDGES ? CG_CODE_ROWS_APART_EDGES : kind == ROWS_BODY ? CG_CODE_ROWS_APART
+                                                                                   : CG_CODE_SAME));
     CHECK(c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME && c[3] == CG_CODE_SAME);
     int64_t devc, pid;
     store *st = one_pipeline_store(db, &fx, &devc, &pid);
@@ -762,11 +768,12 @@ static void rows_apart_case(const char *pipe, const char *text, bool apart) {
     CHECK(put_one(st, &fx, pid, devg, text, 11, "2026-11-30T09:00:00Z", "abc cg15", false) == 1);
     store_close(st);
     train_data d;
-    CHECK(load_all(db, &d) && d.nsamples == 2 && d.kept_rows_apart == apart);
+    CHECK(load_all(db, &d) && d.nsamples == (kind == ROWS_BODY ? 1 : 2) && d.kept_rows_apart == (kind == ROWS_EDGES) &&
+          d.rejected_rows_apart == (kind == ROWS_BODY));
     train_data_free(&d);
     CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_ROWS_APART));
     /* the GPU's older time of the schedule left out (store_each_sample) */
-    CHECK(load_all(db, &d) && d.nsamples == 1 && d.kept_rows_apart == 0);
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.kept_rows_apart == 0 && d.rejected_rows_apart == 0);
     train_data_free(&d);
     fixture_unload(&fx);
     fixture_remove_db(db);
@@ -777,13 +784,13 @@ static void test_rows_apart(void) {
                     "bx(x, y) = u16((u32(clamped(x - 1, y)) + clamped(x, y) + clamped(x + 1, y)) / 3);\n"
                     "out(x, y) = u16((u32(bx(x, y - 1)) + bx(x, y) + bx(x, y + 1)) / 3);\n"
                     "output out(64, 48);\n",
-                    "schedule eblur;\nout: root [x=16x1 y=1x4];\nbx: thread of out;\nclamped: inline;\n", true);
+                    "schedule eblur;\nout: root [x=16x1 y=1x4];\nbx: thread of out;\nclamped: inline;\n", ROWS_EDGES);
     rows_apart_case("pipeline up;\ninput f32 in(64, 24);\nout(x, y) = in(x, y / 2) * 2.0;\n"
                     "output out(64, 48);\n",
-                    "schedule up;\nout: root [x=16x1 y=1x4];\n", true);
+                    "schedule up;\nout: root [x=16x1 y=1x4];\n", ROWS_BODY);
     rows_apart_case("pipeline lut;\ninput f32 in(64, 48);\ninput u16 rows(48);\n"
                     "out(x, y) = in(x, i32(rows(y)) % 48) * 2.0;\noutput out(64, 48);\n",
-                    "schedule lut;\nout: root [x=16x1 y=1x4];\n", false);
+                    "schedule lut;\nout: root [x=16x1 y=1x4];\n", ROWS_SAME);
 }
 
 int main(void) {

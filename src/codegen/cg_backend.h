@@ -241,7 +241,9 @@ struct cg_ctx {
     cg_launch *launches;
     int nlaunches, caplaunches;
     int64_t pow2_shifts;          /* divisions and modulos by 2^k printed as shifts and masks */
-    int64_t rows_apart;           /* accesses printed (a + row)[x] (cg_access) */
+    int64_t rows_apart;           /* accesses printed (a + row)[x] (cg_access) ... */
+    int64_t rows_apart_edge;      /* ... of them in an edge copy (edge_copy) */
+    bool edge_copy;               /* printing the edge blocks' copy of a kernel with an interior one */
     bool probing;                 /* printing into scratch, dropped (push_interior): not counted */
 };
 

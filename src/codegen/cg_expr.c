@@ -767,6 +767,7 @@ void cg_access(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min
 {
     if (row_apart(g, a, coord, min)) {
         g->rows_apart += !g->probing;
+        g->rows_apart_edge += !g->probing && g->edge_copy;
         cg_printf(g, "(%s + (", cg_name(g, a->name));
         print_index_dims(g, a, coord, min, 1, a->ndims);
         cg_printf(g, "))[");

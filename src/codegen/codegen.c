@@ -584,9 +584,13 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
         return CG_CODE_SQUARE;
     if (generation < CG_GENERATION_MERGED_THREADS && nest_merges_thread_loops(model))
         return CG_CODE_MERGED_THREADS;
-    if (generation < CG_GENERATION_ROWS_APART && opencl && l->cpu && lowered_program(l) &&
-        cg_opencl_rows_apart(lowered_program(l)) > 0)
-        return CG_CODE_ROWS_APART;
+    if (generation < CG_GENERATION_ROWS_APART && opencl && l->cpu && lowered_program(l)) {
+        int64_t edges, all = cg_opencl_rows_apart(lowered_program(l), &edges);
+        if (all > edges)
+            return CG_CODE_ROWS_APART;
+        if (all > 0)
+            return CG_CODE_ROWS_APART_EDGES;
+    }
     return CG_CODE_SAME;
 }
 
@@ -1071,7 +1075,9 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
             sp->jhi[b] = jhi[b];
             sp->ninterior *= jhi[b] - jlo[b] + 1;
         }
+        g->edge_copy = true;
         pr_phases(g, k);
+        g->edge_copy = false;
         return;
     }
     for (int i = 0; i < k->nphases; i++) {
@@ -1084,7 +1090,9 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
         cg_indent(g, -1);
         cg_line(g, "} else {");
         cg_indent(g, 1);
+        g->edge_copy = true;
         pr_stmt(g, k->phases[i], true);
+        g->edge_copy = false;
         g->nenv = saved;
         cg_indent(g, -1);
         cg_line(g, "}");
@@ -1306,7 +1314,8 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
 /* What a file's code prints, counted (generate). */
 typedef struct {
     int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
-    int64_t rows_apart;                  /* accesses (a + row)[x] (cg_access) */
+    int64_t rows_apart;                  /* accesses (a + row)[x] (cg_access) ... */
+    int64_t rows_apart_edge;             /* ... of them in a kernel's edge copy */
 } code_counts;
 
 /* The file for prog; *counts (may be NULL) gets what it prints counted, *launches
@@ -1370,6 +1379,7 @@ done:
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
         counts->rows_apart = g.rows_apart;
+        counts->rows_apart_edge = g.rows_apart_edge;
     }
     if (launches) {
         *launches = g.launches;
@@ -1416,11 +1426,13 @@ int64_t cg_pow2_shifts(const lower_program *prog)
     return n.pow2_shifts;
 }
 
-int64_t cg_opencl_rows_apart(const lower_program *prog)
+int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)
 {
     code_counts n = {0};
     if (prog->cpu)
         free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, false));
+    if (in_edges)
+        *in_edges = n.rows_apart_edge;
     return n.rows_apart;
 }
 

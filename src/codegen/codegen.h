@@ -125,9 +125,10 @@
  *      ms; docs/backends.md, "Rows apart").  A row y / 2 (a pyramid's)
  *      was left scalar everywhere, not only at the edges: interpolate's
  *      schedules 2% to 44% faster.  Samples of a CPU's OpenCL code with
- *      such an access changed; they are kept, in their own groups, as
- *      the schedules of most pipelines kept their order (train_load.h,
- *      kept_rows_apart). */
+ *      such an access changed: outside the edge blocks' copy of a kernel
+ *      (rejected_rows_apart: interpolate's and camera_pipe's schedules
+ *      changed their order), or only there (kept_rows_apart, in their own
+ *      groups: train_load.h). */
 #define CG_GENERATION 16
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
@@ -226,8 +227,10 @@ bool cg_opencl_splits(const lower_program *prog);
  * loops from one flat index (CG_CODE_MERGED_THREADS: before
  * CG_GENERATION_MERGED_THREADS, where nest_merges_thread_loops), or, on
  * a CPU through OpenCL, indexed an array by a sum where this build takes
- * the row apart (CG_CODE_ROWS_APART: before CG_GENERATION_ROWS_APART,
- * where cg_opencl_rows_apart). */
+ * the row apart (before CG_GENERATION_ROWS_APART, where
+ * cg_opencl_rows_apart: CG_CODE_ROWS_APART where some such access is
+ * outside the edge blocks' copy of a kernel, CG_CODE_ROWS_APART_EDGES
+ * where all are in it). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -239,7 +242,8 @@ typedef enum {
     CG_CODE_SCAN_ORDER,
     CG_CODE_SQUARE,
     CG_CODE_MERGED_THREADS,
-    CG_CODE_ROWS_APART
+    CG_CODE_ROWS_APART,
+    CG_CODE_ROWS_APART_EDGES
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
@@ -255,8 +259,10 @@ bool cg_uses_f32_minmax(const sc_pipeline *p);
  * prints as shifts and masks (the same in every back end). */
 int64_t cg_pow2_shifts(const lower_program *prog);
 /* How many accesses OpenCL code of prog for a CPU prints with the row
- * apart, (a + row)[x] (cg_access; 0 where prog is not for a CPU). */
-int64_t cg_opencl_rows_apart(const lower_program *prog);
+ * apart, (a + row)[x] (cg_access; 0 where prog is not for a CPU);
+ * *in_edges (may be NULL) how many of them are in the edge blocks' copy
+ * of a kernel that has an interior copy (codegen.c, "Interior blocks"). */
+int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges);
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl);
 

@@ -154,8 +154,8 @@ static int loader_sample(const store_sample *s, void *ud) {
     cg_code_change change = model ? cg_code_changed_since(s->generation, L->p, L->b, st, model, L->t.cpu,
                                                           !strncmp(s->device_key, "opencl:", 7))
                                   : CG_CODE_SAME;
-    /* kept, in its own group: the schedules mostly kept their order */
-    if (change == CG_CODE_ROWS_APART) {
+    /* faster at the edges only, the order kept: in its own group */
+    if (change == CG_CODE_ROWS_APART_EDGES) {
         d->kept_rows_apart++;
         change = CG_CODE_SAME;
     }
@@ -169,6 +169,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         else if (change == CG_CODE_SCAN_ORDER) d->rejected_scan++;
         else if (change == CG_CODE_SQUARE) d->rejected_square++;
         else if (change == CG_CODE_MERGED_THREADS) d->rejected_merged++;
+        else if (change == CG_CODE_ROWS_APART) d->rejected_rows_apart++;
         else d->rejected_unrolled++;
         return 0;
     }

@@ -75,7 +75,8 @@ typedef struct {
     int64_t rejected_cold;        /* timed once against a cold reference (train_load.h) */
     int64_t rejected_order;       /* measured before the reduction order changed (train_load.h) */
     int64_t rejected_generation;  /* code older than train_load_opts.min_generation */
-    int64_t kept_rows_apart;      /* kept: a CPU's OpenCL code indexing rows by a sum (train_load.h) */
+    int64_t rejected_rows_apart;  /* a CPU's OpenCL code indexing rows by a sum (train_load.h) */
+    int64_t kept_rows_apart;      /* kept: the same at the edges only (train_load.h) */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
 } train_data;
 

@@ -77,13 +77,15 @@
  * Samples of a CPU's OpenCL code older than CG_GENERATION_ROWS_APART whose
  * code indexes an array by a sum with a row that is not a linear form
  * (cg_opencl_rows_apart: a clamped row at an image's edge, a row y / 2),
- * where this build takes the row apart, (a + row)[x], ran slower code
- * than this build makes, but the schedules of most pipelines kept their
- * order (docs/backends.md, "Rows apart": Spearman's rho 0.73 to 1 over
- * seven apps' schedules timed both ways, interpolate's 0.35).  They are
- * kept, in their own groups (one per code generation), and counted as
- * kept_rows_apart; `collect --remeasure` times them again, and
- * `--min-generation 16` leaves them out.
+ * where this build takes the row apart, (a + row)[x], ran slower code.
+ * Where some such access is outside the edge blocks' copy of a kernel
+ * (a pyramid's rows, read in every block) they count as
+ * rejected_rows_apart: interpolate's and camera_pipe's stored schedules,
+ * timed again, kept their order poorly (Spearman's rho 0.52 and 0.55).
+ * Where all are in it (an image's edges) the rest of the code is the
+ * same, the schedules kept their order (docs/backends.md, "Rows apart"),
+ * and they are kept, in their own group (the code generation's), counted
+ * as kept_rows_apart.  `collect --remeasure` times both again.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
