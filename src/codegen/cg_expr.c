@@ -742,9 +742,9 @@ static bool loads(const cg_ctx *g, int id)
  * for a CPU, a global or shared array of two or more dimensions whose
  * first coordinate varies and whose other coordinates are not all linear
  * forms but load nothing (a clamped row at an image's edge, a row y / 2).
- * PoCL's vectorizer takes `a[x + clamp(y) * W]` for a gather over the
- * work-items and `(a + clamp(y) * W)[x]` for a vector load
- * (docs/backends.md, "Rows apart").  A data-dependent row differs from
+ * PoCL left the work-item loop of `a[x + clamp(y) * W]` scalar and
+ * vectorized that of `(a + clamp(y) * W)[x]`
+ * (docs/backends.md, "Generation 16").  A data-dependent row differs from
  * work-item to work-item, a gather either way: it is left as it was. */
 static bool row_apart(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
 {

@@ -118,11 +118,10 @@
  *  16  2026-12-01: OpenCL code for a CPU target prints an access whose
  *      row (every coordinate but the first) is not a linear form of the
  *      loops and loads nothing as (a + row)[x] (cg_access), where it was
- *      a[x + row]: with a clamped row, at an image's edge, PoCL's
- *      vectorizer took the sum for a gather over the work-items and left
- *      the work-item loop scalar.  box_blur's edge blocks in 32 threads
+ *      a[x + row]: with a clamped row, at an image's edge, PoCL left the
+ *      work-item loop scalar.  box_blur's edge blocks in 32 threads
  *      of 1 x 8 points: 0.35 ms, 0.17 ms now (the whole, 1.07 ms to 0.85
- *      ms; docs/backends.md, "Rows apart").  A row y / 2 (a pyramid's)
+ *      ms; docs/backends.md, "Generation 16").  A row y / 2 (a pyramid's)
  *      was left scalar everywhere, not only at the edges: interpolate's
  *      schedules 2% to 44% faster.  Samples of a CPU's OpenCL code with
  *      such an access changed: outside the edge blocks' copy of a kernel

@@ -83,7 +83,7 @@
  * rejected_rows_apart: interpolate's and camera_pipe's stored schedules,
  * timed again, kept their order poorly (Spearman's rho 0.52 and 0.55).
  * Where all are in it (an image's edges) the rest of the code is the
- * same, the schedules kept their order (docs/backends.md, "Rows apart"),
+ * same, the schedules kept their order (docs/backends.md, "Generation 16"),
  * and they are kept, in their own group (the code generation's), counted
  * as kept_rows_apart.  `collect --remeasure` times both again.
  */
