@@ -125,9 +125,9 @@
  *      was left scalar everywhere, not only at the edges: interpolate's
  *      schedules 2% to 44% faster.  Samples of a CPU's OpenCL code with
  *      such an access changed: outside the edge blocks' copy of a kernel
- *      (rejected_rows_apart: interpolate's and camera_pipe's schedules
- *      changed their order), or only there (kept_rows_apart, in their own
- *      groups: train_load.h). */
+ *      (rejected_rows_apart: interpolate's schedules changed their
+ *      order), or only there (kept_rows_apart, in their own groups:
+ *      train_load.h). */
 #define CG_GENERATION 16
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7

@@ -80,12 +80,14 @@
  * where this build takes the row apart, (a + row)[x], ran slower code.
  * Where some such access is outside the edge blocks' copy of a kernel
  * (a pyramid's rows, read in every block) they count as
- * rejected_rows_apart: interpolate's and camera_pipe's stored schedules,
- * timed again, kept their order poorly (Spearman's rho 0.52 and 0.55).
- * Where all are in it (an image's edges) the rest of the code is the
- * same, the schedules kept their order (docs/backends.md, "Generation 16"),
- * and they are kept, in their own group (the code generation's), counted
- * as kept_rows_apart.  `collect --remeasure` times both again.
+ * rejected_rows_apart, as every earlier change's samples did
+ * (interpolate's schedules, timed by both builds in turn, changed their
+ * order: Spearman's rho 0.35).  Where all are in it (an image's edges)
+ * the rest of the code is the same and the schedules kept their order
+ * (rho 0.87 to 1 over box_blur, harris, unsharp and stencil_chain;
+ * docs/backends.md, "Generation 16"): they are kept, in their own group
+ * (the code generation's), counted as kept_rows_apart.  `collect
+ * --remeasure` times both again.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
