@@ -177,8 +177,8 @@ static int cpu_lanes(const space_enum *e, const sc_func *f, int st) {
 }
 
 /* The (serial, threads) options of loop k (ROOT), or threads (BLOCK).
- * With e->lanes, a root stage's innermost threaded loop has at least the
- * stage's vector lanes (cpu_lanes) where its extent allows. */
+ * With e->lanes, a root stage's innermost threaded loop has at least that
+ * many threads (cpu_lanes) where its extent allows. */
 static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
     int warp = e->o->t ? e->o->t->warp_size : 32;
     int n = 0;
@@ -215,9 +215,9 @@ static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
             if (!has) th[nt++] = warp;
             sort_unique(th, &nt);
             if (e->lanes) {
-                int lanes = cpu_lanes(e, func_at(e->p, e->fid), e->st), m = 0;
+                int m = 0;
                 for (int i = 0; i < nt; i++)
-                    if (th[i] >= lanes || th[i] >= left || i == nt - 1) th[m++] = th[i];
+                    if (th[i] >= e->lanes || th[i] >= left || i == nt - 1) th[m++] = th[i];
                 nt = m;
             }
         }
@@ -233,7 +233,7 @@ static void loop_options(space_enum *e, int k, int64_t ext, bool innermost) {
 /* The loops' options, the counter at the first. */
 static void tiling_options(space_enum *e) {
     int64_t ext[SC_MAX_DIMS];
-    legal_pure_extents(e->b, func_at(e->p, e->fid), e->st, ext);
+    e->np = legal_pure_extents(e->b, func_at(e->p, e->fid), e->st, ext);
     int inner = 0;
     for (int k = 0; k < e->np; k++) if (ext[k] >= 16) { inner = k; break; }
     for (int k = 0; k < e->np; k++) {
@@ -245,14 +245,11 @@ static void tiling_options(space_enum *e) {
 }
 
 static void tilings_begin(space_enum *e) {
-    const sc_func *f = func_at(e->p, e->fid);
     const sched_func *sf = e->s->f[e->fid];
     e->st = sf->nstages - sf->pending;
     e->loc = sf->loc;
     e->at = sf->at;
-    int64_t ext[SC_MAX_DIMS];
-    e->np = legal_pure_extents(e->b, f, e->st, ext);
-    e->lanes = e->o->t && e->o->t->cpu && e->loc == SCHED_ROOT;
+    e->lanes = e->o->t && e->o->t->cpu && e->loc == SCHED_ROOT ? cpu_lanes(e, func_at(e->p, e->fid), e->st) : 0;
     e->ntilings = 0;
     tiling_options(e);
 }
@@ -302,7 +299,7 @@ static bool next_tiling(space_enum *e) {
                 e->done = true;
                 /* no legal tiling with the lanes rule: the options without it */
                 if (e->lanes && e->ntilings == 0) {
-                    e->lanes = false;
+                    e->lanes = 0;
                     tiling_options(e);
                 }
                 continue;

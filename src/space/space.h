@@ -73,7 +73,8 @@ typedef struct {
     int nopt[SC_MAX_DIMS], digit[SC_MAX_DIMS];
     int sopt[SC_MAX_DIMS][SPACE_MAX_OPTS], topt[SC_MAX_DIMS][SPACE_MAX_OPTS];
     bool started, done;
-    bool lanes;                 /* a CPU's vector lanes rule (enumerate.c, cpu_lanes) in force */
+    int lanes;                  /* a CPU's vector lanes rule (enumerate.c, cpu_lanes): the
+                                   least threads of the innermost loop, 0 where not in force */
     int ntilings;               /* tilings returned */
     sched_tile cur;
 } space_enum;
