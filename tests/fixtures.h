@@ -13,6 +13,8 @@
 #include "bounds.h"
 #include "exec.h"
 #include "ir.h"
+#include "lower.h"
+#include "measure.h"
 #include "rt.h"
 #include "stagecraft.h"
 #include "target.h"
@@ -71,6 +73,33 @@ static inline void fixture_unload(fixture *fx) {
     bounds_free(fx->b);
     ir_arena_free(fx->a);
     sc_pipeline_free(fx->p);
+}
+
+/* A schedule of a pipeline lowered for a CPU and for a GPU, with inputs
+ * and the reference's outputs (one set); ok false where a step failed, a
+ * failed case named after name saying which.  Free with
+ * fixture_lowered_free. */
+typedef struct {
+    fixture fx;
+    lower_program *cpu, *gpu;
+    sc_buffer **in, **ref;
+    bool ok;
+} fixture_lowered;
+
+static inline fixture_lowered fixture_lower_both(const char *pipe, const char *name, const char *sched) {
+    char err[8192] = "";
+    fixture_lowered l = { fixture_load(pipe), NULL, NULL, NULL, NULL, false };
+    sched_state *s = sched_parse(l.fx.a, l.fx.p, name, sched, err, sizeof err);
+    l.cpu = s ? lower_schedule_for(l.fx.a, l.fx.p, l.fx.b, s, true, err, sizeof err) : NULL;
+    l.gpu = s && l.cpu ? lower_schedule(l.fx.a, l.fx.p, l.fx.b, s, err, sizeof err) : NULL;
+    l.ok = l.gpu && measure_buffers_new(l.fx.p, 1, &l.in, &l.ref, err, sizeof err) == 0;
+    if (!l.ok) check_report(false, "%s: %s", name, err);
+    return l;
+}
+
+static inline void fixture_lowered_free(fixture_lowered *l) {
+    if (l->in) measure_buffers_free(l->fx.p, l->in, l->ref);
+    fixture_unload(&l->fx);
 }
 
 typedef struct { const rt_ops *ops; rt_device *dev; } fixture_device;

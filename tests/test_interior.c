@@ -16,8 +16,10 @@
  *    kernel launches the interior blocks apart (cg_generate_launches): a
  *    kernel of its own with no edge handling and no branch around its
  *    body, and the kernel's own function over the other blocks, the two
- *    launches covering the kernel's blocks; a small kernel keeps the
- *    branch; run against the reference;
+ *    launches covering the kernel's blocks; so does a small one that
+ *    guards a store of 8 or 16 bits (a partial tile's, generation 18),
+ *    not one of f32 or without a guard, which keeps the branch; run
+ *    against the reference;
  *  - lowered for a CPU, OpenCL takes a clamped row apart from the first
  *    coordinate ((in_g + (row))[x], cg_access) in the edge code only,
  *    never a data-dependent row, never for a GPU; run against the
@@ -128,17 +130,18 @@ typedef struct {
     const char *condition;        /* its condition, or NULL: no copy */
     bool partial;                 /* some edges stay (too few blocks along x) */
     bool split;                   /* for a CPU, OpenCL launches its interior apart
-                                     (a body of CG_SPLIT_NODES nodes or more); where
-                                     false, it may, and is checked the same way */
+                                     (a body of CG_SPLIT_NODES nodes or more, or a
+                                     guarded store of 8 or 16 bits); where false, it
+                                     may, and is checked the same way */
 } shape;
 
 static const shape shapes[] = {
     /* the edges: x = -1 and 100 (bx's blocks of 8 start at 0: the first
      * reads x - 1, the last is partial), y = -1 and 77 (blocks of 2 rows
-     * from -1) */
+     * from -1); small, but its u16 store is guarded: launched apart */
     { "blur_root", blur_pipe,
       "schedule edge_blur;\nout: root [x=8x1 y=1x1];\nbx: root [x=8x1 y=2x1];\nclamped: inline;\n",
-      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {", false, false },
+      "bx_s0", "if (bx_x_b >= 8 && bx_x_b <= 88 && bx_y_b >= 1 && bx_y_b <= 75) {", false, true },
     /* bx at block level: two phases with a barrier in each copy */
     { "blur_block", blur_pipe,
       "schedule edge_blur;\nout: root [x=8x2 y=4x1];\nbx: block of out [x=16 y=1];\nclamped: inline;\n",
@@ -333,16 +336,12 @@ static bool apart_in(const char *code, const char *kernel) {
  * interior apart (and that copy takes none apart). */
 static void rows_apart_case(const char *name, const char *pipe, const char *sched, bool want, bool split) {
     char err[8192] = "";
-    fixture fx = fixture_load(pipe);
-    sched_state *s = sched_parse(fx.a, fx.p, name, sched, err, sizeof err);
-    lower_program *cpu = s ? lower_schedule_for(fx.a, fx.p, fx.b, s, true, err, sizeof err) : NULL;
-    lower_program *gpu = s ? lower_schedule(fx.a, fx.p, fx.b, s, err, sizeof err) : NULL;
-    sc_buffer **in = NULL, **ref = NULL;
-    if (!cpu || !gpu || measure_buffers_new(fx.p, 1, &in, &ref, err, sizeof err) != 0) {
-        check_report(false, "%s: %s", name, err);
-        fixture_unload(&fx);
+    fixture_lowered l = fixture_lower_both(pipe, name, sched);
+    if (!l.ok) {
+        fixture_lowered_free(&l);
         return;
     }
+    const lower_program *cpu = l.cpu, *gpu = l.gpu;
     char *code = cg_generate(cpu, CG_OPENCL), *gcode = cg_generate(gpu, CG_OPENCL);
     check_report(code && apart_in(code, NULL) == want && (cg_opencl_rows_apart(cpu, NULL) > 0) == want,
                  "%s/cpu: rows taken apart: %s", name, want ? "yes" : "no");
@@ -358,11 +357,10 @@ static void rows_apart_case(const char *name, const char *pipe, const char *sche
     free(code);
     free(gcode);
     for (int d = 0; d < ndev; d++) {
-        bool ok = fixture_run_exact(&devs[d], cpu, in, ref, 60000, true, err, sizeof err);
+        bool ok = fixture_run_exact(&devs[d], cpu, l.in, l.ref, 60000, true, err, sizeof err);
         check_report(ok, "%s/cpu on %s%s%s", name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
     }
-    measure_buffers_free(fx.p, in, ref);
-    fixture_unload(&fx);
+    fixture_lowered_free(&l);
 }
 
 static void test_rows_apart(void) {
@@ -377,9 +375,37 @@ static void test_rows_apart(void) {
     rows_apart_case("rows_lut_only", lut_only, "schedule lut_only;\nout: root [x=16x1 y=1x2];\n", false, false);
 }
 
+/* Whether the CPU's OpenCL code of sched launches some interior apart,
+ * and whether for a small kernel's guarded narrow store; never for a GPU. */
+static void narrow_split_case(const char *name, const char *pipe, const char *sched, bool want) {
+    fixture_lowered l = fixture_lower_both(pipe, name, sched);
+    if (l.ok) {
+        check_report(cg_opencl_splits(l.cpu) == want && cg_opencl_splits_narrow(l.cpu) == want,
+                     "%s/cpu: launched apart for a guarded narrow store: %s", name, want ? "yes" : "no");
+        check_report(!cg_opencl_splits(l.gpu) && !cg_opencl_splits_narrow(l.gpu), "%s/gpu: one launch", name);
+    }
+    fixture_lowered_free(&l);
+}
+
+static void test_narrow_splits(void) {
+    /* u16, a partial tile along x (100 = 12 x 8 + 4) */
+    narrow_split_case("narrow_partial", blur_pipe,
+                      "schedule edge_blur;\nout: root [x=8x1 y=1x1];\nbx: root [x=8x1 y=2x1];\nclamped: inline;\n",
+                      true);
+    /* f32, a partial tile along x (40 = 2 x 16 + 8): AVX2 masks 32-bit stores */
+    narrow_split_case("f32_partial", zero_pipe, "schedule edge_zero;\nout: root [x=16x1 y=1x1];\npadded: inline;\n",
+                      false);
+    /* u16 in whole tiles (96 = 6 x 16): edges, but no guard */
+    static const char whole_pipe[] = "pipeline whole;\ninput u16 in(96, 32);\nclamped = repeat_edge(in);\n"
+                                     "out(x, y) = clamped(x - 1, y) + clamped(x + 1, y - 1);\noutput out(96, 32);\n";
+    narrow_split_case("narrow_whole", whole_pipe, "schedule whole;\nout: root [x=16x1 y=1x2];\nclamped: inline;\n",
+                      false);
+}
+
 int main(void) {
     ndev = fixture_open_devices(devs);
     test_rows_apart();
+    test_narrow_splits();
     cuda = fixture_open_cuda();
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i]);
     if (cuda.dev) cuda.ops->close(cuda.dev);

@@ -439,8 +439,8 @@ static void test_cpu_staged(void) {
     int64_t devl = store_put_device(st, &dev, err, sizeof err);
     CHECK(devl >= 0);
     /* out 2x2 points a thread reads bx over 2x4: staged by the GPU rule */
-    const char *staged = "schedule blur;\nout: root [x=16x2 y=4x2];\nbx: root [x=32x1 y=8x1];\n";
-    const char *plain = "schedule blur;\nout: root [x=16x1 y=4x1];\nbx: root [x=32x1 y=8x1];\n";
+    const char *staged = "schedule blur;\nout: root [x=16x2 y=4x2];\nbx: root [x=32x1 y=10x1];\n";
+    const char *plain = "schedule blur;\nout: root [x=16x1 y=4x1];\nbx: root [x=32x1 y=10x1];\n";
     struct { const char *sched, *version; int64_t device; } cases[] = {
         { staged, "abc cg6", devl },    /* a CPU's staged code: rejected */
         { plain, "abc cg6", devl },     /* nothing staged: loaded */
@@ -524,9 +524,10 @@ static void cpu_and_gpu_devices(store *st, int64_t *devl, int64_t *devg) {
 static void test_split_interior(void) {
     char db[128], err[2048];
     snprintf(db, sizeof db, "/tmp/test_train_split_%d.db", (int)getpid());
-    /* a 5 x 5 stencil */
-    fixture fx = fixture_load("pipeline sten;\ninput u16 in(68, 52);\n"
-                              "out(x, y) = u16(in(x, y) + 2 * in(x + 1, y) + 3 * in(x + 2, y) + 4 * in(x + 3, y) + "
+    /* a 5 x 5 stencil, f32 (a small kernel guarding a narrower store is
+     * launched apart too: test_narrow_splits) */
+    fixture fx = fixture_load("pipeline sten;\ninput f32 in(68, 52);\n"
+                              "out(x, y) = f32(in(x, y) + 2 * in(x + 1, y) + 3 * in(x + 2, y) + 4 * in(x + 3, y) + "
                               "5 * in(x + 4, y) + 6 * in(x, y + 1) + 7 * in(x + 1, y + 1) + 8 * in(x + 2, y + 1) + "
                               "9 * in(x + 3, y + 1) + 10 * in(x + 4, y + 1) + 11 * in(x, y + 2) + 12 * in(x + 1, y + 2) + "
                               "13 * in(x + 2, y + 2) + 14 * in(x + 3, y + 2) + 15 * in(x + 4, y + 2) + "
@@ -746,6 +747,20 @@ static bool rows_change(const fixture *fx, const char *text, int generation, boo
     return m != NULL;
 }
 
+/* A store at db of fx's pipeline with text timed once on a CPU's OpenCL
+ * device row (*devl) and once on a GPU's, both by build `version`. */
+static bool cpu_and_gpu_samples(const char *db, fixture *fx, const char *text, const char *version,
+                                int64_t *pid, int64_t *devl) {
+    int64_t devc, devg;
+    store *st = one_pipeline_store(db, fx, &devc, pid);
+    if (!st) return false;
+    cpu_and_gpu_devices(st, devl, &devg);
+    bool ok = put_one(st, fx, *pid, *devl, text, 10, "2026-11-30T09:00:00Z", version, false) == 1 &&
+              put_one(st, fx, *pid, devg, text, 11, "2026-11-30T09:00:00Z", version, false) == 1;
+    store_close(st);
+    return ok;
+}
+
 typedef enum { ROWS_SAME, ROWS_EDGES, ROWS_BODY } rows_kind;
 
 static void rows_apart_case(const char *pipe, const char *text, rows_kind kind) {
@@ -759,14 +774,8 @@ static void rows_apart_case(const char *pipe, const char *text, rows_kind kind) 
     CHECK(c[0] == (kind == ROWS_EDGES ? CG_CODE_ROWS_APART_EDGES : kind == ROWS_BODY ? CG_CODE_ROWS_APART
                                                                                    : CG_CODE_SAME));
     CHECK(c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME && c[3] == CG_CODE_SAME);
-    int64_t devc, pid;
-    store *st = one_pipeline_store(db, &fx, &devc, &pid);
-    if (!st) return;
-    int64_t devl, devg;
-    cpu_and_gpu_devices(st, &devl, &devg);
-    CHECK(put_one(st, &fx, pid, devl, text, 10, "2026-11-30T09:00:00Z", "abc cg15", false) == 1);
-    CHECK(put_one(st, &fx, pid, devg, text, 11, "2026-11-30T09:00:00Z", "abc cg15", false) == 1);
-    store_close(st);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, "abc cg15", &pid, &devl));
     train_data d;
     CHECK(load_all(db, &d) && d.nsamples == (kind == ROWS_BODY ? 1 : 2) && d.kept_rows_apart == (kind == ROWS_EDGES) &&
           d.rejected_rows_apart == (kind == ROWS_BODY));
@@ -793,6 +802,74 @@ static void test_rows_apart(void) {
                     "schedule lut;\nout: root [x=16x1 y=1x4];\n", ROWS_SAME);
 }
 
+/* A CPU's OpenCL sample of code older than CG_GENERATION_POINTER_SELECTS
+ * whose code selects between loads under a condition the same in every
+ * lane (cg_opencl_pointer_selects: a Bayer image's planes by c) timed
+ * code that PoCL left scalar: rejected (rejected_pointer_selects).  A
+ * GPU's sample, and the CPU's of newer code, are kept; a select by x's
+ * parity was never changed. */
+static void pointer_selects_case(const char *pipe, const char *text, bool changed) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_psel_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_POINTER_SELECTS - 1;
+    cg_code_change c[3] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(&fx, text, old, false, true, &c[2]));
+    CHECK(c[0] == (changed ? CG_CODE_POINTER_SELECTS : CG_CODE_SAME) && c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, "abc cg16", &pid, &devl));
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == (changed ? 1 : 2) && d.rejected_pointer_selects == changed);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_POINTER_SELECTS));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_pointer_selects == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
+static void test_pointer_selects(void) {
+    pointer_selects_case("pipeline planes;\ninput u16 in(64, 48);\n"
+                         "planes(x, y, c) = select(c == 0, in(2 * x, 2 * y), in(2 * x + 1, 2 * y + 1));\n"
+                         "output planes(32, 24, 2);\n",
+                         "schedule planes;\nplanes: root [x=16x1 y=1x1 c=1x1];\n", true);
+    pointer_selects_case("pipeline xpar;\ninput f32 in(66, 48);\n"
+                         "out(x, y) = select(x % 2 == 0, in(x, y), in(x + 1, y));\noutput out(64, 48);\n",
+                         "schedule xpar;\nout: root [x=16x1 y=1x2];\n", false);
+}
+
+/* A CPU's OpenCL sample of generations 11 to 17 with a small kernel that
+ * guards a u16 store (a partial tile) ran both copies in one kernel,
+ * where this build launches the interior apart (cg_opencl_splits_narrow):
+ * rejected (rejected_narrow_splits); older code counts as
+ * CG_CODE_INTERIOR; a GPU's sample and the CPU's of newer code are kept. */
+static void test_narrow_splits(void) {
+    static const char pipe[] = "pipeline nblur;\ninput u16 in(100, 40);\nclamped = repeat_edge(in);\n"
+                               "out(x, y) = u16((u32(clamped(x - 1, y)) + clamped(x + 1, y)) / 2);\n"
+                               "output out(100, 40);\n";
+    static const char text[] = "schedule nblur;\nout: root [x=8x1 y=1x2];\nclamped: inline;\n";
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_nsplit_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_NARROW_SPLITS - 1;
+    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(&fx, text, old, false, true, &c[2]) &&
+          rows_change(&fx, text, CG_GENERATION_SPLIT_INTERIOR - 1, true, true, &c[3]));
+    CHECK(c[0] == CG_CODE_NARROW_SPLITS && c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME && c[3] == CG_CODE_INTERIOR);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, "abc cg17", &pid, &devl));
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_narrow_splits == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_NARROW_SPLITS));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_narrow_splits == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -806,6 +883,8 @@ int main(void) {
     RUN(test_square);
     RUN(test_merged_threads);
     RUN(test_rows_apart);
+    RUN(test_pointer_selects);
+    RUN(test_narrow_splits);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -52,6 +52,10 @@ typedef struct cg_target {
     bool row_apart_on_cpu;                /* for a CPU, an access whose row is not a
                                              linear form is printed (a + row)[x]
                                              (OpenCL: cg_access) */
+    bool select_pointer_on_cpu;           /* for a CPU, a select between loads whose
+                                             condition is the same for every lane
+                                             loads through the selected pointer
+                                             (OpenCL: cg_expr, generation 17) */
     void (*prologue)(cg_ctx *g);          /* includes, typedefs, pragmas */
     void (*kernel_open)(cg_ctx *g, const lower_kernel *k);
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);
@@ -193,6 +197,8 @@ typedef struct {
     int64_t lo, hi;
     int lin;
     bool counted;
+    bool lane;                        /* may differ between work-items that differ in
+                                         local id 0 alone (cg_lane_varying) */
 } cg_var;
 typedef struct cg_lin cg_lin;
 
@@ -243,6 +249,7 @@ struct cg_ctx {
     int64_t pow2_shifts;          /* divisions and modulos by 2^k printed as shifts and masks */
     int64_t rows_apart;           /* accesses printed (a + row)[x] (cg_access) ... */
     int64_t rows_apart_edge;      /* ... of them in an edge copy (edge_copy) */
+    int64_t pointer_selects;      /* selects printed as a load through a selected pointer */
     bool edge_copy;               /* printing the edge blocks' copy of a kernel with an interior one */
     bool probing;                 /* printing into scratch, dropped (push_interior): not counted */
 };
@@ -282,6 +289,11 @@ void cg_int(cg_ctx *g, sc_type t, int64_t v);
 
 /* A variable in scope with its value range (i32). */
 void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi);
+/* Whether node id, as printed, may differ between the work-items of a
+ * group that differ in local id 0 alone, the lanes PoCL vectorizes over:
+ * it reads tid or tid0, a variable defined from them (cg_var.lane) or
+ * one not in scope, or loads. */
+bool cg_lane_varying(const cg_ctx *g, int id);
 /* Node id's linear form (cg_var.lin) stored in g->lins: its index, or -1
  * where it is none. */
 int cg_lin_of(cg_ctx *g, int id);

@@ -779,6 +779,145 @@ void cg_access(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min
     cg_printf(g, "]");
 }
 
+bool cg_lane_varying(const cg_ctx *g, int id)
+{
+    const cg_node *n = &g->node[resolve(g, id)];
+    if (cg_folds(n) || n->fconst)
+        return false;
+    switch (n->e->kind) {
+    case E_CONST:
+    case E_PARAM:
+        return false;
+    case E_VAR: {
+        const cg_var *v = in_scope(g, n->e->name);
+        return !v || v->lane;
+    }
+    case E_CALL:
+        return true;
+    default:
+        for (int i = 0; i < n->nkid; i++)
+            if (cg_lane_varying(g, n->kid[i])) return true;
+        return false;
+    }
+}
+
+/* ---- selects between loads: one load through the selected pointer ---- */
+
+/* A load under a select (pointer_select): its storage, its coordinates'
+ * and mins' nodes, and its column (the first coordinate less its min,
+ * times its stride) as a linear form. */
+typedef struct {
+    const lower_alloc *a;
+    const int *coord, *min;
+    cg_lin col;
+} select_leaf;
+
+enum { SELECT_LEAVES = 16 };
+
+/* Whether every term of linear form a (not its constant) is in b. */
+static bool terms_in(const cg_lin *a, const cg_lin *b)
+{
+    for (int i = 0; i < a->n; i++) {
+        if (a->coef[i] == 0) continue;
+        bool found = false;
+        for (int j = 0; j < b->n && !found; j++)
+            found = b->counter[j] == a->counter[i] && b->coef[j] == a->coef[i] && !strcmp(b->var[j], a->var[i]);
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* The loads that node id selects between, where it is a load, or a
+ * select whose condition is the same in every lane and whose sides are
+ * such (recursively); false for anything else, for a value printed as a
+ * temporary (loaded already), for a private array, and for a load whose
+ * row (the other coordinates) differs from lane to lane or whose column
+ * is not a linear form. */
+static bool select_leaves(cg_ctx *g, int id, select_leaf *leaf, int *n)
+{
+    const cg_node *nd = &g->node[resolve(g, id)];
+    const sc_expr *e = nd->e;
+    if (nd->tmp >= 0)
+        return false;
+    if (e->kind == E_SELECT)
+        return !cg_lane_varying(g, nd->kid[0]) && select_leaves(g, nd->kid[1], leaf, n) &&
+               select_leaves(g, nd->kid[2], leaf, n);
+    if (e->kind != E_CALL || *n == SELECT_LEAVES)
+        return false;
+    const lower_alloc *a = storage_of(g, e->func);
+    if (a->mem == MEM_LOCAL || a->count > INT32_MAX)
+        return false;
+    const int *coord = nd->kid, *min = nd->kid + e->nargs;
+    for (int d = 1; d < a->ndims; d++)
+        if (cg_lane_varying(g, coord[d]) || cg_lane_varying(g, min[d])) return false;
+    select_leaf *l = &leaf[(*n)++];
+    *l = (select_leaf){ a, coord, min, { .ok = true } };
+    lin_add(g, coord[0], a->stride[0], &l->col);
+    lin_add(g, min[0], -a->stride[0], &l->col);
+    return l->col.ok;
+}
+
+/* Whether select node id is printed as one load through a selected
+ * pointer: OpenCL for a CPU, a select between loads of one element type
+ * and memory (select_leaves) whose columns differ by constants.  PoCL
+ * left the work-item loop of `c ? a[x + ra] : b[x + rb]` scalar (the
+ * loads are not safe to speculate), and vectorizes `(c ? a + ra : b +
+ * rb)[x]`, whose pointer is the same in every lane (docs/backends.md,
+ * "Generation 17"). */
+static bool pointer_select(cg_ctx *g, int id, select_leaf *leaf, int *n)
+{
+    *n = 0;
+    if (!g->t->select_pointer_on_cpu || !g->prog->cpu || !select_leaves(g, id, leaf, n))
+        return false;
+    for (int i = 1; i < *n; i++)
+        if (cg_alloc_type(leaf[i].a) != cg_alloc_type(leaf[0].a) || leaf[i].a->mem != leaf[0].a->mem ||
+            !terms_in(&leaf[i].col, &leaf[0].col) ||
+            !terms_in(&leaf[0].col, &leaf[i].col))
+            return false;
+    return true;
+}
+
+/* The pointer of select node id's load (pointer_select): a select of the
+ * leaves' arrays plus their rows and their columns' constants less the
+ * printed column's (k0); *next counts the leaves printed. */
+static void print_select_pointer(cg_ctx *g, int id, const select_leaf *leaf, int *next, int64_t k0)
+{
+    const cg_node *nd = &g->node[resolve(g, id)];
+    if (nd->e->kind == E_SELECT) {
+        cg_printf(g, "(");
+        cg_expr(g, nd->kid[0], false);
+        cg_printf(g, " ? ");
+        print_select_pointer(g, nd->kid[1], leaf, next, k0);
+        cg_printf(g, " : ");
+        print_select_pointer(g, nd->kid[2], leaf, next, k0);
+        cg_printf(g, ")");
+        return;
+    }
+    const select_leaf *l = &leaf[(*next)++];
+    int64_t delta = l->col.k - k0;
+    cg_printf(g, "(%s", cg_name(g, l->a->name));
+    if (l->a->ndims > 1) {
+        cg_printf(g, " + (");
+        print_index_dims(g, l->a, l->coord, l->min, 1, l->a->ndims);
+        cg_printf(g, ")");
+    }
+    if (delta)
+        cg_printf(g, " %s %" PRId64, delta < 0 ? "-" : "+", delta < 0 ? -delta : delta);
+    cg_printf(g, ")");
+    cg_mark(g, l->a);
+}
+
+static void print_pointer_select(cg_ctx *g, int id, const select_leaf *leaf)
+{
+    g->pointer_selects += !g->probing;
+    int next = 0;
+    cg_printf(g, "(");
+    print_select_pointer(g, id, leaf, &next, leaf[0].col.k);
+    cg_printf(g, ")[");
+    print_index_dims(g, leaf[0].a, leaf[0].coord, leaf[0].min, 0, 1);
+    cg_printf(g, "]");
+}
+
 /* Prints node id; `top` drops the outer parentheses of an infix form. */
 void cg_expr(cg_ctx *g, int id, bool top)
 {
@@ -830,8 +969,14 @@ void cg_expr(cg_ctx *g, int id, bool top)
     case E_UNARY:  pr_unary(g, n); break;
     case E_BINARY: pr_binary(g, n, top); break;
     case E_MATH:   pr_math(g, n); break;
-    case E_SELECT:
+    case E_SELECT: {
         g->undecided++;
+        select_leaf leaf[SELECT_LEAVES];
+        int nleaf;
+        if (pointer_select(g, id, leaf, &nleaf)) {
+            print_pointer_select(g, id, leaf);
+            break;
+        }
         cg_printf(g, top ? "" : "(");
         cg_expr(g, n->kid[0], false);
         cg_printf(g, " ? ");
@@ -840,6 +985,7 @@ void cg_expr(cg_ctx *g, int id, bool top)
         cg_expr(g, n->kid[2], false);
         cg_printf(g, top ? "" : ")");
         break;
+    }
     default:
         cg_bug("unknown expression kind", NULL);
     }
@@ -915,5 +1061,5 @@ void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi)
     }
     if (!cg_fits(SC_I32, lo, hi))
         cg_type_range(SC_I32, &lo, &hi);
-    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false };
+    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false, false };
 }

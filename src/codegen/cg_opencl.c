@@ -86,6 +86,7 @@ const cg_target cg_target_opencl = {
     .unroll_nodes = CG_OPENCL_UNROLL_NODES,
     .interior = true,
     .row_apart_on_cpu = true,
+    .select_pointer_on_cpu = true,
     .split_on_cpu = true,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,

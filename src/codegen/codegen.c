@@ -390,6 +390,7 @@ static void narrow_env(cg_ctx *g, const sc_expr *cond)
                 cg_env_push(g, v->name, was.lo, hi < was.lo ? was.lo : hi);
                 g->env[g->nenv - 1].lin = was.lin;
                 g->env[g->nenv - 1].counted = was.counted;
+                g->env[g->nenv - 1].lane = was.lane;
             }
             return;
         }
@@ -489,121 +490,13 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
     return false;
 }
 
-static void note_pow2_division(const sc_expr *e, void *user)
-{
-    if (e->kind == E_BINARY && (e->op == SC_DIV || e->op == SC_MOD) && sc_type_is_signed(e->type) &&
-        e->type != SC_F32 && e->args[1]->kind == E_CONST && cg_pow2_log(e->args[1]->c.i) > 0)
-        *(bool *)user = true;
-}
-
-/* Whether note, visiting every node of p's definitions (values and
- * update coordinates), sets its flag. */
-static bool any_definition(const sc_pipeline *p, void (*note)(const sc_expr *, void *))
-{
-    bool found = false;
-    for (int i = 0; i < p->funcs.n && !found; i++) {
-        const sc_func *f = p->funcs.items[i];
-        if (f->kind != FUNC_DEFINED)
-            continue;
-        for (int st = 0; st < f->nstages; st++) {
-            ir_visit(f->stages[st].value, note, &found);
-            for (int d = 0; d < f->stages[st].nargs; d++)
-                ir_visit(f->stages[st].args[d], note, &found);
-        }
-    }
-    return found;
-}
-
-bool cg_divides_by_pow2(const sc_pipeline *p) { return any_definition(p, note_pow2_division); }
-
-static void note_square(const sc_expr *e, void *user)
-{
-    if (ir_expr_is_square(e))
-        *(bool *)user = true;
-}
-
-bool cg_squares(const sc_pipeline *p) { return any_definition(p, note_square); }
-
-static void note_f32_minmax(const sc_expr *e, void *user)
-{
-    if (e->kind == E_BINARY && (e->op == SC_MIN || e->op == SC_MAX) && e->args[0]->type == SC_F32)
-        *(bool *)user = true;
-}
-
-bool cg_uses_f32_minmax(const sc_pipeline *p) { return any_definition(p, note_f32_minmax); }
-
-/* The schedule's program, lowered on the first call only. */
+/* What a file's code prints, counted (generate). */
 typedef struct {
-    sc_pipeline *p;
-    const bounds_result *b;
-    const sched_state *s;
-    bool cpu, done;
-    ir_arena *a;
-    lower_program *prog;
-} lowered;
-
-static lower_program *lowered_program(lowered *l)
-{
-    if (!l->done) {
-        char err[512];
-        l->done = true;
-        l->a = ir_arena_new();
-        l->prog = lower_schedule_for(l->a, l->p, l->b, l->s, l->cpu, err, sizeof err);
-    }
-    return l->prog;
-}
-
-static cg_code_change code_change(int generation, lowered *l, const nest *model, bool opencl)
-{
-    if (l->cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
-        return CG_CODE_STAGING;
-    /* where the pipeline divides so, whether its code does (a dividend
-     * that is never negative was divided in plain C before too) */
-    if (generation < CG_GENERATION_POW2_DIVISION && cg_divides_by_pow2(l->p) && lowered_program(l) &&
-        cg_pow2_shifts(lowered_program(l)) > 0)
-        return CG_CODE_DIVISION;
-    if (generation < CG_GENERATION_THREAD_UNROLLED) {
-        if (nest_unrolls_thread_tiles(model))
-            return CG_CODE_UNROLLING;
-        if (opencl && lowered_program(l) &&
-            cg_opencl_unrolls_past(lowered_program(l), CG_OPENCL_UNROLL_NODES_BEFORE_8))
-            return CG_CODE_UNROLLING;
-    }
-    /* the readers' loops; OpenCL's indices changed form in every reader,
-     * but where its loops were unrolled already PoCL ran the same (docs) */
-    if (generation < CG_GENERATION_PRIVATE_INDICES && nest_unrolls_private_readers(model))
-        return CG_CODE_PRIVATE;
-    if (generation < CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu && lowered_program(l) &&
-        cg_opencl_splits(lowered_program(l)))
-        return CG_CODE_INTERIOR;
-    if (generation < CG_GENERATION_CPU_MINMAX && opencl && l->cpu && cg_uses_f32_minmax(l->p))
-        return CG_CODE_MINMAX;
-    if (generation < CG_GENERATION_SCANS_AROUND && nest_any_scan_around_tile(model))
-        return CG_CODE_SCAN_ORDER;
-    if (generation < CG_GENERATION_SQUARES && cg_squares(l->p))
-        return CG_CODE_SQUARE;
-    if (generation < CG_GENERATION_MERGED_THREADS && nest_merges_thread_loops(model))
-        return CG_CODE_MERGED_THREADS;
-    if (generation < CG_GENERATION_ROWS_APART && opencl && l->cpu && lowered_program(l)) {
-        int64_t edges, all = cg_opencl_rows_apart(lowered_program(l), &edges);
-        if (all > edges)
-            return CG_CODE_ROWS_APART;
-        if (all > 0)
-            return CG_CODE_ROWS_APART_EDGES;
-    }
-    return CG_CODE_SAME;
-}
-
-cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
-                                     const sched_state *s, const nest *model, bool cpu, bool opencl)
-{
-    _Static_assert(CG_GENERATION == CG_GENERATION_ROWS_APART,
-                   "a new generation: say here which older code it changed");
-    lowered l = { p, b, s, cpu, false, NULL, NULL };
-    cg_code_change c = code_change(generation, &l, model, opencl);
-    ir_arena_free(l.a);
-    return c;
-}
+    int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
+    int64_t rows_apart;                  /* accesses (a + row)[x] (cg_access) ... */
+    int64_t rows_apart_edge;             /* ... of them in a kernel's edge copy */
+    int64_t pointer_selects;             /* selects loading through a selected pointer */
+} code_counts;
 
 /* Whether the loop s gets the back end's unroll pragma. */
 static bool unroll_pragma(const cg_ctx *g, const kstmt *s)
@@ -655,7 +548,9 @@ static void pr_for(cg_ctx *g, const kstmt *s)
         cg_printf(g, "; %s++) {\n", v);
     }
     int saved = g->nenv;
+    bool lane = cg_lane_varying(g, m);
     cg_env_push(g, s->var, mn->lo, mn->hi + (s->extent > 0 ? s->extent - 1 : 0));
+    g->env[g->nenv - 1].lane = lane;
     if (pragma && g->t->unroll_counted) {
         g->env[g->nenv - 1].lin = cg_lin_of(g, m);
         g->env[g->nenv - 1].counted = true;
@@ -746,8 +641,10 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
                 lo = lo > g->ovr[i].lo ? lo : g->ovr[i].lo;
                 hi = hi < g->ovr[i].hi ? hi : g->ovr[i].hi;
             }
+        bool lane = cg_lane_varying(g, v);
         cg_env_push(g, s->var, lo, hi);
         g->env[g->nenv - 1].lin = s->value->type == SC_I32 ? cg_lin_of(g, v) : -1;
+        g->env[g->nenv - 1].lane = lane;
         if (s->value->type == SC_F32)
             g->nenv--;                      /* no range for floats */
         break;
@@ -1030,6 +927,47 @@ static bool large_kernel(const lower_kernel *k)
     return c.n >= cap;
 }
 
+/* Whether s stores an element narrower than 32 bits into a global array
+ * under a condition (a partial tile's guard; guarded: inside one). */
+static bool guards_narrow_store(const kstmt *s, bool guarded)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case KS_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (guards_narrow_store(s->items[i], guarded)) return true;
+        return false;
+    case KS_FOR:
+        return guards_narrow_store(s->body, guarded);
+    case KS_IF:
+        return guards_narrow_store(s->body, true);
+    case KS_STORE:
+        return guarded && s->alloc && s->alloc->mem == MEM_GLOBAL && sc_type_size(cg_alloc_type(s->alloc)) < 4;
+    default:
+        return false;
+    }
+}
+
+/* Whether a CPU's OpenCL code launches the kernel's interior blocks apart
+ * where it has them: a large kernel (large_kernel), or one that guards a
+ * store of 8 or 16 bits (generation 18).  With the interior copy and the
+ * guarded one as two sides of a branch in the work-item loop, PoCL's
+ * vectorizer must mask the guarded store; on a CPU with AVX2 and no
+ * AVX-512 there is no masked store of 8 or 16 bits, and the whole loop
+ * stayed scalar: stencil_chain's baseline (u16 stencils, 64 wide) ran
+ * 760-820 ms, 73-112 ms with its kernels split (docs/backends.md,
+ * "Generation 18"). */
+static bool split_worthy(const lower_kernel *k, bool *narrow)
+{
+    bool n = false;
+    for (int i = 0; i < k->nphases && !n; i++)
+        n = guards_narrow_store(k->phases[i], false);
+    if (narrow)
+        *narrow = n && !large_kernel(k);
+    return n || large_kernel(k);
+}
+
 /* Whether the kernel's blocks are exactly its bases' digits (lower.c:
  * bid's mixed radix, the first base fastest), so that an interior block's
  * index can be mapped to its bid. */
@@ -1067,7 +1005,7 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
     }
     char cond[1024];
     size_t n = interior_condition(g, k, jlo, jhi, cond, sizeof cond);
-    if (sp->part == PART_EDGE && n > 0 && blocks_are_bases(k) && large_kernel(k)) {
+    if (sp->part == PART_EDGE && n > 0 && blocks_are_bases(k) && split_worthy(k, NULL)) {
         sp->split = true;
         sp->ninterior = 1;
         for (int b = 0; b < k->nbases; b++) {
@@ -1222,6 +1160,8 @@ static void pr_kernel_fn(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
     int T[3];
     cg_thread_layout(k, T);
     for (int d = 0; d < 3; d++) cg_env_push(g, lower_tid_names[d], 0, T[d] - 1);
+    g->env[g->nenv - 4].lane = true;        /* tid */
+    g->env[g->nenv - 3].lane = true;        /* tid0 */
     g->indent = 0;
     g->out = &scratch;
     g->t->kernel_open(g, k);
@@ -1311,19 +1251,18 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     return cg_generate_math(prog, backend, CG_MATH_EXACT);
 }
 
-/* What a file's code prints, counted (generate). */
-typedef struct {
-    int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
-    int64_t rows_apart;                  /* accesses (a + row)[x] (cg_access) ... */
-    int64_t rows_apart_edge;             /* ... of them in a kernel's edge copy */
-} code_counts;
+
+/* What generate prints: the file, or (a probe) only the kernels with
+ * block bases that split_worthy takes (PROBE_SPLITS), or those of them
+ * it takes for a guarded narrow store alone (PROBE_NARROW_SPLITS). */
+typedef enum { PROBE_NONE, PROBE_SPLITS, PROBE_NARROW_SPLITS } split_probe;
 
 /* The file for prog; *counts (may be NULL) gets what it prints counted, *launches
- * (may be NULL) the launches that run it (cg_launch, malloc'd).  With
- * split_probe, only the large kernels with block bases are printed, up to
- * the first split, and no file: NULL, and the launches so far. */
+ * (may be NULL) the launches that run it (cg_launch, malloc'd).  With a
+ * probe, only its kernels are printed, up to the first split, and no
+ * file: NULL, and the launches so far. */
 static char *generate(const lower_program *prog, cg_backend backend, cg_math math, code_counts *counts,
-                      cg_launch **launches, int *nlaunches, bool split_probe)
+                      cg_launch **launches, int *nlaunches, split_probe probe)
 {
     static const cg_target *const targets[] = {
         [CG_C] = &cg_target_c, [CG_OPENCL] = &cg_target_opencl, [CG_CUDA] = &cg_target_cuda,
@@ -1338,13 +1277,15 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
     g.prog = prog;
     g.out = &kernels;
     for (int i = 0; i < prog->nkernels; i++) {
-        if (split_probe && !(prog->kernels[i]->nbases > 0 && large_kernel(prog->kernels[i])))
+        bool narrow;
+        if (probe != PROBE_NONE && !(prog->kernels[i]->nbases > 0 && split_worthy(prog->kernels[i], &narrow) &&
+                                     (probe == PROBE_SPLITS || narrow)))
             continue;
         pr_kernel(&g, i);
-        if (split_probe && g.nlaunches > 0 && g.launches[g.nlaunches - 1].interior)
+        if (probe != PROBE_NONE && g.nlaunches > 0 && g.launches[g.nlaunches - 1].interior)
             break;
     }
-    if (split_probe) {
+    if (probe != PROBE_NONE) {
         free(kernels.s);
         goto done;
     }
@@ -1380,6 +1321,7 @@ done:
         counts->pow2_shifts = g.pow2_shifts;
         counts->rows_apart = g.rows_apart;
         counts->rows_apart_edge = g.rows_apart_edge;
+        counts->pointer_selects = g.pointer_selects;
     }
     if (launches) {
         *launches = g.launches;
@@ -1391,7 +1333,7 @@ done:
 
 char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
 {
-    return generate(prog, backend, math, NULL, NULL, NULL, false);
+    return generate(prog, backend, math, NULL, NULL, NULL, PROBE_NONE);
 }
 
 char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_math math, cg_launch **launches,
@@ -1399,19 +1341,22 @@ char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_mat
 {
     *launches = NULL;
     *nlaunches = 0;
-    return generate(prog, backend, math, NULL, launches, nlaunches, false);
+    return generate(prog, backend, math, NULL, launches, nlaunches, PROBE_NONE);
 }
 
-bool cg_opencl_splits(const lower_program *prog)
+/* Whether prog's OpenCL code for a CPU launches some kernel's interior
+ * apart, of the kernels that probe prints. */
+static bool opencl_splits(const lower_program *prog, split_probe probe)
 {
-    bool large = false;
-    for (int i = 0; i < prog->nkernels && !large; i++)
-        large = prog->kernels[i]->nbases > 0 && large_kernel(prog->kernels[i]);
-    if (!prog->cpu || !large)
+    bool candidate = false, narrow;
+    for (int i = 0; i < prog->nkernels && !candidate; i++)
+        candidate = prog->kernels[i]->nbases > 0 && split_worthy(prog->kernels[i], &narrow) &&
+                    (probe == PROBE_SPLITS || narrow);
+    if (!prog->cpu || !candidate)
         return false;
     cg_launch *launches = NULL;
     int n = 0;
-    generate(prog, CG_OPENCL, CG_MATH_FAST, NULL, &launches, &n, true);
+    generate(prog, CG_OPENCL, CG_MATH_FAST, NULL, &launches, &n, probe);
     bool split = false;
     for (int i = 0; i < n && !split; i++)
         split = launches[i].interior;
@@ -1419,18 +1364,39 @@ bool cg_opencl_splits(const lower_program *prog)
     return split;
 }
 
+bool cg_opencl_splits(const lower_program *prog)
+{
+    return opencl_splits(prog, PROBE_SPLITS);
+}
+
+bool cg_opencl_splits_narrow(const lower_program *prog)
+{
+    return opencl_splits(prog, PROBE_NARROW_SPLITS);
+}
+
 int64_t cg_pow2_shifts(const lower_program *prog)
 {
     code_counts n = {0};
-    free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL, false));
+    free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL, PROBE_NONE));
     return n.pow2_shifts;
+}
+
+cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog)
+{
+    code_counts n = {0};
+    if (prog->cpu)
+        free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
+    return (cg_cpu_forms){ n.rows_apart, n.rows_apart_edge, n.pointer_selects };
+}
+
+int64_t cg_opencl_pointer_selects(const lower_program *prog)
+{
+    return cg_opencl_cpu_forms(prog).pointer_selects;
 }
 
 int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)
 {
-    code_counts n = {0};
-    if (prog->cpu)
-        free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, false));
+    cg_cpu_forms n = cg_opencl_cpu_forms(prog);
     if (in_edges)
         *in_edges = n.rows_apart_edge;
     return n.rows_apart;

@@ -127,8 +127,27 @@
  *      such an access changed: outside the edge blocks' copy of a kernel
  *      (rejected_rows_apart: interpolate's schedules changed their
  *      order), or only there (kept_rows_apart, in their own groups:
- *      train_load.h). */
-#define CG_GENERATION 16
+ *      train_load.h).
+ *  17  2026-12-01: OpenCL code for a CPU target prints a select between
+ *      loads whose condition is the same in every lane (it reads no
+ *      thread index of dimension 0 and loads nothing) and whose columns
+ *      differ by constants as one load through the selected pointer,
+ *      (c ? a + ra : b + rb)[x] (cg_expr), where it was c ? a[x + ra] :
+ *      b[x + rb], a branch around loads that PoCL's vectorizer does not
+ *      speculate: camera_pipe's deinterleaved (a plane of the Bayer
+ *      image by c) ran scalar (docs/backends.md, "Generation 17").
+ *      Samples of a CPU's OpenCL code with such a select changed
+ *      (train_load.h, rejected_pointer_selects).
+ *  18  2026-12-01: OpenCL code for a CPU target launches the interior
+ *      blocks of a kernel apart (generation 11) also where the kernel is
+ *      small but guards a store of 8 or 16 bits into a global array (a
+ *      partial tile's): on a CPU with AVX2 and no AVX-512 there is no
+ *      masked store of that width, and with the guarded copy in a branch
+ *      beside the interior one PoCL left the whole work-item loop scalar:
+ *      stencil_chain's baseline 750-790 ms, 77 ms now (docs/backends.md,
+ *      "Generation 18").  Samples of a CPU's OpenCL code with such a
+ *      kernel changed (train_load.h, rejected_narrow_splits). */
+#define CG_GENERATION 18
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -155,6 +174,12 @@
 /* The first generation whose OpenCL code for a CPU takes rows that are
  * not linear forms apart from the first coordinate. */
 #define CG_GENERATION_ROWS_APART 16
+/* The first generation whose OpenCL code for a CPU loads through a
+ * selected pointer where a select's condition is the same in every lane. */
+#define CG_GENERATION_POINTER_SELECTS 17
+/* The first generation whose OpenCL code for a CPU launches the interior
+ * of a small kernel apart where it guards a store of 8 or 16 bits. */
+#define CG_GENERATION_NARROW_SPLITS 18
 
 #include "lower.h"
 
@@ -196,6 +221,9 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
  * (prog->cpu and a kernel of CG_SPLIT_NODES nodes or more with interior
  * blocks): code that differs from an older generation's. */
 bool cg_opencl_splits(const lower_program *prog);
+/* Whether it does so for a kernel below CG_SPLIT_NODES nodes, for a
+ * guarded store of 8 or 16 bits (since CG_GENERATION_NARROW_SPLITS). */
+bool cg_opencl_splits_narrow(const lower_program *prog);
 
 /* What changed since an older generation's code for a schedule, as far as
  * generations 7 to 16 changed it (older ones changed more: callers that
@@ -229,7 +257,12 @@ bool cg_opencl_splits(const lower_program *prog);
  * the row apart (before CG_GENERATION_ROWS_APART, where
  * cg_opencl_rows_apart: CG_CODE_ROWS_APART where some such access is
  * outside the edge blocks' copy of a kernel, CG_CODE_ROWS_APART_EDGES
- * where all are in it). */
+ * where all are in it), or, on a CPU through OpenCL, selected between
+ * loads where this build loads through a selected pointer
+ * (CG_CODE_POINTER_SELECTS: before CG_GENERATION_POINTER_SELECTS, where
+ * cg_opencl_pointer_selects), or, on a CPU through OpenCL, kept a small
+ * kernel with a guarded narrow store whole (CG_CODE_NARROW_SPLITS: before
+ * CG_GENERATION_NARROW_SPLITS, where cg_opencl_splits_narrow). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -242,7 +275,9 @@ typedef enum {
     CG_CODE_SQUARE,
     CG_CODE_MERGED_THREADS,
     CG_CODE_ROWS_APART,
-    CG_CODE_ROWS_APART_EDGES
+    CG_CODE_ROWS_APART_EDGES,
+    CG_CODE_POINTER_SELECTS,
+    CG_CODE_NARROW_SPLITS
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
@@ -262,6 +297,17 @@ int64_t cg_pow2_shifts(const lower_program *prog);
  * *in_edges (may be NULL) how many of them are in the edge blocks' copy
  * of a kernel that has an interior copy (codegen.c, "Interior blocks"). */
 int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges);
+/* What OpenCL code of prog for a CPU prints in the forms of generations
+ * 16 and 17 (all 0 where prog is not for a CPU): accesses with the row
+ * apart, those of them in the edge blocks' copy of a kernel, and selects
+ * loading through a selected pointer; one generation of the code. */
+typedef struct {
+    int64_t rows_apart, rows_apart_edge, pointer_selects;
+} cg_cpu_forms;
+cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog);
+/* How many selects OpenCL code of prog for a CPU prints as one load
+ * through a selected pointer (cg_expr; 0 where prog is not for a CPU). */
+int64_t cg_opencl_pointer_selects(const lower_program *prog);
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl);
 

@@ -170,6 +170,8 @@ static int loader_sample(const store_sample *s, void *ud) {
         else if (change == CG_CODE_SQUARE) d->rejected_square++;
         else if (change == CG_CODE_MERGED_THREADS) d->rejected_merged++;
         else if (change == CG_CODE_ROWS_APART) d->rejected_rows_apart++;
+        else if (change == CG_CODE_POINTER_SELECTS) d->rejected_pointer_selects++;
+        else if (change == CG_CODE_NARROW_SPLITS) d->rejected_narrow_splits++;
         else d->rejected_unrolled++;
         return 0;
     }

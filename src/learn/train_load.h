@@ -88,6 +88,18 @@
  * docs/backends.md, "Generation 16"): they are kept, in their own group
  * (the code generation's), counted as kept_rows_apart.  `collect
  * --remeasure` times both again.
+ *
+ * Samples of a CPU's OpenCL code older than CG_GENERATION_POINTER_SELECTS
+ * whose code selects between loads under a condition the same in every
+ * lane (cg_opencl_pointer_selects), where this build loads once through
+ * the selected pointer, ran code that PoCL left scalar: they count as
+ * rejected_pointer_selects.
+ *
+ * Samples of a CPU's OpenCL code of generations CG_GENERATION_SPLIT_INTERIOR
+ * to CG_GENERATION_NARROW_SPLITS - 1 with a small kernel that guards a
+ * store of 8 or 16 bits (cg_opencl_splits_narrow) ran it as one kernel
+ * with both copies in a branch, scalar on a CPU without AVX-512: they
+ * count as rejected_narrow_splits (older ones are rejected_interior).
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

@@ -316,13 +316,16 @@ int tool_train(int argc, char **argv) {
            "helper, %lld of code reading private arrays otherwise, %lld of CPU OpenCL code with interior blocks in a "
            "branch, %lld of CPU OpenCL code calling fmin or fmax, %lld of code with a scan's reduction inside its tile, "
            "%lld of code calling pow for a square, %lld of code reading more than three threaded loops from a flat "
-           "index, %lld of CPU OpenCL code indexing rows by a sum, %lld of code older than generation %lld; "
+           "index, %lld of CPU OpenCL code indexing rows by a sum, %lld of CPU OpenCL code selecting between loads, "
+           "%lld of CPU OpenCL code with a small kernel's narrow guarded store beside its interior, "
+           "%lld of code older than generation %lld; "
            "held out: %lld; kept: %lld of CPU OpenCL code indexing rows by a sum at the edges only\n",
            (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input,
            (long long)d.rejected_cold, (long long)d.rejected_order, (long long)d.rejected_staged,
            (long long)d.rejected_unrolled, (long long)d.rejected_division, (long long)d.rejected_private,
            (long long)d.rejected_interior, (long long)d.rejected_minmax, (long long)d.rejected_scan,
            (long long)d.rejected_square, (long long)d.rejected_merged, (long long)d.rejected_rows_apart,
+           (long long)d.rejected_pointer_selects, (long long)d.rejected_narrow_splits,
            (long long)d.rejected_generation,
            min_generation > 1 ? min_generation : 1, (long long)d.held_out, (long long)d.kept_rows_apart);
     if (d.nsamples == 0) {

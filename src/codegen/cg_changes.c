@@ -1,0 +1,132 @@
+/*
+ * cg_changes.c - what changed since an older code generation's code for a
+ * schedule (cg_code_changed_since, codegen.h): each generation that made
+ * some schedules' code run differently says here how to tell them, from
+ * the pipeline, the loop-nest model or the code this build prints, so
+ * that training leaves out (or groups apart) the samples that timed the
+ * older code.
+ */
+#include "cg_backend.h"
+#include "nest_query.h"
+
+static void note_pow2_division(const sc_expr *e, void *user)
+{
+    if (e->kind == E_BINARY && (e->op == SC_DIV || e->op == SC_MOD) && sc_type_is_signed(e->type) &&
+        e->type != SC_F32 && e->args[1]->kind == E_CONST && cg_pow2_log(e->args[1]->c.i) > 0)
+        *(bool *)user = true;
+}
+
+/* Whether note, visiting every node of p's definitions (values and
+ * update coordinates), sets its flag. */
+static bool any_definition(const sc_pipeline *p, void (*note)(const sc_expr *, void *))
+{
+    bool found = false;
+    for (int i = 0; i < p->funcs.n && !found; i++) {
+        const sc_func *f = p->funcs.items[i];
+        if (f->kind != FUNC_DEFINED)
+            continue;
+        for (int st = 0; st < f->nstages; st++) {
+            ir_visit(f->stages[st].value, note, &found);
+            for (int d = 0; d < f->stages[st].nargs; d++)
+                ir_visit(f->stages[st].args[d], note, &found);
+        }
+    }
+    return found;
+}
+
+bool cg_divides_by_pow2(const sc_pipeline *p) { return any_definition(p, note_pow2_division); }
+
+static void note_square(const sc_expr *e, void *user)
+{
+    if (ir_expr_is_square(e))
+        *(bool *)user = true;
+}
+
+bool cg_squares(const sc_pipeline *p) { return any_definition(p, note_square); }
+
+static void note_f32_minmax(const sc_expr *e, void *user)
+{
+    if (e->kind == E_BINARY && (e->op == SC_MIN || e->op == SC_MAX) && e->args[0]->type == SC_F32)
+        *(bool *)user = true;
+}
+
+bool cg_uses_f32_minmax(const sc_pipeline *p) { return any_definition(p, note_f32_minmax); }
+
+/* The schedule's program, lowered on the first call only. */
+typedef struct {
+    sc_pipeline *p;
+    const bounds_result *b;
+    const sched_state *s;
+    bool cpu, done;
+    ir_arena *a;
+    lower_program *prog;
+} lowered;
+
+static lower_program *lowered_program(lowered *l)
+{
+    if (!l->done) {
+        char err[512];
+        l->done = true;
+        l->a = ir_arena_new();
+        l->prog = lower_schedule_for(l->a, l->p, l->b, l->s, l->cpu, err, sizeof err);
+    }
+    return l->prog;
+}
+
+static cg_code_change code_change(int generation, lowered *l, const nest *model, bool opencl)
+{
+    if (l->cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
+        return CG_CODE_STAGING;
+    /* where the pipeline divides so, whether its code does (a dividend
+     * that is never negative was divided in plain C before too) */
+    if (generation < CG_GENERATION_POW2_DIVISION && cg_divides_by_pow2(l->p) && lowered_program(l) &&
+        cg_pow2_shifts(lowered_program(l)) > 0)
+        return CG_CODE_DIVISION;
+    if (generation < CG_GENERATION_THREAD_UNROLLED) {
+        if (nest_unrolls_thread_tiles(model))
+            return CG_CODE_UNROLLING;
+        if (opencl && lowered_program(l) &&
+            cg_opencl_unrolls_past(lowered_program(l), CG_OPENCL_UNROLL_NODES_BEFORE_8))
+            return CG_CODE_UNROLLING;
+    }
+    /* the readers' loops; OpenCL's indices changed form in every reader,
+     * but where its loops were unrolled already PoCL ran the same (docs) */
+    if (generation < CG_GENERATION_PRIVATE_INDICES && nest_unrolls_private_readers(model))
+        return CG_CODE_PRIVATE;
+    if (generation < CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu && lowered_program(l) &&
+        cg_opencl_splits(lowered_program(l)))
+        return CG_CODE_INTERIOR;
+    if (generation < CG_GENERATION_CPU_MINMAX && opencl && l->cpu && cg_uses_f32_minmax(l->p))
+        return CG_CODE_MINMAX;
+    if (generation < CG_GENERATION_SCANS_AROUND && nest_any_scan_around_tile(model))
+        return CG_CODE_SCAN_ORDER;
+    if (generation < CG_GENERATION_SQUARES && cg_squares(l->p))
+        return CG_CODE_SQUARE;
+    if (generation < CG_GENERATION_MERGED_THREADS && nest_merges_thread_loops(model))
+        return CG_CODE_MERGED_THREADS;
+    if (generation < CG_GENERATION_NARROW_SPLITS && generation >= CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu &&
+        lowered_program(l) && cg_opencl_splits_narrow(lowered_program(l)))
+        return CG_CODE_NARROW_SPLITS;
+    if (generation < CG_GENERATION_POINTER_SELECTS && opencl && l->cpu && lowered_program(l)) {
+        cg_cpu_forms n = cg_opencl_cpu_forms(lowered_program(l));
+        bool rows = generation < CG_GENERATION_ROWS_APART;
+        if (rows && n.rows_apart > n.rows_apart_edge)
+            return CG_CODE_ROWS_APART;
+        if (n.pointer_selects > 0)
+            return CG_CODE_POINTER_SELECTS;
+        if (rows && n.rows_apart > 0)
+            return CG_CODE_ROWS_APART_EDGES;
+    }
+    return CG_CODE_SAME;
+}
+
+cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
+                                     const sched_state *s, const nest *model, bool cpu, bool opencl)
+{
+    _Static_assert(CG_GENERATION == CG_GENERATION_NARROW_SPLITS,
+                   "a new generation: say here which older code it changed");
+    lowered l = { p, b, s, cpu, false, NULL, NULL };
+    cg_code_change c = code_change(generation, &l, model, opencl);
+    ir_arena_free(l.a);
+    return c;
+}
