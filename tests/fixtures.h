@@ -153,4 +153,14 @@ static inline bool fixture_run_exact(const fixture_device *d, const lower_progra
     exec_close(es);
     return ok;
 }
+/* Runs prog on each of devs (fixture_run_exact, bit for bit, 60 s at
+ * most), a case "WHAT on DEVICE" each. */
+static inline void fixture_check_runs(const fixture_device *devs, int ndev, const char *what, const lower_program *prog,
+                                      sc_buffer *const *in, sc_buffer *const *ref) {
+    char err[8192] = "";
+    for (int d = 0; d < ndev; d++) {
+        bool ok = fixture_run_exact(&devs[d], prog, in, ref, 60000, true, err, sizeof err);
+        check_report(ok, "%s on %s%s%s", what, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
+    }
+}
 #endif

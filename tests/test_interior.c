@@ -226,7 +226,6 @@ static void check_copy(const shape *sh, const lower_program *prog) {
 
 /* The shape lowered for a CPU: OpenCL launches the interior apart. */
 static void check_split(const shape *sh, const lower_program *prog, sc_buffer *const *in, sc_buffer *const *ref) {
-    char err[8192] = "";
     cg_launch *l = NULL;
     int n = 0;
     char *code = cg_generate_launches(prog, CG_OPENCL, CG_MATH_EXACT, &l, &n);
@@ -275,10 +274,9 @@ static void check_split(const shape *sh, const lower_program *prog, sc_buffer *c
     }
     free(code);
     free(l);
-    for (int d = 0; d < ndev; d++) {
-        bool ok = fixture_run_exact(&devs[d], prog, in, ref, 60000, true, err, sizeof err);
-        check_report(ok, "%s/cpu on %s%s%s", sh->name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
-    }
+    char what[160];
+    snprintf(what, sizeof what, "%s/cpu", sh->name);
+    fixture_check_runs(devs, ndev, what, prog, in, ref);
 }
 
 static void run_shape(const shape *sh) {
@@ -293,10 +291,7 @@ static void run_shape(const shape *sh) {
         return;
     }
     check_copy(sh, prog);
-    for (int d = 0; d < ndev; d++) {
-        bool ok = fixture_run_exact(&devs[d], prog, in, ref, 60000, true, err, sizeof err);
-        check_report(ok, "%s on %s%s%s", sh->name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
-    }
+    fixture_check_runs(devs, ndev, sh->name, prog, in, ref);
     if (cuda.dev) {
         char *src = cg_generate(prog, CG_CUDA), opts[128];
         snprintf(opts, sizeof opts, "%s -arch=sm_80", cg_required_options(CG_CUDA));
@@ -335,7 +330,6 @@ static bool apart_in(const char *code, const char *kernel) {
 /* want: some row taken apart; split: the kernel out_s0 launches its
  * interior apart (and that copy takes none apart). */
 static void rows_apart_case(const char *name, const char *pipe, const char *sched, bool want, bool split) {
-    char err[8192] = "";
     fixture_lowered l = fixture_lower_both(pipe, name, sched);
     if (!l.ok) {
         fixture_lowered_free(&l);
@@ -356,10 +350,9 @@ static void rows_apart_case(const char *name, const char *pipe, const char *sche
     free(ik);
     free(code);
     free(gcode);
-    for (int d = 0; d < ndev; d++) {
-        bool ok = fixture_run_exact(&devs[d], cpu, l.in, l.ref, 60000, true, err, sizeof err);
-        check_report(ok, "%s/cpu on %s%s%s", name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
-    }
+    char what[160];
+    snprintf(what, sizeof what, "%s/cpu", name);
+    fixture_check_runs(devs, ndev, what, cpu, l.in, l.ref);
     fixture_lowered_free(&l);
 }
 

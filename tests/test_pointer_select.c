@@ -76,7 +76,6 @@ static bool pointer_form(const char *code) {
 }
 
 static void pointer_select_case(const char *name, const char *pipe, const char *sched, bool want) {
-    char err[8192] = "";
     fixture_lowered l = fixture_lower_both(pipe, name, sched);
     if (!l.ok) {
         fixture_lowered_free(&l);
@@ -92,10 +91,9 @@ static void pointer_select_case(const char *name, const char *pipe, const char *
                  "%s/gpu: no selected pointer", name);
     free(code);
     free(gcode);
-    for (int d = 0; d < ndev; d++) {
-        bool ok = fixture_run_exact(&devs[d], cpu, l.in, l.ref, 60000, true, err, sizeof err);
-        check_report(ok, "%s/cpu on %s%s%s", name, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
-    }
+    char what[160];
+    snprintf(what, sizeof what, "%s/cpu", name);
+    fixture_check_runs(devs, ndev, what, cpu, l.in, l.ref);
     fixture_lowered_free(&l);
 }
 

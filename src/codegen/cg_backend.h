@@ -184,6 +184,7 @@ typedef struct {
     bool fconst;                      /* f32 with the constant value fval */
     float fval;
     bool counted, visited;            /* by count_uses, cg_st_hoist */
+    signed char lane;                 /* cg_lane_varying's answer: 0 not asked, 1 no, 2 yes */
     int tmp;                          /* temporary number, or -1 */
 } cg_node;
 
@@ -293,7 +294,11 @@ void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi);
  * group that differ in local id 0 alone, the lanes PoCL vectorizes over:
  * it reads tid or tid0, a variable defined from them (cg_var.lane) or
  * one not in scope, or loads. */
-bool cg_lane_varying(const cg_ctx *g, int id);
+bool cg_lane_varying(cg_ctx *g, int id);
+/* Whether the code printed asks which values vary between lanes (OpenCL
+ * for a CPU: cg_target.select_pointer_on_cpu); elsewhere cg_var.lane
+ * stays false, unread. */
+static inline bool cg_tracks_lanes(const cg_ctx *g) { return g->t->select_pointer_on_cpu && g->prog->cpu; }
 /* Node id's linear form (cg_var.lin) stored in g->lins: its index, or -1
  * where it is none. */
 int cg_lin_of(cg_ctx *g, int id);

@@ -779,9 +779,10 @@ void cg_access(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min
     cg_printf(g, "]");
 }
 
-bool cg_lane_varying(const cg_ctx *g, int id)
+/* The answer for node n, its operands' answers memoized (a statement's
+ * DAG shares nodes; the variables in scope do not change within it). */
+static bool lane_varying_node(cg_ctx *g, cg_node *n)
 {
-    const cg_node *n = &g->node[resolve(g, id)];
     if (cg_folds(n) || n->fconst)
         return false;
     switch (n->e->kind) {
@@ -799,6 +800,14 @@ bool cg_lane_varying(const cg_ctx *g, int id)
             if (cg_lane_varying(g, n->kid[i])) return true;
         return false;
     }
+}
+
+bool cg_lane_varying(cg_ctx *g, int id)
+{
+    cg_node *n = &g->node[resolve(g, id)];
+    if (!n->lane)
+        n->lane = lane_varying_node(g, n) ? 2 : 1;
+    return n->lane == 2;
 }
 
 /* ---- selects between loads: one load through the selected pointer ---- */
@@ -867,7 +876,7 @@ static bool select_leaves(cg_ctx *g, int id, select_leaf *leaf, int *n)
 static bool pointer_select(cg_ctx *g, int id, select_leaf *leaf, int *n)
 {
     *n = 0;
-    if (!g->t->select_pointer_on_cpu || !g->prog->cpu || !select_leaves(g, id, leaf, n))
+    if (!cg_tracks_lanes(g) || !select_leaves(g, id, leaf, n))
         return false;
     for (int i = 1; i < *n; i++)
         if (cg_alloc_type(leaf[i].a) != cg_alloc_type(leaf[0].a) || leaf[i].a->mem != leaf[0].a->mem ||

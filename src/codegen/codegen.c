@@ -493,9 +493,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
 /* What a file's code prints, counted (generate). */
 typedef struct {
     int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
-    int64_t rows_apart;                  /* accesses (a + row)[x] (cg_access) ... */
-    int64_t rows_apart_edge;             /* ... of them in a kernel's edge copy */
-    int64_t pointer_selects;             /* selects loading through a selected pointer */
+    cg_cpu_forms cpu;                    /* a CPU's OpenCL forms (cg_opencl_cpu_forms) */
 } code_counts;
 
 /* Whether the loop s gets the back end's unroll pragma. */
@@ -548,7 +546,7 @@ static void pr_for(cg_ctx *g, const kstmt *s)
         cg_printf(g, "; %s++) {\n", v);
     }
     int saved = g->nenv;
-    bool lane = cg_lane_varying(g, m);
+    bool lane = cg_tracks_lanes(g) && cg_lane_varying(g, m);
     cg_env_push(g, s->var, mn->lo, mn->hi + (s->extent > 0 ? s->extent - 1 : 0));
     g->env[g->nenv - 1].lane = lane;
     if (pragma && g->t->unroll_counted) {
@@ -641,7 +639,7 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
                 lo = lo > g->ovr[i].lo ? lo : g->ovr[i].lo;
                 hi = hi < g->ovr[i].hi ? hi : g->ovr[i].hi;
             }
-        bool lane = cg_lane_varying(g, v);
+        bool lane = cg_tracks_lanes(g) && cg_lane_varying(g, v);
         cg_env_push(g, s->var, lo, hi);
         g->env[g->nenv - 1].lin = s->value->type == SC_I32 ? cg_lin_of(g, v) : -1;
         g->env[g->nenv - 1].lane = lane;
@@ -960,12 +958,12 @@ static bool guards_narrow_store(const kstmt *s, bool guarded)
  * "Generation 18"). */
 static bool split_worthy(const lower_kernel *k, bool *narrow)
 {
-    bool n = false;
+    bool n = false, large = large_kernel(k);
     for (int i = 0; i < k->nphases && !n; i++)
         n = guards_narrow_store(k->phases[i], false);
     if (narrow)
-        *narrow = n && !large_kernel(k);
-    return n || large_kernel(k);
+        *narrow = n && !large;
+    return n || large;
 }
 
 /* Whether the kernel's blocks are exactly its bases' digits (lower.c:
@@ -1251,7 +1249,6 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     return cg_generate_math(prog, backend, CG_MATH_EXACT);
 }
 
-
 /* What generate prints: the file, or (a probe) only the kernels with
  * block bases that split_worthy takes (PROBE_SPLITS), or those of them
  * it takes for a guarded narrow store alone (PROBE_NARROW_SPLITS). */
@@ -1319,9 +1316,7 @@ done:
     free(g.stab);
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
-        counts->rows_apart = g.rows_apart;
-        counts->rows_apart_edge = g.rows_apart_edge;
-        counts->pointer_selects = g.pointer_selects;
+        counts->cpu = (cg_cpu_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects };
     }
     if (launches) {
         *launches = g.launches;
@@ -1386,7 +1381,7 @@ cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog)
     code_counts n = {0};
     if (prog->cpu)
         free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
-    return (cg_cpu_forms){ n.rows_apart, n.rows_apart_edge, n.pointer_selects };
+    return n.cpu;
 }
 
 int64_t cg_opencl_pointer_selects(const lower_program *prog)
