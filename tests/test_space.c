@@ -340,7 +340,8 @@ static void test_kept_tilings_are_the_enumerators(void) {
     static const char *targets[] = { "a100", "host-opencl" };
     for (int g = 0; g < 2; g++) {
         int steps = 0, blocks = 0;
-        for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) steps += compare_tilings(apps[i], targets[g], 4, &blocks);
+        for (size_t i = 0; i < sizeof apps / sizeof *apps; i++)
+            steps += compare_tilings(apps[i], targets[g], 4, &blocks);
         CHECK(steps > 100);
         CHECK(blocks > 5);
     }
