@@ -225,7 +225,7 @@ static int bench_holdout(const char *db, const char *data, const char *apps, int
     char err[2048];
     train_data d;
     train_data_init(&d);
-    train_load_opts lo = { NULL, 0, NULL, stderr, 0, NULL, min_generation };
+    train_load_opts lo = { .log = stderr, .min_generation = min_generation };
     if (train_load(&d, db, data, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;

@@ -118,7 +118,7 @@ static void test_from_store(void) {
     /* the C device: its good samples, one absurd time per pipeline */
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
+    train_load_opts o = { .device_key = C_KEY };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == good);
     CHECK(d.npipes == NPIPES);
@@ -146,7 +146,7 @@ static void test_from_store(void) {
     train_data_init(&d);
     const char *hold[] = { "blur", "blurr" };
     int hold_pipes[2] = { 0, 0 };
-    train_load_opts oh = { C_KEY, 2, hold, NULL, 0, hold_pipes, 0 };
+    train_load_opts oh = { .device_key = C_KEY, .nhold = 2, .hold = hold, .hold_pipes = hold_pipes };
     CHECK(train_load(&d, NULL, xz, &oh, err, sizeof err) == 0);
     CHECK(hold_pipes[0] == 1 && hold_pipes[1] == 0);   /* the app's one pipeline; the misspelt name none */
     CHECK(d.nsamples == good - per_pipe[2]);
@@ -278,7 +278,7 @@ static void test_cold_reference(void) {
     store_close(st);
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
+    train_load_opts o = { .device_key = C_KEY };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == 3 && d.rejected_cold == 1);
     train_data_free(&d);
@@ -316,7 +316,7 @@ static void test_generation_groups(void) {
     store_close(st);
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
+    train_load_opts o = { .device_key = C_KEY };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == 4 && d.npipes == 2);
     if (d.nsamples == 4 && d.npipes == 2) {
@@ -387,7 +387,7 @@ static void test_reduction_order(void) {
     store_close(st);
     train_data d;
     train_data_init(&d);
-    train_load_opts o = { C_KEY, 0, NULL, NULL, 0, NULL, 0 };
+    train_load_opts o = { .device_key = C_KEY };
     CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
     CHECK(d.nsamples == 2 && d.rejected_order == 1 && d.rejected_cold == 0);
     train_data_free(&d);
@@ -400,7 +400,7 @@ static void test_reduction_order(void) {
 static bool load_all(const char *db, train_data *d) {
     char err[2048];
     train_data_init(d);
-    train_load_opts o = { NULL, 0, NULL, NULL, 0, NULL, 0 };
+    train_load_opts o = { 0 };
     return train_load(d, db, NULL, &o, err, sizeof err) == 0;
 }
 
@@ -863,6 +863,26 @@ static void test_narrow_splits(void) {
     train_data d;
     CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_narrow_splits == 1);
     train_data_free(&d);
+    /* --keep-changed: kept with its older time when named, not otherwise */
+    char err[1024];
+    unsigned keep = 0, other = 0, all = 0;
+    CHECK(train_keep_changed_parse("pointer-selects,narrow-store", &keep, err, sizeof err) == 0 &&
+          train_keep_changed_parse("rows-apart", &other, err, sizeof err) == 0 &&
+          train_keep_changed_parse("all", &all, err, sizeof err) == 0);
+    CHECK((keep >> CG_CODE_NARROW_SPLITS & 1u) && (all >> CG_CODE_NARROW_SPLITS & 1u) &&
+          !(other >> CG_CODE_NARROW_SPLITS & 1u) && !(all & 1u));
+    CHECK(train_keep_changed_parse("narrow-store,rows", &keep, err, sizeof err) == -1 && strstr(err, "'rows'") &&
+          strstr(err, "rows-apart"));
+    CHECK(train_keep_changed_parse("", &other, err, sizeof err) == -1);
+    unsigned masks[2] = { keep, other };
+    for (int k = 0; k < 2; k++) {
+        train_data_init(&d);
+        train_load_opts o = { .keep_changed = masks[k] };
+        CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0);
+        CHECK(k == 0 ? d.nsamples == 2 && d.kept_changed == 1 && d.rejected_narrow_splits == 0
+                     : d.nsamples == 1 && d.kept_changed == 0 && d.rejected_narrow_splits == 1);
+        train_data_free(&d);
+    }
     CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_NARROW_SPLITS));
     CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_narrow_splits == 0);
     train_data_free(&d);

@@ -59,7 +59,7 @@ static int fine_tune(store *st, const char *key, int64_t pid, const autotune_opt
                      nn_model *m, char *err, size_t errlen) {
     train_data d;
     train_data_init(&d);
-    train_load_opts lo = { key, 0, NULL, NULL, pid, NULL, 0 };
+    train_load_opts lo = { .device_key = key, .pipeline = pid };
     int rc = train_load_store(&d, st, &lo, err, errlen);
     if (rc == 0 && d.nsamples < 2) {
         train_data_free(&d);

@@ -159,6 +159,10 @@ static int loader_sample(const store_sample *s, void *ud) {
         d->kept_rows_apart++;
         change = CG_CODE_SAME;
     }
+    if (change != CG_CODE_SAME && (L->o->keep_changed >> change & 1u)) {
+        d->kept_changed++;
+        change = CG_CODE_SAME;
+    }
     if (change != CG_CODE_SAME) {
         nest_free(model);
         if (change == CG_CODE_STAGING) d->rejected_staged++;
@@ -199,6 +203,52 @@ static int loader_sample(const store_sample *s, void *ud) {
     }
     train_data_add(d, L->pipe, &r, &L->t, ms);
     feat_free(&r);
+    return 0;
+}
+
+/* The names of the code changes, as --keep-changed takes them. */
+static const struct {
+    const char *name;
+    cg_code_change change;
+} code_change_names[] = {
+    { "staging", CG_CODE_STAGING },           { "division", CG_CODE_DIVISION },
+    { "unrolling", CG_CODE_UNROLLING },       { "private", CG_CODE_PRIVATE },
+    { "interior", CG_CODE_INTERIOR },         { "minmax", CG_CODE_MINMAX },
+    { "scan-order", CG_CODE_SCAN_ORDER },     { "square", CG_CODE_SQUARE },
+    { "merged-threads", CG_CODE_MERGED_THREADS }, { "rows-apart", CG_CODE_ROWS_APART },
+    { "pointer-selects", CG_CODE_POINTER_SELECTS }, { "narrow-store", CG_CODE_NARROW_SPLITS },
+};
+
+int train_keep_changed_parse(const char *list, unsigned *mask, char *err, size_t errlen) {
+    int n = (int)(sizeof code_change_names / sizeof code_change_names[0]);
+    unsigned m = 0;
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        bool found = false;
+        if (len == 3 && !strncmp(p, "all", 3)) {
+            for (int k = 0; k < n; k++) m |= 1u << code_change_names[k].change;
+            found = true;
+        }
+        for (int k = 0; k < n && !found; k++)
+            if (strlen(code_change_names[k].name) == len && !strncmp(p, code_change_names[k].name, len)) {
+                m |= 1u << code_change_names[k].change;
+                found = true;
+            }
+        if (!found) {
+            char names[512] = "";
+            for (int k = 0; k < n; k++) {
+                size_t at = strlen(names);
+                snprintf(names + at, sizeof names - at, "%s, ", code_change_names[k].name);
+            }
+            snprintf(err, errlen, "'%.*s' is not a code change (expected a comma-separated list of %sall)", (int)len,
+                     p, names);
+            return -1;
+        }
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    *mask = m;
     return 0;
 }
 

@@ -118,7 +118,15 @@ typedef struct {
     int64_t pipeline;                 /* only this pipeline's samples (the store's id; 0: all) */
     int *hold_pipes;                  /* NULL, or nhold counts: the pipelines each hold name left out */
     int min_generation;               /* samples of older code are left out (0, 1: none) */
+    unsigned keep_changed;            /* bit 1 << c for each cg_code_change c whose samples are
+                                         kept with the times of their older code (0: none) */
 } train_load_opts;
+
+/* The code changes train_load_opts.keep_changed can keep, by name
+ * ("rows-apart", "narrow-store", ...; "all": every one): the bits of a
+ * comma-separated list of them in *mask, or -1 with err naming the word
+ * that is not one and the names there are. */
+int train_keep_changed_parse(const char *list, unsigned *mask, char *err, size_t errlen);
 
 /* Appends the store's samples to d.  0, or -1 with err. */
 int train_load_store(train_data *d, store *st, const train_load_opts *o, char *err, size_t errlen);

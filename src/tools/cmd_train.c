@@ -40,7 +40,7 @@ static void train_usage(FILE *out) {
     fprintf(out,
             "usage: stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) -o FILE.weights [options]\n"
             "       stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) --evaluate W [--app A[,B]]\n"
-            "       [--device KEY] [--min-generation N]\n"
+            "       [--device KEY] [--min-generation N] [--keep-changed LIST]\n"
             "\n"
             "Trains the learned cost model (Anderson et al. 2021) on the measured samples and\n"
             "writes its weights.  Prints per epoch the training and validation loss and the\n"
@@ -54,6 +54,10 @@ static void train_usage(FILE *out) {
             "  --device KEY      only the samples of this device (default: all)\n"
             "  --min-generation N  only samples that timed code of generation N or newer\n"
             "                    (docs/samples.md; default: all)\n"
+            "  --keep-changed LIST  keep, with the times of their older code, the samples whose\n"
+            "                    code changed since they were timed in these ways (comma-separated:\n"
+            "                    rows-apart, narrow-store, pointer-selects, interior, minmax, ...,\n"
+            "                    all; default: none, they are rejected; docs/costmodel.md)\n"
             "  --hold-out APP    leave out the pipelines of app APP (repeatable, or a,b,c)\n"
             "  --epochs N        passes over the training samples (default 50)\n"
             "  --seed N          initial weights and minibatch order (default 1)\n"
@@ -182,6 +186,7 @@ int tool_train(int argc, char **argv) {
     const char **apps = calloc((size_t)argc * 2 + 1, sizeof *apps);
     int napps = 0, apps_cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, fold = 0, min_generation = 0;
+    unsigned keep_changed = 0;
     bool intensive = false, gather_floor = false;
     double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
     train_loss loss = TRAIN_LOSS_RANK;
@@ -224,6 +229,10 @@ int tool_train(int argc, char **argv) {
                 rc = tool_usage_error(cmd, "--min-generation: expected a code generation from 1 to %d, got '%s'",
                                       CG_GENERATION, v);
             min_generation = n;
+        } else if ((v = opt_value(argc, argv, &i, "--keep-changed", &missing))) {
+            char why[1024];
+            if (train_keep_changed_parse(v, &keep_changed, why, sizeof why) != 0)
+                rc = tool_usage_error(cmd, "--keep-changed: %s", why);
         } else if ((v = opt_value(argc, argv, &i, "--validation", &missing))) {
             if (!tool_parse_int(v, 0, 90, &n)) rc = tool_usage_error(cmd, "--validation: expected a percent from 0 to 90, got '%s'", v);
             valid = n;
@@ -282,7 +291,8 @@ int tool_train(int argc, char **argv) {
     }
     hold_pipes = calloc((size_t)nhold + 1, sizeof *hold_pipes);
     train_load_opts lo = { .device_key = device, .nhold = nhold, .hold = hold, .log = stderr,
-                           .hold_pipes = hold_pipes, .min_generation = (int)min_generation };
+                           .hold_pipes = hold_pipes, .min_generation = (int)min_generation,
+                           .keep_changed = keep_changed };
     st = train_open_samples(db, data, ndata, err, sizeof err);
     if (!st || train_load_store(&d, st, &lo, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
@@ -319,7 +329,8 @@ int tool_train(int argc, char **argv) {
            "index, %lld of CPU OpenCL code indexing rows by a sum, %lld of CPU OpenCL code selecting between loads, "
            "%lld of CPU OpenCL code with a small kernel's narrow guarded store beside its interior, "
            "%lld of code older than generation %lld; "
-           "held out: %lld; kept: %lld of CPU OpenCL code indexing rows by a sum at the edges only\n",
+           "held out: %lld; kept: %lld of CPU OpenCL code indexing rows by a sum at the edges only, "
+           "%lld timed on code that changed since (--keep-changed)\n",
            (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input,
            (long long)d.rejected_cold, (long long)d.rejected_order, (long long)d.rejected_staged,
            (long long)d.rejected_unrolled, (long long)d.rejected_division, (long long)d.rejected_private,
@@ -327,7 +338,8 @@ int tool_train(int argc, char **argv) {
            (long long)d.rejected_square, (long long)d.rejected_merged, (long long)d.rejected_rows_apart,
            (long long)d.rejected_pointer_selects, (long long)d.rejected_narrow_splits,
            (long long)d.rejected_generation,
-           min_generation > 1 ? min_generation : 1, (long long)d.held_out, (long long)d.kept_rows_apart);
+           min_generation > 1 ? min_generation : 1, (long long)d.held_out, (long long)d.kept_rows_apart,
+           (long long)d.kept_changed);
     if (d.nsamples == 0) {
         if (device) {
             char keys[1024];
