@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -115,7 +116,9 @@ static void print_help(const char *cmd) {
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
-    if (!strcmp(cmd, "bench")) printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]");
+    if (!strcmp(cmd, "bench"))
+        printf(" [--schedule F.sched | --strategy S] [--device D] [--math fast|exact]\n"
+               "       [--per-kernel [--weights W[,W...]]]");
     if (!strcmp(cmd, "features"))
         printf(" [--schedule F.sched | --strategy S [--seed N]]\n"
                "       [--target T] [--json] [--partial K]");
@@ -213,7 +216,10 @@ static void print_help(const char *cmd) {
                "                 contraction allowed, checked within the tolerance of\n"
                "                 docs/backends.md) or exact (bit-identical to the reference)\n"
                "  --per-kernel   also every kernel timed alone (the fastest of --runs runs),\n"
-               "                 with its share and the Func and stage it computes\n");
+               "                 with its share and the Func and stage it computes\n"
+               "  --weights W    with --per-kernel: also each kernel's cost as the learned\n"
+               "                 model predicts it (the stages it computes; several files:\n"
+               "                 the mean of their predictions) and its time over that\n");
     if (!strcmp(cmd, "features"))
         printf("Prints the features of every stage of the schedule's decided, non-inline\n"
                "Funcs (docs/features.md): a table with one named column per feature, or JSON.\n"
@@ -412,9 +418,10 @@ static int parse_options(int argc, char **argv, options *o) {
     if (o->schedule && o->strategy) return usage_error("give --schedule or --strategy, not both%s", "");
     bool topk = o->strategy && !strcmp(o->strategy, "topk");
     bool oneshot = topk || (o->strategy && !strcmp(o->strategy, "oneshot"));
-    if (!oneshot && (o->weights || o->beam || o->passes || o->explain || (o->samples_given && !strcmp(o->cmd, "schedule"))))
+    bool kernel_weights = !strcmp(o->cmd, "bench") && o->per_kernel;
+    if (!oneshot && ((o->weights && !kernel_weights) || o->beam || o->passes || o->explain || (o->samples_given && !strcmp(o->cmd, "schedule"))))
         return usage_error("--weights, --beam, --passes, --samples and --explain (of schedule) are options of "
-                           "--strategy oneshot and topk%s", "");
+                           "--strategy oneshot and topk%s", " (--weights also of bench --per-kernel)");
     if (o->margin && (!oneshot || topk))
         return usage_error("--margin is an option of --strategy oneshot%s", "");
     if (o->spread >= 0 && !oneshot) return usage_error("--spread is an option of --strategy oneshot and topk%s", "");
@@ -806,9 +813,22 @@ static int cmd_device_run(const options *o, bool bench) {
         int out_idx[MAX_FILES];
         if (!in || !out) abort();
         rc = run_inputs_outputs(d.p, o, in, out_idx);
+        /* bench --per-kernel --weights: each kernel's predicted cost too */
+        nn_model *models[SPACE_MAX_WEIGHTS];
+        int nm = 0;
+        if (rc == EXIT_OK && bench && o->per_kernel && o->weights) {
+            char err[2048], used[PATH_MAX + 64];
+            nm = space_load_weights_list(o->weights, "the per-kernel prediction", &d.t, models, used, sizeof used,
+                                         err, sizeof err);
+            if (nm < 0) {
+                fprintf(stderr, "stagecraft bench: %s\n", err);
+                nm = 0;
+                rc = EXIT_INPUT;
+            } else printf("weights: %s\n", used);
+        }
         driver_run_opts ro = { o->device, o->check || bench, o->warmup, o->runs, bench ? o->samples : 0,
                                o->timeout_ms, command_math(o), o->arch, stdout, NULL, in, bench ? NULL : out,
-                               bench && o->per_kernel };
+                               bench && o->per_kernel, (const nn_model *const *)models, nm };
         if (rc == EXIT_OK) {
             printf("pipeline %s, target %s, sizes:", d.p->name, d.t.name);
             for (int i = 0; i < d.p->outputs.n; i++) {
@@ -823,6 +843,7 @@ static int cmd_device_run(const options *o, bool bench) {
              * worth looking at) */
             if (!bench && out[0] && run_write_outputs(d.p, o, out, out_idx) != EXIT_OK) rc = EXIT_INPUT;
         }
+        for (int k = 0; k < nm; k++) free(models[k]);
         free_buffers(in, nin);
         free_buffers(out, nout);
     }

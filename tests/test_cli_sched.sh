@@ -138,6 +138,27 @@ if [ $have_opencl = 1 ]; then
     case_ bench_per_kernel_opencl 0 -o '^  out_s0 +[0-9.]+ ms +[0-9.]+%  out stage 0, ' -- \
         "$sc" bench "$app" --small --strategy baseline --device opencl --per-kernel --runs 2 --samples 1
 fi
+# bench --per-kernel --weights: each kernel's predicted cost, the stages it
+# computes (random seed 5 computes sharpen and blur_x in ratio's kernel):
+# the kernels' predictions add up to the whole, which is predict's
+case_ bench_per_kernel_predicted 0 \
+    -o '^per kernel \(each timed alone, the fastest of 2 runs; sum [0-9.]+ ms; predicted [0-9.e+-]+ ms in all, measured / predicted [0-9.e+-]+\):' -- \
+    "$sc" bench "$app" --small --strategy random --seed 5 --device c --per-kernel --runs 2 --samples 1 --warmup 0 \
+    --weights weights/pocl.weights
+nk=$(sed -n 's/^kernels: //p' "$out")
+whole=$(sed -n 's/.*; predicted \([0-9.e+-]*\) ms in all.*/\1/p' "$out")
+parts=$(grep -E '^  [a-z_0-9]+_s[0-9]+ ' "$out" | sed -n 's/.* predicted *\([0-9.e+-]*\) ms,.*/\1/p' | awk '{s += $1} END {print s}')
+rows=$(grep -cE '^  [a-z_0-9]+_s[0-9]+ +[0-9.]+ ms +[0-9.]+%  predicted +[0-9.e+-]+ ms, x[0-9.e+-]+ +[a-z_]+ stage 0' "$out")
+fused=$(grep -cE '^  ratio_s0 .* predicted' "$out")
+pred=$("$sc" predict "$app" --small --strategy random --seed 5 --weights weights/pocl.weights --target host-opencl |
+    sed -n 's/^predicted: \([0-9.e+-]*\) ms$/\1/p')
+ok bench_per_kernel_predicted_rows "$([ -n "$nk" ] && [ "$nk" -gt 1 ] && [ "$rows" = "$nk" ] && [ "$fused" = 1 ]; echo $?)"
+ok bench_per_kernel_predicted_sum "$(awk -v a="$whole" -v b="$parts" -v c="$pred" \
+    'BEGIN { exit !(a > 0 && (a - b) ^ 2 < (1e-3 * a) ^ 2 && (a - c) ^ 2 < (1e-3 * a) ^ 2) }'; echo $?)"
+case_ bench_per_kernel_weights_missing 1 -e "stagecraft bench: $tmp/none.weights: cannot open weights" -- \
+    "$sc" bench "$app" --small --strategy root --device c --per-kernel --runs 2 --samples 1 --weights "$tmp/none.weights"
+case_ bench_weights_need_per_kernel 2 -e '--weights also of bench --per-kernel' -- \
+    "$sc" bench "$app" --small --strategy root --device c --samples 1 --weights weights/pocl.weights
 case_ per_kernel_not_for_run 2 -e '--per-kernel is an option of bench, not run' -- \
     "$sc" run "$app" --small --strategy root --device c --per-kernel
 case_ run_check_hist_c 0 -o 'check: matches the reference' -- \

@@ -744,6 +744,8 @@ static int fill_row(ctx *c, const target *t, const sc_func *f, int st, feat_row 
     row->func = f->id;
     row->stage = st;
     row->loc = nf->loc;
+    row->kernel_func = kn->root->id;
+    row->kernel_stage = kn->stage;
     int nl = a->nloops;
     size_t esize = sc_type_size(f->type);
 

@@ -147,6 +147,7 @@ int feat_index(const char *name);
 typedef struct {
     int func, stage;                  /* sc_func.id and stage */
     sched_loc loc;
+    int kernel_func, kernel_stage;    /* the kernel that computes it: its root Func's id and stage */
     /* 0, or the name the feat_ctx gave this row's content when it cached
      * it: two rows of one feat_ctx with the same nonzero key are equal
      * (never reused, flushes included), so a consumer may remember what

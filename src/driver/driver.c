@@ -149,27 +149,70 @@ static void print_kernel_info(exec_session *s, FILE *out) {
                     info[i].shared_bytes, info[i].local_bytes);
 }
 
+/* Each kernel's predicted cost (ms): the sum of the costs of the stages it
+ * computes (feat_row.kernel_func and kernel_stage), pred[n] the whole
+ * prediction; -1 with err where the schedule cannot be featurized. */
+static int kernel_predictions(const driver_state *d, const driver_run_opts *o, double *pred, char *err,
+                              size_t errlen) {
+    const lower_program *prog = d->prog;
+    feat_result fr;
+    double *cost;
+    if (search_stage_costs(d->p, d->b, d->s, &d->t, o->models, o->nmodels, &fr, &cost, err, errlen) != 0) return -1;
+    for (int i = 0; i <= prog->nkernels; i++) pred[i] = 0;
+    for (int r = 0; r < fr.n; r++) {
+        pred[prog->nkernels] += cost[r];
+        for (int i = 0; i < prog->nkernels; i++)
+            if (prog->kernels[i]->root->id == fr.rows[r].kernel_func &&
+                prog->kernels[i]->stage == fr.rows[r].kernel_stage) {
+                pred[i] += cost[r];
+                break;
+            }
+    }
+    free(cost);
+    feat_free(&fr);
+    return 0;
+}
+
 /* bench --per-kernel: every kernel timed alone (exec_kernel_times), with
- * its share of their sum and the Func and stage it computes. */
-static int print_kernel_times(exec_session *s, const lower_program *prog, const driver_run_opts *o, char *err,
+ * its share of their sum and the Func and stage it computes; with models,
+ * also its predicted cost and the measured time over it. */
+static int print_kernel_times(exec_session *s, const driver_state *d, const driver_run_opts *o, char *err,
                               size_t errlen, FILE *err_out) {
+    const lower_program *prog = d->prog;
     int n = prog->nkernels;
-    double *ms = calloc((size_t)n + 1, sizeof *ms);
+    double *ms = calloc((size_t)n + 1, sizeof *ms), *pred = NULL;
     if (!ms) abort();
+    if (o->nmodels > 0) {
+        pred = calloc((size_t)n + 1, sizeof *pred);
+        if (!pred) abort();
+        if (kernel_predictions(d, o, pred, err, errlen) != 0) {
+            fprintf(err_out, "the prediction: %s\n", err);
+            free(ms);
+            free(pred);
+            return -1;
+        }
+    }
     if (exec_kernel_times(s, o->runs, o->timeout_ms, ms, err, errlen) != 0) {
         fprintf(err_out, "%s\n", err);
         free(ms);
+        free(pred);
         return -1;
     }
     double sum = 0;
     for (int i = 0; i < n; i++) sum += ms[i];
-    fprintf(o->out, "per kernel (each timed alone, the fastest of %d runs; sum %.4f ms):\n", o->runs, sum);
+    fprintf(o->out, "per kernel (each timed alone, the fastest of %d runs; sum %.4f ms", o->runs, sum);
+    if (pred) fprintf(o->out, "; predicted %.4g ms in all, measured / predicted %.3g", pred[n], sum / pred[n]);
+    fprintf(o->out, "):\n");
     for (int i = 0; i < n; i++) {
         const lower_kernel *k = prog->kernels[i];
-        fprintf(o->out, "  %-28s %12.4f ms %6.1f%%  %s stage %d, %lld x %d threads\n", k->name, ms[i],
-                sum > 0 ? 100 * ms[i] / sum : 0, k->root->name, k->stage, (long long)k->nblocks, k->nthreads);
+        fprintf(o->out, "  %-28s %12.4f ms %6.1f%%", k->name, ms[i], sum > 0 ? 100 * ms[i] / sum : 0);
+        if (pred && pred[i] > 0) fprintf(o->out, "  predicted %10.4g ms, x%-7.3g", pred[i], ms[i] / pred[i]);
+        else if (pred) fprintf(o->out, "  predicted %10s     %-7s", "-", "");
+        fprintf(o->out, "  %s stage %d, %lld x %d threads\n", k->root->name, k->stage, (long long)k->nblocks,
+                k->nthreads);
     }
     free(ms);
+    free(pred);
     return 0;
 }
 
@@ -250,7 +293,7 @@ int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out) {
             fprintf(o->out, "time: %.4f ms (min over %d samples of the mean of %d runs, after %d warm-up runs)\n",
                     ms, o->samples, o->runs, o->warmup);
             if (o->time_ms) *o->time_ms = ms;
-            if (o->per_kernel) rc = print_kernel_times(s, d->prog, o, err, sizeof err, err_out);
+            if (o->per_kernel) rc = print_kernel_times(s, d, o, err, sizeof err, err_out);
         }
     }
     for (int i = 0; i < nout; i++) sc_buffer_free(ref[i]);

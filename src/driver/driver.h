@@ -70,6 +70,10 @@ typedef struct {
                                    * (the caller frees them); left NULL
                                    * where the program did not run */
     bool per_kernel;              /* with timing: also each kernel timed alone */
+    /* With per_kernel: also what the mean of these nmodels models predicts
+     * for each kernel (the stages it computes), beside its time. */
+    const nn_model *const *models;
+    int nmodels;
 } driver_run_opts;
 
 int driver_run(driver_state *d, const driver_run_opts *o, FILE *err_out);

@@ -944,28 +944,27 @@ sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_resu
 
 /* ---- explain ----------------------------------------------------------------- */
 
-int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
-                   const nn_model *const *ms, int nm, char *err, size_t errlen) {
-    feat_result fr = { 0 };
-    if (feat_compute(p, b, s, t, &fr, err, errlen) != 0) return -1;
-    int n = fr.n;
+/* Each row's predicted cost, the mean over the nm models (as
+ * cost_learned_mean_new predicts), and, where part and floored are given,
+ * each term's part of it (relu(z_k) * term_k * scale_k; slots NN_COEF and
+ * NN_COEF + 1: the cost of the models whose prediction fell to the
+ * instruction and the gather floor) and how many models fell to each;
+ * terms gets each row's NN_COEF terms. */
+enum { PART_SLOTS = NN_COEF + 2 };
+
+static void stage_costs(const feat_result *fr, const target *t, const nn_model *const *ms, int nm, double *mean,
+                        double *part, int *floored, double *terms) {
+    int n = fr->n;
     size_t rn = (size_t)(n ? n : 1);
     const double **algo = malloc(sizeof *algo * rn);
     double *sched = malloc(sizeof *sched * rn * NN_SCHED_IN);
-    double *terms = malloc(sizeof *terms * rn * NN_COEF);
     double *cost = malloc(sizeof *cost * rn);
-    /* per row, the mean over the models of: its cost, each term's part
-     * (relu(z_k) * term_k * scale_k), and the cost of the models whose
-     * prediction fell to a floor (slots NN_COEF: instructions, NN_COEF + 1:
-     * gathers), with how many models did */
-    enum { SLOTS = NN_COEF + 2 };
-    double *mean = calloc(rn, sizeof *mean), *part = calloc(rn * SLOTS, sizeof *part);
-    int *floored = calloc(rn * 2, sizeof *floored);
-    if (!algo || !sched || !terms || !cost || !mean || !part || !floored) abort();
+    if (!algo || !sched || !cost) abort();
     for (int i = 0; i < n; i++) {
-        algo[i] = fr.rows[i].v;
-        nn_sched_inputs(fr.rows[i].v, sched + (size_t)i * NN_SCHED_IN);
-        cost_terms(fr.rows[i].v, t, terms + (size_t)i * NN_COEF);
+        algo[i] = fr->rows[i].v;
+        nn_sched_inputs(fr->rows[i].v, sched + (size_t)i * NN_SCHED_IN);
+        cost_terms(fr->rows[i].v, t, terms + (size_t)i * NN_COEF);
+        mean[i] = 0;
     }
     nn_rows rows = { n, algo, sched, terms };
     nn_tape tape;
@@ -976,8 +975,9 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
         nn_forward(m, &rows, &tape, cost);
         double scale = exp(m->w[NN_OFF_SCALE]);
         for (int i = 0; i < n; i++) {
-            double *pi = part + (size_t)i * SLOTS;
             mean[i] += cost[i] * scale / nm;
+            if (!part) continue;
+            double *pi = part + (size_t)i * PART_SLOTS;
             if (tape.floored[i]) {
                 int g = tape.floored[i] == NN_FLOOR_GATHERS;
                 pi[NN_COEF + g] += cost[i] * scale / nm;
@@ -990,6 +990,38 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
             }
         }
     }
+    nn_tape_free(&tape);
+    free(algo);
+    free(sched);
+    free(cost);
+}
+
+int search_stage_costs(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
+                       const nn_model *const *ms, int nm, feat_result *fr, double **cost, char *err, size_t errlen) {
+    *cost = NULL;
+    memset(fr, 0, sizeof *fr);
+    if (feat_compute(p, b, s, t, fr, err, errlen) != 0) return -1;
+    size_t rn = (size_t)(fr->n ? fr->n : 1);
+    double *terms = malloc(sizeof *terms * rn * NN_COEF);
+    *cost = malloc(sizeof **cost * rn);
+    if (!terms || !*cost) abort();
+    stage_costs(fr, t, ms, nm, *cost, NULL, NULL, terms);
+    free(terms);
+    return 0;
+}
+
+int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
+                   const nn_model *const *ms, int nm, char *err, size_t errlen) {
+    feat_result fr = { 0 };
+    if (feat_compute(p, b, s, t, &fr, err, errlen) != 0) return -1;
+    int n = fr.n;
+    size_t rn = (size_t)(n ? n : 1);
+    enum { SLOTS = PART_SLOTS };
+    double *terms = malloc(sizeof *terms * rn * NN_COEF);
+    double *mean = calloc(rn, sizeof *mean), *part = calloc(rn * SLOTS, sizeof *part);
+    int *floored = calloc(rn * 2, sizeof *floored);
+    if (!terms || !mean || !part || !floored) abort();
+    stage_costs(&fr, t, ms, nm, mean, part, floored, terms);
     double total = 0;
     for (int i = 0; i < n; i++) total += mean[i];
     if (nm > 1)
@@ -1033,11 +1065,7 @@ int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, cons
         if (shown) fprintf(out, "]");
         fprintf(out, "\n");
     }
-    nn_tape_free(&tape);
-    free(algo);
-    free(sched);
     free(terms);
-    free(cost);
     free(mean);
     free(part);
     free(floored);

@@ -164,5 +164,11 @@ sched_state *search_oneshot(ir_arena *a, const sc_pipeline *p, const bounds_resu
  * the models fell to it. */
 int search_explain(FILE *out, const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
                    const nn_model *const *ms, int nm, char *err, size_t errlen);
+/* The features of the complete state s in *fr (feat_free it) and each
+ * row's predicted cost in *cost (free it; ms), the mean of the nm models:
+ * the parts search_explain prints and the prediction sums.  -1 with err
+ * where s cannot be featurized. */
+int search_stage_costs(const sc_pipeline *p, const bounds_result *b, const sched_state *s, const target *t,
+                       const nn_model *const *ms, int nm, feat_result *fr, double **cost, char *err, size_t errlen);
 
 #endif
