@@ -159,6 +159,15 @@ case_ bench_per_kernel_weights_missing 1 -e "stagecraft bench: $tmp/none.weights
     "$sc" bench "$app" --small --strategy root --device c --per-kernel --runs 2 --samples 1 --weights "$tmp/none.weights"
 case_ bench_weights_need_per_kernel 2 -e '--weights also of bench --per-kernel' -- \
     "$sc" bench "$app" --small --strategy root --device c --samples 1 --weights weights/pocl.weights
+# bench/kernel_prices.sh: one-shot's pick with an app's weights, its
+# kernels beside their prices, the worst-priced in a table
+mkdir -p "$tmp/wd"
+cp weights/pocl.weights "$tmp/wd/unsharp.weights"
+case_ kernel_prices_script 0 -o '^unsharp +[0-9.e+-]+ +[0-9.e+-]+ +[0-9.e+-]+$' -- \
+    env STAGECRAFT="$sc" bench/kernel_prices.sh --weights-dir "$tmp/wd" --apps unsharp,box_blur --small --device c --runs 2 --out "$tmp/kp"
+ok kernel_prices_skips_missing "$(grep -Eq '^box_blur +skipped: no box_blur.weights' "$out"; echo $?)"
+ok kernel_prices_rows "$([ "$(grep -c '^unsharp	' "$tmp/kp/kernels.tsv")" -ge 1 ] && grep -Eq '^unsharp +[a-z_]+_s[0-9]+ ' "$out"; echo $?)"
+case_ kernel_prices_needs_weights 2 -e 'weights-dir D\[,D2...\] is required' -- bench/kernel_prices.sh --apps unsharp
 case_ per_kernel_not_for_run 2 -e '--per-kernel is an option of bench, not run' -- \
     "$sc" run "$app" --small --strategy root --device c --per-kernel
 case_ run_check_hist_c 0 -o 'check: matches the reference' -- \
