@@ -201,7 +201,7 @@ static int print_kernel_times(exec_session *s, const driver_state *d, const driv
     double sum = 0;
     for (int i = 0; i < n; i++) sum += ms[i];
     fprintf(o->out, "per kernel (each timed alone, the fastest of %d runs; sum %.4f ms", o->runs, sum);
-    if (pred) fprintf(o->out, "; predicted %.4g ms in all, measured / predicted %.3g", pred[n], sum / pred[n]);
+    if (pred) fprintf(o->out, "; predicted %.4g ms in all, measured / predicted %.3g", pred[n], pred[n] > 0 ? sum / pred[n] : 0);
     fprintf(o->out, "):\n");
     for (int i = 0; i < n; i++) {
         const lower_kernel *k = prog->kernels[i];
