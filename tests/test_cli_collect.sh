@@ -35,6 +35,8 @@ case_ collect_c 0 -e 'collect: 6 measured, 0 failed, 0 wrong' -- \
     "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"
 case_ samples_stats 0 -o '^6 samples$' -- "$sc" samples --db "$db" stats
 ok collect_reference_times "$(sqlite3 "$db" 'SELECT count(*) FROM measurements WHERE ref_ms > 0' | grep -qx 6; echo $?)"
+# each kernel timed alone: one FUNC.STAGE=MS entry per kernel
+ok collect_kernel_times "$(sqlite3 "$db" "SELECT count(*) FROM measurements WHERE kernel_ms GLOB '*.[0-9]=[0-9]*' AND length(kernel_ms) - length(replace(kernel_ms, ',', '')) + 1 = kernels" | grep -qx 6; echo $?)"
 case_ samples_device_key 0 -o '^  c:cc:.* \[fast math\]: 6, 0$' -- "$sc" samples --db "$db" stats
 case_ collect_resumes_nothing_left 0 -e 'collect: 0 measured, .*6 already stored' -- \
     "$sc" collect --db "$db" --device c --small --schedules 6 "$pipe"

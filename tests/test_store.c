@@ -63,9 +63,11 @@ static void fill(store *st) {
     store_result r = { .pipeline = pa, .device = dev, .schedule_text = "schedule a;\nout: root [x=8x1];\n",
                        .hash = { 1, 2, 3, 4 }, .outcome = STORE_OK, .ms = 1.25, .ref_ms = 2.5, .nsamples = 3,
                        .samples_ms = s1, .runs = 10, .kernels = 1, .check = "0 of 8 points differ",
-                       .sizes = "out(8)", .date = "2026-01-02T03:04:05Z", .version = "v1" };
+                       .sizes = "out(8)", .date = "2026-01-02T03:04:05Z", .version = "v1",
+                       .kernel_ms = "out.0=1.125" };
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
     CHECK(store_put_result(st, &r, err, sizeof err) == 0);     /* one result per schedule and device */
+    r.kernel_ms = NULL;
     r.schedule_text = "schedule a;\nout: root [x=4x2];\n";
     r.ms = 0.75;
     r.ref_ms = 0;       /* measured without a reference */
@@ -91,7 +93,13 @@ static void fill(store *st) {
     CHECK(store_has_result(st, pb, dev, r.schedule_text, err, sizeof err) == 0);
 }
 
-typedef struct { int n; double ms[8], ref[8]; int64_t pipeline[8], device[8]; int generation[8]; char source[8][32]; } seen;
+typedef struct {
+    int n;
+    double ms[8], ref[8];
+    int64_t pipeline[8], device[8];
+    int generation[8];
+    char source[8][32], kernel_ms[8][64];
+} seen;
 
 static int collect_fn(const store_sample *s, void *ud) {
     seen *v = ud;
@@ -102,6 +110,7 @@ static int collect_fn(const store_sample *s, void *ud) {
         v->device[v->n] = s->device;
         v->generation[v->n] = s->generation;
         snprintf(v->source[v->n], sizeof v->source[v->n], "%s", s->pipeline_source);
+        snprintf(v->kernel_ms[v->n], sizeof v->kernel_ms[v->n], "%s", s->kernel_ms);
     }
     v->n++;
     return 0;
@@ -123,6 +132,7 @@ static void test_rows(void) {
      * one with a reference; b has none with one, so its sample stays */
     CHECK(v.n == 2 && v.ms[0] == 1.25 && v.ms[1] == 3);
     CHECK(v.ref[0] == 2.5 && v.ref[1] == 0);
+    CHECK(!strcmp(v.kernel_ms[0], "out.0=1.125") && !strcmp(v.kernel_ms[1], ""));
     CHECK(v.pipeline[0] != v.pipeline[1]);
     CHECK(!strcmp(v.source[1], "random:seed=3"));
     seen none = {0};
@@ -207,7 +217,7 @@ static void test_corrupt_files(void) {
     char *s = strstr(bad, "\nsample ");
     CHECK(s != NULL);
     if (s) { char *sp = strchr(s + 8, ' '); memmove(sp, strchr(sp + 1, ' '), strlen(strchr(sp + 1, ' ')) + 1); }
-    expect_refused(bad, "a sample record has 15 fields");
+    expect_refused(bad, "a sample record has 16 fields");
     free(bad);
     expect_refused("stagecraft-samples 1\nsample 0123456789abcdef k fast 1 1 1 1 c s d v 1,2,3,4 x\n",
                    "bad.txt:2: pipeline 0123456789abcdef is not defined");
@@ -462,6 +472,117 @@ static void test_generations(void) {
     store_close(st);
 }
 
+/* A version 2 database (no kernel times) is upgraded, rows kept, when
+ * opened to write; a version 2 exchange file (15 fields a sample) is
+ * read, its samples without kernel times. */
+static void test_version2(void) {
+    char err[512];
+    sqlite3 *db;
+    CHECK(sqlite3_open(path_in("v2.db"), &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES('format', 'stagecraft-samples'), ('schema_version', '2');"
+        "CREATE TABLE pipelines(id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
+        "  source TEXT NOT NULL, text TEXT NOT NULL);"
+        "CREATE TABLE devices(id INTEGER PRIMARY KEY, key TEXT NOT NULL, math TEXT NOT NULL,"
+        "  description TEXT NOT NULL, target TEXT NOT NULL, UNIQUE(key, math));"
+        "CREATE TABLE schedules(id INTEGER PRIMARY KEY, pipeline INTEGER NOT NULL REFERENCES pipelines(id),"
+        "  text TEXT NOT NULL, hash0 TEXT NOT NULL, hash1 TEXT NOT NULL, hash2 TEXT NOT NULL,"
+        "  hash3 TEXT NOT NULL, UNIQUE(pipeline, text));"
+        "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
+        "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, ref_ms REAL, samples TEXT NOT NULL,"
+        "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
+        "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
+        "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
+        "  device INTEGER NOT NULL REFERENCES devices(id), outcome TEXT NOT NULL, message TEXT NOT NULL,"
+        "  sizes TEXT NOT NULL, date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
+        "INSERT INTO pipelines VALUES(1, 'h', 'a', 'app:a', 'pipeline a;');"
+        "INSERT INTO devices VALUES(1, 'k', 'fast', '', 'name = t');"
+        "INSERT INTO schedules VALUES(1, 1, 's', '0', '0', '0', '0');"
+        "INSERT INTO measurements VALUES(1, 1, 1, 4.5, 9, '4.5', 1, 1, '', '', '', '');", NULL, NULL, NULL)
+          == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_open(path_in("v2.db"), STORE_READ, err, sizeof err) == NULL);
+    CHECK(strstr(err, "schema version 2") && strstr(err, "upgrades it"));
+    store *st = store_open(path_in("v2.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    seen v = {0};
+    CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
+    CHECK(v.n == 1 && v.ms[0] == 4.5 && v.ref[0] == 9 && !strcmp(v.kernel_ms[0], ""));
+    store_close(st);
+    char hash[17];
+    store_text_hash("pipeline a;", hash);
+    char text[1024];
+    snprintf(text, sizeof text, "stagecraft-samples 2\ndevice k fast \\e name\\s=\\st\n"
+             "pipeline %s a app:a pipeline\\sa;\n"
+             "sample %s k fast 2.5 5 1 2.5 1 \\e \\e d v 0,0,0,0 s2\n", hash, hash);
+    write_text(path_in("v2.txt"), text);
+    CHECK((st = store_open(path_in("v2b.db"), STORE_WRITE, err, sizeof err)) != NULL);
+    int64_t added = 0;
+    CHECK(store_import(st, path_in("v2.txt"), &added, err, sizeof err) == 0 && added == 1);
+    seen w = {0};
+    CHECK(store_each_sample(st, NULL, collect_fn, &w, err, sizeof err) == 0);
+    CHECK(w.n == 1 && w.ref[0] == 5 && !strcmp(w.kernel_ms[0], ""));
+    store_close(st);
+}
+
+/* The kernels' times: the text's syntax both ways, a bad text refused by
+ * store_put_result and by an import (with the line), nothing stored. */
+static void test_kernel_times(void) {
+    char err[512], buf[256];
+    store_kernel_time k[4];
+    CHECK(store_kernel_ms_parse("", k, 4, err, sizeof err) == 0);
+    CHECK(store_kernel_ms_parse(NULL, k, 4, err, sizeof err) == 0);
+    CHECK(store_kernel_ms_parse("blur_x.0=0.25,out.1=1e-3", k, 4, err, sizeof err) == 2);
+    CHECK(!strcmp(k[0].func, "blur_x") && k[0].stage == 0 && k[0].ms == 0.25);
+    CHECK(!strcmp(k[1].func, "out") && k[1].stage == 1 && k[1].ms == 1e-3);
+    CHECK(store_kernel_ms_format(k, 2, buf, sizeof buf) && !strcmp(buf, "blur_x.0=0.25,out.1=0.001"));
+    CHECK(!store_kernel_ms_format(k, 2, buf, 8) && buf[0] == 0);       /* no room */
+    static const struct { const char *text, *needle; } bad[] = {
+        { "out=1", "entry 1: expected FUNC.STAGE=MS" },
+        { "out.0=1,9x.0=1", "entry 2: expected FUNC.STAGE=MS" },
+        { "out.x=1", "entry 1 (out): expected a stage number" },
+        { "out.0=-1", "entry 1 (out.0): expected a time of at least 0 ms" },
+        { "out.0=1ms", "expected a time" },
+        { "out.0=1,", "a comma at the end" },
+        { "out.0=1,out.0=2", "out.0 is there twice" },
+        { "a.0=1,b.0=1,c.0=1,d.0=1,e.0=1", "more than 4 kernels" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        CHECK(store_kernel_ms_parse(bad[i].text, k, 4, err, sizeof err) == -1);
+        if (!strstr(err, bad[i].needle)) fprintf(stderr, "'%s': expected '%s' in: %s\n", bad[i].text, bad[i].needle, err);
+        CHECK(strstr(err, bad[i].needle) != NULL);
+    }
+    store *st = store_open(path_in("k.db"), STORE_WRITE, err, sizeof err);
+    CHECK(st != NULL);
+    if (!st) return;
+    fill(st);
+    int64_t dev = store_find_device(st, "opencl:pocl-3.1:Test CPU (R)", "fast", err, sizeof err);
+    int64_t pa = store_put_pipeline(st, "a", PIPE_A, "app:a", err, sizeof err);
+    store_result r = { .pipeline = pa, .device = dev, .schedule_text = "schedule a;\nout: root [x=2x4];\n",
+                       .outcome = STORE_OK, .ms = 1, .ref_ms = 1, .sizes = "out(8)", .kernel_ms = "out.0=x" };
+    CHECK(store_put_result(st, &r, err, sizeof err) == -1 && strstr(err, "the kernels' times: entry 1"));
+    CHECK(store_has_result(st, pa, dev, r.schedule_text, err, sizeof err) == 0);
+    store_close(st);
+    /* an exchange file whose kernel field is bad: refused with its line */
+    size_t n;
+    char *good = read_all(path_in("x.txt"), &n);
+    CHECK(good && strstr(good, " out.0=1.125 "));
+    if (!good) return;
+    char *bad2 = malloc(n + 16), *at = strstr(good, " out.0=1.125 ");
+    if (at) {
+        size_t pre = (size_t)(at - good);
+        memcpy(bad2, good, pre);
+        strcpy(bad2 + pre, " out.0=1.1.25 ");
+        strcat(bad2, at + strlen(" out.0=1.125 "));
+        expect_refused(bad2, "the kernels' times: entry 1 (out.0): expected a time");
+    }
+    free(bad2);
+    free(good);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/sc_test_store_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -471,6 +592,8 @@ int main(void) {
     RUN(test_bad_databases);
     RUN(test_locked);
     RUN(test_version1);
+    RUN(test_version2);
+    RUN(test_kernel_times);
     RUN(test_find_replace_meta);
     RUN(test_generations);
     char cmd[300];

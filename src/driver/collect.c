@@ -57,6 +57,7 @@ collect_ctx *collect_open(store *st, const collect_opts *o, char *err, size_t er
         return NULL;
     }
     c->dev.cpu = c->t.cpu;
+    c->dev.kernel_times = true;       /* the per-kernel loss's labels (docs/costmodel.md) */
     c->exact = c->dev;
     c->exact.math = CG_MATH_EXACT;
     collect_set_models(c, o->models, o->nmodels);
@@ -480,6 +481,7 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
         r.samples_ms = m.samples_ms;
         r.runs = m.runs;
         r.kernels = m.kernels;
+        r.kernel_ms = m.kernel_ms;
         r.check = m.check;
         r.message = m.msg;
         r.sizes = cp->sizes;

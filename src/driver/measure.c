@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "base.h"
 #include "measure.h"
+#include "store.h"
 
 bool measure_device_by_name(const char *name, cg_math math, measure_device *d) {
     d->ops = rt_ops_by_name(name);
@@ -124,6 +125,39 @@ static void time_session(exec_session *x, exec_session *rx, measure_limits lim, 
     o->kind = MEASURE_OK;
 }
 
+/* Each kernel of a timed session alone, into o->kernel_ms (the store's
+ * text); a failure here fails the measurement (a time-out leaves the
+ * device unusable), as a failed timed run does. */
+static void time_kernels(exec_session *x, const lower_program *prog, measure_limits lim, measure_outcome *o) {
+    int n = prog->nkernels;
+    double *ms = calloc((size_t)n + 1, sizeof *ms);
+    store_kernel_time *k = calloc((size_t)n + 1, sizeof *k);
+    if (!ms || !k) abort();
+    char err[sizeof o->msg];
+    if (exec_kernel_times(x, o->ms > 200 ? 1 : 3, lim.run_ms, ms, err, sizeof err) != 0) {
+        o->kind = MEASURE_FAILED;
+        snprintf(o->msg, sizeof o->msg, "timing each kernel alone: %.900s", err);
+    } else {
+        int nk = 0;
+        bool fits = n <= STORE_MAX_KERNEL_TIMES;
+        for (int i = 0; fits && i < n; i++) {
+            const lower_kernel *lk = prog->kernels[i];
+            int j = 0;
+            while (j < nk && !(k[j].stage == lk->stage && !strcmp(k[j].func, lk->root->name))) j++;
+            if (j == nk) {
+                if (strlen(lk->root->name) >= sizeof k[j].func) { fits = false; break; }
+                strcpy(k[j].func, lk->root->name);
+                k[j].stage = lk->stage;
+                nk++;
+            }
+            k[j].ms += ms[i];
+        }
+        if (!fits || !store_kernel_ms_format(k, nk, o->kernel_ms, sizeof o->kernel_ms)) o->kernel_ms[0] = 0;
+    }
+    free(ms);
+    free(k);
+}
+
 /* The reference session: rs lowered and compiled, inputs uploaded; NULL
  * (and o->msg says why) when any of it fails. */
 static exec_session *open_reference(const measure_device *d, rt_device *dev, ir_arena *a, sc_pipeline *p,
@@ -172,6 +206,7 @@ static void measure_here(const measure_device *d, sc_pipeline *p, const bounds_r
                 measure_limits rlim = lim;     /* the reference's first run: its own kernels' */
                 rlim.first_ms = measure_first_ms(lim, rkernels);
                 time_session(x, rx, rlim, o);
+                if (o->kind == MEASURE_OK && d->kernel_times) time_kernels(x, prog, lim, o);
             }
         }
     }
@@ -232,7 +267,7 @@ void measure_schedule(const measure_device *d, sc_pipeline *p, const bounds_resu
         _exit(w == (ssize_t)sizeof mine ? 0 : 1);
     }
     close(fd[1]);
-    double allow = 300.0 + (lim.first_ms + (rs ? 64.0 : 32.0) * lim.run_ms) / 1000.0;
+    double allow = 300.0 + (lim.first_ms + ((rs ? 64.0 : 32.0) + (d->kernel_times ? 3 : 0)) * lim.run_ms) / 1000.0;
     double deadline = base_now_s() + allow;
     measure_outcome theirs;
     size_t got = read_until(fd[0], &theirs, sizeof theirs, deadline);

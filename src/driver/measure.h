@@ -34,6 +34,10 @@ typedef struct {
     double samples_ms[MEASURE_MAX_SAMPLES];  /* each the mean of `runs` runs */
     int runs;
     int kernels;
+    /* each kernel timed alone after the in-turn samples, when the device
+     * asks for it (measure_device.kernel_times): the store's text
+     * (store_kernel_ms_parse); "" when not timed, or past its room */
+    char kernel_ms[4096];
     double compile_s;                   /* lowering, code generation and compiling */
     char check[256];                    /* how the result compared */
     char msg[1024];                     /* what failed */
@@ -45,6 +49,8 @@ typedef struct {
     cg_math math;
     bool cpu;                           /* its target is a CPU (target.cpu): lowered without
                                          * register staging (lower_schedule_for) */
+    bool kernel_times;                  /* also time each kernel alone (measure_outcome.kernel_ms):
+                                         * collect's samples, for the per-kernel loss */
 } measure_device;
 
 /* The device of that name ("opencl", "c", "cuda") with the math mode:
@@ -92,7 +98,10 @@ int measure_first_ms(measure_limits lim, int nkernels);
 
 /* Lowers, compiles, checks and times s (in a child when d->fork_each; the
  * child is killed after a deadline that leaves room for compiling and
- * every run it makes).  *o is always filled.
+ * every run it makes).  *o is always filled.  With d->kernel_times, a
+ * timed schedule's kernels are then timed alone (exec_kernel_times: the
+ * fastest of 3 runs, 1 past 200 ms), each named by its root Func and
+ * stage.
  *
  * With a reference schedule (rs, may be NULL) the same process also
  * compiles it and times it in turn with s, sample by sample (r, s, r, s,

@@ -53,7 +53,7 @@ static const char *schema =
     "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
     "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, ref_ms REAL, samples TEXT NOT NULL,"
     "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
-    "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
+    "  date TEXT NOT NULL, version TEXT NOT NULL, kernel_ms TEXT, UNIQUE(schedule, device));"
     "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
     "  device INTEGER NOT NULL REFERENCES devices(id), outcome TEXT NOT NULL, message TEXT NOT NULL,"
     "  sizes TEXT NOT NULL, date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));";
@@ -151,11 +151,13 @@ static int check_schema(store *st, bool writable, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: not a stagecraft sample database (no 'format = stagecraft-samples' in a meta table)",
                  st->path);
         r = -1;
-    } else if (version && atoi(version) == 1 && writable) {
-        /* version 1 -> 2: the reference time, NULL in the rows there are */
-        char sql[200];
-        snprintf(sql, sizeof sql, "ALTER TABLE measurements ADD COLUMN ref_ms REAL;"
-                 "UPDATE meta SET value = '%d' WHERE key = 'schema_version';", STORE_SCHEMA_VERSION);
+    } else if (version && atoi(version) >= 1 && atoi(version) < STORE_SCHEMA_VERSION && writable) {
+        /* version 1 -> 2: the reference time; 2 -> 3: the kernels' times;
+         * NULL in the rows there are */
+        char sql[300];
+        snprintf(sql, sizeof sql, "%s ALTER TABLE measurements ADD COLUMN kernel_ms TEXT;"
+                 "UPDATE meta SET value = '%d' WHERE key = 'schema_version';",
+                 atoi(version) == 1 ? "ALTER TABLE measurements ADD COLUMN ref_ms REAL;" : "", STORE_SCHEMA_VERSION);
         if (store_exec(st, "BEGIN IMMEDIATE", err, errlen)) r = -1;
         else if (store_exec(st, sql, err, errlen)) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -445,7 +447,7 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
             n += (size_t)snprintf(samples + n, cap - n, "%s%.17g", i ? "," : "", r->samples_ms[i]);
         q = store_prepare(st,
             "INSERT INTO measurements(schedule, device, ms, samples, runs, kernels, check_result, sizes, date, version,"
-            " ref_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err, errlen);
+            " ref_ms, kernel_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err, errlen);
         if (q) {
             sqlite3_bind_double(q, 3, r->ms);
             sqlite3_bind_text(q, 4, samples, -1, SQLITE_STATIC);
@@ -454,6 +456,8 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
             sqlite3_bind_text(q, 7, r->check ? r->check : "", -1, SQLITE_STATIC);
             if (r->ref_ms > 0) sqlite3_bind_double(q, 11, r->ref_ms);
             else sqlite3_bind_null(q, 11);
+            if (r->kernel_ms && *r->kernel_ms) sqlite3_bind_text(q, 12, r->kernel_ms, -1, SQLITE_STATIC);
+            else sqlite3_bind_null(q, 12);
         }
     } else {
         q = store_prepare(st,
@@ -477,6 +481,17 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
 }
 
 int store_put_result(store *st, const store_result *r, char *err, size_t errlen) {
+    if (r->outcome == STORE_OK && r->kernel_ms && *r->kernel_ms) {
+        store_kernel_time *k = malloc(sizeof *k * STORE_MAX_KERNEL_TIMES);
+        if (!k) abort();
+        char why[300];
+        int n = store_kernel_ms_parse(r->kernel_ms, k, STORE_MAX_KERNEL_TIMES, why, sizeof why);
+        free(k);
+        if (n < 0) {
+            snprintf(err, errlen, "%s: the kernels' times: %s", st->path, why);
+            return -1;
+        }
+    }
     if (r->outcome == STORE_OK && (!(r->ms >= 0 && r->ms < 1e12) || !(r->ref_ms >= 0 && r->ref_ms < 1e12))) {
         snprintf(err, errlen, "%s: a measurement of %g ms is not a run time", st->path, r->ms);
         return -1;
@@ -504,8 +519,8 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
                       size_t errlen) {
     sqlite3_stmt *q = store_prepare(st,
         "SELECT m.id, p.id, p.name, p.hash, p.source, p.text, s.text, d.key, d.math, d.target, m.ms,"
-        " coalesce(m.ref_ms, 0), instr(m.samples, ',') = 0, m.date, m.device, generation(m.version)"
-        " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
+        " coalesce(m.ref_ms, 0), instr(m.samples, ',') = 0, m.date, m.device, generation(m.version),"
+        " coalesce(m.kernel_ms, '') FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
         " JOIN devices d ON m.device = d.id WHERE (?1 IS NULL OR d.key = ?1)"
         /* times without a reference are not comparable with those with one */
         " AND (m.ref_ms IS NOT NULL OR NOT EXISTS (SELECT 1 FROM measurements m2 JOIN schedules s2"
@@ -529,6 +544,7 @@ int store_each_sample(store *st, const char *device_key, store_sample_fn fn, voi
             sqlite3_column_double(q, 10), sqlite3_column_double(q, 11),
             sqlite3_column_int(q, 12) != 0, (const char *)sqlite3_column_text(q, 13),
             sqlite3_column_int64(q, 14), sqlite3_column_int(q, 15),
+            (const char *)sqlite3_column_text(q, 16),
         };
         if ((r = fn(&s, ud)) != 0) break;
     }
@@ -605,4 +621,77 @@ int store_print_stats(store *st, FILE *out, char *err, size_t errlen) {
     }
     sqlite3_finalize(q);
     return 0;
+}
+
+/* ---- each kernel's time alone ------------------------------------------------ */
+
+static bool func_name_char(char c, bool first) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+}
+
+int store_kernel_ms_parse(const char *text, store_kernel_time *out, int max, char *err, size_t errlen) {
+    int n = 0;
+    for (const char *p = text ? text : ""; *p;) {
+        const char *name = p;
+        while (func_name_char(*p, p == name)) p++;
+        size_t len = (size_t)(p - name);
+        if (len == 0 || len >= STORE_FUNC_NAME_MAX || *p != '.') {
+            snprintf(err, errlen, "entry %d: expected FUNC.STAGE=MS (a Func name of at most %d characters), got '%.40s'",
+                     n + 1, STORE_FUNC_NAME_MAX - 1, name);
+            return -1;
+        }
+        char *end;
+        errno = 0;
+        long stage = strtol(p + 1, &end, 10);
+        if (end == p + 1 || errno || stage < 0 || stage > 1000 || *end != '=') {
+            snprintf(err, errlen, "entry %d (%.*s): expected a stage number and '=', got '%.40s'", n + 1, (int)len,
+                     name, p + 1);
+            return -1;
+        }
+        p = end + 1;
+        errno = 0;
+        double ms = strtod(p, &end);
+        if (end == p || errno || !(ms >= 0 && ms < 1e12) || (*end && *end != ',')) {
+            snprintf(err, errlen, "entry %d (%.*s.%ld): expected a time of at least 0 ms, got '%.40s'", n + 1,
+                     (int)len, name, stage, p);
+            return -1;
+        }
+        if (n == max) {
+            snprintf(err, errlen, "more than %d kernels", max);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (out[i].stage == stage && strlen(out[i].func) == len && !strncmp(out[i].func, name, len)) {
+                snprintf(err, errlen, "entry %d: %.*s.%ld is there twice", n + 1, (int)len, name, stage);
+                return -1;
+            }
+        memcpy(out[n].func, name, len);
+        out[n].func[len] = 0;
+        out[n].stage = (int)stage;
+        out[n].ms = ms;
+        n++;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) {
+            snprintf(err, errlen, "a comma at the end");
+            return -1;
+        }
+    }
+    return n;
+}
+
+bool store_kernel_ms_format(const store_kernel_time *k, int n, char *buf, size_t cap) {
+    size_t at = 0;
+    if (cap) buf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!k[i].func[0]) return false;
+        for (const char *c = k[i].func; *c; c++)
+            if (!func_name_char(*c, c == k[i].func)) return false;
+        int w = snprintf(buf + at, cap - at, "%s%s.%d=%.6g", i ? "," : "", k[i].func, k[i].stage, k[i].ms);
+        if (w < 0 || (size_t)w >= cap - at) {
+            if (cap) buf[0] = 0;
+            return false;
+        }
+        at += (size_t)w;
+    }
+    return true;
 }

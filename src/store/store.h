@@ -20,8 +20,10 @@
  *                 timed in turn with it, in the same process: the ratio
  *                 of the two is free of the machine's load, which drifts
  *                 over minutes on a shared machine; NULL in samples
- *                 measured without one), kernels, the check's outcome, the
- *                 date, the version
+ *                 measured without one), kernels, each kernel's time alone
+ *                 (kernel_ms: "FUNC.STAGE=MS,..."; NULL in samples
+ *                 measured without them), the check's outcome, the date,
+ *                 the version
  *   failures      schedules that did not compile, ran past their limit or
  *                 did not match the reference: recorded so that they are
  *                 not tried again, never used as timings
@@ -47,10 +49,30 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Version 2 added measurements.ref_ms; a version 1 database is upgraded
- * when it is opened for writing (its rows are kept, without reference
- * times). */
-#define STORE_SCHEMA_VERSION 2
+/* Version 2 added measurements.ref_ms, version 3 measurements.kernel_ms;
+ * an older database is upgraded when it is opened for writing (its rows
+ * are kept, without reference or kernel times). */
+#define STORE_SCHEMA_VERSION 3
+
+/* Each kernel's time alone in a measurement, as the store keeps them: the
+ * kernel named by the Func and stage it computes at its root (a lowered
+ * kernel's root and stage; two kernels of one root and stage are summed),
+ * "FUNC.STAGE=MS" joined by commas, in launch order. */
+#define STORE_MAX_KERNEL_TIMES 256
+#define STORE_FUNC_NAME_MAX 96
+typedef struct {
+    char func[STORE_FUNC_NAME_MAX];
+    int stage;
+    double ms;
+} store_kernel_time;
+/* Parses that text into out[0..max): the count (0 for "" or NULL), or -1
+ * with err naming the entry and what was expected (a Func name, a stage
+ * number, a time of at least 0 ms; at most max entries; no Func and stage
+ * twice). */
+int store_kernel_ms_parse(const char *text, store_kernel_time *out, int max, char *err, size_t errlen);
+/* Writes n kernel times as that text into buf (cap bytes); false when
+ * they do not fit or a name is not a Func name. */
+bool store_kernel_ms_format(const store_kernel_time *k, int n, char *buf, size_t cap);
 
 typedef struct store store;
 
@@ -104,6 +126,7 @@ typedef struct {
     const double *samples_ms;     /* each sample's mean run time */
     int runs;                     /* runs per sample */
     int kernels;
+    const char *kernel_ms;        /* each kernel's time alone (store_kernel_ms_parse), or NULL */
     const char *check;            /* how the result was checked ("0 of N points differ ...") */
     /* otherwise: */
     const char *message;
@@ -181,6 +204,7 @@ typedef struct {
     const char *date;             /* when it was measured, "2026-11-27T01:00:00Z" */
     int64_t device;               /* the device row's id */
     int generation;               /* the code generation it timed (store_codegen_generation) */
+    const char *kernel_ms;        /* each kernel's time alone (store_kernel_ms_parse); "" none */
 } store_sample;
 
 /* Calls fn on every successful measurement (of devices whose key is

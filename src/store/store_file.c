@@ -14,7 +14,7 @@
 #include "store_impl.h"
 
 #define FILE_MAGIC "stagecraft-samples"
-#define FILE_VERSION 2
+#define FILE_VERSION 3
 
 /* ---- a growable text buffer ------------------------------------------------ */
 
@@ -186,7 +186,7 @@ int store_export(store *st, const char *path, int64_t *written, char *err, size_
              dump(st, &b, "pipeline", "SELECT hash, name, source, text FROM pipelines ORDER BY hash", NULL, err,
                   errlen) ||
              dump(st, &b, "sample",
-                  "SELECT p.hash, d.key, d.math, m.ms, m.ref_ms, m.kernels, m.samples, m.runs, m.check_result, m.sizes, m.date,"
+                  "SELECT p.hash, d.key, d.math, m.ms, m.ref_ms, m.kernel_ms, m.kernels, m.samples, m.runs, m.check_result, m.sizes, m.date,"
                   " m.version, s.hash0 || ',' || s.hash1 || ',' || s.hash2 || ',' || s.hash3, s.text"
                   " FROM measurements m JOIN schedules s ON m.schedule = s.id JOIN pipelines p ON s.pipeline = p.id"
                   " JOIN devices d ON m.device = d.id ORDER BY p.hash, d.key, d.math, s.text", &n, err, errlen) ||
@@ -235,7 +235,7 @@ static int read_file(const char *path, text_buf *out, char *err, size_t errlen) 
     return 0;
 }
 
-#define MAX_FIELDS 16
+#define MAX_FIELDS 20
 
 /* Splits a record at single spaces and unescapes each field; the count,
  * or -1 on a bad escape. */
@@ -295,16 +295,21 @@ static int64_t pipeline_by_hash(store *st, const char *hash, char *err, size_t e
 static int import_record(store *st, char **f, int n, int version, char *err, size_t errlen) {
     const char *kind = f[0];
     double ref_ms = 0;
-    if (version >= 2 && !strcmp(kind, "sample") && n == 15) {
-        /* REF-MS: after MS; taken out so that the fields are version 1's */
+    const char *kernel_ms = NULL;
+    int want = version >= 3 ? 16 : 15;
+    if (version >= 2 && !strcmp(kind, "sample") && n == want) {
+        /* REF-MS after MS, and KERNEL-MS after it (version 3): taken out
+         * so that the fields are version 1's */
         if (*f[5] && (!parse_double(f[5], &ref_ms) || ref_ms <= 0)) {
             snprintf(err, errlen, "expected a reference time in ms or \\e, got '%.40s'", f[5]);
             return -1;
         }
-        memmove(f + 5, f + 6, (size_t)(n - 6) * sizeof *f);
-        n--;
+        int extra = version >= 3 ? 2 : 1;
+        if (version >= 3) kernel_ms = f[6];
+        memmove(f + 5, f + 5 + extra, (size_t)(n - 5 - extra) * sizeof *f);
+        n -= extra;
     } else if (version >= 2 && !strcmp(kind, "sample")) {
-        snprintf(err, errlen, "a sample record has 15 fields, this one %d", n);
+        snprintf(err, errlen, "a sample record has %d fields, this one %d", want, n);
         return -1;
     }
     if (!strcmp(kind, "device")) {
@@ -345,6 +350,7 @@ static int import_record(store *st, char **f, int n, int version, char *err, siz
     if (sample) {
         r.outcome = STORE_OK;
         r.ref_ms = ref_ms;
+        r.kernel_ms = kernel_ms;
         int cap = 1;
         for (const char *c = f[6]; *c; c++) cap += *c == ',';
         samples = calloc((size_t)cap, sizeof *samples);
@@ -392,7 +398,8 @@ static int import_record(store *st, char **f, int n, int version, char *err, siz
 int store_import(store *st, const char *path, int64_t *added, char *err, size_t errlen) {
     text_buf b = {0};
     if (read_file(path, &b, err, errlen)) return -1;
-    /* this version's files, and version 1's (no reference times) */
+    /* this version's files, version 2's (no kernel times) and version 1's
+     * (no reference times either) */
     char head[64];
     int version = FILE_VERSION;
     for (; version >= 1; version--) {
