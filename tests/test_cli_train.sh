@@ -21,6 +21,7 @@ case_ train_bad_seed 2 -e "--seed: expected a number >= 0, got '-3'" -- "$sc" tr
 case_ train_bad_loss 2 -e "--loss: 'l1' is not one of throughput, rank" -- "$sc" train --db a.db -o "$tmp/w" --loss l1
 case_ train_bad_anneal 2 -e "--anneal: expected a fraction of the epochs from 0 to 1, got '1.5'" -- "$sc" train --db a.db -o "$tmp/w" --anneal 1.5
 case_ train_bad_decay 2 -e "--weight-decay: expected a factor from 0 to 100, got '-1'" -- "$sc" train --db a.db -o "$tmp/w" --weight-decay -1
+case_ train_bad_kernel_loss 2 -e "--kernel-loss: expected a weight from 0 to 1000, got 'x'" -- "$sc" train --db a.db -o "$tmp/w" --kernel-loss x
 case_ train_bad_fold 2 -e "--validation-fold: expected a fold from 0 to 99, got '-1'" -- "$sc" train --db a.db -o "$tmp/w" --validation-fold -1
 case_ train_missing_value 2 -e 'option --device needs a value' -- "$sc" train --db a.db -o "$tmp/w" --device
 case_ train_unknown_option 2 -e "unknown option '--fast'" -- "$sc" train --db a.db -o "$tmp/w" --fast
@@ -211,4 +212,13 @@ size=$(stat -c %s "$tmp/bad.weights")
 printf '\x55' | dd of="$tmp/bad.weights" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 case_ predict_corrupt_weights 1 -e 'checksum mismatch: the weights file is corrupt' -- \
     "$sc" predict "$app" --small --weights "$tmp/bad.weights"
+
+# each kernel's time alone (collect stores them): attached to the samples
+# of two kernels or more, and the per-kernel loss logged while training
+"$sc" collect --db "$tmp/kern.db" --device c --small --schedules 6 apps/box_blur.pipe >/dev/null 2>&1
+case_ train_kernel_times 0 -o '^kernel times: [1-9][0-9]* samples with each kernel.s time alone.*; 0 whose kernels did not match' -- \
+    "$sc" train --db "$tmp/kern.db" --epochs 2 --validation 0 --kernel-loss 10 -o "$tmp/kern.weights"
+grep -Eq '^epoch 2/2 .* kernel divergence [0-9.]+ \([1-9][0-9]* samples\)$' "$out"; ok train_kernel_divergence_logged $?
+case_ train_evaluate_kernel_loss 2 -e '--evaluate trains nothing: drop --kernel-loss' -- \
+    "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --kernel-loss 1
 exit $failed

@@ -30,14 +30,37 @@ static target A100;
 
 #include "train_pipes.h"
 
-/* The made-up truth: a few terms with fixed weights (ms). */
+/* The made-up truth: a few terms with fixed weights (ms), per row. */
+static double synthetic_row_ms(const feat_row *row) {
+    double T[NN_COEF];
+    cost_terms(row->v, &A100, T);
+    return 2e-6 * T[1] + 5e-6 * T[28] + 4e-3 * T[24] + 1e-6 * T[13] + 2e-3 * T[25];
+}
+
 static double synthetic_ms(const feat_result *r) {
-    double ms = 0, T[NN_COEF];
-    for (int i = 0; i < r->n; i++) {
-        cost_terms(r->rows[i].v, &A100, T);
-        ms += 2e-6 * T[1] + 5e-6 * T[28] + 4e-3 * T[24] + 1e-6 * T[13] + 2e-3 * T[25];
-    }
+    double ms = 0;
+    for (int i = 0; i < r->n; i++) ms += synthetic_row_ms(&r->rows[i]);
     return ms + 1e-3;
+}
+
+/* The same truth per kernel (its rows', by kernel_func and kernel_stage),
+ * attached to the sample added last; whether it was (one kernel: not). */
+static int synthetic_kernels(train_data *d, const feat_result *r) {
+    int kern[256], nk = 0, func[256], stage[256];
+    double ms[256];
+    for (int i = 0; i < r->n && i < 256; i++) {
+        int k = 0;
+        while (k < nk && !(func[k] == r->rows[i].kernel_func && stage[k] == r->rows[i].kernel_stage)) k++;
+        if (k == nk) {
+            func[k] = r->rows[i].kernel_func;
+            stage[k] = r->rows[i].kernel_stage;
+            ms[k] = 1e-4;
+            nk++;
+        }
+        ms[k] += synthetic_row_ms(&r->rows[i]);
+        kern[i] = k;
+    }
+    return r->n <= 256 ? train_data_add_kernels(d, kern, ms, nk) : 0;
 }
 
 /* nsched random schedules of every pipeline (seeds 1..nsched).  With
@@ -59,6 +82,7 @@ static void synthetic(train_data *d, int nsched, feat_result *keep) {
             CHECK(ok);
             if (!ok) continue;
             CHECK(train_data_add(d, pi, &r, &A100, synthetic_ms(&r)) == 1);
+            synthetic_kernels(d, &r);
             if (keep && p == 0) keep[s - 1] = r;
             else feat_free(&r);
         }
@@ -142,7 +166,7 @@ static void floor_half_the_rows(const train_data *d, nn_model *m, int n) {
  * minibatch loss, on every parameter (regularizer included: some
  * coefficients are pushed below zero first); with a floor, about half the
  * rows on it. */
-static void gradient_check(train_loss kind, bool floored) {
+static void gradient_check(train_loss kind, bool floored, double kl) {
     train_data d;
     synthetic(&d, 3, NULL);
     nn_model *m = calloc(1, sizeof *m);
@@ -154,17 +178,17 @@ static void gradient_check(train_loss kind, bool floored) {
     int idx[] = { 0, 1, 2, 3, 4, 5 };               /* p0's 3 and p1's 3 samples: two pipelines */
     double reg = 1e-2;
     double *g = calloc(NN_NPARAMS, sizeof(double));
-    double l0 = train_batch_loss(&d, m, idx, 3, reg, kind, g);
-    train_batch_loss(&d, m, idx + 3, 3, reg, kind, g);
+    double l0 = train_batch_loss(&d, m, idx, 3, reg, kind, kl, g);
+    train_batch_loss(&d, m, idx + 3, 3, reg, kind, kl, g);
     CHECK(isfinite(l0) && l0 > 0);
     int bad = 0, nonzero = 0;
     double worst = 0;
     for (int i = 0; i < NN_NPARAMS; i++) {
         double w = m->w[i], h = 1e-6 * fmax(1.0, fabs(w));
         m->w[i] = w + h;
-        double up = train_batch_loss(&d, m, idx, 3, reg, kind, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, NULL);
+        double up = train_batch_loss(&d, m, idx, 3, reg, kind, kl, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, kl, NULL);
         m->w[i] = w - h;
-        double dn = train_batch_loss(&d, m, idx, 3, reg, kind, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, NULL);
+        double dn = train_batch_loss(&d, m, idx, 3, reg, kind, kl, NULL) + train_batch_loss(&d, m, idx + 3, 3, reg, kind, kl, NULL);
         m->w[i] = w;
         double num = (up - dn) / (2 * h), e = fabs(num - g[i]) / fmax(1e-4, fabs(num) + fabs(g[i]));
         nonzero += g[i] != 0;
@@ -174,9 +198,17 @@ static void gradient_check(train_loss kind, bool floored) {
             bad++;
         }
     }
-    printf("  gradient (%s loss%s): %d parameters, %d nonzero, worst relative error %.2g\n",
+    int with_kernels = 0;
+    for (int i = 0; i < 6; i++) with_kernels += d.samples[i].nkern > 1;
+    printf("  gradient (%s loss%s%s): %d parameters, %d nonzero, worst relative error %.2g\n",
            kind == TRAIN_LOSS_RANK ? "rank" : "throughput", floored ? ", half the rows on the floor" : "",
-           NN_NPARAMS, nonzero, worst);
+           kl > 0 ? ", the per-kernel loss" : "", NN_NPARAMS, nonzero, worst);
+    if (kl > 0) {
+        /* the per-kernel loss has something to check: samples with
+         * kernels, and a loss that differs from the one without it */
+        CHECK(with_kernels >= 2);
+        CHECK(train_batch_loss(&d, m, idx, 3, reg, kind, kl, NULL) > train_batch_loss(&d, m, idx, 3, reg, kind, 0, NULL));
+    }
     CHECK(bad == 0);
     /* every slice takes part */
     int slices[] = { NN_OFF_W1, NN_OFF_B1, NN_OFF_W2, NN_OFF_B2, NN_OFF_W3, NN_OFF_B3, NN_OFF_SCALE, NN_NPARAMS };
@@ -190,9 +222,10 @@ static void gradient_check(train_loss kind, bool floored) {
     train_data_free(&d);
 }
 
-static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT, false); }
-static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK, false); }
-static void test_gradient_floor(void) { gradient_check(TRAIN_LOSS_RANK, true); }
+static void test_gradient(void) { gradient_check(TRAIN_LOSS_THROUGHPUT, false, 0); }
+static void test_gradient_rank(void) { gradient_check(TRAIN_LOSS_RANK, false, 0); }
+static void test_gradient_floor(void) { gradient_check(TRAIN_LOSS_RANK, true, 0); }
+static void test_gradient_kernels(void) { gradient_check(TRAIN_LOSS_RANK, true, 0.5); }
 
 /* Checks a floor trained on d (floor_ms per unit of work(terms)) against
  * the samples' times and the predictions pred: the floor alone predicts
@@ -353,6 +386,41 @@ static void test_learns(void) {
     CHECK(after.pairwise > before.pairwise);
     CHECK(after.rho > 0.8);           /* chain's times tie often: rho is lower */
     free(m);
+    train_data_free(&d);
+}
+
+/* The per-kernel loss: the synthetic truth per kernel attached to the
+ * samples of more than one kernel; trained with it, the predicted shares
+ * of the kernels come closer to the measured ones than trained without
+ * it, and than untrained, and the pipelines' ranking is not lost. */
+static void test_learns_kernels(void) {
+    train_data d;
+    synthetic(&d, 40, NULL);
+    CHECK(d.kernel_samples >= 20 && d.kernel_unmatched == 0);
+    train_metrics before, with, without, valid;
+    char err[256];
+    double kl[2] = { 0, 10 };
+    for (int i = 0; i < 2; i++) {
+        nn_model *m = calloc(1, sizeof *m);
+        nn_init(m, 3);
+        train_calibrate(&d, m);
+        if (i == 0) before = train_evaluate(&d, m, TRAIN_ROLE_TRAIN);
+        train_opts o;
+        train_opts_default(&o);
+        o.epochs = 60;
+        o.lr = 3e-3;
+        o.seed = 3;
+        o.kernel_loss = kl[i];
+        CHECK(train_run(&d, m, &o, i ? &with : &without, &valid, err, sizeof err) == 0);
+        free(m);
+    }
+    printf("  synthetic kernels (%d samples): divergence %.4f untrained, %.4f without the loss, %.4f with it; "
+           "pairwise %.3f, %.3f\n", before.kernel_samples, before.kernel_divergence, without.kernel_divergence,
+           with.kernel_divergence, without.pairwise, with.pairwise);
+    CHECK(before.kernel_samples == (int)d.kernel_samples);
+    CHECK(with.kernel_divergence < 0.5 * without.kernel_divergence);
+    CHECK(with.kernel_divergence < 0.5 * before.kernel_divergence);
+    CHECK(with.pairwise > 0.9);
     train_data_free(&d);
 }
 
@@ -830,9 +898,11 @@ int main(void) {
     RUN(test_gradient);
     RUN(test_gradient_rank);
     RUN(test_gradient_floor);
+    RUN(test_gradient_kernels);
     RUN(test_instruction_floor);
     RUN(test_gather_floor);
     RUN(test_learns);
+    RUN(test_learns_kernels);
     RUN(test_step_size);
     RUN(test_weight_decay);
     RUN(test_intensive);

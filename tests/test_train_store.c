@@ -192,7 +192,7 @@ static void test_neighbours(void) {
     const int pipe[] = { a, b, a, a, a, b };
     d.nsamples = 6;
     d.samples = calloc(6, sizeof *d.samples);
-    for (int i = 0; i < 6; i++) d.samples[i] = (train_sample){ pipe[i], ms[i], 0, 0 };
+    for (int i = 0; i < 6; i++) d.samples[i] = (train_sample){ pipe[i], ms[i], 0, 0, 0, 0 };
     double pred[6];
     train_neighbour_predict(&d, 1, pred);
     CHECK(fabs(pred[0] - 2) < 1e-12);                  /* only the next of a: 2 */

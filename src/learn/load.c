@@ -69,6 +69,29 @@ static void loader_group(loader *L, const store_sample *s) {
     L->group_generation = s->generation;
 }
 
+/* Each kernel's time alone (store.h) attached to the sample just added:
+ * each feature row's kernel (its root Func and stage) found among them
+ * by name (train_data_add_kernels). */
+static void loader_kernels(loader *L, const store_sample *s, const feat_result *r) {
+    store_kernel_time *k = base_calloc(STORE_MAX_KERNEL_TIMES, sizeof *k);
+    int *row_kernel = base_calloc((size_t)r->n + 1, sizeof(int));
+    double *ms = base_calloc(STORE_MAX_KERNEL_TIMES, sizeof(double));
+    char err[300];
+    int nk = store_kernel_ms_parse(s->kernel_ms, k, STORE_MAX_KERNEL_TIMES, err, sizeof err);
+    for (int i = 0; i < r->n; i++) {
+        int f = r->rows[i].kernel_func, j = 0;
+        const sc_func *fn = f >= 0 && f < L->p->funcs.n ? L->p->funcs.items[f] : NULL;
+        while (fn && j < nk && !(k[j].stage == r->rows[i].kernel_stage && !strcmp(k[j].func, fn->name))) j++;
+        row_kernel[i] = fn && j < nk ? j : -1;
+    }
+    for (int j = 0; j < nk; j++) ms[j] = k[j].ms;
+    if (nk < 0) L->d->kernel_unmatched++;
+    else train_data_add_kernels(L->d, row_kernel, ms, nk);
+    free(k);
+    free(row_kernel);
+    free(ms);
+}
+
 /* A new pipeline: parsed, bounded, with fresh contexts. */
 static void loader_pipeline(loader *L, const store_sample *s) {
     loader_drop(L);
@@ -201,7 +224,8 @@ static int loader_sample(const store_sample *s, void *ud) {
         if (L->ref0 <= 0) L->ref0 = s->ref_ms;
         ms = s->ms / s->ref_ms * L->ref0;
     }
-    train_data_add(d, L->pipe, &r, &L->t, ms);
+    if (train_data_add(d, L->pipe, &r, &L->t, ms) == 1 && s->kernel_ms && *s->kernel_ms)
+        loader_kernels(L, s, &r);
     feat_free(&r);
     return 0;
 }

@@ -26,6 +26,8 @@ void train_data_free(train_data *d) {
     free(d->terms);
     free(d->algo);
     free(d->algo_pipe);
+    free(d->row_kernel);
+    free(d->kern_share);
     train_data_init(d);
 }
 
@@ -113,15 +115,54 @@ int train_data_add(train_data *d, int pipe, const feat_result *r, const target *
     train_grow((void **)&d->sched, &d->capr, need, sizeof(double) * NN_SCHED_IN);
     d->capr = cap;
     train_grow((void **)&d->terms, &d->capr, need, sizeof(double) * NN_COEF);
+    d->capr = cap;
+    train_grow((void **)&d->row_kernel, &d->capr, need, sizeof(int));
     for (int i = 0; i < r->n; i++) {
         int row = d->nrows + i;
+        d->row_kernel[row] = -1;
         d->row_algo[row] = train_algo_index(d, pipe, r->rows[i].v);
         nn_sched_inputs(r->rows[i].v, d->sched + (size_t)row * NN_SCHED_IN);
         cost_terms(r->rows[i].v, t, d->terms + (size_t)row * NN_COEF);
     }
     train_grow((void **)&d->samples, &d->caps, d->nsamples + 1, sizeof *d->samples);
-    d->samples[d->nsamples++] = (train_sample){ pipe, ms, d->nrows, r->n };
+    d->samples[d->nsamples++] = (train_sample){ pipe, ms, d->nrows, r->n, 0, 0 };
     d->nrows = need;
+    return 1;
+}
+
+int train_data_add_kernels(train_data *d, const int *row_kernel, const double *ms, int nk) {
+    if (d->nsamples == 0 || nk < 2) return 0;
+    if (nk > TRAIN_MAX_KERNELS) {
+        d->kernel_unmatched++;
+        return 0;
+    }
+    train_sample *sm = &d->samples[d->nsamples - 1];
+    double sum = 0;
+    bool ok = true;
+    int *rows_of = base_calloc((size_t)nk, sizeof(int));
+    for (int k = 0; k < nk; k++) {
+        ok = ok && isfinite(ms[k]) && ms[k] > 0;
+        sum += ms[k];
+    }
+    for (int i = 0; ok && i < sm->nrows; i++) {
+        ok = row_kernel[i] >= 0 && row_kernel[i] < nk;
+        if (ok) rows_of[row_kernel[i]]++;
+    }
+    for (int k = 0; ok && k < nk; k++) ok = rows_of[k] > 0;
+    free(rows_of);
+    if (!ok || !(sum > 0)) {
+        d->kernel_unmatched++;
+        return 0;
+    }
+    int cap = d->capk;
+    train_grow((void **)&d->kern_share, &cap, d->nkern + nk, sizeof(double));
+    d->capk = cap;
+    sm->kern0 = d->nkern;
+    sm->nkern = nk;
+    for (int k = 0; k < nk; k++) d->kern_share[d->nkern + k] = ms[k] / sum;
+    for (int i = 0; i < sm->nrows; i++) d->row_kernel[sm->row0 + i] = row_kernel[i];
+    d->nkern += nk;
+    d->kernel_samples++;
     return 1;
 }
 
@@ -207,8 +248,37 @@ static void train_scratch_free(train_scratch *s) {
  * TRAIN_LOSS_RANK, also the pairwise logistic loss on log predictions,
  * log(1 + exp(log pred_i - log pred_j)) over the pairs whose measured
  * times differ by more than 1% (i the faster), averaged over the pairs. */
+double train_kernel_divergence(const train_data *d, const train_sample *sm, const double *cost, double w,
+                               double *dcost) {
+    if (sm->nkern < 2) return 0;
+    double kc[TRAIN_MAX_KERNELS], total = 0;
+    int nk = sm->nkern < TRAIN_MAX_KERNELS ? sm->nkern : TRAIN_MAX_KERNELS;
+    if (nk < sm->nkern) return 0;
+    for (int k = 0; k < nk; k++) kc[k] = 0;
+    for (int i = 0; i < sm->nrows; i++) {
+        kc[d->row_kernel[sm->row0 + i]] += cost[i];
+        total += cost[i];
+    }
+    if (!(total > 0)) return 0;
+    /* a kernel predicted at nothing is taken at a millionth of the total:
+     * its share's log stays finite, and it gets no gradient there */
+    double floor = 1e-6 * total, loss = 0, live = 0;
+    const double *share = d->kern_share + sm->kern0;
+    for (int k = 0; k < nk; k++) {
+        double c = kc[k] > floor ? kc[k] : floor;
+        loss += share[k] * log(share[k] * total / c);
+        /* d/dc_k of -m_k log(c_k / total), k not clamped: -m_k / c_k, and
+         * m_k / total through the total, for every row */
+        live += kc[k] > floor ? share[k] : 0;
+        kc[k] = kc[k] > floor ? -share[k] / c : 0;
+    }
+    if (dcost)
+        for (int i = 0; i < sm->nrows; i++) dcost[i] += w * (kc[d->row_kernel[sm->row0 + i]] + live / total);
+    return loss;
+}
+
 double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg,
-                        train_loss kind, double *grad) {
+                        train_loss kind, double kernel_loss, double *grad) {
     if (n <= 0) return 0;
     train_scratch s;
     train_gather(d, idx, n, &s);
@@ -253,6 +323,17 @@ double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, 
             if (!s.tape.floored[at + k]) scaled += s.cost[at + k];
         }
         dscale += dpred[i] * scale * scaled;
+        /* the shares depend on the scale through the rows on a floor
+         * only (their cost is the floor's over the scale) */
+        if (kernel_loss > 0 && sm->nkern > 1) {
+            double *dk = base_calloc((size_t)sm->nrows, sizeof(double));
+            loss += kernel_loss / n * train_kernel_divergence(d, sm, s.cost + at, kernel_loss / n, dk);
+            for (int k = 0; k < sm->nrows; k++) {
+                s.dcost[at + k] += dk[k];
+                if (s.tape.floored[at + k]) dscale -= dk[k] * s.cost[at + k];
+            }
+            free(dk);
+        }
         at += sm->nrows;
     }
     loss += reg / n * nn_reg_value(&s.tape, s.r.n);
@@ -329,6 +410,18 @@ void train_rank_of(int n, const double *pred, const double *ms, train_rank *out)
     free(rm);
 }
 
+/* One sample's rows forwarded: their costs in *cost (grown as needed). */
+static void train_sample_costs(const train_data *d, const nn_model *m, const train_sample *sm, nn_tape *t,
+                               double **cost, int *capc) {
+    const double *algo[256];
+    const double **ap = sm->nrows <= 256 ? algo : base_calloc((size_t)sm->nrows, sizeof *ap);
+    for (int k = 0; k < sm->nrows; k++) ap[k] = d->algo + (size_t)d->row_algo[sm->row0 + k] * NN_ALGO_IN;
+    nn_rows r = { sm->nrows, ap, d->sched + (size_t)sm->row0 * NN_SCHED_IN, d->terms + (size_t)sm->row0 * NN_COEF };
+    train_grow((void **)cost, capc, sm->nrows, sizeof(double));
+    nn_forward(m, &r, t, *cost);
+    if (ap != algo) free(ap);
+}
+
 void train_predict_all(const train_data *d, const nn_model *m, double *pred) {
     double scale = exp(m->w[NN_OFF_SCALE]);
     nn_tape t;
@@ -337,20 +430,33 @@ void train_predict_all(const train_data *d, const nn_model *m, double *pred) {
     int capc = 0;
     for (int i = 0; i < d->nsamples; i++) {
         const train_sample *sm = &d->samples[i];
-        const double *algo[256];
-        const double **ap = sm->nrows <= 256 ? algo : base_calloc((size_t)sm->nrows, sizeof *ap);
-        for (int k = 0; k < sm->nrows; k++) ap[k] = d->algo + (size_t)d->row_algo[sm->row0 + k] * NN_ALGO_IN;
-        nn_rows r = { sm->nrows, ap, d->sched + (size_t)sm->row0 * NN_SCHED_IN,
-                      d->terms + (size_t)sm->row0 * NN_COEF };
-        train_grow((void **)&cost, &capc, sm->nrows, sizeof(double));
-        nn_forward(m, &r, &t, cost);
+        train_sample_costs(d, m, sm, &t, &cost, &capc);
         double sum = 0;
         for (int k = 0; k < sm->nrows; k++) sum += cost[k];
         pred[i] = scale * sum;
-        if (ap != algo) free(ap);
     }
     free(cost);
     nn_tape_free(&t);
+}
+
+/* The mean per-kernel loss (train_kernel_divergence) over the samples of
+ * role r with kernel times (NAN when none; their count in *n). */
+static double train_kernel_metric(const train_data *d, const nn_model *m, train_role role, int *n) {
+    nn_tape t;
+    nn_tape_init(&t);
+    double *cost = NULL, sum = 0;
+    int capc = 0;
+    *n = 0;
+    for (int i = 0; i < d->nsamples; i++) {
+        const train_sample *sm = &d->samples[i];
+        if (sm->nkern < 2 || d->pipes[sm->pipe].role != role) continue;
+        train_sample_costs(d, m, sm, &t, &cost, &capc);
+        sum += train_kernel_divergence(d, sm, cost, 0, NULL);
+        ++*n;
+    }
+    free(cost);
+    nn_tape_free(&t);
+    return *n ? sum / *n : NAN;
 }
 
 /* The samples of each pipeline, in sample order: order[start[p] ..
@@ -386,7 +492,7 @@ train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train
         out.samples += n;
         for (int b = 0; b < n; b += TRAIN_BATCH) {
             int k = n - b < TRAIN_BATCH ? n - b : TRAIN_BATCH;
-            loss += k * train_batch_loss(d, m, idx + b, k, 0, TRAIN_LOSS_THROUGHPUT, NULL);
+            loss += k * train_batch_loss(d, m, idx + b, k, 0, TRAIN_LOSS_THROUGHPUT, 0, NULL);
         }
         double *pp = base_calloc((size_t)n, sizeof(double)), *mm = base_calloc((size_t)n, sizeof(double));
         for (int i = 0; i < n; i++) {
@@ -408,6 +514,7 @@ train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train
         free(mm);
     }
     out.loss = out.samples ? loss / out.samples : NAN;
+    out.kernel_divergence = train_kernel_metric(d, m, role, &out.kernel_samples);
     out.pairwise = pairs ? (double)correct / (double)pairs : NAN;
     out.rho = rho_w > 0 ? rho_sum / rho_w : NAN;
     free(order);
@@ -643,7 +750,7 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
         double loss = 0, lr = train_step_size(o, e);
         for (int b = 0; b < nb; b++) {
             memset(grad, 0, sizeof(double) * NN_NPARAMS);
-            loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, o->loss, grad);
+            loss += batches[b].n * train_batch_loss(d, m, batches[b].idx, batches[b].n, o->reg, o->loss, o->kernel_loss, grad);
             nn_adam_step(m, adam, grad, lr);
             nn_decay_weights(m, lr * o->weight_decay);
             if (intensive) nn_drop_extensive_inputs(m);
@@ -662,7 +769,10 @@ int train_run(const train_data *d, nn_model *m, const train_opts *o, train_metri
             const train_metrics *rk = nvalid ? &vm : &tm;
             fprintf(o->log, "epoch %d/%d  train loss %.5g", e, o->epochs, loss);
             if (nvalid) fprintf(o->log, "  val loss %.5g", vm.loss);
-            fprintf(o->log, "  %s pairwise %.4f  rho %.4f\n", nvalid ? "val" : "train", rk->pairwise, rk->rho);
+            fprintf(o->log, "  %s pairwise %.4f  rho %.4f", nvalid ? "val" : "train", rk->pairwise, rk->rho);
+            if (rk->kernel_samples)
+                fprintf(o->log, "  kernel divergence %.4f (%d samples)", rk->kernel_divergence, rk->kernel_samples);
+            fprintf(o->log, "\n");
             fflush(o->log);
         }
     }

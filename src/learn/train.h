@@ -27,6 +27,9 @@
 #define TRAIN_ABSURD 1e14
 #define TRAIN_MAX_MS 1e7              /* 10^4 s: no measured sample runs that long */
 #define TRAIN_BATCH 64
+/* Kernels of a sample the per-kernel loss takes (STORE_MAX_KERNEL_TIMES,
+ * store.h: as many as the store keeps). */
+#define TRAIN_MAX_KERNELS 256
 /* Pairs whose times differ by more than this factor are "apart": beyond
  * the 10% within which the in-turn rule takes a measurement's ratios to
  * agree (docs/samples.md), so that their order is the measurement's and
@@ -48,6 +51,7 @@ typedef struct {
     int pipe;
     double ms;
     int row0, nrows;
+    int kern0, nkern;                 /* its kernels' measured shares in kern_share (nkern 0: none) */
 } train_sample;
 
 typedef struct {
@@ -59,7 +63,16 @@ typedef struct {
     double *terms;                    /* nrows x NN_COEF */
     double *algo;                     /* nalgo x NN_ALGO_IN */
     int *algo_pipe;                   /* the pipeline of each algorithm vector */
+    /* Each kernel's time alone (train_data_add_kernels): per row, the
+     * index of its kernel among its sample's (-1: the sample has none);
+     * per kernel, its share of the sample's kernel times. */
+    int *row_kernel;
+    double *kern_share;
+    int nkern, capk;
     int capp, caps, capr, capa;
+    int64_t kernel_samples;           /* samples with kernel times attached */
+    int64_t kernel_unmatched;         /* samples whose kernel times name kernels their
+                                         feature rows do not (left without them) */
     /* what was left out, and why */
     int64_t rejected_features, rejected_time, rejected_input, held_out;
     int64_t rejected_staged;      /* a CPU's, of code with register staging (train_load.h) */
@@ -100,6 +113,14 @@ int train_data_pipeline(train_data *d, const char *name, const char *source, con
  * state) for target t and its time.  1 when added, 0 when rejected (and
  * counted in rejected_features or rejected_time). */
 int train_data_add(train_data *d, int pipe, const feat_result *r, const target *t, double ms);
+/* Attaches each kernel's time alone to the sample added last: ms[0..nk)
+ * the kernels' times, row_kernel[i] the kernel of the sample's row i (its
+ * feature row i).  They are kept as shares of their sum.  1 when
+ * attached; 0 when not: fewer than two kernels (a share of 1 says
+ * nothing), a row of no kernel or a kernel of no row, or times that are
+ * not positive and finite (counted in kernel_unmatched but for the
+ * first). */
+int train_data_add_kernels(train_data *d, const int *row_kernel, const double *ms, int nk);
 
 /* Validation pipelines chosen by hash: a pipeline whose hash (FNV-1a of
  * its hash text, else its name) modulo 100 falls in the window of
@@ -131,6 +152,7 @@ typedef struct {
                                          alone (nn_drop_extensive_inputs) */
     double floor_quantile;            /* of the rates, for the floors (TRAIN_FLOOR_QUANTILE) */
     bool gather_floor;                /* set the gather floor too (false by default) */
+    double kernel_loss;               /* weight of the per-kernel loss (train_batch_loss; 0: none) */
     bool progress;                    /* a progress bar on stderr (when it is a terminal) */
     FILE *log;                        /* one line per epoch, or NULL */
 } train_opts;
@@ -154,6 +176,8 @@ typedef struct {
     double loss;                      /* mean per sample (without the regularizer) */
     double pairwise;                  /* correct / pairs over the pipelines */
     double rho;                       /* mean over pipelines of >= 3 samples, weighted by samples */
+    int kernel_samples;               /* samples with kernel times */
+    double kernel_divergence;         /* their mean per-kernel loss (train_kernel_divergence; NAN: none) */
 } train_metrics;
 
 /* The predicted ms of every sample (pred: d->nsamples). */
@@ -182,13 +206,23 @@ typedef struct {
  * each[0 .. d->npipes). */
 train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train_role r, train_pipe_metrics *each);
 
+/* The per-kernel loss of one sample with kernel times: the Kullback-
+ * Leibler divergence of the predicted shares from the measured ones,
+ * sum_k m_k log(m_k / q_k), where q_k is the sum of the predicted costs
+ * of kernel k's rows over that of all rows (cost: the sample's rows'
+ * costs).  With dcost, adds w times its gradient to dcost[0..nrows). */
+double train_kernel_divergence(const train_data *d, const train_sample *sm, const double *cost, double w,
+                               double *dcost);
+
 /* The loss of one minibatch (samples idx[0..n) of one pipeline): the mean
  * relative-throughput loss (with kind TRAIN_LOSS_RANK plus the mean
- * pairwise ranking loss) plus reg times the regularizer; with grad
+ * pairwise ranking loss), plus kernel_loss times the mean per-kernel
+ * loss over the batch's samples (those without kernel times add 0), plus
+ * reg times the regularizer; with grad
  * (NN_NPARAMS, zeroed by the caller) adds its gradient.  Exposed for the
  * gradient check.  The validation loss is always TRAIN_LOSS_THROUGHPUT's. */
 double train_batch_loss(const train_data *d, const nn_model *m, const int *idx, int n, double reg,
-                        train_loss kind, double *grad);
+                        train_loss kind, double kernel_loss, double *grad);
 
 /* Sets m's term scales and log-scale from the training rows (1 / the mean
  * of each term, and the median ratio of time to unscaled prediction). */

@@ -70,6 +70,9 @@ static void train_usage(FILE *out) {
             "                    faster than quantile Q of the training samples' rates\n"
             "                    (default 0.999; docs/costmodel.md)\n"
             "  --gather-floor    a gather floor beside the instruction floor (docs/costmodel.md)\n"
+            "  --kernel-loss W   add W x the per-kernel loss: how far the predicted shares of each\n"
+            "                    sample's kernels are from their times alone, where collect\n"
+            "                    stored them (default 0: none; docs/costmodel.md)\n"
             "  --init FILE       fine-tune these weights instead of starting afresh\n"
             "  --evaluate W      train nothing: how weights W rank each pipeline's samples (pairwise\n"
             "                    accuracy, Spearman's rho, and the measured time of the sample it\n"
@@ -122,7 +125,7 @@ static void data_apps(const train_data *d, const char *const *hold, const int *h
 /* The options that only training uses (refused with --evaluate). */
 static const char *const training_only[] = { "--intensive", "--gather-floor", "--epochs", "--seed", "--validation",
                                              "--validation-fold", "--lr", "--weight-decay", "--anneal",
-                                             "--floor-quantile", "--loss", NULL };
+                                             "--floor-quantile", "--loss", "--kernel-loss", NULL };
 
 /* Appends the comma-separated names of v to *list (growing it), in a copy
  * of v kept in copies until the end. */
@@ -188,7 +191,7 @@ int tool_train(int argc, char **argv) {
     long long epochs = 50, seed = 1, valid = 10, fold = 0, min_generation = 0;
     unsigned keep_changed = 0;
     bool intensive = false, gather_floor = false;
-    double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0;
+    double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0, kernel_loss = 0;
     train_loss loss = TRAIN_LOSS_RANK;
     int rc = TOOL_OK;
     for (int i = 1; i < argc && rc == TOOL_OK; i++) {
@@ -248,6 +251,9 @@ int tool_train(int argc, char **argv) {
         } else if ((v = opt_value(argc, argv, &i, "--anneal", &missing))) {
             if (!parse_double(v, 0, 1, &anneal))
                 rc = tool_usage_error(cmd, "--anneal: expected a fraction of the epochs from 0 to 1, got '%s'", v);
+        } else if ((v = opt_value(argc, argv, &i, "--kernel-loss", &missing))) {
+            if (!parse_double(v, 0, 1000, &kernel_loss))
+                rc = tool_usage_error(cmd, "--kernel-loss: expected a weight from 0 to 1000, got '%s'", v);
         } else if ((v = opt_value(argc, argv, &i, "--floor-quantile", &missing))) {
             if (!parse_double(v, 0.5, 1, &floor_q))
                 rc = tool_usage_error(cmd, "--floor-quantile: expected a quantile from 0.5 to 1, got '%s'", v);
@@ -340,6 +346,10 @@ int tool_train(int argc, char **argv) {
            (long long)d.rejected_generation,
            min_generation > 1 ? min_generation : 1, (long long)d.held_out, (long long)d.kept_rows_apart,
            (long long)d.kept_changed);
+    if (d.kernel_samples || d.kernel_unmatched)
+        printf("kernel times: %lld samples with each kernel's time alone (of two kernels or more); %lld whose "
+               "kernels did not match their stages (left without them)\n",
+               (long long)d.kernel_samples, (long long)d.kernel_unmatched);
     if (d.nsamples == 0) {
         if (device) {
             char keys[1024];
@@ -367,6 +377,7 @@ int tool_train(int argc, char **argv) {
     o.intensive = intensive;
     o.floor_quantile = floor_q;
     o.gather_floor = gather_floor;
+    o.kernel_loss = kernel_loss;
     o.loss = loss;
     o.fine_tune = init != NULL;
     o.progress = true;
