@@ -219,6 +219,9 @@ case_ predict_corrupt_weights 1 -e 'checksum mismatch: the weights file is corru
 case_ train_kernel_times 0 -o '^kernel times: [1-9][0-9]* samples with each kernel.s time alone.*; 0 whose kernels did not match' -- \
     "$sc" train --db "$tmp/kern.db" --epochs 2 --validation 0 --kernel-loss 10 -o "$tmp/kern.weights"
 grep -Eq '^epoch 2/2 .* kernel divergence [0-9.]+ \([1-9][0-9]* samples\)$' "$out"; ok train_kernel_divergence_logged $?
+case_ train_evaluate_kernels 0 -o '^kernels: [1-9][0-9]* samples with each kernel.s time alone; the predicted shares. mean divergence from them [0-9.]+ ' -- \
+    "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights"
+grep -Eq '^box_blur +6 .* +[1-9][0-9]* +[0-9.]+$' "$out"; ok train_evaluate_kernels_per_pipeline $?
 case_ train_evaluate_kernel_loss 2 -e '--evaluate trains nothing: drop --kernel-loss' -- \
     "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --kernel-loss 1
 exit $failed

@@ -439,24 +439,24 @@ void train_predict_all(const train_data *d, const nn_model *m, double *pred) {
     nn_tape_free(&t);
 }
 
-/* The mean per-kernel loss (train_kernel_divergence) over the samples of
- * role r with kernel times (NAN when none; their count in *n). */
-static double train_kernel_metric(const train_data *d, const nn_model *m, train_role role, int *n) {
+/* The per-kernel loss (train_kernel_divergence) of each sample of role r
+ * with kernel times in div[i] (NAN for the others); their count. */
+static int train_kernel_divergences(const train_data *d, const nn_model *m, train_role role, double *div) {
     nn_tape t;
     nn_tape_init(&t);
-    double *cost = NULL, sum = 0;
-    int capc = 0;
-    *n = 0;
+    double *cost = NULL;
+    int capc = 0, n = 0;
     for (int i = 0; i < d->nsamples; i++) {
         const train_sample *sm = &d->samples[i];
+        div[i] = NAN;
         if (sm->nkern < 2 || d->pipes[sm->pipe].role != role) continue;
         train_sample_costs(d, m, sm, &t, &cost, &capc);
-        sum += train_kernel_divergence(d, sm, cost, 0, NULL);
-        ++*n;
+        div[i] = train_kernel_divergence(d, sm, cost, 0, NULL);
+        n++;
     }
     free(cost);
     nn_tape_free(&t);
-    return *n ? sum / *n : NAN;
+    return n;
 }
 
 /* The samples of each pipeline, in sample order: order[start[p] ..
@@ -485,7 +485,7 @@ train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train
     double rho_sum = 0, rho_w = 0, loss = 0;
     for (int p = 0; p < d->npipes; p++) {
         int n = start[p + 1] - start[p];
-        if (each) each[p] = (train_pipe_metrics){ 0, NAN, NAN, NAN };
+        if (each) each[p] = (train_pipe_metrics){ 0, NAN, NAN, NAN, 0, NAN };
         if (d->pipes[p].role != role || n == 0) continue;
         const int *idx = order + start[p];
         out.pipelines++;
@@ -509,12 +509,27 @@ train_metrics train_evaluate_pipes(const train_data *d, const nn_model *m, train
         }
         if (each)
             each[p] = (train_pipe_metrics){ n, rk.pairs ? (double)rk.correct / (double)rk.pairs : NAN,
-                                            n >= 3 ? rk.rho : NAN, rk.min_ms > 0 ? rk.best_ms / rk.min_ms : NAN };
+                                            n >= 3 ? rk.rho : NAN, rk.min_ms > 0 ? rk.best_ms / rk.min_ms : NAN,
+                                            0, NAN };
         free(pp);
         free(mm);
     }
     out.loss = out.samples ? loss / out.samples : NAN;
-    out.kernel_divergence = train_kernel_metric(d, m, role, &out.kernel_samples);
+    /* the per-kernel loss: over all, and per pipeline */
+    double *div = base_calloc((size_t)d->nsamples + 1, sizeof(double)), dsum = 0;
+    out.kernel_samples = train_kernel_divergences(d, m, role, div);
+    for (int i = 0; i < d->nsamples; i++) {
+        if (isnan(div[i])) continue;
+        dsum += div[i];
+        if (!each) continue;
+        train_pipe_metrics *e = &each[d->samples[i].pipe];
+        e->kernel_divergence = e->kernel_samples ? e->kernel_divergence + div[i] : div[i];
+        e->kernel_samples++;
+    }
+    for (int p = 0; each && p < d->npipes; p++)
+        if (each[p].kernel_samples) each[p].kernel_divergence /= each[p].kernel_samples;
+    out.kernel_divergence = out.kernel_samples ? dsum / out.kernel_samples : NAN;
+    free(div);
     out.pairwise = pairs ? (double)correct / (double)pairs : NAN;
     out.rho = rho_w > 0 ? rho_sum / rho_w : NAN;
     free(order);

@@ -196,11 +196,14 @@ void train_neighbour_predict(const train_data *d, int w, double *pred);
 train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role r);
 /* One pipeline's figures (stagecraft train --evaluate): samples (0: not of
  * the role, or none), pairwise accuracy (NAN without pairs), Spearman's
- * rho (NAN under 3 samples) and the measured time of the sample predicted
- * fastest over the fastest measured (1: the model picks the best). */
+ * rho (NAN under 3 samples), the measured time of the sample predicted
+ * fastest over the fastest measured (1: the model picks the best), and
+ * the mean per-kernel loss of its samples with kernel times (NAN: none). */
 typedef struct {
     int samples;
     double pairwise, rho, pick_over_best;
+    int kernel_samples;
+    double kernel_divergence;
 } train_pipe_metrics;
 /* train_evaluate, and (each not NULL) each pipeline's figures in
  * each[0 .. d->npipes). */

@@ -153,13 +153,17 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
     train_pipe_metrics *each = calloc((size_t)d->npipes + 1, sizeof *each);
     train_metrics all = train_evaluate_pipes(d, m, TRAIN_ROLE_VALID, each);
     printf("evaluating %s (device %s; %s)\n", path, m->device[0] ? m->device : "unknown", m->summary);
-    printf("%-36s %8s %9s %8s %10s\n", "pipeline", "samples", "pairwise", "rho", "pick/best");
+    bool kern = all.kernel_samples > 0;
+    printf("%-36s %8s %9s %8s %10s%s\n", "pipeline", "samples", "pairwise", "rho", "pick/best",
+           kern ? "  kernels (samples, divergence)" : "");
     double log_sum = 0;
     int nlog = 0;
     for (int p = 0; p < d->npipes; p++) {
         const train_pipe_metrics *e = &each[p];
         if (!e->samples) continue;
-        printf("%-36s %8d %9.4f %8.4f %10.3f\n", d->pipes[p].name, e->samples, e->pairwise, e->rho, e->pick_over_best);
+        printf("%-36s %8d %9.4f %8.4f %10.3f", d->pipes[p].name, e->samples, e->pairwise, e->rho, e->pick_over_best);
+        if (kern && e->kernel_samples) printf("  %8d %9.4f", e->kernel_samples, e->kernel_divergence);
+        printf("\n");
         if (isfinite(e->pick_over_best) && e->pick_over_best > 0) {
             log_sum += log(e->pick_over_best);
             nlog++;
@@ -169,6 +173,9 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
            "weighted by samples); the pick at %.3fx the fastest (geometric mean over pipelines)\n",
            all.samples, all.pipelines, all.pipelines == 1 ? "" : "s", all.pairwise, all.rho,
            nlog ? exp(log_sum / nlog) : NAN);
+    if (kern)
+        printf("kernels: %d samples with each kernel's time alone; the predicted shares' mean divergence from "
+               "them %.4f (docs/costmodel.md)\n", all.kernel_samples, all.kernel_divergence);
     free(each);
     return TOOL_OK;
 }
