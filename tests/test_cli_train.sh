@@ -222,6 +222,13 @@ grep -Eq '^epoch 2/2 .* kernel divergence [0-9.]+ \([1-9][0-9]* samples\)$' "$ou
 case_ train_evaluate_kernels 0 -o '^kernels: [1-9][0-9]* samples with each kernel.s time alone; the predicted shares. mean divergence from them [0-9.]+ ' -- \
     "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights"
 grep -Eq '^box_blur +6 .* +[1-9][0-9]* +[0-9.]+$' "$out"; ok train_evaluate_kernels_per_pipeline $?
+case_ train_evaluate_worst_kernels 0 -o '^the 2 kernels priced furthest under their share' -- \
+    "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --worst-kernels 2
+grep -Eq '^box_blur +[0-9.e+-]+ +(clamped|blur_x|out)\.0 +[0-9.]+ +[0-9.]+ ' "$out"; ok train_evaluate_worst_kernels_rows $?
+case_ train_worst_kernels_alone 2 -e '--worst-kernels goes with --evaluate' -- \
+    "$sc" train --db "$tmp/kern.db" -o "$tmp/w2.weights" --worst-kernels 2
+case_ train_bad_worst_kernels 2 -e "--worst-kernels: expected a number of kernels >= 1, got '0'" -- \
+    "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --worst-kernels 0
 case_ train_evaluate_kernel_loss 2 -e '--evaluate trains nothing: drop --kernel-loss' -- \
     "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --kernel-loss 1
 exit $failed

@@ -84,9 +84,17 @@ static void loader_kernels(loader *L, const store_sample *s, const feat_result *
         while (fn && j < nk && !(k[j].stage == r->rows[i].kernel_stage && !strcmp(k[j].func, fn->name))) j++;
         row_kernel[i] = fn && j < nk ? j : -1;
     }
-    for (int j = 0; j < nk; j++) ms[j] = k[j].ms;
+    char (*names)[STORE_FUNC_NAME_MAX + 16] = base_calloc(STORE_MAX_KERNEL_TIMES, sizeof *names);
+    const char **np = base_calloc(STORE_MAX_KERNEL_TIMES, sizeof *np);
+    for (int j = 0; j < nk; j++) {
+        ms[j] = k[j].ms;
+        snprintf(names[j], sizeof names[j], "%s.%d", k[j].func, k[j].stage);
+        np[j] = names[j];
+    }
     if (nk < 0) L->d->kernel_unmatched++;
-    else train_data_add_kernels(L->d, row_kernel, ms, nk);
+    else train_data_add_named_kernels(L->d, row_kernel, ms, np, nk);
+    free(names);
+    free(np);
     free(k);
     free(row_kernel);
     free(ms);

@@ -28,6 +28,8 @@ void train_data_free(train_data *d) {
     free(d->algo_pipe);
     free(d->row_kernel);
     free(d->kern_share);
+    for (int k = 0; d->kern_name && k < d->nkern; k++) free(d->kern_name[k]);
+    free(d->kern_name);
     train_data_init(d);
 }
 
@@ -131,6 +133,11 @@ int train_data_add(train_data *d, int pipe, const feat_result *r, const target *
 }
 
 int train_data_add_kernels(train_data *d, const int *row_kernel, const double *ms, int nk) {
+    return train_data_add_named_kernels(d, row_kernel, ms, NULL, nk);
+}
+
+int train_data_add_named_kernels(train_data *d, const int *row_kernel, const double *ms, const char *const *names,
+                                 int nk) {
     if (d->nsamples == 0 || nk < 2) return 0;
     if (nk > TRAIN_MAX_KERNELS) {
         d->kernel_unmatched++;
@@ -156,7 +163,10 @@ int train_data_add_kernels(train_data *d, const int *row_kernel, const double *m
     }
     int cap = d->capk;
     train_grow((void **)&d->kern_share, &cap, d->nkern + nk, sizeof(double));
+    cap = d->capk;
+    train_grow((void **)&d->kern_name, &cap, d->nkern + nk, sizeof(char *));
     d->capk = cap;
+    for (int k = 0; k < nk; k++) d->kern_name[d->nkern + k] = names && names[k] ? train_strdup(names[k]) : NULL;
     sm->kern0 = d->nkern;
     sm->nkern = nk;
     for (int k = 0; k < nk; k++) d->kern_share[d->nkern + k] = ms[k] / sum;
@@ -457,6 +467,39 @@ static int train_kernel_divergences(const train_data *d, const nn_model *m, trai
     free(cost);
     nn_tape_free(&t);
     return n;
+}
+
+int train_worst_kernels(const train_data *d, const nn_model *m, train_role role, int n, train_kernel_miss *out) {
+    nn_tape t;
+    nn_tape_init(&t);
+    double *cost = NULL, kc[TRAIN_MAX_KERNELS];
+    int capc = 0, got = 0;
+    for (int i = 0; i < d->nsamples && n > 0; i++) {
+        const train_sample *sm = &d->samples[i];
+        if (sm->nkern < 2 || d->pipes[sm->pipe].role != role) continue;
+        train_sample_costs(d, m, sm, &t, &cost, &capc);
+        double total = 0;
+        for (int k = 0; k < sm->nkern; k++) kc[k] = 0;
+        for (int r = 0; r < sm->nrows; r++) {
+            kc[d->row_kernel[sm->row0 + r]] += cost[r];
+            total += cost[r];
+        }
+        if (!(total > 0)) continue;
+        for (int k = 0; k < sm->nkern; k++) {
+            double mk = d->kern_share[sm->kern0 + k], q = fmax(kc[k], 1e-6 * total) / total;
+            train_kernel_miss x = { i, k, mk, q, mk * log(mk / q) };
+            if (got == n && x.term <= out[got - 1].term) continue;
+            int at = got < n ? got++ : n - 1;
+            while (at > 0 && out[at - 1].term < x.term) {
+                out[at] = out[at - 1];
+                at--;
+            }
+            out[at] = x;
+        }
+    }
+    free(cost);
+    nn_tape_free(&t);
+    return got;
 }
 
 /* The samples of each pipeline, in sample order: order[start[p] ..

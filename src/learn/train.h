@@ -68,6 +68,7 @@ typedef struct {
      * per kernel, its share of the sample's kernel times. */
     int *row_kernel;
     double *kern_share;
+    char **kern_name;                 /* per kernel, "FUNC.STAGE" (NULL: not given) */
     int nkern, capk;
     int capp, caps, capr, capa;
     int64_t kernel_samples;           /* samples with kernel times attached */
@@ -121,6 +122,10 @@ int train_data_add(train_data *d, int pipe, const feat_result *r, const target *
  * not positive and finite (counted in kernel_unmatched but for the
  * first). */
 int train_data_add_kernels(train_data *d, const int *row_kernel, const double *ms, int nk);
+/* The same with each kernel's name ("FUNC.STAGE"; names may be NULL), kept
+ * for train_worst_kernels. */
+int train_data_add_named_kernels(train_data *d, const int *row_kernel, const double *ms, const char *const *names,
+                                 int nk);
 
 /* Validation pipelines chosen by hash: a pipeline whose hash (FNV-1a of
  * its hash text, else its name) modulo 100 falls in the window of
@@ -192,6 +197,16 @@ void train_predict_all(const train_data *d, const nn_model *m, double *pred);
  * pipeline's samples better than chance their times carry the machine's
  * load at the moment they were measured.  docs/costmodel.md. */
 void train_neighbour_predict(const train_data *d, int w, double *pred);
+/* The kernels the model prices furthest under their share: of the
+ * samples of role r with kernel times, the n kernels with the largest
+ * terms m log(m / q) of the per-kernel loss (m the measured share, q the
+ * predicted one), largest first, in out[0 .. count); the count. */
+typedef struct {
+    int sample, kernel;               /* the sample, and its kernel's index among its kernels */
+    double measured, predicted;       /* the shares */
+    double term;                      /* m log(m / q) */
+} train_kernel_miss;
+int train_worst_kernels(const train_data *d, const nn_model *m, train_role r, int n, train_kernel_miss *out);
 /* The metrics over the pipelines of role r. */
 train_metrics train_evaluate(const train_data *d, const nn_model *m, train_role r);
 /* One pipeline's figures (stagecraft train --evaluate): samples (0: not of

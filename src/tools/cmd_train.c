@@ -78,6 +78,8 @@ static void train_usage(FILE *out) {
             "                    accuracy, Spearman's rho, and the measured time of the sample it\n"
             "                    predicts fastest over the fastest measured), and over all of them\n"
             "  --app A           with --evaluate: only the pipelines of app A (repeatable, or a,b,c)\n"
+            "  --worst-kernels N  with --evaluate: the N kernels priced furthest under their share\n"
+            "                    of their samples' kernel times (default 0)\n"
             "  --intensive       the coefficients from the per-point, per-thread and per-block\n"
             "                    schedule features alone, not from totals that grow with the\n"
             "                    size (docs/costmodel.md)\n"
@@ -139,8 +141,27 @@ static void split_names(const char *v, const char ***list, int *n, int *cap, cha
 
 /* `train --evaluate`: how the weights m rank the samples of the pipelines
  * of apps (all pipelines when napps is 0).  A tool status. */
+/* train --evaluate --worst-kernels N: the kernels priced furthest under
+ * their share (train_worst_kernels). */
+static void print_worst_kernels(const train_data *d, const nn_model *m, int n) {
+    train_kernel_miss *w = calloc((size_t)n, sizeof *w);
+    if (!w) abort();
+    int got = train_worst_kernels(d, m, TRAIN_ROLE_VALID, n, w);
+    printf("the %d kernel%s priced furthest under their share (m log(m / q), m measured, q predicted):\n", got,
+           got == 1 ? "" : "s");
+    printf("%-32s %10s %-24s %9s %9s %7s %8s\n", "pipeline", "sample ms", "kernel", "measured", "predicted",
+           "m / q", "term");
+    for (int i = 0; i < got; i++) {
+        const train_sample *sm = &d->samples[w[i].sample];
+        const char *name = d->kern_name[sm->kern0 + w[i].kernel];
+        printf("%-32s %10.4g %-24s %9.4f %9.4f %7.3g %8.4f\n", d->pipes[sm->pipe].name, sm->ms, name ? name : "?",
+               w[i].measured, w[i].predicted, w[i].measured / w[i].predicted, w[i].term);
+    }
+    free(w);
+}
+
 static int evaluate_weights(train_data *d, const nn_model *m, const char *path, const char *const *apps, int napps,
-                            const char *from) {
+                            const char *from, int worst) {
     for (int p = 0; p < d->npipes; p++) d->pipes[p].role = napps ? TRAIN_ROLE_SKIP : TRAIN_ROLE_VALID;
     for (int k = 0; k < napps; k++)
         if (train_set_role_of_apps(d, 1, &apps[k], TRAIN_ROLE_VALID) == 0) {
@@ -176,6 +197,7 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
     if (kern)
         printf("kernels: %d samples with each kernel's time alone; the predicted shares' mean divergence from "
                "them %.4f (docs/costmodel.md)\n", all.kernel_samples, all.kernel_divergence);
+    if (worst) print_worst_kernels(d, m, worst);
     free(each);
     return TOOL_OK;
 }
@@ -197,6 +219,7 @@ int tool_train(int argc, char **argv) {
     int napps = 0, apps_cap = argc * 2;
     long long epochs = 50, seed = 1, valid = 10, fold = 0, min_generation = 0;
     unsigned keep_changed = 0;
+    int worst = 0;
     bool intensive = false, gather_floor = false;
     double lr = 1e-3, anneal = 0.2, floor_q = TRAIN_FLOOR_QUANTILE, decay = 0, kernel_loss = 0;
     train_loss loss = TRAIN_LOSS_RANK;
@@ -226,7 +249,11 @@ int tool_train(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--evaluate", &missing))) evaluate = v;
         else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing)))
             split_names(v, &hold, &nhold, &cap, copies, &ncopies);
-        else if ((v = opt_value(argc, argv, &i, "--app", &missing)))
+        else if ((v = opt_value(argc, argv, &i, "--worst-kernels", &missing))) {
+            if (!tool_parse_int(v, 1, 100000, &n))
+                rc = tool_usage_error(cmd, "--worst-kernels: expected a number of kernels >= 1, got '%s'", v);
+            worst = (int)n;
+        } else if ((v = opt_value(argc, argv, &i, "--app", &missing)))
             split_names(v, &apps, &napps, &apps_cap, copies, &ncopies);
         else if ((v = opt_value(argc, argv, &i, "--epochs", &missing))) {
             if (!tool_parse_int(v, 0, 1000000, &n)) rc = tool_usage_error(cmd, "--epochs: expected a number of epochs >= 0, got '%s'", v);
@@ -279,6 +306,7 @@ int tool_train(int argc, char **argv) {
         else if (evaluate && nhold)
             rc = tool_usage_error(cmd, "--evaluate trains nothing to hold out from: --app chooses the pipelines");
         else if (evaluate && train_only) rc = tool_usage_error(cmd, "--evaluate trains nothing: drop %s", train_only);
+        else if (worst && !evaluate) rc = tool_usage_error(cmd, "--worst-kernels goes with --evaluate");
         else if (napps && !evaluate)
             rc = tool_usage_error(cmd, "--app goes with --evaluate (to train without an app: --hold-out)");
         else if (!out && !evaluate) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
@@ -370,7 +398,7 @@ int tool_train(int argc, char **argv) {
         goto done;
     }
     if (evaluate) {
-        rc = evaluate_weights(&d, m, evaluate, apps, napps, from);
+        rc = evaluate_weights(&d, m, evaluate, apps, napps, from, worst);
         goto done;
     }
     train_split_by_hash(&d, (int)valid, (int)fold);
