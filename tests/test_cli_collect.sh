@@ -86,6 +86,14 @@ ok collect_remeasure_other_row_kept "$(sqlite3 "$db" "SELECT count(*) FROM measu
 case_ collect_remeasure_stored_done 0 -e ' 0 stored stale schedules read back' -- \
     "$sc" collect --db "$db" --device c --small --schedules 2 --remeasure "$pipe"
 ok collect_remeasure_stored_none "$(grep -q 'collect: 0 measured, .*2 already stored' "$err"; echo $?)"
+# --add-kernel-times: measurements without kernel times (measured before
+# collect timed kernels) are measured again and replaced, the others kept
+rows=$(sqlite3 "$db" 'SELECT count(*) FROM measurements')
+sqlite3 "$db" 'UPDATE measurements SET kernel_ms = NULL WHERE id IN (SELECT id FROM measurements ORDER BY id LIMIT 2)'
+case_ collect_add_kernel_times 0 -e 'collect: 2 measured, 0 failed, 0 wrong.* 4 already stored' -- \
+    "$sc" collect --db "$db" --device c --small --schedules 6 --add-kernel-times "$pipe"
+ok collect_add_kernel_times_all "$(sqlite3 "$db" 'SELECT count(*) FROM measurements WHERE kernel_ms IS NULL' | grep -qx 0; echo $?)"
+ok collect_add_kernel_times_in_place "$(sqlite3 "$db" 'SELECT count(*) FROM measurements' | grep -qx "$rows"; echo $?)"
 # a stale stored schedule whose text no longer parses (the schedule
 # language changed) is counted and left, its measurement kept
 sqlite3 "$db" "UPDATE measurements SET version = 'aa12d84' WHERE id = (SELECT max(id) FROM measurements)"

@@ -436,7 +436,7 @@ static void test_generations(void) {
     r.schedule_text = t3, r.ms = 3, r.version = NULL;      /* this build's code */
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
     char **texts;
-    int n = store_stale_schedules(st, pa, &texts, err, sizeof err);
+    int n = store_stale_schedules(st, pa, false, &texts, err, sizeof err);
     CHECK(n == 2 && !strcmp(texts[0], t1) && !strcmp(texts[1], t2));
     for (int i = 0; i < n; i++) free(texts[i]);
     free(texts);
@@ -444,10 +444,11 @@ static void test_generations(void) {
      * time is left out of the samples */
     r.device = now, r.schedule_text = t1, r.ms = 6, r.ref_ms = 3;
     CHECK(store_put_result(st, &r, err, sizeof err) == 1);
-    n = store_stale_schedules(st, pa, &texts, err, sizeof err);
+    n = store_stale_schedules(st, pa, false, &texts, err, sizeof err);
     CHECK(n == 1 && !strcmp(texts[0], t2));
     for (int i = 0; i < n; i++) free(texts[i]);
     free(texts);
+
     seen v = { 0 };
     CHECK(store_each_sample(st, NULL, collect_fn, &v, err, sizeof err) == 0);
     /* t3 and t1's new time (this build's generation) first, then t2 (generation 1) */
@@ -469,6 +470,27 @@ static void test_generations(void) {
     v = (seen){ 0 };
     CHECK(store_each_sample(st, "opencl:pocl-3.1:Old CPU", collect_fn, &v, err, sizeof err) == 0);
     CHECK(v.n == 3 && v.ms[0] == 3 && v.ms[1] == 1 && v.ms[2] == 4);
+    /* without kernel times counting as stale: t3 and t1 too (none has
+     * them), until t3 is timed again with them, which replaces it */
+    n = store_stale_schedules(st, pa, true, &texts, err, sizeof err);
+    CHECK(n == 3);
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    store_found f3;
+    CHECK(store_find_result(st, pa, old, t3, &f3, err, sizeof err) == 1 && !f3.kernel_times &&
+          store_found_without_kernel_times(&f3) && !store_found_stale(&f3));
+    store_result k3 = r;
+    k3.device = old, k3.schedule_text = t3, k3.ms = 3.5, k3.ref_ms = 2, k3.version = NULL, k3.kernel_ms = "out.0=3.25";
+    CHECK(store_put_result(st, &k3, err, sizeof err) == 0);         /* not asked to replace */
+    k3.replace_without_kernel_times = true;
+    CHECK(store_put_result(st, &k3, err, sizeof err) == 1);
+    CHECK(store_find_result(st, pa, old, t3, &f3, err, sizeof err) == 1 && f3.kernel_times && f3.ms == 3.5);
+    CHECK(store_put_result(st, &k3, err, sizeof err) == 0);         /* it has them now */
+    n = store_stale_schedules(st, pa, true, &texts, err, sizeof err);
+    CHECK(n == 2);
+    for (int i = 0; i < n; i++) CHECK(strcmp(texts[i], t3) != 0);
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
     store_close(st);
 }
 

@@ -256,7 +256,8 @@ static int wanted(collect_ctx *c, collect_pipe *cp, const sched_state *s, const 
     store_found f;
     int has = collect_find(c, cp, text, &f, err, errlen);
     if (has < 0) return -1;
-    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f) && !current_code(c, cp, s, &f));
+    return has == 0 || (c->o.remeasure && has == 1 && store_found_stale(&f) && !current_code(c, cp, s, &f)) ||
+           (c->o.add_kernel_times && has == 1 && store_found_without_kernel_times(&f));
 }
 
 /* Adds the drawn schedule s (its text owned by the caller) to the list
@@ -408,7 +409,8 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
             free(text);
         }
     }
-    if (c->o.remeasure && !bad) bad = add_stale(c, cp, &seen, &distinct, states, texts, &n, err, errlen) < 0;
+    if ((c->o.remeasure || c->o.add_kernel_times) && !bad)
+        bad = add_stale(c, cp, &seen, &distinct, states, texts, &n, err, errlen) < 0;
     for (int i = 0; i < distinct; i++) free(seen[i]);
     free(seen);
     if (bad) {
@@ -486,6 +488,7 @@ int collect_measure(collect_ctx *c, collect_pipe *cp, sched_state *const *states
         r.message = m.msg;
         r.sizes = cp->sizes;
         r.replace_stale = c->o.remeasure;
+        r.replace_without_kernel_times = c->o.add_kernel_times;
         if (store_put_result(c->st, &r, err, errlen) < 0) { rc = -1; break; }
         if (res) res[i] = (collect_result){ true, r.outcome, m.ms, m.ref_ms };
         char what[200];
@@ -513,8 +516,8 @@ int collect_pipeline(collect_ctx *c, const char *name, const char *text, const c
     collect_pipe *cp = collect_pipe_open(c, name, text, source, small, &rc, err, errlen);
     if (!cp) return rc;
     int want = c->o.schedules;
-    if (c->o.remeasure) {
-        int k = store_stale_schedules(c->st, cp->pid, &cp->stale, err, errlen);
+    if (c->o.remeasure || c->o.add_kernel_times) {
+        int k = store_stale_schedules(c->st, cp->pid, c->o.add_kernel_times, &cp->stale, err, errlen);
         if (k < 0) {
             collect_pipe_free(cp);
             return -1;

@@ -48,6 +48,11 @@ typedef struct {
      * every stored schedule of the pipeline that has no fresh measurement
      * on any device row (store_stale_schedules). */
     bool remeasure;
+    /* Measures again, likewise, the schedules whose stored measurement has
+     * no kernel times (store_found_without_kernel_times), replacing it
+     * (store_result.replace_without_kernel_times): the labels of the
+     * per-kernel loss for samples measured before collect timed kernels. */
+    bool add_kernel_times;
     /* Where schedules come from, with model NULL: re-tilings of the
      * baseline (space_retile, seeds 1, 2, ...) that pass the target's
      * limits, its root stages' block shapes and serial tiles drawn anew

@@ -28,6 +28,10 @@ bool store_found_stale(const store_found *f) {
     return f->outcome == STORE_OK && (f->ref_ms <= 0 || f->generation < CG_GENERATION);
 }
 
+bool store_found_without_kernel_times(const store_found *f) {
+    return f->outcome == STORE_OK && !f->kernel_times;
+}
+
 int store_codegen_generation(const char *version) {
     const char *g = version ? strstr(version, " cg") : NULL;
     int n = g ? atoi(g + 3) : 0;
@@ -310,8 +314,9 @@ int store_find_result(store *st, int64_t pipeline, int64_t device, const char *s
     int64_t sid = schedule_id(st, pipeline, schedule_text, err, errlen);
     if (sid <= 0) return (int)sid;
     sqlite3_stmt *q = store_prepare(st,
-        "SELECT 1, ms, coalesce(ref_ms, 0), '', version FROM measurements WHERE schedule = ?1 AND device = ?2"
-        " UNION ALL SELECT 2, 0, 0, outcome, version FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
+        "SELECT 1, ms, coalesce(ref_ms, 0), '', version, kernel_ms IS NOT NULL FROM measurements"
+        " WHERE schedule = ?1 AND device = ?2"
+        " UNION ALL SELECT 2, 0, 0, outcome, version, 0 FROM failures WHERE schedule = ?1 AND device = ?2", err, errlen);
     if (!q) return -1;
     sqlite3_bind_int64(q, 1, sid);
     sqlite3_bind_int64(q, 2, device);
@@ -323,6 +328,7 @@ int store_find_result(store *st, int64_t pipeline, int64_t device, const char *s
             out->ref_ms = sqlite3_column_double(q, 2);
             out->outcome = STORE_OK;
             out->generation = store_codegen_generation((const char *)sqlite3_column_text(q, 4));
+            out->kernel_times = sqlite3_column_int(q, 5) != 0;
             if (r == 2 && store_outcome_parse((const char *)sqlite3_column_text(q, 3), &out->outcome) != 0)
                 out->outcome = STORE_FAILED;
         }
@@ -333,18 +339,20 @@ int store_find_result(store *st, int64_t pipeline, int64_t device, const char *s
     return r;
 }
 
-int store_stale_schedules(store *st, int64_t pipeline, char ***texts, char *err, size_t errlen) {
+int store_stale_schedules(store *st, int64_t pipeline, bool without_kernel_times, char ***texts, char *err,
+                          size_t errlen) {
     *texts = NULL;
     sqlite3_stmt *q = store_prepare(st,
         "SELECT s.text FROM schedules s WHERE s.pipeline = ?1"
         " AND EXISTS (SELECT 1 FROM measurements m WHERE m.schedule = s.id"
-        "  AND (m.ref_ms IS NULL OR generation(m.version) < ?2))"
+        "  AND (m.ref_ms IS NULL OR generation(m.version) < ?2 OR (?3 AND m.kernel_ms IS NULL)))"
         " AND NOT EXISTS (SELECT 1 FROM measurements m WHERE m.schedule = s.id"
-        "  AND m.ref_ms IS NOT NULL AND generation(m.version) >= ?2)"
+        "  AND m.ref_ms IS NOT NULL AND generation(m.version) >= ?2 AND (NOT ?3 OR m.kernel_ms IS NOT NULL))"
         " ORDER BY s.id", err, errlen);
     if (!q) return -1;
     sqlite3_bind_int64(q, 1, pipeline);
     sqlite3_bind_int(q, 2, CG_GENERATION);
+    sqlite3_bind_int(q, 3, without_kernel_times);
     int n = 0, rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         *texts = realloc(*texts, sizeof **texts * (size_t)(n + 1));
@@ -424,7 +432,10 @@ static int put_result_in(store *st, const store_result *r, char *err, size_t err
         store_found f;
         int has = store_find_result(st, r->pipeline, r->device, r->schedule_text, &f, err, errlen);
         if (has < 0) return -1;
-        if (has == 1 && r->replace_stale && store_found_stale(&f) && r->outcome == STORE_OK && r->ref_ms > 0) {
+        bool replace = (r->replace_stale && store_found_stale(&f)) ||
+                       (r->replace_without_kernel_times && store_found_without_kernel_times(&f) && r->kernel_ms &&
+                        *r->kernel_ms);
+        if (has == 1 && replace && r->outcome == STORE_OK && r->ref_ms > 0) {
             sqlite3_stmt *q = store_prepare(st, "DELETE FROM measurements WHERE schedule = ? AND device = ?", err, errlen);
             if (!q) return -1;
             sqlite3_bind_int64(q, 1, sid);

@@ -138,6 +138,9 @@ typedef struct {
      * no reference time, or older code; collect --remeasure); any other
      * stored result is kept. */
     bool replace_stale;
+    /* A successful result with a reference time and kernel times replaces
+     * one that has no kernel times (collect --add-kernel-times). */
+    bool replace_without_kernel_times;
 } store_result;
 
 /* This build's version: git describe at build time ("unknown" outside a
@@ -165,18 +168,25 @@ typedef struct {
     store_outcome outcome;
     double ms, ref_ms;
     int generation;               /* of the code it timed (store_codegen_generation) */
+    bool kernel_times;            /* a measurement with each kernel's time alone (kernel_ms) */
 } store_found;
 /* Whether a found measurement is to be measured again by collect
  * --remeasure: it has no reference time, or it timed code older than this
  * build's (CG_GENERATION). */
 bool store_found_stale(const store_found *f);
+/* Whether a found measurement has no kernel times (collect
+ * --add-kernel-times measures it again). */
+bool store_found_without_kernel_times(const store_found *f);
 int store_find_result(store *st, int64_t pipeline, int64_t device, const char *schedule_text, store_found *out,
                       char *err, size_t errlen);
 /* The texts of the pipeline's schedules that have a stale measurement
  * (store_found_stale) on some device row and no fresh one anywhere: what
- * collect --remeasure times again.  In the order they were first stored;
- * *texts malloc'd (each text too); the count, or -1 with err. */
-int store_stale_schedules(store *st, int64_t pipeline, char ***texts, char *err, size_t errlen);
+ * collect --remeasure times again.  With without_kernel_times, a
+ * measurement without kernel times counts as stale, and a fresh one must
+ * have them (collect --add-kernel-times).  In the order they were first
+ * stored; *texts malloc'd (each text too); the count, or -1 with err. */
+int store_stale_schedules(store *st, int64_t pipeline, bool without_kernel_times, char ***texts, char *err,
+                          size_t errlen);
 
 /* Keys of the meta table other than the store's own (format,
  * schema_version, which set_meta refuses): what a long job (autotune)

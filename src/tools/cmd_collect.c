@@ -21,7 +21,7 @@ static void collect_help(void) {
            "       [--random N [--first-seed S] [--ops classic|lookups|layers]] [--schedules K] [--jobs J]\n"
            "       [--budget MINUTES] [--timeout-ms MS]\n"
            "       [--math fast|exact] [--small] [--no-prune] [--unroll-whole] [--sampler random|shapes|beam|picks [--weights W]\n"
-           "       [--dropout P]] [--remeasure]\n\n"
+           "       [--dropout P]] [--remeasure] [--add-kernel-times]\n\n"
            "Measures K schedules (the baseline, root, then random walks of the schedule\n"
            "space, seeds 1, 2, ..., re-tilings of the baseline or beam-search samples;\n"
            "duplicates skipped) of each\n"
@@ -71,9 +71,12 @@ static void collect_help(void) {
            "                   the one thing cg%d changed there); replaces their measurement;\n"
            "                   then every stored schedule of the\n"
            "                   pipeline with no fresh time on any device is timed again too\n"
-           "                   (from its text; training leaves out the older time)\n"
-           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n", CG_GENERATION,
+           "                   (from its text; training leaves out the older time)\n", CG_GENERATION,
            CG_GENERATION_CPU_UNSTAGED - 1, CG_GENERATION_CPU_UNSTAGED);
+    printf("  --add-kernel-times  the same for the schedules whose stored measurement has no\n"
+           "                   kernel times (measured before collect timed each kernel alone):\n"
+           "                   the labels of train --kernel-loss\n"
+           "Pipeline files are recorded with the source app:NAME (NAME.pipe).\n");
 }
 
 /* One pipeline: a pipeline that does not parse is skipped with a
@@ -105,6 +108,7 @@ int tool_collect(int argc, char **argv) {
         if (!strcmp(a, "--no-prune")) { o.prune = false; continue; }
         if (!strcmp(a, "--unroll-whole")) { o.unroll_whole = true; continue; }
         if (!strcmp(a, "--remeasure")) { o.remeasure = true; continue; }
+        if (!strcmp(a, "--add-kernel-times")) { o.add_kernel_times = true; continue; }
         if (a[0] != '-') {
             if (npipes == MAX_PIPES) return tool_usage_error("collect", "more than %d pipeline files", MAX_PIPES);
             pipes[npipes++] = a;
