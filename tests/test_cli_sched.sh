@@ -168,6 +168,13 @@ case_ kernel_prices_script 0 -o '^unsharp +[0-9.e+-]+ +[0-9.e+-]+ +[0-9.e+-]+$' 
 ok kernel_prices_skips_missing "$(grep -Eq '^box_blur +skipped: no box_blur.weights' "$out"; echo $?)"
 ok kernel_prices_rows "$([ "$(grep -c '^unsharp	' "$tmp/kp/kernels.tsv")" -ge 1 ] && grep -Eq '^unsharp +[a-z_]+_s[0-9]+ ' "$out"; echo $?)"
 case_ kernel_prices_needs_weights 2 -e 'weights-dir D\[,D2...\] is required' -- bench/kernel_prices.sh --apps unsharp
+# bench/math_costs.sh: each math function's cost in multiply-adds, at a
+# small size on the C back end (the numbers mean little there; the rows
+# are what is checked)
+case_ math_costs_script 0 -o '^pow +[0-9.]+ +[0-9.]+ +[0-9]+$' -- \
+    env STAGECRAFT="$sc" bench/math_costs.sh --device c --size 64 --samples 1 --out "$tmp/mc"
+ok math_costs_all_rows "$([ "$(grep -cE '^(abs|sqrt|floor|ceil|round|sin|cos|exp|tanh|log|atan2|pow) ' "$out")" = 12 ]; echo $?)"
+case_ math_costs_bad_size 2 -e "--size: expected a number of points a side, got 'big'" -- bench/math_costs.sh --size big
 case_ per_kernel_not_for_run 2 -e '--per-kernel is an option of bench, not run' -- \
     "$sc" run "$app" --small --strategy root --device c --per-kernel
 case_ run_check_hist_c 0 -o 'check: matches the reference' -- \
