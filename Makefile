@@ -83,6 +83,9 @@ TRAIN_EPOCHS ?= 150
 TRAIN_DEVICE ?=
 TRAIN_MIN_GENERATION ?= 2
 TRAIN_SEEDS ?= 6
+# The per-kernel loss's weight (train --kernel-loss; 0: none, the default)
+TRAIN_KERNEL_LOSS ?= 0
+TRAIN_KERNEL_ARGS = $(if $(filter-out 0,$(TRAIN_KERNEL_LOSS)),--kernel-loss $(TRAIN_KERNEL_LOSS))
 train: $(BUILD)/stagecraft
 	@mkdir -p weights
 	@rm -f weights/pocl-[0-9]*.weights
@@ -91,7 +94,7 @@ train: $(BUILD)/stagecraft
 		echo "train seed $$s -> $$o"; \
 		./$(BUILD)/stagecraft train $(TRAIN_DATA_ARGS) -o $$o --epochs $(TRAIN_EPOCHS) \
 			--seed $$s --min-generation $(TRAIN_MIN_GENERATION) $(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
-			|| exit 1; \
+			$(TRAIN_KERNEL_ARGS) || exit 1; \
 	done
 
 # The CUDA GPUs' own model, the default weights for a CUDA target: trained
@@ -116,7 +119,7 @@ holdout-weights: $(BUILD)/stagecraft
 	@for a in $(HOLDOUT_APPS); do \
 		./$(BUILD)/stagecraft train $(TRAIN_DATA_ARGS) -o $(HOLDOUT_DIR)/$$a.weights \
 			--epochs $(TRAIN_EPOCHS) --seed $(HOLDOUT_SEED) --min-generation $(TRAIN_MIN_GENERATION) --hold-out $$a \
-			$(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') \
+			$(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') $(TRAIN_KERNEL_ARGS) \
 			>$(HOLDOUT_DIR)/$$a.log 2>&1 || { tail -n 5 $(HOLDOUT_DIR)/$$a.log; exit 1; }; \
 		tail -n 1 $(HOLDOUT_DIR)/$$a.log; \
 	done
