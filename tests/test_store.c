@@ -265,16 +265,14 @@ static void test_bad_databases(void) {
     CHECK(strstr(err, "schema version 99") != NULL);
 }
 
-/* A version 1 database (no reference times) is refused read-only with
- * the way to upgrade it, and upgraded, rows kept, when opened to write;
- * a version 1 exchange file is read. */
-static void test_version1(void) {
-    char err[512];
-    sqlite3 *db;
-    CHECK(sqlite3_open(path_in("v1.db"), &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db,
+/* A database of schema version 1 (no ref_ms) or 2 (ref_ms, no
+ * kernel_ms), as those versions wrote it, with one measurement of 4.5 ms
+ * (version 2: reference 9 ms). */
+static void old_database(const char *name, int version) {
+    char sql[4096];
+    snprintf(sql, sizeof sql,
         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "INSERT INTO meta VALUES('format', 'stagecraft-samples'), ('schema_version', '1');"
+        "INSERT INTO meta VALUES('format', 'stagecraft-samples'), ('schema_version', '%d');"
         "CREATE TABLE pipelines(id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
         "  source TEXT NOT NULL, text TEXT NOT NULL);"
         "CREATE TABLE devices(id INTEGER PRIMARY KEY, key TEXT NOT NULL, math TEXT NOT NULL,"
@@ -283,7 +281,7 @@ static void test_version1(void) {
         "  text TEXT NOT NULL, hash0 TEXT NOT NULL, hash1 TEXT NOT NULL, hash2 TEXT NOT NULL,"
         "  hash3 TEXT NOT NULL, UNIQUE(pipeline, text));"
         "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
-        "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, samples TEXT NOT NULL,"
+        "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL,%s samples TEXT NOT NULL,"
         "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
         "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
         "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
@@ -292,8 +290,20 @@ static void test_version1(void) {
         "INSERT INTO pipelines VALUES(1, 'h', 'a', 'app:a', 'pipeline a;');"
         "INSERT INTO devices VALUES(1, 'k', 'fast', '', 'name = t');"
         "INSERT INTO schedules VALUES(1, 1, 's', '0', '0', '0', '0');"
-        "INSERT INTO measurements VALUES(1, 1, 1, 4.5, '4.5', 1, 1, '', '', '', '');", NULL, NULL, NULL) == SQLITE_OK);
+        "INSERT INTO measurements VALUES(1, 1, 1, 4.5,%s '4.5', 1, 1, '', '', '', '');",
+        version, version >= 2 ? " ref_ms REAL," : "", version >= 2 ? " 9," : "");
+    sqlite3 *db;
+    CHECK(sqlite3_open(path_in(name), &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
+}
+
+/* A version 1 database (no reference times) is refused read-only with
+ * the way to upgrade it, and upgraded, rows kept, when opened to write;
+ * a version 1 exchange file is read. */
+static void test_version1(void) {
+    char err[512];
+    old_database("v1.db", 1);
     CHECK(store_open(path_in("v1.db"), STORE_READ, err, sizeof err) == NULL);
     CHECK(strstr(err, "schema version 1") && strstr(err, "upgrades it"));
     store *st = store_open(path_in("v1.db"), STORE_WRITE, err, sizeof err);
@@ -499,31 +509,7 @@ static void test_generations(void) {
  * read, its samples without kernel times. */
 static void test_version2(void) {
     char err[512];
-    sqlite3 *db;
-    CHECK(sqlite3_open(path_in("v2.db"), &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db,
-        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "INSERT INTO meta VALUES('format', 'stagecraft-samples'), ('schema_version', '2');"
-        "CREATE TABLE pipelines(id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
-        "  source TEXT NOT NULL, text TEXT NOT NULL);"
-        "CREATE TABLE devices(id INTEGER PRIMARY KEY, key TEXT NOT NULL, math TEXT NOT NULL,"
-        "  description TEXT NOT NULL, target TEXT NOT NULL, UNIQUE(key, math));"
-        "CREATE TABLE schedules(id INTEGER PRIMARY KEY, pipeline INTEGER NOT NULL REFERENCES pipelines(id),"
-        "  text TEXT NOT NULL, hash0 TEXT NOT NULL, hash1 TEXT NOT NULL, hash2 TEXT NOT NULL,"
-        "  hash3 TEXT NOT NULL, UNIQUE(pipeline, text));"
-        "CREATE TABLE measurements(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
-        "  device INTEGER NOT NULL REFERENCES devices(id), ms REAL NOT NULL, ref_ms REAL, samples TEXT NOT NULL,"
-        "  runs INTEGER NOT NULL, kernels INTEGER NOT NULL, check_result TEXT NOT NULL, sizes TEXT NOT NULL,"
-        "  date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
-        "CREATE TABLE failures(id INTEGER PRIMARY KEY, schedule INTEGER NOT NULL REFERENCES schedules(id),"
-        "  device INTEGER NOT NULL REFERENCES devices(id), outcome TEXT NOT NULL, message TEXT NOT NULL,"
-        "  sizes TEXT NOT NULL, date TEXT NOT NULL, version TEXT NOT NULL, UNIQUE(schedule, device));"
-        "INSERT INTO pipelines VALUES(1, 'h', 'a', 'app:a', 'pipeline a;');"
-        "INSERT INTO devices VALUES(1, 'k', 'fast', '', 'name = t');"
-        "INSERT INTO schedules VALUES(1, 1, 's', '0', '0', '0', '0');"
-        "INSERT INTO measurements VALUES(1, 1, 1, 4.5, 9, '4.5', 1, 1, '', '', '', '');", NULL, NULL, NULL)
-          == SQLITE_OK);
-    sqlite3_close(db);
+    old_database("v2.db", 2);
     CHECK(store_open(path_in("v2.db"), STORE_READ, err, sizeof err) == NULL);
     CHECK(strstr(err, "schema version 2") && strstr(err, "upgrades it"));
     store *st = store_open(path_in("v2.db"), STORE_WRITE, err, sizeof err);

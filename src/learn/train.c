@@ -262,8 +262,7 @@ double train_kernel_divergence(const train_data *d, const train_sample *sm, cons
                                double *dcost) {
     if (sm->nkern < 2) return 0;
     double kc[TRAIN_MAX_KERNELS], total = 0;
-    int nk = sm->nkern < TRAIN_MAX_KERNELS ? sm->nkern : TRAIN_MAX_KERNELS;
-    if (nk < sm->nkern) return 0;
+    int nk = sm->nkern;               /* at most TRAIN_MAX_KERNELS: train_data_add_named_kernels */
     for (int k = 0; k < nk; k++) kc[k] = 0;
     for (int i = 0; i < sm->nrows; i++) {
         kc[d->row_kernel[sm->row0 + i]] += cost[i];
