@@ -124,6 +124,19 @@ static void test_fits_checks_partial_states(void) {
     sc_pipeline_free(p);
 }
 
+/* src parsed (as `name`) and its bounds inferred into *b; NULL (checked,
+ * nothing left allocated) where either fails. */
+static sc_pipeline *parse_bounded(const char *name, const char *src, bounds_result **b) {
+    sc_pipeline *p = sc_parse_string(name, src, strlen(src), NULL);
+    *b = sc_error_count(p) ? NULL : bounds_infer(p);
+    CHECK(*b != NULL);
+    if (!*b) {
+        sc_pipeline_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 /* Whether, with out at root in threads of 1 x 4 points, the pruned
  * enumerator offers prod (a reduction of `terms` steps) at thread level
  * of out on target t. */
@@ -133,13 +146,9 @@ static bool offers_thread(int terms, target t) {
              "pipeline mm;\ninput f32 a(%d, 64);\ninput f32 bm(32, %d);\nrdom k(0, %d);\n"
              "prod(i, j) = 0.0f;\nprod(i, j) += a(k.x, j) * bm(i, k.x);\nout(i, j) = prod(i, j) * 2.0f;\n"
              "output out(32, 64);\n", terms, terms, terms);
-    sc_pipeline *p = sc_parse_string("mm.pipe", src, strlen(src), NULL);
-    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
-    CHECK(b != NULL);
-    if (!b) {
-        sc_pipeline_free(p);
-        return false;
-    }
+    bounds_result *b;
+    sc_pipeline *p = parse_bounded("mm.pipe", src, &b);
+    if (!p) return false;
     space_opts o = { &t, true, false };
     legal_ctx *x = space_legal(p, b, &o);
     ir_arena *a = ir_arena_new();
@@ -178,13 +187,9 @@ static void test_cpu_prunes_thread_reductions(void) {
  * (its only location) on target t with options o, as a bit set: for each
  * tiling, 1 << bit(tiling). */
 static unsigned root_tiling_bits(const char *src, const space_opts *o, int (*bit)(const sched_tile *)) {
-    sc_pipeline *p = sc_parse_string("t.pipe", src, strlen(src), NULL);
-    bounds_result *b = sc_error_count(p) ? NULL : bounds_infer(p);
-    CHECK(b != NULL);
-    if (!b) {
-        sc_pipeline_free(p);
-        return 0;
-    }
+    bounds_result *b;
+    sc_pipeline *p = parse_bounded("t.pipe", src, &b);
+    if (!p) return 0;
     legal_ctx *x = space_legal(p, b, o);
     ir_arena *a = ir_arena_new();
     sched_state *s = sched_state_new(a, p);
@@ -270,6 +275,62 @@ static void test_cpu_vector_lanes(void) {
     cpu.max_threads_per_block = 16;
     for (int d = 0; d < 3; d++) cpu.max_threads_per_dim[d] = 16;
     CHECK(inner_threads("u8", &cpu) == (t8 | t16));
+}
+
+/* Whether stage `stage` of the output of src (its only Func), at root on
+ * options o, is offered (serial, threads) in its innermost loop; the
+ * stages before it take their first tiling. */
+static bool offers_inner_tile(const char *src, const space_opts *o, int stage, int serial, int threads) {
+    bounds_result *b;
+    sc_pipeline *p = parse_bounded("t.pipe", src, &b);
+    if (!p) return false;
+    legal_ctx *x = space_legal(p, b, o);
+    ir_arena *a = ir_arena_new();
+    sched_state *s = sched_state_new(a, p);
+    ir_vec ch = { 0 };
+    CHECK(space_children(a, x, p, b, s, o, &ch) == 1);
+    s = ch.n == 1 ? ch.items[0] : NULL;
+    space_enum e;
+    for (int st = 0; s && st < stage; st++) {
+        CHECK(space_enum_begin(&e, a, x, p, b, s, o) >= 0 && e.tiling && e.st == st);
+        s = space_enum_next(&e, a);
+    }
+    bool found = false;
+    if (s && space_enum_begin(&e, a, x, p, b, s, o) >= 0 && e.tiling && e.st == stage)
+        while (space_enum_skip(&e)) found |= e.cur.serial[0] == serial && e.cur.threads[0] == threads;
+    ir_arena_free(a);
+    legal_free(x);
+    bounds_free(b);
+    sc_pipeline_free(p);
+    return found;
+}
+
+/* On a CPU (of 2 cores and 8 f32 lanes), a scan (an update whose
+ * reduction runs around the serial tile) may take 16 to 64 serial points
+ * innermost on 1 to 16 threads, pruned or not (no warp multiple, no
+ * unrolling asked): the device compiler vectorizes its serial loop.  Its
+ * pure stage, and every stage on a GPU, keep at most 8 serial points. */
+static void test_cpu_vector_tiles(void) {
+    const char *scan =
+        "pipeline sc;\ninput f32 a(512, 64);\nf(x, y) = a(x, y);\nrdom r(1, 63);\n"
+        "f(x, r) = f(x, r - 1) * 0.5f + f(x, r);\noutput f(512, 64);\n";
+    target gpu = fixture_target("a100"), cpu = gpu;
+    cpu.warp_size = 8;
+    cpu.sm_count = 2;
+    cpu.cpu = true;
+    for (int prune = 0; prune < 2; prune++) {
+        space_opts oc = { &cpu, prune, false }, og = { &gpu, prune, false };
+        CHECK(offers_inner_tile(scan, &oc, 1, 64, 1));
+        CHECK(offers_inner_tile(scan, &oc, 1, 32, 4));
+        CHECK(offers_inner_tile(scan, &oc, 1, 16, 8));
+        CHECK(offers_inner_tile(scan, &oc, 1, 8, 16));
+        CHECK(!offers_inner_tile(scan, &oc, 1, 64, 16));   /* 1024 points over 512 */
+        CHECK(!offers_inner_tile(scan, &oc, 0, 64, 1));
+        CHECK(!offers_inner_tile(scan, &oc, 0, 16, 8));
+        CHECK(!offers_inner_tile(scan, &og, 1, 64, 1));
+        CHECK(!offers_inner_tile(scan, &og, 1, 16, 32));
+        CHECK(offers_inner_tile(scan, &og, 1, 8, 32));
+    }
 }
 
 /* Random walks; at every tiling step the kept list must equal what
@@ -464,5 +525,6 @@ int main(void) {
     RUN(test_cpu_prunes_thread_reductions);
     RUN(test_short_loops_unroll_whole);
     RUN(test_cpu_vector_lanes);
+    RUN(test_cpu_vector_tiles);
     CHECK_EXIT();
 }

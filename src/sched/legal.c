@@ -252,6 +252,10 @@ static sched_tile tile_of(const legal_ctx *x, const sched_state *s, int g, int s
     return t;
 }
 
+bool legal_cpu_vector_stage(const target *t, const sc_func *f, int st) {
+    return t && t->cpu && ir_stage_reduction_around(f, st);
+}
+
 static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t, char *err, size_t errlen) {
     const target *tg = x->t;
     if (tile_shape(x, f, st, SCHED_ROOT, t, err, errlen)) return -1;
@@ -260,11 +264,14 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
     int64_t threads = 1, need = 1;
     const int64_t *ext = x->loops[f->id][st].ext;
     for (int k = 0; k < t->npure; k++) threads = sat_mul(threads, t->threads[k]);
+    /* a vector tile's lanes are its serial points: no warp multiple */
+    bool warp_multiple = x->warp_multiple &&
+                         !(legal_cpu_vector_stage(tg, f, st) && serial_points(t) >= LEGAL_UNROLL_LIMIT);
     /* the points at serial sizes: only the warp-multiple rule asks */
-    if (x->warp_multiple && threads % tg->warp_size)
+    if (warp_multiple && threads % tg->warp_size)
         for (int k = 0; k < t->npure; k++) need = sat_mul(need, (ext[k] + t->serial[k] - 1) / t->serial[k]);
     if (err && errlen &&
-        (threads > tg->max_threads_per_block || (x->warp_multiple && threads % tg->warp_size) ||
+        (threads > tg->max_threads_per_block || (warp_multiple && threads % tg->warp_size) ||
          LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial_points(t) > tg->registers_per_thread))
         stage_name(f, st, nm, sizeof nm);
     if (threads > tg->max_threads_per_block)
@@ -282,7 +289,7 @@ static int root_tile(legal_ctx *x, const sc_func *f, int st, const sched_tile *t
     /* A stage whose whole iteration space, at its serial sizes, has fewer
      * than a warp of points, or that one block covers entirely, cannot be
      * helped by a warp-multiple block: more threads would only idle. */
-    if (x->warp_multiple && threads % tg->warp_size && need >= tg->warp_size && threads < need)
+    if (warp_multiple && threads % tg->warp_size && need >= tg->warp_size && threads < need)
         return base_fail(err, errlen, "%s: %lld thread%s per block, not a multiple of the target's warp size %d (%s)", nm,
                     (long long)threads, threads == 1 ? "" : "s", tg->warp_size, tg->name);
     int64_t serial = serial_points(t), regs = LEGAL_BASE_REGISTERS + LEGAL_STAGED_REGISTERS + serial;

@@ -46,6 +46,14 @@
  * (Anderson et al. 2021 §6.7); the §6.6 pruning keeps serial tiles under
  * it so that they are unrolled. */
 #define LEGAL_UNROLL_LIMIT 16
+/* Whether stage st of f, on target t, is one whose serial tile the device
+ * compiler vectorizes: a CPU's update that runs its reduction around the
+ * tile (ir_stage_reduction_around).  Its root tiling may take 16 to 64
+ * serial points innermost, a loop by design, on threads that need not be
+ * a warp multiple: its lanes are its serial points (docs/search.md,
+ * "Vector tiles on a CPU"). */
+bool legal_cpu_vector_stage(const target *t, const sc_func *f, int st);
+
 /* Registers set aside in every kernel's estimate for register staging
  * (§6.7); lowering stages at most this many elements per kernel. */
 #define LEGAL_STAGED_REGISTERS NEST_STAGED_REGISTERS

@@ -12,7 +12,10 @@
  *       (16, 32, 64 and the warp size in the innermost loop - the first of
  *       extent >= 16 - and powers of two up to 16 elsewhere, each at most
  *       the extent left or the smallest that covers it); blocks take the
- *       rest.  Block level: thread counts per loop only (powers of two up
+ *       rest.  On a CPU, an update whose reduction runs around its serial
+ *       tile may also take 16, 32 or 64 serial points on 1 to 16 threads
+ *       innermost (a loop the device compiler vectorizes, never pruned as
+ *       not unrolled).  Block level: thread counts per loop only (powers of two up
  *       to 64 innermost and 16 elsewhere); the serial extent follows from
  *       the footprint.
  * Every child is produced (no cap, no sampling), in the same order every
@@ -75,6 +78,7 @@ typedef struct {
     bool started, done;
     int lanes;                  /* a CPU's vector lanes rule (enumerate.c, cpu_lanes): the
                                    least threads of the innermost loop, 0 where not in force */
+    bool vector_tile;           /* a CPU's serial vector tiles (enumerate.c, cpu_vector_tile) */
     int ntilings;               /* tilings returned */
     sched_tile cur;
 } space_enum;
