@@ -76,15 +76,18 @@ fuzz-schedules: all
 # models, seeds 1 .. N: weights/pocl.weights, then pocl-2.weights and so
 # on, whose mean the searches predict with (docs/costmodel.md, "A mean of
 # models").
-# TRAIN_DATA: the exchange files trained on, as one set.
-TRAIN_DATA ?= data/samples.txt.xz
+# TRAIN_DATA: the exchange files trained on, as one set: the AMD EPYC's
+# and the Intel Xeon's samples (docs/autosched_runs_4.md, the fifty-ninth
+# run).
+TRAIN_DATA ?= data/samples.txt.xz data/samples_xeon.txt.xz
 TRAIN_DATA_ARGS = $(foreach f,$(TRAIN_DATA),--data $(f))
 TRAIN_EPOCHS ?= 150
 TRAIN_DEVICE ?=
 TRAIN_MIN_GENERATION ?= 2
 TRAIN_SEEDS ?= 6
-# The per-kernel loss's weight (train --kernel-loss; 0: none, the default)
-TRAIN_KERNEL_LOSS ?= 0
+# The per-kernel loss's weight (train --kernel-loss; 0: none): 10, where
+# it starts to count beside the pipeline loss (docs/costmodel.md)
+TRAIN_KERNEL_LOSS ?= 10
 TRAIN_KERNEL_ARGS = $(if $(filter-out 0,$(TRAIN_KERNEL_LOSS)),--kernel-loss $(TRAIN_KERNEL_LOSS))
 train: $(BUILD)/stagecraft
 	@mkdir -p weights
