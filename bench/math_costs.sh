@@ -65,7 +65,14 @@ if [ -z "$steps" ] || [ -z "$fma" ]; then
 fi
 points=$((size * size))
 op_ns=$(awk -v f="$fma" -v s="$steps" -v n="$points" 'BEGIN { printf "%.6g", (f - s) * 1e6 / (n * 128) }')
-echo "device $device, $math math, $size x $size points; one multiply-add of one lane: $op_ns ns (the chain of 64: $fma ms, the steps alone: $steps ms)"
+if awk -v o="$op_ns" 'BEGIN { exit !(o > 0) }'; then
+    echo "device $device, $math math, $size x $size points; one multiply-add of one lane: $op_ns ns (the chain of 64: $fma ms, the steps alone: $steps ms)"
+else
+    # the chain ran no slower than the steps alone: noise (a small --size,
+    # or a loaded machine), so no call is priced in multiply-adds ('-')
+    echo "device $device, $math math, $size x $size points; one multiply-add of one lane: not measured (the chain of 64: $fma ms, no slower than the steps alone: $steps ms; use a larger --size on an idle machine)"
+    op_ns=0
+fi
 printf '%-8s %12s %12s %14s\n' function ms ns/call multiply-adds
 for f in $fns; do
     name=${f%%:*}
@@ -73,5 +80,7 @@ for f in $fns; do
     ms=$(time_of "$name")
     if [ -z "$ms" ]; then printf '%-8s %12s\n' "$name" "failed (see $out/$name.txt)"; continue; fi
     awk -v n="$name" -v t="$ms" -v s="$steps" -v p="$points" -v o="$op_ns" \
-        'BEGIN { ns = (t - s) * 1e6 / (4 * p); if (ns < 0) ns = 0; printf "%-8s %12.4f %12.4f %14.0f\n", n, t, ns, ns / o }'
+        'BEGIN { ns = (t - s) * 1e6 / (4 * p); if (ns < 0) ns = 0
+                 if (o > 0) printf "%-8s %12.4f %12.4f %14.0f\n", n, t, ns, ns / o
+                 else printf "%-8s %12.4f %12.4f %14s\n", n, t, ns, "-" }'
 done
