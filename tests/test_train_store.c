@@ -839,6 +839,49 @@ static void test_pointer_selects(void) {
                          "schedule xpar;\nout: root [x=16x1 y=1x2];\n", false);
 }
 
+/* An OpenCL sample (a CPU's or a GPU's) of code older than
+ * CG_GENERATION_PRIVATE_PICKS that read a private array at the block's
+ * channel (cg_opencl_private_picks: each channel over the last, the
+ * Func in the threads) timed the array in memory: rejected
+ * (rejected_private_picks), kept with --keep-changed private-picks; a
+ * CUDA sample, the samples of newer code, and a schedule whose channels
+ * are in the thread are kept. */
+static void private_picks_case(const char *text, bool changed) {
+    static const char pipe[] = "pipeline chan;\ninput f32 in(64, 48, 4);\nf(x, y, c) = in(x, y, c) * 2.0 + 1.0;\n"
+                               "out(x, y, c) = f(x, y, c) / f(x, y, 3);\noutput out(64, 48, 3);\n";
+    char db[128], err[1024];
+    snprintf(db, sizeof db, "/tmp/test_train_ppick_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_PRIVATE_PICKS - 1;
+    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, false, false, &c[3]));
+    cg_code_change want = changed ? CG_CODE_PRIVATE_PICKS : CG_CODE_SAME;
+    CHECK(c[0] == want && c[1] == CG_CODE_SAME && c[2] == want && c[3] == CG_CODE_SAME);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, "abc cg18", &pid, &devl));
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == (changed ? 0 : 2) && d.rejected_private_picks == (changed ? 2 : 0));
+    train_data_free(&d);
+    train_data_init(&d);
+    train_load_opts o = { 0 };
+    CHECK(train_keep_changed_parse("private-picks", &o.keep_changed, err, sizeof err) == 0);
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 2 && d.rejected_private_picks == 0 &&
+          d.kept_changed == (changed ? 2 : 0));
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_PRIVATE_PICKS));
+    /* the GPU's older time of the schedule left out (store_each_sample) */
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_private_picks == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
+static void test_private_picks(void) {
+    private_picks_case("schedule chan;\nout: root [x=16x1 y=1x2 c=1x1];\nf: thread of out;\n", true);
+    private_picks_case("schedule chan;\nout: root [x=16x1 y=1x2 c=1x3];\nf: thread of out;\n", false);
+}
+
 /* A CPU's OpenCL sample of generations 11 to 17 with a small kernel that
  * guards a u16 store (a partial tile) ran both copies in one kernel,
  * where this build launches the interior apart (cg_opencl_splits_narrow):
@@ -905,6 +948,7 @@ int main(void) {
     RUN(test_rows_apart);
     RUN(test_pointer_selects);
     RUN(test_narrow_splits);
+    RUN(test_private_picks);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -251,6 +251,7 @@ struct cg_ctx {
     int64_t rows_apart;           /* accesses printed (a + row)[x] (cg_access) ... */
     int64_t rows_apart_edge;      /* ... of them in an edge copy (edge_copy) */
     int64_t pointer_selects;      /* selects printed as a load through a selected pointer */
+    int64_t private_picks;        /* private arrays' reads printed as a select (cg_expr.c) */
     bool edge_copy;               /* printing the edge blocks' copy of a kernel with an interior one */
     bool probing;                 /* printing into scratch, dropped (push_interior): not counted */
 };

@@ -107,6 +107,9 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
     if (generation < CG_GENERATION_NARROW_SPLITS && generation >= CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu &&
         lowered_program(l) && cg_opencl_splits_narrow(lowered_program(l)))
         return CG_CODE_NARROW_SPLITS;
+    if (generation < CG_GENERATION_PRIVATE_PICKS && opencl && lowered_program(l) &&
+        cg_opencl_private_picks(lowered_program(l)) > 0)
+        return CG_CODE_PRIVATE_PICKS;
     if (generation < CG_GENERATION_POINTER_SELECTS && opencl && l->cpu && lowered_program(l)) {
         cg_cpu_forms n = cg_opencl_cpu_forms(lowered_program(l));
         bool rows = generation < CG_GENERATION_ROWS_APART;
@@ -123,7 +126,7 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_NARROW_SPLITS,
+    _Static_assert(CG_GENERATION == CG_GENERATION_PRIVATE_PICKS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);

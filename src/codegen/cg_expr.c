@@ -630,6 +630,38 @@ int cg_lin_of(cg_ctx *g, int id)
     return g->nlins++;
 }
 
+/* Prints the counters' terms of l and the constant k: a private array's
+ * flat index (print_linear_index, print_private_pick). */
+static void print_counter_sum(cg_ctx *g, const cg_lin *l, int64_t k)
+{
+    bool any = false;
+    for (int i = 0; i < l->n; i++) {
+        int64_t c = l->coef[i];
+        if (c == 0 || !l->counter[i]) continue;
+        cg_printf(g, any ? (c < 0 ? " - " : " + ") : (c < 0 ? "-" : ""));
+        cg_printf(g, "%s_u_", cg_name(g, l->var[i]));
+        if (c != 1 && c != -1)
+            cg_printf(g, " * %" PRId64, c < 0 ? -c : c);
+        any = true;
+    }
+    if (!any)
+        cg_printf(g, "%" PRId64, k);
+    else if (k)
+        cg_printf(g, " %s %" PRId64, k < 0 ? "-" : "+", k < 0 ? -k : k);
+}
+
+/* The flat index of (coord) in private array a less its mins, as a
+ * linear form (ok false where it is none). */
+static cg_lin private_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+{
+    cg_lin l = { .ok = true };
+    for (int d = 0; d < a->ndims && l.ok; d++) {
+        lin_add(g, coord[d], a->stride[d], &l);
+        lin_add(g, min[d], -a->stride[d], &l);
+    }
+    return l;
+}
+
 /* A private array's flat index as a sum of unrolled loops' counters and a
  * constant, where the coordinates and mins taken through their variables'
  * linear forms leave nothing else: within a thread's tile the tile's base
@@ -641,28 +673,84 @@ int cg_lin_of(cg_ctx *g, int id)
  * loops counted: cg_target.unroll_counted). */
 static bool print_linear_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
 {
-    cg_lin l = { .ok = true };
-    for (int d = 0; d < a->ndims && l.ok; d++) {
-        lin_add(g, coord[d], a->stride[d], &l);
-        lin_add(g, min[d], -a->stride[d], &l);
-    }
+    cg_lin l = private_index(g, a, coord, min);
     if (!l.ok) return false;
     for (int i = 0; i < l.n; i++)
         if (l.coef[i] != 0 && !l.counter[i]) return false;
-    bool any = false;
+    print_counter_sum(g, &l, l.k);
+    return true;
+}
+
+/* ---- private arrays read at one of a few values of other variables ---- */
+
+enum { PRIVATE_PICK_CASES = 8, PRIVATE_PICK_TERMS = 3 };
+
+/* A private array's read (OpenCL: loops printed counted) whose flat index
+ * is a sum of unrolled loops' counters, a constant and up to
+ * PRIVATE_PICK_TERMS other variables of at most PRIVATE_PICK_CASES values
+ * together (their ranges): a block's coordinate that the tile of a Func
+ * in its threads spans whole, as interpolate's out, one channel c a
+ * block, reads channels c and 3 of interp_0 computed for all four.  It
+ * is printed as a select over those values whose sides index the array
+ * by counters and constants alone, (c == 0 ? r[u + 0] : c == 1 ? r[u +
+ * 2] : r[u + 4]): PoCL keeps an array in memory, and its work-item loop
+ * scalar, where an index into it is not plainly a constant (codegen.h,
+ * generation 19).  Values whose constant is past the array's end, with
+ * no counter counting down, never occur and are left out; the last value
+ * left is the select's default.  False (nothing printed) for anything
+ * else. */
+static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+{
+    if (!g->t->unroll_counted || a->mem != MEM_LOCAL || a->count > INT32_MAX)
+        return false;
+    cg_lin l = private_index(g, a, coord, min);
+    if (!l.ok) return false;
+    int term[PRIVATE_PICK_TERMS], nterm = 0;
+    bool down = false;
+    int64_t cases = 1;
     for (int i = 0; i < l.n; i++) {
-        int64_t c = l.coef[i];
-        if (c == 0) continue;
-        cg_printf(g, any ? (c < 0 ? " - " : " + ") : (c < 0 ? "-" : ""));
-        cg_printf(g, "%s_u_", cg_name(g, l.var[i]));
-        if (c != 1 && c != -1)
-            cg_printf(g, " * %" PRId64, c < 0 ? -c : c);
-        any = true;
+        if (l.coef[i] == 0) continue;
+        if (l.counter[i]) {
+            down |= l.coef[i] < 0;
+            continue;
+        }
+        const cg_var *v = in_scope(g, l.var[i]);
+        if (!v || nterm == PRIVATE_PICK_TERMS || v->hi < v->lo || v->hi - v->lo >= PRIVATE_PICK_CASES)
+            return false;
+        cases *= v->hi - v->lo + 1;
+        if (cases > PRIVATE_PICK_CASES) return false;
+        term[nterm++] = i;
     }
-    if (!any)
-        cg_printf(g, "%" PRId64, l.k);
-    else if (l.k)
-        cg_printf(g, " %s %" PRId64, l.k < 0 ? "-" : "+", l.k < 0 ? -l.k : l.k);
+    if (nterm == 0) return false;
+    /* the cases that may occur, each its variables' values (digits) */
+    int64_t value[PRIVATE_PICK_CASES][PRIVATE_PICK_TERMS], konst[PRIVATE_PICK_CASES];
+    int n = 0;
+    for (int64_t c = 0; c < cases; c++) {
+        int64_t rest = c, k = l.k;
+        for (int t = 0; t < nterm; t++) {
+            const cg_var *v = in_scope(g, l.var[term[t]]);
+            int64_t span = v->hi - v->lo + 1;
+            value[n][t] = v->lo + rest % span;
+            rest /= span;
+            k += l.coef[term[t]] * value[n][t];
+        }
+        if (!down && k >= a->count) continue;
+        konst[n++] = k;
+    }
+    if (n == 0) return false;
+    g->private_picks += !g->probing;
+    cg_printf(g, "(");
+    for (int c = 0; c < n; c++) {
+        if (c + 1 < n) {
+            for (int t = 0; t < nterm; t++)
+                cg_printf(g, "%s%s == %" PRId64, t ? " && " : "", cg_name(g, l.var[term[t]]), value[c][t]);
+            cg_printf(g, " ? ");
+        }
+        cg_printf(g, "%s[", cg_name(g, a->name));
+        print_counter_sum(g, &l, konst[c]);
+        cg_printf(g, "]%s", c + 1 < n ? " : " : "");
+    }
+    cg_printf(g, ")");
     return true;
 }
 
@@ -971,7 +1059,8 @@ void cg_expr(cg_ctx *g, int id, bool top)
     case E_CALL: {
         const lower_alloc *a = storage_of(g, e->func);
         cg_mark(g, a);
-        cg_access(g, a, n->kid, n->kid + e->nargs);
+        if (!print_private_pick(g, a, n->kid, n->kid + e->nargs))
+            cg_access(g, a, n->kid, n->kid + e->nargs);
         break;
     }
     case E_CAST:   pr_cast(g, n); break;

@@ -494,6 +494,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
 typedef struct {
     int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
     cg_cpu_forms cpu;                    /* a CPU's OpenCL forms (cg_opencl_cpu_forms) */
+    int64_t private_picks;               /* private arrays' reads as selects (OpenCL) */
 } code_counts;
 
 /* Whether the loop s gets the back end's unroll pragma. */
@@ -1317,6 +1318,7 @@ done:
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
         counts->cpu = (cg_cpu_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects };
+        counts->private_picks = g.private_picks;
     }
     if (launches) {
         *launches = g.launches;
@@ -1387,6 +1389,13 @@ cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog)
 int64_t cg_opencl_pointer_selects(const lower_program *prog)
 {
     return cg_opencl_cpu_forms(prog).pointer_selects;
+}
+
+int64_t cg_opencl_private_picks(const lower_program *prog)
+{
+    code_counts n = {0};
+    free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
+    return n.private_picks;
 }
 
 int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)

@@ -146,8 +146,20 @@
  *      beside the interior one PoCL left the whole work-item loop scalar:
  *      stencil_chain's baseline 750-790 ms, 77 ms now (docs/backends.md,
  *      "Generation 18").  Samples of a CPU's OpenCL code with such a
- *      kernel changed (train_load.h, rejected_narrow_splits). */
-#define CG_GENERATION 18
+ *      kernel changed (train_load.h, rejected_narrow_splits).
+ *  19  2026-12-03: OpenCL code reads a private array whose index has,
+ *      beside unrolled loops' counters, variables of at most 8 values
+ *      together (a block's coordinate that a Func's tile in the threads
+ *      spans whole) as a select over those values whose sides index the
+ *      array by counters and constants (cg_expr.c, print_private_pick),
+ *      where it printed the index whole: PoCL kept such an array in
+ *      memory.  interpolate's one-shot pick computes interp_0's four
+ *      channels in the threads of out, one channel a block, and reads
+ *      channel c and 3: out 21.6 ms, 9.6 ms now; the whole 42.9 ms, 30.9
+ *      ms now (docs/backends.md, "Generation 19").  Samples of OpenCL
+ *      code with such a read changed (train_load.h,
+ *      rejected_private_picks). */
+#define CG_GENERATION 19
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -180,6 +192,9 @@
 /* The first generation whose OpenCL code for a CPU launches the interior
  * of a small kernel apart where it guards a store of 8 or 16 bits. */
 #define CG_GENERATION_NARROW_SPLITS 18
+/* The first generation whose OpenCL code reads a private array at an index
+ * with a block's coordinate in it as a select between constant indices. */
+#define CG_GENERATION_PRIVATE_PICKS 19
 
 #include "lower.h"
 
@@ -262,7 +277,11 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * (CG_CODE_POINTER_SELECTS: before CG_GENERATION_POINTER_SELECTS, where
  * cg_opencl_pointer_selects), or, on a CPU through OpenCL, kept a small
  * kernel with a guarded narrow store whole (CG_CODE_NARROW_SPLITS: before
- * CG_GENERATION_NARROW_SPLITS, where cg_opencl_splits_narrow). */
+ * CG_GENERATION_NARROW_SPLITS, where cg_opencl_splits_narrow), or, through
+ * OpenCL on any device, read a private array at an index that is not a
+ * sum of counters where this build selects between constant indices
+ * (CG_CODE_PRIVATE_PICKS: before CG_GENERATION_PRIVATE_PICKS, where
+ * cg_opencl_private_picks). */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,
@@ -277,7 +296,8 @@ typedef enum {
     CG_CODE_ROWS_APART,
     CG_CODE_ROWS_APART_EDGES,
     CG_CODE_POINTER_SELECTS,
-    CG_CODE_NARROW_SPLITS
+    CG_CODE_NARROW_SPLITS,
+    CG_CODE_PRIVATE_PICKS
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
@@ -308,6 +328,10 @@ cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog);
 /* How many selects OpenCL code of prog for a CPU prints as one load
  * through a selected pointer (cg_expr; 0 where prog is not for a CPU). */
 int64_t cg_opencl_pointer_selects(const lower_program *prog);
+/* How many reads of private arrays OpenCL code of prog (for any device)
+ * prints as a select over a few values of variables that are not
+ * unrolled loops' counters (cg_expr.c, generation 19). */
+int64_t cg_opencl_private_picks(const lower_program *prog);
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl);
 

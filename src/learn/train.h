@@ -96,6 +96,8 @@ typedef struct {
     int64_t rejected_pointer_selects; /* a CPU's OpenCL code selecting between loads (train_load.h) */
     int64_t rejected_narrow_splits;   /* a CPU's OpenCL code with a small kernel's guarded narrow
                                          store beside its interior (train_load.h) */
+    int64_t rejected_private_picks;   /* OpenCL code reading a private array at an index with a
+                                         block's coordinate in it (train_load.h) */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
 } train_data;
 

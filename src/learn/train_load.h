@@ -100,6 +100,12 @@
  * store of 8 or 16 bits (cg_opencl_splits_narrow) ran it as one kernel
  * with both copies in a branch, scalar on a CPU without AVX-512: they
  * count as rejected_narrow_splits (older ones are rejected_interior).
+ *
+ * Samples of OpenCL code (any device) older than CG_GENERATION_PRIVATE_PICKS
+ * that read a private array at an index with a variable other than the
+ * unrolled loops' counters in it (a block's channel: cg_opencl_private_picks),
+ * where this build selects between constant indices, ran with the array
+ * in memory on PoCL: they count as rejected_private_picks.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
