@@ -107,11 +107,12 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
     if (generation < CG_GENERATION_NARROW_SPLITS && generation >= CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu &&
         lowered_program(l) && cg_opencl_splits_narrow(lowered_program(l)))
         return CG_CODE_NARROW_SPLITS;
-    if (generation < CG_GENERATION_PRIVATE_PICKS && opencl && lowered_program(l) &&
-        cg_opencl_private_picks(lowered_program(l)) > 0)
+    if (generation >= CG_GENERATION_PRIVATE_PICKS || !opencl || !lowered_program(l))
+        return CG_CODE_SAME;
+    cg_opencl_forms n = cg_opencl_forms_of(lowered_program(l));
+    if (n.private_picks > 0)
         return CG_CODE_PRIVATE_PICKS;
-    if (generation < CG_GENERATION_POINTER_SELECTS && opencl && l->cpu && lowered_program(l)) {
-        cg_cpu_forms n = cg_opencl_cpu_forms(lowered_program(l));
+    if (generation < CG_GENERATION_POINTER_SELECTS && l->cpu) {
         bool rows = generation < CG_GENERATION_ROWS_APART;
         if (rows && n.rows_apart > n.rows_apart_edge)
             return CG_CODE_ROWS_APART;

@@ -706,6 +706,7 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
     cg_lin l = private_index(g, a, coord, min);
     if (!l.ok) return false;
     int term[PRIVATE_PICK_TERMS], nterm = 0;
+    int64_t lo[PRIVATE_PICK_TERMS], span[PRIVATE_PICK_TERMS];
     bool down = false;
     int64_t cases = 1;
     for (int i = 0; i < l.n; i++) {
@@ -719,6 +720,8 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
             return false;
         cases *= v->hi - v->lo + 1;
         if (cases > PRIVATE_PICK_CASES) return false;
+        lo[nterm] = v->lo;
+        span[nterm] = v->hi - v->lo + 1;
         term[nterm++] = i;
     }
     if (nterm == 0) return false;
@@ -728,10 +731,8 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
     for (int64_t c = 0; c < cases; c++) {
         int64_t rest = c, k = l.k;
         for (int t = 0; t < nterm; t++) {
-            const cg_var *v = in_scope(g, l.var[term[t]]);
-            int64_t span = v->hi - v->lo + 1;
-            value[n][t] = v->lo + rest % span;
-            rest /= span;
+            value[n][t] = lo[t] + rest % span[t];
+            rest /= span[t];
             k += l.coef[term[t]] * value[n][t];
         }
         if (!down && k >= a->count) continue;

@@ -493,8 +493,7 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
 /* What a file's code prints, counted (generate). */
 typedef struct {
     int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
-    cg_cpu_forms cpu;                    /* a CPU's OpenCL forms (cg_opencl_cpu_forms) */
-    int64_t private_picks;               /* private arrays' reads as selects (OpenCL) */
+    cg_opencl_forms opencl;              /* OpenCL's forms (cg_opencl_forms_of) */
 } code_counts;
 
 /* Whether the loop s gets the back end's unroll pragma. */
@@ -1317,8 +1316,7 @@ done:
     free(g.stab);
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
-        counts->cpu = (cg_cpu_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects };
-        counts->private_picks = g.private_picks;
+        counts->opencl = (cg_opencl_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects, g.private_picks };
     }
     if (launches) {
         *launches = g.launches;
@@ -1378,29 +1376,39 @@ int64_t cg_pow2_shifts(const lower_program *prog)
     return n.pow2_shifts;
 }
 
-cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog)
+/* Whether a kernel of prog keeps a Func, or a staged copy, in a private
+ * array (the only arrays whose reads generation 19 prints as selects). */
+static bool has_private_arrays(const lower_program *prog)
+{
+    for (int i = 0; i < prog->nkernels; i++) {
+        const lower_kernel *k = prog->kernels[i];
+        for (int f = 0; f < prog->p->funcs.n + k->nstaged; f++)
+            if (k->storage[f] && k->storage[f]->mem == MEM_LOCAL) return true;
+    }
+    return false;
+}
+
+cg_opencl_forms cg_opencl_forms_of(const lower_program *prog)
 {
     code_counts n = {0};
-    if (prog->cpu)
+    if (prog->cpu || has_private_arrays(prog))
         free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
-    return n.cpu;
+    return n.opencl;
 }
 
 int64_t cg_opencl_pointer_selects(const lower_program *prog)
 {
-    return cg_opencl_cpu_forms(prog).pointer_selects;
+    return cg_opencl_forms_of(prog).pointer_selects;
 }
 
 int64_t cg_opencl_private_picks(const lower_program *prog)
 {
-    code_counts n = {0};
-    free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
-    return n.private_picks;
+    return cg_opencl_forms_of(prog).private_picks;
 }
 
 int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)
 {
-    cg_cpu_forms n = cg_opencl_cpu_forms(prog);
+    cg_opencl_forms n = cg_opencl_forms_of(prog);
     if (in_edges)
         *in_edges = n.rows_apart_edge;
     return n.rows_apart;

@@ -317,14 +317,16 @@ int64_t cg_pow2_shifts(const lower_program *prog);
  * *in_edges (may be NULL) how many of them are in the edge blocks' copy
  * of a kernel that has an interior copy (codegen.c, "Interior blocks"). */
 int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges);
-/* What OpenCL code of prog for a CPU prints in the forms of generations
- * 16 and 17 (all 0 where prog is not for a CPU): accesses with the row
- * apart, those of them in the edge blocks' copy of a kernel, and selects
- * loading through a selected pointer; one generation of the code. */
+/* What OpenCL code of prog prints in the forms of generations 16, 17 and
+ * 19, from one generation of the code: for a CPU (0 where prog is not for
+ * one) accesses with the row apart, those of them in the edge blocks' copy
+ * of a kernel, and selects loading through a selected pointer; for any
+ * device, reads of private arrays as a select (all 0, nothing generated,
+ * where prog has no private array and is not for a CPU). */
 typedef struct {
-    int64_t rows_apart, rows_apart_edge, pointer_selects;
-} cg_cpu_forms;
-cg_cpu_forms cg_opencl_cpu_forms(const lower_program *prog);
+    int64_t rows_apart, rows_apart_edge, pointer_selects, private_picks;
+} cg_opencl_forms;
+cg_opencl_forms cg_opencl_forms_of(const lower_program *prog);
 /* How many selects OpenCL code of prog for a CPU prints as one load
  * through a selected pointer (cg_expr; 0 where prog is not for a CPU). */
 int64_t cg_opencl_pointer_selects(const lower_program *prog);
