@@ -740,6 +740,7 @@ static bool rows_change(const fixture *fx, const char *text, int generation, boo
     char err[2048];
     sched_state *sc = sched_parse(fx->a, fx->p, "t.sched", text, err, sizeof err);
     nest_ctx *nx = nest_ctx_new(fx->p, fx->b);
+    nest_ctx_set_staging(nx, !cpu);     /* as the loader models a CPU's sample */
     nest *m = sc ? nest_build(nx, sc, err, sizeof err) : NULL;
     if (m) *c = cg_code_changed_since(generation, fx->p, fx->b, sc, m, cpu, opencl);
     nest_free(m);
@@ -877,6 +878,51 @@ static void private_picks_case(const char *text, bool changed) {
     fixture_remove_db(db);
 }
 
+/* vector_gathers_per_point of the out row of the one sample in d (the
+ * network's input, log1p of the feature), or NAN. */
+static double loaded_gathers(const train_data *d) {
+    if (d->nsamples != 1) return NAN;
+    int k = FEAT_AT(FEAT_vector_gathers_per_point) - NN_ALGO_IN;
+    double most = 0;
+    for (int r = d->samples[0].row0; r < d->samples[0].row0 + d->samples[0].nrows; r++)
+        most = fmax(most, d->sched[(size_t)r * NN_SCHED_IN + k]);
+    return most;
+}
+
+/* Generation 20 gives a CPU's points cyclically (nest_ctx_set_cyclic):
+ * a CPU's sample of an older generation timed consecutive points, so the
+ * loader models it so, its gathers counted, and keeps it; the same
+ * schedule timed by generation 20 has none.  Nothing is rejected. */
+static void test_cyclic_generations(void) {
+    static const char pipe[] = "pipeline st;\ninput u16 in(70, 40);\nclamped = repeat_edge(in);\n"
+                               "out(x, y) = u16(clamped(x - 1, y) + 2 * clamped(x, y) + clamped(x + 1, y));\n"
+                               "output out(70, 40);\n";
+    static const char text[] = "schedule st;\nout: root [x=16x2 y=4x1];\nclamped: inline;\n";
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_cyclic_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    int64_t pid, devl, devg;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    cpu_and_gpu_devices(st, &devl, &devg);
+    char version[64];
+    snprintf(version, sizeof version, "abc cg%d", CG_GENERATION_CYCLIC_POINTS - 1);
+    CHECK(put_one(st, &fx, pid, devl, text, 10, "2026-12-02T09:00:00Z", version, false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 1);
+    double old = loaded_gathers(&d);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_CYCLIC_POINTS));
+    CHECK(load_all(db, &d) && d.nsamples == 1);
+    double now = loaded_gathers(&d);
+    train_data_free(&d);
+    check_report(old > 0 && now == 0, "cyclic generations: the older sample's gathers %g (log1p), the newer's %g",
+                 old, now);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 static void test_private_picks(void) {
     private_picks_case("schedule chan;\nout: root [x=16x1 y=1x2 c=1x1];\nf: thread of out;\n", true);
     private_picks_case("schedule chan;\nout: root [x=16x1 y=1x2 c=1x3];\nf: thread of out;\n", false);
@@ -949,6 +995,7 @@ int main(void) {
     RUN(test_pointer_selects);
     RUN(test_narrow_splits);
     RUN(test_private_picks);
+    RUN(test_cyclic_generations);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -57,6 +57,7 @@ typedef struct {
     sc_pipeline *p;
     const bounds_result *b;
     const sched_state *s;
+    const nest *model;
     bool cpu, done;
     ir_arena *a;
     lower_program *prog;
@@ -68,7 +69,9 @@ static lower_program *lowered_program(lowered *l)
         char err[512];
         l->done = true;
         l->a = ir_arena_new();
-        l->prog = lower_schedule_for(l->a, l->p, l->b, l->s, l->cpu, err, sizeof err);
+        /* from the sample's model: the thread mapping of its generation */
+        l->prog = lower_schedule_nest(l->a, l->p, l->b, l->s, l->model, err, sizeof err);
+        if (l->prog) l->prog->cpu = l->cpu;
     }
     return l->prog;
 }
@@ -127,9 +130,11 @@ static cg_code_change code_change(int generation, lowered *l, const nest *model,
 cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bounds_result *b,
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
-    _Static_assert(CG_GENERATION == CG_GENERATION_PRIVATE_PICKS,
+    /* generation 20 (cyclic points) changed no older sample's code as the
+     * loader models it: the model passed in has the sample's mapping */
+    _Static_assert(CG_GENERATION == CG_GENERATION_CYCLIC_POINTS,
                    "a new generation: say here which older code it changed");
-    lowered l = { p, b, s, cpu, false, NULL, NULL };
+    lowered l = { p, b, s, model, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, model, opencl);
     ir_arena_free(l.a);
     return c;

@@ -158,8 +158,22 @@
  *      channel c and 3: out 21.6 ms, 9.6 ms now; the whole 42.9 ms, 30.9
  *      ms now (docs/backends.md, "Generation 19").  Samples of OpenCL
  *      code with such a read changed (train_load.h,
- *      rejected_private_picks). */
-#define CG_GENERATION 19
+ *      rejected_private_picks).
+ *  20  2026-12-03: code for a CPU target gives a work-item's points along
+ *      a ROOT or BLOCK stage's first loop cyclically, the loop's thread
+ *      count apart (x = base + tid0 + u * threads), where they were
+ *      consecutive (base + tid0 * serial + u): PoCL vectorizes over
+ *      neighbouring work-items, whose loads were then a gather.  A u16
+ *      5x5 stencil in 64 x 8 work-items of 2 x 1 points: 5.5 ms, 2.3 ms
+ *      now; 32 x 8 of 2 x 1: 5.5 ms, 1.2 ms now (docs/backends.md,
+ *      "Generation 20").  Where the tile is unrolled (under 16 points: a
+ *      looped tile's in-thread loop over consecutive points is what
+ *      PoCL vectorizes then), no Func is computed in the stage's threads
+ *      and nothing is staged (nest_ctx_set_cyclic).  Older
+ *      samples are not left out: training models each with the mapping
+ *      of its generation (train_load.h), so their features describe the
+ *      code they timed. */
+#define CG_GENERATION 20
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -195,6 +209,10 @@
 /* The first generation whose OpenCL code reads a private array at an index
  * with a block's coordinate in it as a select between constant indices. */
 #define CG_GENERATION_PRIVATE_PICKS 19
+/* The first generation whose code for a CPU gives a work-item's points
+ * along a stage's first loop cyclically (nest_ctx_set_cyclic): the
+ * loop-nest model of an older sample is built without it. */
+#define CG_GENERATION_CYCLIC_POINTS 20
 
 #include "lower.h"
 
@@ -281,7 +299,10 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * OpenCL on any device, read a private array at an index that is not a
  * sum of counters where this build selects between constant indices
  * (CG_CODE_PRIVATE_PICKS: before CG_GENERATION_PRIVATE_PICKS, where
- * cg_opencl_private_picks). */
+ * cg_opencl_private_picks).  The model is the sample's own: built with
+ * the mapping of its generation (nest_ctx_set_cyclic off before
+ * CG_GENERATION_CYCLIC_POINTS), and the code the checks read is lowered
+ * from it, so a change of mapping is no change here. */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,

@@ -45,10 +45,12 @@ static int distinct(int64_t *v, int n) {
 }
 
 /* The serial iteration after s, as per-loop offsets (loop 0 fastest):
- * iteration number it has the digits of it in the loops' extents. */
+ * iteration number it has the digits of it in the loops' extents, each
+ * digit times its loop's step. */
 static void next_iteration(const feat_lanes *ln, int64_t *s) {
     for (int j = 0; j < ln->nloops; j++) {
-        if (++s[j] < ln->serial[j]) return;
+        int64_t step = ln->sstep[j] > 1 ? ln->sstep[j] : 1;
+        if ((s[j] += step) < ln->serial[j] * step) return;
         s[j] = 0;
     }
 }

@@ -6,7 +6,8 @@
  *     x_j = floor(origin_j + sum_k lanec[j][k] * t_k) + s_j
  * where t_k are the lane's thread coordinates in the layout (dimension 0
  * fastest: thread id = t_0 + L_0 * (t_1 + L_1 * ...)) and s_j runs over
- * the loop's serial extent.  Each access then has a byte address per lane,
+ * the loop's serial extent in steps of sstep_j (1, or the threads of a
+ * loop whose points are cyclic: nest.h, nest_ctx_set_cyclic).  Each access then has a byte address per lane,
  * from which:
  *  - global memory: the 32-byte sectors and 128-byte lines the warp's
  *    active lanes touch per load or store instruction (a transaction is a
@@ -67,6 +68,9 @@ typedef struct {
     double lanec[FEAT_MAX_LOOPS][SC_MAX_DIMS];
     double origin[FEAT_MAX_LOOPS];
     int64_t serial[FEAT_MAX_LOOPS];             /* serial extent per loop (>= 1) */
+    int64_t sstep[FEAT_MAX_LOOPS];              /* a serial step's offset (1, or a
+                                                 * loop's threads where its points
+                                                 * are cyclic, nest_stage.cyclic) */
 } feat_lanes;
 
 /* Where a producer's elements are: address of (i_0, i_1 ...) =

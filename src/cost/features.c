@@ -350,9 +350,11 @@ static const feat_stage_access *stage_accesses(ctx *c, const sc_func *f, int st)
  * ROOT or BLOCK stage with thread coordinates t_k starts its serial tile
  * at t_k * serial_k in pure loop k (lowering gives each thread consecutive
  * points; a ROOT stage from its region's origin, a BLOCK stage from its
- * footprint's).  A THREAD stage runs in its consumer's lanes: its loop
- * over dimension d of f starts where the consumer's call of f puts it,
- * i.e. the call's form composed with the consumer's lane map. */
+ * footprint's), or at t_0 in pure loop 0 with its points threads_0 apart
+ * where they are cyclic (nest_stage.cyclic).  A THREAD stage runs in its
+ * consumer's lanes: its loop over dimension d of f starts where the
+ * consumer's call of f puts it, i.e. the call's form composed with the
+ * consumer's lane map. */
 static void build_stage(ctx *c, const sc_func *f, int st) {
     func_pic *fp = &c->fp[f->id];
     stage_pic *sp = &fp->st[st];
@@ -381,7 +383,7 @@ static void build_stage(ctx *c, const sc_func *f, int st) {
         for (int k = 0; k < sp->npure; k++) {
             int j = sp->pure_loop[k];
             ln->L[k] = k < rec->npure && rec->threads[k] > 0 ? rec->threads[k] : 1;
-            ln->lanec[j][k] = (double)sp->serial[j];
+            ln->lanec[j][k] = k == 0 && rec->cyclic ? 1 : (double)sp->serial[j];
             ln->origin[j] = fp->nf->loc == SCHED_ROOT ? (double)bs->min[j] : 0;
         }
     } else {
@@ -404,7 +406,12 @@ static void build_stage(ctx *c, const sc_func *f, int st) {
             }
         }
     }
-    for (int j = 0; j < nl; j++) ln->serial[j] = sp->serial[j];
+    for (int j = 0; j < nl; j++) {
+        ln->serial[j] = sp->serial[j];
+        ln->sstep[j] = 1;
+    }
+    if (rec->cyclic && sp->npure > 0 && (fp->nf->loc == SCHED_ROOT || fp->nf->loc == SCHED_BLOCK))
+        ln->sstep[sp->pure_loop[0]] = rec->threads[0];
 }
 
 /* The picture of every modelled Func, consumers first (a THREAD stage
@@ -534,7 +541,7 @@ static uint64_t hash_words(const uint64_t *k, int n) {
 static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const feat_form *const *calls,
                               const feat_storage *st, int64_t first, int nlanes, bool unrolled, bool cached,
                               int *nkey) {
-    int need = 8 + SC_MAX_DIMS + ln->nloops * (2 + ln->nlayout) + 2 * st->ndims + n * st->ndims * (2 + ln->nloops);
+    int need = 8 + SC_MAX_DIMS + ln->nloops * (3 + ln->nlayout) + 2 * st->ndims + n * st->ndims * (2 + ln->nloops);
     if (need > x->wkeycap) {
         int cap = x->wkeycap ? x->wkeycap : 256;
         while (cap < need) cap *= 2;
@@ -555,6 +562,7 @@ static const double *warp_key(feat_ctx *x, const feat_lanes *ln, int n, const fe
     for (int j = 0; j < ln->nloops; j++) {
         k[m++] = ln->origin[j];
         k[m++] = (double)ln->serial[j];
+        k[m++] = (double)ln->sstep[j];
         for (int q = 0; q < ln->nlayout; q++) k[m++] = ln->lanec[j][q];
     }
     k[m++] = st->ndims;
@@ -1488,7 +1496,10 @@ int feat_compute(const sc_pipeline *p, const bounds_result *b, const sched_state
     if (!err || !errlen) { err = local; errlen = sizeof local; }
     memset(out, 0, sizeof *out);
     nest_ctx *x = nest_ctx_new(p, b);
-    if (x) nest_ctx_set_staging(x, target_stages_registers(t));
+    if (x) {
+        nest_ctx_set_staging(x, target_stages_registers(t));
+        nest_ctx_set_cyclic(x, target_cyclic_points(t));
+    }
     nest *model = x ? nest_build(x, s, err, errlen) : NULL;
     int rc = model ? feat_compute_model(p, b, s, model, t, out, err, errlen) : -1;
     if (!x) snprintf(err, errlen, "out of memory");

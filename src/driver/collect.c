@@ -238,13 +238,17 @@ static bool current_code(collect_ctx *c, collect_pipe *cp, const sched_state *s,
     if (f->generation < COLLECT_CURRENT_SINCE || f->ref_ms <= 0) return false;
     if (!cp->unstaged) {
         cp->unstaged = nest_ctx_new(cp->p, cp->b);
-        nest_ctx_set_staging(cp->unstaged, false);
+        nest_ctx_set_staging(cp->unstaged, target_stages_registers(&c->t));
+        nest_ctx_set_cyclic(cp->unstaged, target_cyclic_points(&c->t));
         nest_ctx_cache_kernels(cp->unstaged, false);
     }
     char err[512];
     nest *m = nest_build(cp->unstaged, s, err, sizeof err);
-    bool current = m && cg_code_changed_since(f->generation, cp->p, cp->b, s, m, c->t.cpu,
-                                              c->dev.ops == &rt_opencl_ops) == CG_CODE_SAME;
+    /* this build's model: where it has cyclic points the code is new
+     * since generation 20, else it is the older mapping's too */
+    bool current = m && !(f->generation < CG_GENERATION_CYCLIC_POINTS && nest_any_cyclic(m)) &&
+                   cg_code_changed_since(f->generation, cp->p, cp->b, s, m, c->t.cpu,
+                                         c->dev.ops == &rt_opencl_ops) == CG_CODE_SAME;
     nest_free(m);
     return current;
 }

@@ -179,6 +179,8 @@ static int loader_sample(const store_sample *s, void *ud) {
         L->since_flush = 0;
     }
     nest_ctx_set_staging(L->nx, target_stages_registers(&L->t));
+    /* the thread mapping the sample's code had (codegen.h, generation 20) */
+    nest_ctx_set_cyclic(L->nx, target_cyclic_points(&L->t) && s->generation >= CG_GENERATION_CYCLIC_POINTS);
     nest *model = nest_build(L->nx, st, err, sizeof err);
     /* timed with register staging, which a CPU's code no longer has, or
      * with loops rolled that lowering now unrolls */

@@ -577,6 +577,18 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
         loop->min = base[k];
         loop->extent = n[k];
         loop->unroll = rec->unrolled;
+        if (k == 0 && rec->cyclic) {
+            /* point u of the thread at base + u * threads: a counter and
+             * the coordinate as a LET */
+            kstmt *seq = stmt(c, KS_SEQ), *at = stmt(c, KS_LET);
+            loop->var = fresh(c, "%s_%s_c", f->name, f->vars[dims[k]]);
+            loop->min = mk_int(c, 0);
+            at->var = loopvar[k];
+            at->value = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, mk_var(c, loop->var), mk_int(c, rec->threads[k])));
+            seq_add(c, seq, at);
+            seq_add(c, seq, body);
+            body = seq;
+        }
         loop->body = body;
         body = loop;
     }
@@ -638,7 +650,8 @@ static sc_expr *digit_in_local_ids(ctx *c, int64_t below, int t) {
 }
 
 /* Splits the flat thread index over the loops of rec (threads[k] threads
- * each): LETs of each thread's tile base, base[k] + t_k * serial[k].  A
+ * each): LETs of each thread's tile base, base[k] + t_k * serial[k]
+ * (base[0] + t_0 where the points are cyclic, nest_stage.cyclic).  A
  * t_k is a local id where it lines up with the work-group's shape
  * (kernel_tdim: always, in the root phase of a kernel with at most three
  * threaded loops), else a digit of the flat index. */
@@ -656,7 +669,8 @@ static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const 
             if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
             if (nest_thread_digit_wraps(threads, np, k)) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
         }
-        sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, rec->serial[k])));
+        int64_t step = rec->cyclic && k == 0 ? 1 : rec->serial[k];
+        sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, step)));
         out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
         below *= threads[k];
     }
@@ -997,6 +1011,7 @@ lower_program *lower_schedule_for(ir_arena *arena, sc_pipeline *p, const bounds_
     if (check_complete(p, s, err, errlen)) return NULL;
     nest_ctx *x = nest_ctx_new(p, b);
     nest_ctx_set_staging(x, !cpu);
+    nest_ctx_set_cyclic(x, cpu);
     nest_ctx_cache_kernels(x, false);
     nest *m = nest_build(x, s, err, errlen);
     lower_program *prog = m ? lower_model(arena, p, b, s, m, err, errlen) : NULL;

@@ -172,7 +172,8 @@ typedef struct {
 lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                               const sched_state *s, char *err, size_t errlen);
 /* The same for a target that is a CPU when cpu (target.cpu): no register
- * staging (nest_ctx_set_staging).  lower_schedule is cpu false. */
+ * staging (nest_ctx_set_staging) and cyclic points along a stage's first
+ * loop (nest_ctx_set_cyclic).  lower_schedule is cpu false. */
 lower_program *lower_schedule_for(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                                   const sched_state *s, bool cpu, char *err, size_t errlen);
 lower_program *lower_schedule_ctx(ir_arena *arena, sc_pipeline *p, const bounds_result *b,

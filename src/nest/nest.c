@@ -63,6 +63,7 @@ struct nest_ctx {
     nest_stats stats;
     bool no_kernel_cache;
     bool no_staging;               /* nest_ctx_set_staging(x, false) */
+    bool cyclic;                   /* nest_ctx_set_cyclic(x, true) */
     fusion_graph *graph;           /* the consumer graph and the fusion rules */
     fusion_use *uses;              /* fusion_max_uses entries */
     /* scratch, sized n (one build at a time per ctx) */
@@ -141,6 +142,21 @@ void nest_ctx_set_staging(nest_ctx *x, bool on) {
     if (x->no_staging == !on) return;
     x->no_staging = !on;
     nest_ctx_flush(x);
+}
+
+void nest_ctx_set_cyclic(nest_ctx *x, bool on) {
+    if (x->cyclic == on) return;
+    x->cyclic = on;
+    nest_ctx_flush(x);
+}
+
+bool nest_any_cyclic(const nest *n) {
+    for (int i = 0; i < n->nfuncs; i++) {
+        const nest_func *m = n->funcs[i];
+        for (int s = 0; m && s < m->nstages; s++)
+            if (m->stages[s]->cyclic) return true;
+    }
+    return false;
 }
 
 bool nest_would_stage(const nest *n) {
@@ -538,6 +554,12 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
             a->stride_thread[k] = a->affine ? sl[li[k]] * (double)n[k] : NAN;
             a->stride_block[k] = !a->affine ? NAN : root ? sl[li[k]] * (double)blkn[k] : 0;
         }
+        if (rec->cyclic && a->affine) {
+            /* a step of one thread is one point; of the serial loop, the
+             * loop's threads */
+            a->stride_thread[0] = sl[li[0]];
+            a->stride_serial[li[0]] = sl[li[0]] * (double)rec->threads[0];
+        }
     }
     rec->points_per_realization = redpts;
     for (int k = 0; k < np; k++) rec->points_per_realization *= realn[k];
@@ -546,6 +568,7 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
 static void fill_stage_head(const nest_ctx *x, nest_stage *rec, const sc_func *f, int st, const nest_kernel *kernel) {
     rec->func = f;
     rec->stage = st;
+    rec->cyclic = false;
     rec->kernel = kernel;
     int dims[SC_MAX_DIMS];
     rec->npure = pure_loops(x, f, st, dims, NULL);
@@ -654,10 +677,29 @@ static int thread_group(build *w, const sc_func *f, int st, const fp_box *box, c
     return n;
 }
 
+/* Whether stage st of f (ROOT or BLOCK, threads and per points a thread
+ * per pure loop) takes cyclic points (nest_ctx_set_cyclic): the ctx's
+ * rule, no staging, several threads and points along pure loop 0, a tile
+ * that lowering unrolls, and no Func computed in its threads. */
+static bool cyclic_stage(const build *w, const sc_func *f, int st, int np, const int *threads, const int64_t *per) {
+    const nest_ctx *x = w->x;
+    if (!x->cyclic || !x->no_staging || np < 1 || threads[0] < 2 || per[0] < 2) return false;
+    int64_t total = 1;
+    for (int k = 0; k < np; k++) total *= per[k];
+    if (total >= nest_unroll_limit(w->s->f[f->id]->loc, false)) return false;
+    for (int g = 0; g < x->n; g++) {
+        const sched_func *sf = w->s->f[g];
+        if (sf && sf->loc == SCHED_THREAD && w->owner[g] == f->id && w->ostage[g] == st) return false;
+    }
+    return true;
+}
+
 /* The thread bases of a stage spread over threads[k] threads from base
  * (lowering's thread_bases): a constant where lowering's is one, else a
- * symbol defined as lowering's LET. */
-static void thread_bases(build *w, int np, const int *threads, const org *base, const int64_t *per, org *out) {
+ * symbol defined as lowering's LET; cyclic: one point apart along pure
+ * loop 0. */
+static void thread_bases(build *w, int np, const int *threads, const org *base, const int64_t *per, bool cyclic,
+                         org *out) {
     int64_t below = 1;
     int split = w->hs.xa ? hull_split(&w->hs) : 0;
     for (int k = 0; k < np; k++) {
@@ -669,7 +711,8 @@ static void thread_bases(build *w, int np, const int *threads, const org *base, 
             ir_arena *a = w->hs.xa;
             bool mod = nest_thread_digit_wraps(threads, np, k);
             sc_expr *t = threads[k] == 1 ? fp_int(a, 0) : hull_digit(&w->hs, split, true, below, threads[k], mod);
-            out[k] = fresh_def(w, fp_bin(a, SC_ADD, org_expr(w, base[k]), fp_bin(a, SC_MUL, t, fp_int(a, per[k]))));
+            int64_t step = cyclic && k == 0 ? 1 : per[k];
+            out[k] = fresh_def(w, fp_bin(a, SC_ADD, org_expr(w, base[k]), fp_bin(a, SC_MUL, t, fp_int(a, step))));
         }
         below *= threads[k];
     }
@@ -722,8 +765,9 @@ static void block_group(build *w, const sc_func *r, int st, const fp_box *box) {
             }
             rec->threads_used = used;
             rec->realizations_per_block = 1;
+            rec->cyclic = cyclic_stage(w, prod, s, np, t->threads, per);
             org tb[SC_MAX_DIMS];
-            thread_bases(w, np, t->threads, mins, per, tb);
+            thread_bases(w, np, t->threads, mins, per, rec->cyclic, tb);
             emit_stage(w, prod, s, rec, tb, per, mins, ext, mins, ext, false, 1);
         }
     }
@@ -800,7 +844,8 @@ static void build_kernel(build *w, const sc_func *r, int st) {
         rec->threads[q] = t->threads[q];
         rec->serial[q] = per[q];
     }
-    thread_bases(w, np, t->threads, base, per, tb);
+    rec->cyclic = cyclic_stage(w, r, st, np, t->threads, per);
+    thread_bases(w, np, t->threads, base, per, rec->cyclic, tb);
     rec->threads_used = nthreads;
     rec->realizations_per_block = 1;
     emit_stage(w, r, st, rec, tb, per, reg, ext, base, blk, true, 1);

@@ -127,6 +127,8 @@ typedef struct {
     int64_t red[SC_MAX_DIMS];      /* reduction loops, serial inside */
     int64_t threads_used;          /* product of threads */
     bool unrolled;                 /* lowering unrolls its serial loops */
+    bool cyclic;                   /* a thread's points along pure loop 0 are
+                                    * threads[0] apart (nest_ctx_set_cyclic) */
     int unroll_limit;              /* loops unrolled below this many points
                                     * (nest_unroll_limit) */
     int nstaged;                   /* producers staged in registers here */
@@ -195,6 +197,24 @@ void nest_free(nest *n);
  * target_stages_registers(t).  Drops the cached kernels when it changes:
  * nests built before must be freed first. */
 void nest_ctx_set_staging(nest_ctx *x, bool on);
+/* Whether a thread's points along a stage's first pure loop are strided
+ * by the loop's thread count (point u of thread t at t + u * threads)
+ * rather than consecutive (t * serial + u; the default, a GPU's, off).  A
+ * CPU turns it on (target_cyclic_points): PoCL vectorizes a work-group's
+ * loop over neighbouring work-items, whose consecutive points were then a
+ * gather, 3-5x slower than a contiguous load (docs/backends.md,
+ * "Generation 20").  It applies to a ROOT or BLOCK stage with more than
+ * one thread and more than one point along that loop, whose serial tile
+ * lowering unrolls (under NEST_UNROLL_LIMIT points: a looped tile's
+ * innermost loop over consecutive points is what the compiler vectorizes
+ * then, 1.5-2 ms against 26-29 ms cyclic), with no Func computed in its
+ * threads (whose footprints are a thread's contiguous tile), where
+ * nothing is staged.  The record says where it applied (nest_stage.cyclic)
+ * and lowering follows it.  Drops the cached kernels when it changes. */
+void nest_ctx_set_cyclic(nest_ctx *x, bool on);
+/* Whether some stage of n has cyclic points (nest_stage.cyclic). */
+bool nest_any_cyclic(const nest *n);
+
 /* Whether some kernel of n has copies the GPU rule would have staged
  * that n's ctx did not (its code differs from code made with staging). */
 bool nest_would_stage(const nest *n);

@@ -44,6 +44,7 @@ void nest_print(FILE *out, const sc_pipeline *p, const nest *n) {
             for (int k = 0; k < r->npure; k++) fprintf(out, "%s%d", k ? "x" : "", r->threads[k]);
             fprintf(out, ", serial ");
             print_ext(out, r->npure, r->serial);
+            if (r->cyclic) fprintf(out, " (cyclic along the first)");
             if (r->nred) { fprintf(out, ", reduction "); print_ext(out, r->nred, r->red); }
             fprintf(out, "; realizations %lld, points %lld per realization, %lld in all\n",
                     (long long)r->realizations, (long long)r->points_per_realization, (long long)r->points_total);

@@ -421,6 +421,7 @@ static nest_ctx *legal_nest(legal_ctx *x) {
     if (!x->nest) {
         x->nest = nest_ctx_new(x->p, x->b);
         nest_ctx_set_staging(x->nest, target_stages_registers(x->t));
+        nest_ctx_set_cyclic(x->nest, target_cyclic_points(x->t));
     }
     return x->nest;
 }

@@ -67,6 +67,11 @@ int target_dim_over(const target *t, const int64_t dims[3]);
  * What every loop-nest context working for a target is set to
  * (nest_ctx_set_staging) and what lowering for it follows. */
 static inline bool target_stages_registers(const target *t) { return !(t && t->cpu); }
+/* Whether code for t gives a thread's points along a stage's first loop
+ * cyclically, threads apart (nest_ctx_set_cyclic): a CPU's does, as PoCL
+ * vectorizes over neighbouring work-items (docs/backends.md, generation
+ * 20); a GPU's keeps them consecutive (t NULL: a GPU). */
+static inline bool target_cyclic_points(const target *t) { return t && t->cpu; }
 
 /* Reads a target file; 0, or -1 with "FILE:LINE: message" in err. */
 int target_load(const char *path, target *t, char *err, size_t errlen);

@@ -131,6 +131,7 @@ search_ctx *search_new(const sc_pipeline *p, const bounds_result *b, const searc
     }
     c->nx = nest_ctx_new(p, b);
     nest_ctx_set_staging(c->nx, target_stages_registers(c->so.t));
+    nest_ctx_set_cyclic(c->nx, target_cyclic_points(c->so.t));
     c->fx = feat_ctx_new(p, b);
     c->tilings = space_tilings_new(p, b, &c->so);
     c->parts = cost_memo_new();
