@@ -69,9 +69,10 @@ static lower_program *lowered_program(lowered *l)
         char err[512];
         l->done = true;
         l->a = ir_arena_new();
-        /* from the sample's model: the thread mapping of its generation */
-        l->prog = lower_schedule_nest(l->a, l->p, l->b, l->s, l->model, err, sizeof err);
-        if (l->prog) l->prog->cpu = l->cpu;
+        /* as it was measured, with the thread mapping of the sample's
+         * model (that of its generation) */
+        l->prog = lower_schedule_mapped(l->a, l->p, l->b, l->s, l->cpu, l->cpu && nest_any_cyclic(l->model), err,
+                                        sizeof err);
     }
     return l->prog;
 }

@@ -302,7 +302,7 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * cg_opencl_private_picks).  The model is the sample's own: built with
  * the mapping of its generation (nest_ctx_set_cyclic off before
  * CG_GENERATION_CYCLIC_POINTS), and the code the checks read is lowered
- * from it, so a change of mapping is no change here. */
+ * with its mapping, so a change of mapping is no change here. */
 typedef enum {
     CG_CODE_SAME,
     CG_CODE_STAGING,

@@ -1007,11 +1007,16 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
 
 lower_program *lower_schedule_for(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                                   const sched_state *s, bool cpu, char *err, size_t errlen) {
+    return lower_schedule_mapped(arena, p, b, s, cpu, cpu, err, errlen);
+}
+
+lower_program *lower_schedule_mapped(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                                     const sched_state *s, bool cpu, bool cyclic, char *err, size_t errlen) {
     if (err && errlen) err[0] = 0;
     if (check_complete(p, s, err, errlen)) return NULL;
     nest_ctx *x = nest_ctx_new(p, b);
     nest_ctx_set_staging(x, !cpu);
-    nest_ctx_set_cyclic(x, cpu);
+    nest_ctx_set_cyclic(x, cyclic);
     nest_ctx_cache_kernels(x, false);
     nest *m = nest_build(x, s, err, errlen);
     lower_program *prog = m ? lower_model(arena, p, b, s, m, err, errlen) : NULL;

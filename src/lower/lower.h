@@ -176,6 +176,11 @@ lower_program *lower_schedule(ir_arena *arena, sc_pipeline *p, const bounds_resu
  * loop (nest_ctx_set_cyclic).  lower_schedule is cpu false. */
 lower_program *lower_schedule_for(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                                   const sched_state *s, bool cpu, char *err, size_t errlen);
+/* lower_schedule_for with the thread mapping apart: cyclic points only
+ * where cyclic (the code a CPU got before code generation 20 had none:
+ * cg_code_changed_since lowers an older sample's schedule so). */
+lower_program *lower_schedule_mapped(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
+                                     const sched_state *s, bool cpu, bool cyclic, char *err, size_t errlen);
 lower_program *lower_schedule_ctx(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
                                   const sched_state *s, nest_ctx *x, char *err, size_t errlen);
 lower_program *lower_schedule_nest(ir_arena *arena, sc_pipeline *p, const bounds_result *b,
