@@ -77,8 +77,9 @@ static lower_program *lowered_program(lowered *l)
     return l->prog;
 }
 
-static cg_code_change code_change(int generation, lowered *l, const nest *model, bool opencl)
+static cg_code_change code_change(int generation, lowered *l, bool opencl)
 {
+    const nest *model = l->model;
     if (l->cpu && generation < CG_GENERATION_CPU_UNSTAGED && nest_would_stage(model))
         return CG_CODE_STAGING;
     /* where the pipeline divides so, whether its code does (a dividend
@@ -136,7 +137,7 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
     _Static_assert(CG_GENERATION == CG_GENERATION_CYCLIC_POINTS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, model, cpu, false, NULL, NULL };
-    cg_code_change c = code_change(generation, &l, model, opencl);
+    cg_code_change c = code_change(generation, &l, opencl);
     ir_arena_free(l.a);
     return c;
 }
