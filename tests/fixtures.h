@@ -163,4 +163,13 @@ static inline void fixture_check_runs(const fixture_device *devs, int ndev, cons
         check_report(ok, "%s on %s%s%s", what, devs[d].ops->name, ok ? "" : ": ", ok ? "" : err);
     }
 }
+
+/* Runs l's program for a CPU on each of devs (a case "NAME/cpu on DEVICE"
+ * each, fixture_check_runs) and frees l. */
+static inline void fixture_check_cpu_runs(const fixture_device *devs, int ndev, const char *name, fixture_lowered *l) {
+    char what[160];
+    snprintf(what, sizeof what, "%s/cpu", name);
+    fixture_check_runs(devs, ndev, what, l->cpu, l->in, l->ref);
+    fixture_lowered_free(l);
+}
 #endif

@@ -108,10 +108,7 @@ static void cyclic_case(const char *name, const char *pipe, const char *sched, c
                  "%s: OpenCL for a CPU %s '%s', for a GPU not", name, want ? "has" : "lacks", pat);
     free(code);
     free(gcode);
-    char what[160];
-    snprintf(what, sizeof what, "%s/cpu", name);
-    fixture_check_runs(devs, ndev, what, l.cpu, l.in, l.ref);
-    fixture_lowered_free(&l);
+    fixture_check_cpu_runs(devs, ndev, name, &l);
 }
 
 /* The strides of out's first access (clamped(x - 2, y), u16 in a row of

@@ -91,10 +91,7 @@ static void private_pick_case(const char *name, const char *pipe, const char *sc
     free(code);
     free(gcode);
     free(ccode);
-    char what[160];
-    snprintf(what, sizeof what, "%s/cpu", name);
-    fixture_check_runs(devs, ndev, what, l.cpu, l.in, l.ref);
-    fixture_lowered_free(&l);
+    fixture_check_cpu_runs(devs, ndev, name, &l);
 }
 
 int main(void) {

@@ -1,9 +1,68 @@
 /*
- * feat_print.c - features as a table or as JSON (features.h).
+ * feat_print.c - the features' names, kinds, units and docs, and features
+ * as a table or as JSON (features.h).
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "features.h"
+
+/* ---- the schema -------------------------------------------------------------- */
+
+typedef struct { const char *name; feat_kind kind; const char *unit, *doc; } feat_info;
+
+static const feat_info list_info[FEAT_LIST_COUNT] = {
+#define FEAT_INFO_(name, kind, unit, doc) { #name, kind, unit, doc },
+    FEAT_LIST(FEAT_INFO_)
+#undef FEAT_INFO_
+};
+
+/* "op_" KIND "_" TYPE, made on first use from analysis.h's names. */
+static char hist_names[FEAT_HIST_COUNT][40];
+static bool hist_ready;
+
+static void make_hist_names(void) {
+    if (hist_ready) return;
+    for (int k = 0; k < OPS_KIND_COUNT; k++)
+        for (int t = 0; t < SC_TYPE_COUNT; t++)
+            snprintf(hist_names[FEAT_OP(k, t)], sizeof hist_names[0], "op_%s_%s",
+                     ops_kind_name((ops_kind)k), sc_type_name((sc_type)t));
+    hist_ready = true;
+}
+
+const char *feat_name(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    if (i < FEAT_HIST_COUNT) {
+        make_hist_names();
+        return hist_names[i];
+    }
+    return list_info[i - FEAT_HIST_COUNT].name;
+}
+
+feat_kind feat_kind_of(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    return i < FEAT_HIST_COUNT ? FEAT_ALGO : list_info[i - FEAT_HIST_COUNT].kind;
+}
+
+const char *feat_unit(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    return i < FEAT_HIST_COUNT ? "ops" : list_info[i - FEAT_HIST_COUNT].unit;
+}
+
+const char *feat_doc(int i) {
+    assert(i >= 0 && i < FEAT_COUNT);
+    return i < FEAT_HIST_COUNT ? "operations of this kind and type per point (Adams et al. 2019)"
+                               : list_info[i - FEAT_HIST_COUNT].doc;
+}
+
+int feat_index(const char *name) {
+    for (int i = 0; i < FEAT_COUNT; i++)
+        if (!strcmp(feat_name(i), name)) return i;
+    return -1;
+}
+
+/* ---- printing ---------------------------------------------------------------- */
 
 static const char *loc_name(sched_loc l) {
     switch (l) {
