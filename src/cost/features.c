@@ -330,7 +330,7 @@ static void build_stage(ctx *c, const sc_func *f, int st) {
         for (int k = 0; k < sp->npure; k++) {
             int j = sp->pure_loop[k];
             ln->L[k] = k < rec->npure && rec->threads[k] > 0 ? rec->threads[k] : 1;
-            ln->lanec[j][k] = k == 0 && rec->cyclic ? 1 : (double)sp->serial[j];
+            ln->lanec[j][k] = (double)nest_thread_step(rec->cyclic, k, sp->serial[j]);
             ln->origin[j] = fp->nf->loc == SCHED_ROOT ? (double)bs->min[j] : 0;
         }
     } else {

@@ -669,7 +669,7 @@ static void thread_bases(ctx *c, const sc_func *f, const nest_stage *rec, const 
             if (below > 1) t = mk_bin(c, SC_DIV, t, mk_int(c, below));
             if (nest_thread_digit_wraps(threads, np, k)) t = mk_bin(c, SC_MOD, t, mk_int(c, threads[k]));
         }
-        int64_t step = rec->cyclic && k == 0 ? 1 : rec->serial[k];
+        int64_t step = nest_thread_step(rec->cyclic, k, rec->serial[k]);
         sc_expr *v = mk_bin(c, SC_ADD, base[k], mk_bin(c, SC_MUL, t, mk_int(c, step)));
         out[k] = v->kind == E_CONST ? v : let(c, seq, fresh(c, "%s_%s_t", f->name, f->vars[dims[k]]), v);
         below *= threads[k];

@@ -711,7 +711,7 @@ static void thread_bases(build *w, int np, const int *threads, const org *base, 
             ir_arena *a = w->hs.xa;
             bool mod = nest_thread_digit_wraps(threads, np, k);
             sc_expr *t = threads[k] == 1 ? fp_int(a, 0) : hull_digit(&w->hs, split, true, below, threads[k], mod);
-            int64_t step = cyclic && k == 0 ? 1 : per[k];
+            int64_t step = nest_thread_step(cyclic, k, per[k]);
             out[k] = fresh_def(w, fp_bin(a, SC_ADD, org_expr(w, base[k]), fp_bin(a, SC_MUL, t, fp_int(a, step))));
         }
         below *= threads[k];

@@ -249,6 +249,11 @@ static inline bool nest_thread_digit_wraps(const int *threads, int np, int k) {
     return false;
 }
 
+/* How far apart neighbouring threads start along pure loop k of a stage
+ * with serial[k] points a thread: one point along loop 0 where the points
+ * are cyclic (nest_stage.cyclic), else a whole tile. */
+static inline int64_t nest_thread_step(bool cyclic, int k, int64_t serial) { return cyclic && k == 0 ? 1 : serial; }
+
 /* --dump style text of the model. */
 void nest_print(FILE *out, const sc_pipeline *p, const nest *n);
 
