@@ -923,6 +923,45 @@ static void test_cyclic_generations(void) {
     fixture_remove_db(db);
 }
 
+/* Code older than CG_GENERATION_BRANCHLESS_CONVERSIONS converting f32 to
+ * an integer type called a helper with branches: CG_CODE_CONVERSIONS on
+ * every device and back end, kept and counted (kept_conversions); code
+ * with no such conversion, and newer code, are the same. */
+static void test_conversion_generations(void) {
+    static const char pipe[] = "pipeline conv;\ninput u8 in(40, 20);\n"
+                               "out(x, y) = u8(clamp(in(x, y) * 0.75, 0, 255));\noutput out(40, 20);\n";
+    static const char plain[] = "pipeline plain;\ninput u8 in(40, 20);\n"
+                                "out(x, y) = in(x, y) / 2;\noutput out(40, 20);\n";
+    static const char text[] = "schedule conv;\nout: root [x=8x1 y=1x2];\n";
+    static const char ptext[] = "schedule plain;\nout: root [x=8x1 y=1x2];\n";
+    const int old = CG_GENERATION_BRANCHLESS_CONVERSIONS - 1;
+    fixture fx = fixture_load(pipe), fp = fixture_load(plain);
+    cg_code_change c[5] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_CONVERSIONS, CG_CODE_SAME, CG_CODE_CONVERSIONS };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old, false, false, &c[1]) &&
+          rows_change(&fx, text, old + 1, true, true, &c[2]) && rows_change(&fp, ptext, old, true, true, &c[3]));
+    check_report(c[0] == CG_CODE_CONVERSIONS && c[1] == CG_CODE_CONVERSIONS && c[2] == CG_CODE_SAME &&
+                 c[3] == CG_CODE_SAME, "conversions: generation %d %d (CPU OpenCL) %d (GPU C), generation %d %d, "
+                 "no conversion %d", old, c[0], c[1], old + 1, c[2], c[3]);
+    char db[128], version[64];
+    snprintf(db, sizeof db, "/tmp/test_train_conv_%d.db", (int)getpid());
+    snprintf(version, sizeof version, "abc cg%d", old);
+    int64_t pid, devl, devg;
+    store *st = one_pipeline_store(db, &fx, &devg, &pid);
+    if (!st) return;
+    cpu_and_gpu_devices(st, &devl, &devg);
+    CHECK(put_one(st, &fx, pid, devl, text, 10, "2026-12-03T09:00:00Z", version, false) == 1);
+    store_close(st);
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.kept_conversions == 1);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, old + 1));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.kept_conversions == 0);
+    train_data_free(&d);
+    fixture_remove_db(db);
+    fixture_unload(&fx);
+    fixture_unload(&fp);
+}
+
 static void test_private_picks(void) {
     private_picks_case("schedule chan;\nout: root [x=16x1 y=1x2 c=1x1];\nf: thread of out;\n", true);
     private_picks_case("schedule chan;\nout: root [x=16x1 y=1x2 c=1x3];\nf: thread of out;\n", false);
@@ -996,6 +1035,7 @@ int main(void) {
     RUN(test_narrow_splits);
     RUN(test_private_picks);
     RUN(test_cyclic_generations);
+    RUN(test_conversion_generations);
     RUN(test_cold_reference);
     RUN(test_reduction_order);
     RUN(test_generation_groups);

@@ -52,6 +52,14 @@ static void note_f32_minmax(const sc_expr *e, void *user)
 
 bool cg_uses_f32_minmax(const sc_pipeline *p) { return any_definition(p, note_f32_minmax); }
 
+static void note_f32_conversion(const sc_expr *e, void *user)
+{
+    if (e->kind == E_CAST && e->args[0]->type == SC_F32 && e->type != SC_F32 && e->type != SC_BOOL)
+        *(bool *)user = true;
+}
+
+bool cg_converts_f32(const sc_pipeline *p) { return any_definition(p, note_f32_conversion); }
+
 /* The schedule's program, lowered on the first call only. */
 typedef struct {
     sc_pipeline *p;
@@ -75,6 +83,26 @@ static lower_program *lowered_program(lowered *l)
                                         sizeof err);
     }
     return l->prog;
+}
+
+/* The changes of generations 16, 17 and 19, read from OpenCL's forms. */
+static cg_code_change opencl_forms_change(int generation, lowered *l, bool opencl)
+{
+    if (generation >= CG_GENERATION_PRIVATE_PICKS || !opencl || !lowered_program(l))
+        return CG_CODE_SAME;
+    cg_opencl_forms n = cg_opencl_forms_of(lowered_program(l));
+    if (n.private_picks > 0)
+        return CG_CODE_PRIVATE_PICKS;
+    if (generation < CG_GENERATION_POINTER_SELECTS && l->cpu) {
+        bool rows = generation < CG_GENERATION_ROWS_APART;
+        if (rows && n.rows_apart > n.rows_apart_edge)
+            return CG_CODE_ROWS_APART;
+        if (n.pointer_selects > 0)
+            return CG_CODE_POINTER_SELECTS;
+        if (rows && n.rows_apart > 0)
+            return CG_CODE_ROWS_APART_EDGES;
+    }
+    return CG_CODE_SAME;
 }
 
 static cg_code_change code_change(int generation, lowered *l, bool opencl)
@@ -112,20 +140,11 @@ static cg_code_change code_change(int generation, lowered *l, bool opencl)
     if (generation < CG_GENERATION_NARROW_SPLITS && generation >= CG_GENERATION_SPLIT_INTERIOR && opencl && l->cpu &&
         lowered_program(l) && cg_opencl_splits_narrow(lowered_program(l)))
         return CG_CODE_NARROW_SPLITS;
-    if (generation >= CG_GENERATION_PRIVATE_PICKS || !opencl || !lowered_program(l))
-        return CG_CODE_SAME;
-    cg_opencl_forms n = cg_opencl_forms_of(lowered_program(l));
-    if (n.private_picks > 0)
-        return CG_CODE_PRIVATE_PICKS;
-    if (generation < CG_GENERATION_POINTER_SELECTS && l->cpu) {
-        bool rows = generation < CG_GENERATION_ROWS_APART;
-        if (rows && n.rows_apart > n.rows_apart_edge)
-            return CG_CODE_ROWS_APART;
-        if (n.pointer_selects > 0)
-            return CG_CODE_POINTER_SELECTS;
-        if (rows && n.rows_apart > 0)
-            return CG_CODE_ROWS_APART_EDGES;
-    }
+    cg_code_change c = opencl_forms_change(generation, l, opencl);
+    if (c != CG_CODE_SAME)
+        return c;
+    if (generation < CG_GENERATION_BRANCHLESS_CONVERSIONS && cg_converts_f32(l->p))
+        return CG_CODE_CONVERSIONS;
     return CG_CODE_SAME;
 }
 
@@ -133,8 +152,9 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
                                      const sched_state *s, const nest *model, bool cpu, bool opencl)
 {
     /* generation 20 (cyclic points) changed no older sample's code as the
-     * loader models it: the model passed in has the sample's mapping */
-    _Static_assert(CG_GENERATION == CG_GENERATION_CYCLIC_POINTS,
+     * loader models it: the model passed in has the sample's mapping;
+     * generation 21 changed the f32-to-integer helpers (CG_CODE_CONVERSIONS) */
+    _Static_assert(CG_GENERATION == CG_GENERATION_BRANCHLESS_CONVERSIONS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, model, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, opencl);

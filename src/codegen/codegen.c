@@ -726,12 +726,14 @@ void cg_helpers(cg_ctx *g)
                 [SC_I32] = "2147483648.0f" };
             int64_t tlo, thi;
             cg_type_range(t, &tlo, &thi);
-            cg_printf(g, "%s %s sc_f32_to_%s(float x)\n{\n    if (x != x) return 0;\n"
-                         "    if (x <= %s) return ", Q, T, n, lo[t]);
+            /* one expression, no branches: PoCL kept the branches of an
+             * if chain in its work-item loops (generation 21) */
+            cg_printf(g, "%s %s sc_f32_to_%s(float x)\n{\n    return x != x ? (%s)0 : x <= %s ? (%s)", Q, T, n, T,
+                      lo[t], T);
             cg_int(g, t, tlo);
-            cg_printf(g, ";\n    if (x >= %s) return ", hi[t]);
+            cg_printf(g, " : x >= %s ? (%s)", hi[t], T);
             cg_int(g, t, thi);
-            cg_printf(g, ";\n    return (%s)x;\n}\n", T);
+            cg_printf(g, " : (%s)x;\n}\n", T);
         }
     }
     if (g->used[H_MOD][SC_F32])

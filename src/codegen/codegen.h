@@ -172,8 +172,19 @@
  *      and nothing is staged (nest_ctx_set_cyclic).  Older
  *      samples are not left out: training models each with the mapping
  *      of its generation (train_load.h), so their features describe the
- *      code they timed. */
-#define CG_GENERATION 20
+ *      code they timed.
+ *  21  2026-12-03: the helpers that convert f32 to an integer type
+ *      (sc_f32_to_u8 ...) are one expression of conditionals, where they
+ *      returned from a chain of ifs: the same values, NaN to 0 and the
+ *      type's bounds beyond them.  PoCL left the branches in its
+ *      work-item loops, and in hist's one-shot pick (eq, Cr and Cb in the
+ *      threads of out) did not vectorize them at all in exact math: out
+ *      32.6 ms, 21.2 ms now; with contraction 8.8 ms, 8.0 ms now
+ *      (docs/backends.md, "Generation 21").  Samples of code converting
+ *      f32 to integers are kept, in their own groups (train_load.h,
+ *      kept_conversions): on the apps' baselines the old and new code
+ *      timed alike but for hist's. */
+#define CG_GENERATION 21
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -213,6 +224,8 @@
  * along a stage's first loop cyclically (nest_ctx_set_cyclic): the
  * loop-nest model of an older sample is built without it. */
 #define CG_GENERATION_CYCLIC_POINTS 20
+/* The first generation whose f32-to-integer helpers have no branches. */
+#define CG_GENERATION_BRANCHLESS_CONVERSIONS 21
 
 #include "lower.h"
 
@@ -299,7 +312,9 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * OpenCL on any device, read a private array at an index that is not a
  * sum of counters where this build selects between constant indices
  * (CG_CODE_PRIVATE_PICKS: before CG_GENERATION_PRIVATE_PICKS, where
- * cg_opencl_private_picks).  The model is the sample's own: built with
+ * cg_opencl_private_picks), or converted f32 to an integer type through
+ * a helper with branches (CG_CODE_CONVERSIONS: before
+ * CG_GENERATION_BRANCHLESS_CONVERSIONS, where cg_converts_f32).  The model is the sample's own: built with
  * the mapping of its generation (nest_ctx_set_cyclic off before
  * CG_GENERATION_CYCLIC_POINTS), and the code the checks read is lowered
  * with its mapping, so a change of mapping is no change here. */
@@ -318,13 +333,17 @@ typedef enum {
     CG_CODE_ROWS_APART_EDGES,
     CG_CODE_POINTER_SELECTS,
     CG_CODE_NARROW_SPLITS,
-    CG_CODE_PRIVATE_PICKS
+    CG_CODE_PRIVATE_PICKS,
+    CG_CODE_CONVERSIONS
 } cg_code_change;
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
  * where the dividend may be negative did generation 9 change the code,
  * which cg_pow2_shifts counts). */
 bool cg_divides_by_pow2(const sc_pipeline *p);
+/* Whether a definition of p converts f32 to an integer type other than
+ * bool (the code of every schedule of p then calls sc_f32_to_T). */
+bool cg_converts_f32(const sc_pipeline *p);
 /* Whether a definition of p squares with pow(a, 2.0) (ir_expr_is_square). */
 bool cg_squares(const sc_pipeline *p);
 /* Whether a definition of p takes the min or max of two f32 values (the

@@ -192,6 +192,11 @@ static int loader_sample(const store_sample *s, void *ud) {
         d->kept_rows_apart++;
         change = CG_CODE_SAME;
     }
+    /* the older conversions' branches: the order kept, in its own group */
+    if (change == CG_CODE_CONVERSIONS) {
+        d->kept_conversions++;
+        change = CG_CODE_SAME;
+    }
     if (change != CG_CODE_SAME && (L->o->keep_changed >> change & 1u)) {
         d->kept_changed++;
         change = CG_CODE_SAME;

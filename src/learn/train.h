@@ -91,6 +91,7 @@ typedef struct {
     int64_t rejected_generation;  /* code older than train_load_opts.min_generation */
     int64_t rejected_rows_apart;  /* a CPU's OpenCL code indexing rows by a sum (train_load.h) */
     int64_t kept_rows_apart;      /* kept: the same at the edges only (train_load.h) */
+    int64_t kept_conversions;     /* kept: f32-to-integer helpers with branches (train_load.h) */
     int64_t kept_changed;         /* kept: timed code that changed since, as
                                      train_load_opts.keep_changed asks */
     int64_t rejected_pointer_selects; /* a CPU's OpenCL code selecting between loads (train_load.h) */

@@ -106,6 +106,12 @@
  * unrolled loops' counters in it (a block's channel: cg_opencl_private_picks),
  * where this build selects between constant indices, ran with the array
  * in memory on PoCL: they count as rejected_private_picks.
+ *
+ * Samples older than CG_GENERATION_BRANCHLESS_CONVERSIONS whose pipeline
+ * converts f32 to an integer type (cg_converts_f32) timed the conversion
+ * helpers with branches: they are kept, in their own group (the code
+ * generation's), counted as kept_conversions (the apps' baselines timed
+ * alike both ways but for hist's: docs/backends.md, "Generation 21").
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

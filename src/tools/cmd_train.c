@@ -371,7 +371,8 @@ int tool_train(int argc, char **argv) {
            "%lld of CPU OpenCL code with a small kernel's narrow guarded store beside its interior, "
            "%lld of OpenCL code reading a private array at a block's coordinate, "
            "%lld of code older than generation %lld; "
-           "held out: %lld; kept: %lld of CPU OpenCL code indexing rows by a sum at the edges only, "
+           "held out: %lld; kept: %lld of CPU OpenCL code indexing rows by a sum at the edges only, %lld of code "
+           "converting f32 to integers through branches, "
            "%lld timed on code that changed since (--keep-changed)\n",
            (long long)d.rejected_features, (long long)d.rejected_time, (long long)d.rejected_input,
            (long long)d.rejected_cold, (long long)d.rejected_order, (long long)d.rejected_staged,
@@ -382,7 +383,7 @@ int tool_train(int argc, char **argv) {
            (long long)d.rejected_private_picks,
            (long long)d.rejected_generation,
            min_generation > 1 ? min_generation : 1, (long long)d.held_out, (long long)d.kept_rows_apart,
-           (long long)d.kept_changed);
+           (long long)d.kept_conversions, (long long)d.kept_changed);
     if (d.kernel_samples || d.kernel_unmatched)
         printf("kernel times: %lld samples with each kernel's time alone (of two kernels or more); %lld whose "
                "kernels did not match their stages (left without them)\n",
