@@ -8,7 +8,8 @@
  *   build/bench_autosched [--apps a,b] [--small] [--device opencl|c|cuda]
  *        [--random 80] [--k 5] [--samples 80] [--weights W] [--weights-dir D]
  *        [--autotune a,b] [--iterations 5] [--batch 80] [--timeout-ms 10000]
- *        [--jobs J] [--tsv DIR] [--margin R] [--spread S] [--unroll-whole]
+ *        [--jobs J] [--tsv DIR] [--margin R] [--spread S] [--freeze-min N]
+ *        [--unroll-whole]
  *
  * Every schedule is measured as src/driver/measure.h describes, in turn
  * with the app's baseline in the same process: a mode's speed-up is the
@@ -34,6 +35,9 @@
  * --spread S ranks the batch of a mean of models by exp(mean + S x the
  * standard deviation) of the members' log predictions (search_opts.spread;
  * `schedule --spread S`).
+ *
+ * --freeze-min N runs the freezing pre-pass for pipelines of at least N
+ * Funcs (search_opts.freeze_min; `schedule --freeze-min N`).
  *
  * --unroll-whole: every mode's space also offers a root loop of extent 3
  * to 7 unrolled whole (space_opts.unroll_whole; `schedule --unroll-whole`).
@@ -175,7 +179,7 @@ int main(int argc, char **argv) {
     const char *apps = NULL, *devname = "opencl", *weights = NULL, *wdir = NULL, *tuned = NULL, *tsv = NULL;
     FILE *preds = NULL;
     int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
-    int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), freeze_min = SEARCH_FREEZE_MIN;
     double margin = 0, spread = 0;
     bool small = false, unroll_whole = false;
     for (int i = 1; i < argc; i++) {
@@ -199,9 +203,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--jobs")) jobs = atoi(v);
         else if (!strcmp(a, "--margin")) margin = atof(v);
         else if (!strcmp(a, "--spread")) spread = atof(v);
+        else if (!strcmp(a, "--freeze-min")) freeze_min = atoi(v);
         else { fprintf(stderr, "bench_autosched: unknown option %s\n", a); return 2; }
     }
-    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1) {
+    if (nrandom < 0 || k < 1 || samples < 1 || iterations < 1 || batch < 1 || timeout_ms < 1 || jobs < 1 || freeze_min < 1) {
         fprintf(stderr, "bench_autosched: counts must be positive\n");
         return 2;
     }
@@ -335,6 +340,7 @@ int main(int argc, char **argv) {
             search_opts o;
             search_opts_default(&o, &t, cm);
             o.spread = spread;
+            o.freeze_min = freeze_min;
             o.unroll_whole = unroll_whole;
             search_sample *bt = malloc(sizeof *bt * (size_t)samples);
             double c0 = cpu_s();

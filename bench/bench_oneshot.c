@@ -5,7 +5,7 @@
  * 1 GB).
  *
  *   build/bench_oneshot [--weights W] [--apps a,b] [--target NAME] [--seed N]
- *                       [--beam N] [--passes N] [--samples N]
+ *                       [--beam N] [--passes N] [--samples N] [--freeze-min N]
  *
  * Each app runs in a child process of its own (fork), the way
  * `stagecraft schedule apps/APP.pipe --strategy oneshot` runs it: parse,
@@ -47,6 +47,7 @@ typedef struct {
     const char *weights, *apps, *target;
     uint64_t seed;
     int beam, passes, samples;
+    int freeze_min;               /* 0: the search's default */
 } bench_opts;
 
 /* What a child reports through its pipe. */
@@ -97,6 +98,7 @@ static void run_child(const bench_opts *o, const char *app, child_report *r) {
     so.seed = o->seed;
     if (o->beam > 0) so.beam = o->beam;
     if (o->passes > 0) so.passes = o->passes;
+    if (o->freeze_min > 0) so.freeze_min = o->freeze_min;
     search_stats st;
     ir_arena *a = ir_arena_new();
     sched_state *s = search_oneshot(a, p, b, &so, o->samples, &r->ms, &st, r->err, sizeof r->err);
@@ -165,11 +167,11 @@ static int bench_app(const bench_opts *o, const char *app, row *out) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_oneshot [--weights W] [--apps a,b] [--target NAME] [--seed N] [--beam N] "
-                    "[--passes N] [--samples N]\n");
+                    "[--passes N] [--samples N] [--freeze-min N]\n");
 }
 
 int main(int argc, char **argv) {
-    bench_opts o = { NULL, NULL, "a100", 1, 0, 0, 80 };
+    bench_opts o = { NULL, NULL, "a100", 1, 0, 0, 80, 0 };
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--weights") && v) o.weights = argv[++i];
@@ -179,6 +181,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--beam") && v) o.beam = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--passes") && v) o.passes = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--samples") && v) o.samples = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--freeze-min") && v && atoi(v) > 0) o.freeze_min = atoi(argv[++i]);
         else {
             usage();
             return 2;

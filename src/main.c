@@ -20,6 +20,7 @@
 #include <time.h>
 #include <sys/stat.h>
 #include "analysis.h"
+#include "beam.h"
 #include "driver.h"
 #include "features.h"
 #include "bounds.h"
@@ -67,6 +68,7 @@ typedef struct {
     int beam, passes, samples_given, explain;
     double margin;
     double spread;                /* --spread; < 0: not given */
+    int freeze_min;               /* --freeze-min; 0: not given */
     int k, jobs;                  /* topk: candidates measured, parallel compiles (0: not given) */
 } options;
 
@@ -112,7 +114,7 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
                "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain] [--margin R]\n"
-               "       [--spread S] [--unroll-whole]\n"
+               "       [--spread S] [--freeze-min N] [--unroll-whole]\n"
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
@@ -187,6 +189,9 @@ static void print_help(const char *cmd) {
                "                 standard deviation) of the models' log predictions: S > 0\n"
                "                 prefers the schedules the models agree on (0 to 10; default 0:\n"
                "                 by the mean)\n"
+               "  --freeze-min N the freezing pre-pass (s4) for pipelines of at least N Funcs:\n"
+               "                 all but the log2 N most expensive keep the decisions of a\n"
+               "                 restricted search (default %d)\n"
                "For a CUDA target, the batch's schedules are compiled with NVRTC, best\n"
                "predicted first, and the first that spills no registers is returned (all\n"
                "spill: the best predicted within 50%% of the least spilling; s8.1).\n"
@@ -196,7 +201,7 @@ static void print_help(const char *cmd) {
                "                 evaluator first, timed in turn with the baseline; the\n"
                "                 fastest is returned\n"
                "  --math M       the code measured: fast (default) or exact\n"
-               "  --jobs J       parallel compiles (default: the core count)\n");
+               "  --jobs J       parallel compiles (default: the core count)\n", SEARCH_FREEZE_MIN);
     }
     if (!strcmp(cmd, "compile"))
         printf("Generates code for a schedule into DIR (PIPELINE.cu, .cl or .c, and the\n"
@@ -328,7 +333,7 @@ static int parse_options(int argc, char **argv, options *o) {
                            !strcmp(a, "--warmup") || !strcmp(a, "--runs") || !strcmp(a, "--samples") ||
                            !strcmp(a, "--timeout-ms") || !strcmp(a, "--partial") || !strcmp(a, "--beam") ||
                            !strcmp(a, "--passes") || !strcmp(a, "--k") || !strcmp(a, "--jobs") ||
-                           !strcmp(a, "--margin") || !strcmp(a, "--spread");
+                           !strcmp(a, "--margin") || !strcmp(a, "--spread") || !strcmp(a, "--freeze-min");
         if (needs_value && !val) {
             if (i + 1 >= argc) return usage_error("option %s needs a value", a);
             val = argv[++i];
@@ -394,6 +399,9 @@ static int parse_options(int argc, char **argv, options *o) {
             o->spread = strtod(val, &end);
             if (!*val || *end || errno || !isfinite(o->spread) || o->spread < 0 || o->spread > 10)
                 return usage_error("--spread: expected a number from 0 to 10, got '%s'", val);
+        } else if (!strcmp(a, "--freeze-min")) {
+            if (!parse_count(val, 1, 1000000, &o->freeze_min))
+                return usage_error("--freeze-min: expected a positive number of Funcs, got '%s'", val);
         } else if (!strcmp(a, "--partial")) {
             if (!parse_count(val, 0, 1000000, &o->partial))
                 return usage_error("--partial: expected a number of decisions >= 0, got '%s'", val);
@@ -425,6 +433,8 @@ static int parse_options(int argc, char **argv, options *o) {
     if (o->margin && (!oneshot || topk))
         return usage_error("--margin is an option of --strategy oneshot%s", "");
     if (o->spread >= 0 && !oneshot) return usage_error("--spread is an option of --strategy oneshot and topk%s", "");
+    if (o->freeze_min && !oneshot)
+        return usage_error("--freeze-min is an option of --strategy oneshot and topk%s", "");
     if (o->unroll_whole && !oneshot && !(o->strategy && !strcmp(o->strategy, "random")))
         return usage_error("--unroll-whole is an option of --strategy random, oneshot and topk%s", "");
     if (!topk && (o->k || o->jobs)) return usage_error("--k and --jobs are options of --strategy topk%s", "");
@@ -682,7 +692,8 @@ static int load_scheduled(driver_state *d, const options *o) {
                         : o->device ? "host-opencl,a100"   /* opencl or c: not the GPU's limits */
                         : NULL;
     space_search_args sa = { o->weights, o->beam, o->passes, o->samples_given && !strcmp(o->cmd, "schedule") ? o->samples : 0,
-                             o->explain, stdout, NULL, NULL, o->margin, o->spread >= 0, o->spread };
+                             o->explain, stdout, NULL, NULL, o->margin, o->spread >= 0, o->spread,
+                             o->freeze_min };
     /* top-K measures on the device of --device (schedule) */
     bool topk = o->strategy && !strcmp(o->strategy, "topk");
     driver_sched_opts so = { .schedule_path = o->schedule, .strategy = o->strategy, .seed = o->seed, .target = tname,

@@ -51,6 +51,18 @@ case_ oneshot_spread_bad 2 -e "--spread: expected a number from 0 to 10, got '-1
     "$sc" schedule "$app" --strategy oneshot "${mopts[@]}" --spread -1
 case_ oneshot_spread_not_oneshot 2 -e '--spread is an option of --strategy oneshot and topk' -- \
     "$sc" schedule "$app" --small --strategy baseline --spread 1
+# --freeze-min: harris's 13 Funcs are frozen (all but 4) from 4 Funcs on,
+# not under 100; bad values and other strategies refused
+case_ oneshot_freeze_min_low 0 -o '^# search: .*, 9 Funcs frozen$' -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --freeze-min 4 -o "$tmp/fz.sched"
+case_ oneshot_freeze_min_runs 0 -o 'check: matches the reference' -- \
+    "$sc" run "$app" --small --target a100 --schedule "$tmp/fz.sched" --device c --check
+case_ oneshot_freeze_min_high 0 -o '^# search: .*, 0 Funcs frozen$' -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --freeze-min 100
+case_ oneshot_freeze_min_bad 2 -e "--freeze-min: expected a positive number of Funcs, got '0'" -- \
+    "$sc" schedule "$app" --strategy oneshot "${opts[@]}" --freeze-min 0
+case_ oneshot_freeze_min_not_oneshot 2 -e '--freeze-min is an option of --strategy oneshot and topk' -- \
+    "$sc" schedule "$app" --small --strategy random --freeze-min 20
 case_ oneshot_mean_bad_file 1 -e "$tmp/none.weights: cannot open weights" -- \
     "$sc" schedule "$app" --small --strategy oneshot --weights "$w,$tmp/none.weights"
 case_ oneshot_mean_no_file 1 -e "names no file" -- "$sc" schedule "$app" --small --strategy oneshot --weights ,

@@ -22,7 +22,7 @@ void search_opts_default(search_opts *o, const target *t, cost_model *m) {
     o->seed = 1;
     o->prune = true;
     o->freeze = true;
-    o->freeze_min = 16;
+    o->freeze_min = SEARCH_FREEZE_MIN;
     o->lane_max = 0.5;
     o->core_max = 1.2;
     o->share_tiles = true;

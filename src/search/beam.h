@@ -50,6 +50,9 @@
 
 #define SEARCH_BLESS_RATIO 1.2
 #define SEARCH_UNBLESSED 1e10
+/* The fewest Funcs a pipeline needs for the freezing pre-pass
+ * (search_opts.freeze_min; docs/search.md, "Freezing") */
+#define SEARCH_FREEZE_MIN 128
 
 typedef struct {
     const target *t;
@@ -61,7 +64,7 @@ typedef struct {
     bool prune;                   /* Anderson §6.6 (true) */
     bool unroll_whole;            /* space_opts.unroll_whole (false) */
     bool freeze;                  /* the §4 pre-pass (true) */
-    int freeze_min;               /* freeze only pipelines of at least this many Funcs (16) */
+    int freeze_min;               /* freeze only pipelines of at least this many Funcs (SEARCH_FREEZE_MIN) */
     double lane_max, core_max;    /* secondary children: idle share of the block's lanes (0.5) / idle-core (1.2) */
     bool share_tiles;             /* a stage's tile also taken by the pending stages after it that run the
                                    * same loops, where legal: one decision (true) */

@@ -194,6 +194,7 @@ static sched_state *make_batch(const char *who, ir_arena *a, sc_pipeline *p, con
     if (sa->beam > 0) so.beam = sa->beam;
     if (sa->passes > 0) so.passes = sa->passes;
     if (sa->spread_given) so.spread = sa->spread;
+    if (sa->freeze_min > 0) so.freeze_min = sa->freeze_min;
     so.unroll_whole = o->unroll_whole;
     int samples = sa->samples > 0 ? sa->samples : 80;
     search_stats st;

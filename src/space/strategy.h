@@ -33,6 +33,7 @@ typedef struct {
                                    * more than this many times faster (0 or 1: off) */
     bool spread_given;            /* search_opts.spread = spread; else the search's default */
     double spread;
+    int freeze_min;               /* search_opts.freeze_min (0: the search's default) */
 } space_search_args;
 
 typedef struct space_strategy {
