@@ -111,21 +111,21 @@ train-cuda: $(BUILD)/stagecraft
 
 # Hold-one-app-out weights for bench_autosched --weights-dir: for every
 # bundled app, HOLDOUT_DIR/APP.weights trained on the committed dataset
-# without that app's samples (18 trainings; TRAIN_EPOCHS=N to shorten).
-# HOLDOUT_SEED=N HOLDOUT_DIR=D for the other members of a mean of models
-# (bench_autosched --weights-dir D1,D2,...).
+# without that app's samples (18 models from one load of the samples,
+# HOLDOUT_JOBS at a time, each with its epochs in HOLDOUT_DIR/APP.log;
+# TRAIN_EPOCHS=N to shorten).  HOLDOUT_SEED=N HOLDOUT_DIR=D for the other
+# members of a mean of models (bench_autosched --weights-dir D1,D2,...).
 HOLDOUT_DIR ?= $(BUILD)/holdout
+empty :=
+space := $(empty) $(empty)
+comma := ,
 HOLDOUT_SEED ?= 1
+HOLDOUT_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 HOLDOUT_APPS = $(patsubst apps/%.pipe,%,$(wildcard apps/*.pipe))
 holdout-weights: $(BUILD)/stagecraft
-	@mkdir -p $(HOLDOUT_DIR)
-	@for a in $(HOLDOUT_APPS); do \
-		./$(BUILD)/stagecraft train $(TRAIN_DATA_ARGS) -o $(HOLDOUT_DIR)/$$a.weights \
-			--epochs $(TRAIN_EPOCHS) --seed $(HOLDOUT_SEED) --min-generation $(TRAIN_MIN_GENERATION) --hold-out $$a \
-			$(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') $(TRAIN_KERNEL_ARGS) \
-			>$(HOLDOUT_DIR)/$$a.log 2>&1 || { tail -n 5 $(HOLDOUT_DIR)/$$a.log; exit 1; }; \
-		tail -n 1 $(HOLDOUT_DIR)/$$a.log; \
-	done
+	./$(BUILD)/stagecraft train $(TRAIN_DATA_ARGS) -o $(HOLDOUT_DIR) --hold-out-each $(subst $(space),$(comma),$(strip $(HOLDOUT_APPS))) \
+		--jobs $(HOLDOUT_JOBS) --epochs $(TRAIN_EPOCHS) --seed $(HOLDOUT_SEED) --min-generation $(TRAIN_MIN_GENERATION) \
+		$(if $(TRAIN_DEVICE),--device '$(TRAIN_DEVICE)') $(TRAIN_KERNEL_ARGS)
 
 test: deps all
 	@bash tests/run.sh $(BUILD)

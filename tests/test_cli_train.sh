@@ -231,4 +231,50 @@ case_ train_bad_worst_kernels 2 -e "--worst-kernels: expected a number of kernel
     "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --worst-kernels 0
 case_ train_evaluate_kernel_loss 2 -e '--evaluate trains nothing: drop --kernel-loss' -- \
     "$sc" train --db "$tmp/kern.db" --evaluate "$tmp/kern.weights" --kernel-loss 1
+# --hold-out-each: one model per app from one load, each the same bytes as
+# --hold-out APP gives; the tiny data with its first random pipeline made
+# an app, so that it has two apps
+sed 's/^pipeline 010d4aee08f6a93f chain random:seed=1 /pipeline 010d4aee08f6a93f chain app:chain /' "$data" >"$tmp/two.txt"
+case_ train_each_all 0 -o '^training 2 models, each without one app, 2 at a time, into ' -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each" --hold-out-each all --epochs 4 --seed 3 --jobs 2
+grep -q "^\[[12]/2\] wrote $tmp/each/chain.weights: " "$out"; ok train_each_reports $?
+"$sc" train --data "$tmp/two.txt" -o "$tmp/no_blur.weights" --hold-out blur --epochs 4 --seed 3 >/dev/null 2>&1
+"$sc" train --data "$tmp/two.txt" -o "$tmp/no_chain.weights" --hold-out chain --epochs 4 --seed 3 >/dev/null 2>&1
+cmp -s "$tmp/each/blur.weights" "$tmp/no_blur.weights"; ok train_each_same_as_hold_out_blur $?
+cmp -s "$tmp/each/chain.weights" "$tmp/no_chain.weights"; ok train_each_same_as_hold_out_chain $?
+! cmp -s "$tmp/each/blur.weights" "$tmp/each/chain.weights"; ok train_each_models_differ $?
+grep -q '^held out: app blur (2 groups of its pipelines)$' "$tmp/each/blur.log" &&
+    grep -q '^epoch 4/4  train loss' "$tmp/each/blur.log" &&
+    grep -q "^wrote $tmp/each/blur.weights: " "$tmp/each/blur.log"; ok train_each_log $?
+# one app named, one thread, into an existing directory; with --hold-out
+case_ train_each_named 0 -o "^\[1/1\] wrote $tmp/each/chain.weights: " -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each" --hold-out-each chain,chain --epochs 4 --seed 3 --jobs 1
+cmp -s "$tmp/each/chain.weights" "$tmp/no_chain.weights"; ok train_each_one_thread_same $?
+"$sc" train --data "$tmp/two.txt" -o "$tmp/no_both.weights" --hold-out blur,chain --epochs 2 >/dev/null 2>&1
+case_ train_each_with_hold_out 0 -o '1 models?, each without one app' -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each2" --hold-out blur --hold-out-each all --epochs 2
+cmp -s "$tmp/each2/chain.weights" "$tmp/no_both.weights"; ok train_each_with_hold_out_same $?
+ok train_each_with_hold_out_only_chain "$([ ! -e "$tmp/each2/blur.weights" ]; echo $?)"
+# bad usage and input: nothing is written
+case_ train_each_unknown_app 2 -e "--hold-out-each 'harris': no pipeline of that app in $tmp/two.txt \(its apps: chain, blur\)" -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each3" --hold-out-each blur,harris --epochs 1
+ok train_each_unknown_app_wrote_nothing "$([ ! -e "$tmp/each3" ]; echo $?)"
+: >"$tmp/afile"
+case_ train_each_to_file 2 -e "-o '$tmp/afile': with --hold-out-each, -o names a directory" -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/afile" --hold-out-each all --epochs 1
+case_ train_each_all_and_names 2 -e "--hold-out-each: 'all' names every app; give it alone" -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each3" --hold-out-each all,blur
+case_ train_each_path 2 -e "--hold-out-each: '../x' is not an app name" -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each3" --hold-out-each ../x
+case_ train_each_no_out 2 -e 'no directory to write the models in \(-o DIR\)' -- \
+    "$sc" train --data "$tmp/two.txt" --hold-out-each all
+case_ train_jobs_alone 2 -e '--jobs goes with --hold-out-each' -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/w.weights" --jobs 2
+case_ train_each_bad_jobs 2 -e "--jobs: expected a number of models at once from 1 to 1024, got '0'" -- \
+    "$sc" train --data "$tmp/two.txt" -o "$tmp/each3" --hold-out-each all --jobs 0
+case_ train_each_evaluate 2 -e '--evaluate trains nothing: drop --hold-out-each' -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate "$tmp/no_blur.weights" --hold-out-each all
+case_ train_each_no_apps 1 -e "--hold-out-each all: no app's pipelines in $data to hold out" -- \
+    "$sc" train --data "$data" --hold-out blur -o "$tmp/each3" --hold-out-each all
+ok train_each_no_apps_wrote_nothing "$([ ! -e "$tmp/each3" ]; echo $?)"
 exit $failed

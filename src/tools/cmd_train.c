@@ -3,11 +3,15 @@
  * store) and `stagecraft predict` (a schedule's predicted run time).
  * docs/costmodel.md.
  */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "beam.h"
 #include "costmodel.h"
 #include "driver.h"
@@ -59,6 +63,15 @@ static void train_usage(FILE *out) {
             "                    rows-apart, narrow-store, pointer-selects, private-picks, interior,\n"
             "                    minmax, ..., all; default: none, they are rejected; docs/costmodel.md)\n"
             "  --hold-out APP    leave out the pipelines of app APP (repeatable, or a,b,c)\n"
+            );
+    fprintf(out,
+            "  --hold-out-each LIST  one model per app of LIST (a,b,c, or all: every app of the\n"
+            "                    samples), each trained without that app's pipelines, from one\n"
+            "                    load of the samples: -o names a directory (made if missing) that\n"
+            "                    gets APP.weights and APP.log (its epochs) for each; the weights\n"
+            "                    are those of --hold-out APP with the same options\n"
+            "  --jobs J          with --hold-out-each: models trained at once (default: the core\n"
+            "                    count; each is one thread, and deterministic in its seed)\n"
             "  --epochs N        passes over the training samples (default 50)\n"
             "  --seed N          initial weights and minibatch order (default 1)\n"
             "  --lr X            Adam's learning rate (default 0.001)\n"
@@ -202,6 +215,194 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
     return TOOL_OK;
 }
 
+/* The device key a model trained on d records: the one asked for, the
+ * samples' own, or "mixed: KEYS" when they are of several devices. */
+static void model_device(store *st, const char *asked, const train_data *d, char *buf, size_t len) {
+    snprintf(buf, len, "%s", asked ? asked : d->device);
+    if (buf[0]) return;
+    char keys[NN_DEVICE_MAX - 8], err[256];
+    if (train_store_device_keys(st, keys, sizeof keys, err, sizeof err) > 1) snprintf(buf, len, "mixed: %s", keys);
+}
+
+/* After training m on d with o: its device, its summary (with where it was
+ * fine-tuned from and its validation fold) and the file.  0, or -1 with
+ * err. */
+static int save_model(const train_data *d, nn_model *m, const train_opts *o, const train_metrics *vm,
+                      const char *device, const char *init, long long valid, long long fold, const char *out,
+                      char *err, size_t errlen) {
+    snprintf(m->device, sizeof m->device, "%s", device);
+    train_summary(d, o, vm, m->summary, sizeof m->summary);
+    if (init) {
+        size_t at = strlen(m->summary);
+        snprintf(m->summary + at, sizeof m->summary - at, "; fine-tuned from %s", init);
+    }
+    if (fold > 0 && valid > 0) {
+        size_t at = strlen(m->summary);
+        int from = train_fold_start((int)valid, (int)fold);
+        snprintf(m->summary + at, sizeof m->summary - at, "; validation fold %lld (hashes %d to %d of 100)", fold, from,
+                 (from + (int)valid - 1) % 100);
+    }
+    return nn_save(m, out, err, errlen);
+}
+
+static void print_floors(FILE *f, const nn_model *m, double floor_q) {
+    if (m->floor_ms > 0)
+        fprintf(f, "instruction floor: %.4g ms per instruction (%.4g instructions per ms; the %g quantile of the "
+                "training samples' rates)\n", m->floor_ms, 1.0 / m->floor_ms, floor_q);
+    if (m->gather_floor_ms > 0)
+        fprintf(f, "gather floor: %.4g ms per gather (%.4g gathers per ms; the %g quantile of the gathering training "
+                "samples' rates)\n", m->gather_floor_ms, 1.0 / m->gather_floor_ms, floor_q);
+}
+
+/* --hold-out-each: the models to train, shared by the worker threads. */
+typedef struct {
+    const train_data *d;
+    const train_opts *o;
+    const nn_model *init_model;       /* fine-tuned from (NULL: afresh) */
+    const char *init, *dir, *device;
+    const char *const *apps;
+    int napps;
+    long long valid, fold;
+    double floor_q;
+    pthread_mutex_t lock;             /* guards next, failed, done and stdout */
+    int next, failed, done;
+} each_ctx;
+
+/* One model of --hold-out-each: app k's pipelines skipped, the rest split
+ * by hash as train does; DIR/APP.weights and DIR/APP.log. */
+static void each_train_one(each_ctx *c, int k) {
+    const char *app = c->apps[k];
+    char path[4096], logpath[4096], err[4096 + 512] = "";
+    snprintf(path, sizeof path, "%s/%s.weights", c->dir, app);
+    snprintf(logpath, sizeof logpath, "%s/%s.log", c->dir, app);
+    train_data d = *c->d;
+    d.pipes = malloc(sizeof *d.pipes * (size_t)(d.npipes + 1));
+    nn_model *m = calloc(1, sizeof *m);
+    if (!d.pipes || !m) abort();
+    memcpy(d.pipes, c->d->pipes, sizeof *d.pipes * (size_t)d.npipes);
+    for (int p = 0; p < d.npipes; p++) d.pipes[p].role = TRAIN_ROLE_TRAIN;
+    int skipped = train_set_role_of_apps(&d, 1, &app, TRAIN_ROLE_SKIP);
+    train_split_by_hash(&d, (int)c->valid, (int)c->fold);
+    int rc = -1;
+    FILE *log = fopen(logpath, "w");
+    if (!log) {
+        snprintf(err, sizeof err, "%s: cannot write: %s", logpath, strerror(errno));
+    } else {
+        fprintf(log, "held out: app %s (%d groups of its pipelines)\n", app, skipped);
+        train_opts o = *c->o;
+        o.log = log;
+        o.progress = false;
+        if (c->init_model) *m = *c->init_model;
+        train_metrics tm, vm;
+        rc = train_run(&d, m, &o, &tm, &vm, err, sizeof err);
+        if (rc == 0)
+            rc = save_model(&d, m, &o, &vm, c->device, c->init, c->valid, c->fold, path, err, sizeof err);
+        if (rc == 0) {
+            fprintf(log, "wrote %s: %s\n", path, m->summary);
+            print_floors(log, m, c->floor_q);
+        } else {
+            fprintf(log, "stagecraft train: %s\n", err);
+        }
+        if (fclose(log) != 0 && rc == 0) {
+            snprintf(err, sizeof err, "%s: cannot write: %s", logpath, strerror(errno));
+            rc = -1;
+        }
+    }
+    pthread_mutex_lock(&c->lock);
+    c->done++;
+    if (rc == 0) {
+        printf("[%d/%d] wrote %s: %s\n", c->done, c->napps, path, m->summary);
+    } else {
+        c->failed++;
+        fprintf(stderr, "stagecraft train: --hold-out-each: the model without %s: %s\n", app, err);
+    }
+    fflush(stdout);
+    pthread_mutex_unlock(&c->lock);
+    free(d.pipes);
+    free(m);
+}
+
+static void *each_worker(void *arg) {
+    each_ctx *c = arg;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        int k = c->next < c->napps ? c->next++ : -1;
+        pthread_mutex_unlock(&c->lock);
+        if (k < 0) return NULL;
+        each_train_one(c, k);
+    }
+}
+
+/* Trains c->napps models, `jobs` at a time.  The count that failed. */
+static int train_each_held_out(each_ctx *c, int jobs) {
+    if (jobs > c->napps) jobs = c->napps;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_t *th = calloc((size_t)jobs + 1, sizeof *th);
+    if (!th) abort();
+    int started = 0;
+    for (int j = 0; j < jobs; j++)
+        if (pthread_create(&th[started], NULL, each_worker, c) == 0) started++;
+    if (started == 0) each_worker(c);
+    for (int j = 0; j < started; j++) pthread_join(th[j], NULL);
+    free(th);
+    pthread_mutex_destroy(&c->lock);
+    return c->failed;
+}
+
+/* --hold-out-each: the apps named (or all of d's), each checked against
+ * the samples, the directory made, then the models.  A tool status. */
+static int train_each(const train_data *d, const train_opts *o, const char *const *names, int nnames,
+                      long long jobs, const char *dir, const nn_model *init_model, const char *init, const char *device,
+                      long long valid, long long fold, double floor_q, const char *from) {
+    const char **apps = calloc((size_t)d->npipes + (size_t)nnames + 1, sizeof *apps);
+    if (!apps) abort();
+    int napps = 0;
+    bool all = nnames == 1 && !strcmp(names[0], "all");
+    for (int i = 0; all && i < d->npipes; i++) {
+        const char *s = d->pipes[i].source;
+        if (strncmp(s, "app:", 4)) continue;
+        bool seen = false;
+        for (int k = 0; k < napps && !seen; k++) seen = !strcmp(apps[k], s + 4);
+        if (!seen) apps[napps++] = s + 4;
+    }
+    for (int k = 0; !all && k < nnames; k++) {
+        bool found = false, seen = false;
+        for (int i = 0; i < d->npipes && !found; i++)
+            found = !strncmp(d->pipes[i].source, "app:", 4) && !strcmp(d->pipes[i].source + 4, names[k]);
+        if (!found) {
+            char list[1024];
+            data_apps(d, NULL, NULL, 0, list, sizeof list);
+            fprintf(stderr, "stagecraft train: --hold-out-each '%s': no pipeline of that app in %s (its apps: %s)\n",
+                    names[k], from, list[0] ? list : "none");
+            free(apps);
+            return TOOL_USAGE;
+        }
+        for (int j = 0; j < napps && !seen; j++) seen = !strcmp(apps[j], names[k]);
+        if (!seen) apps[napps++] = names[k];
+    }
+    if (napps == 0) {
+        fprintf(stderr, "stagecraft train: --hold-out-each all: no app's pipelines in %s to hold out\n", from);
+        free(apps);
+        return TOOL_INPUT;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "stagecraft train: -o '%s': cannot make the directory: %s\n", dir, strerror(errno));
+        free(apps);
+        return TOOL_INPUT;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int j = jobs > 0 ? (int)jobs : cores > 0 ? (int)cores : 1;
+    printf("training %d models, each without one app, %d at a time, into %s/ (APP.weights, APP.log)\n", napps,
+           j < napps ? j : napps, dir);
+    fflush(stdout);
+    each_ctx c = { .d = d, .o = o, .init_model = init_model, .init = init, .dir = dir, .device = device,
+                   .apps = apps, .napps = napps, .valid = valid, .fold = fold, .floor_q = floor_q };
+    int failed = train_each_held_out(&c, j);
+    if (failed) fprintf(stderr, "stagecraft train: --hold-out-each: %d of %d models failed (above)\n", failed, napps);
+    free(apps);
+    return failed ? TOOL_INPUT : TOOL_OK;
+}
+
 int tool_train(int argc, char **argv) {
     const char *cmd = "train", *db = NULL, *out = NULL, *device = NULL, *init = NULL, *evaluate = NULL;
     /* with --evaluate, the first option that only training uses */
@@ -217,6 +418,10 @@ int tool_train(int argc, char **argv) {
     /* --app names (for --evaluate), likewise */
     const char **apps = calloc((size_t)argc * 2 + 1, sizeof *apps);
     int napps = 0, apps_cap = argc * 2;
+    /* --hold-out-each names, likewise ("all": every app of the samples) */
+    const char **each = calloc((size_t)argc * 2 + 1, sizeof *each);
+    int neach = 0, each_cap = argc * 2;
+    long long jobs = 0;
     long long epochs = 50, seed = 1, valid = 10, fold = 0, min_generation = 0;
     unsigned keep_changed = 0;
     int worst = 0;
@@ -232,6 +437,7 @@ int tool_train(int argc, char **argv) {
             if (option_named(a, training_only[k])) train_only = training_only[k];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             train_usage(stdout);
+            free(each);
             free(apps);
             for (int k = 0; k < ncopies; k++) free(copies[k]);
             free(copies);
@@ -249,7 +455,13 @@ int tool_train(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--evaluate", &missing))) evaluate = v;
         else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing)))
             split_names(v, &hold, &nhold, &cap, copies, &ncopies);
-        else if ((v = opt_value(argc, argv, &i, "--worst-kernels", &missing))) {
+        else if ((v = opt_value(argc, argv, &i, "--hold-out-each", &missing)))
+            split_names(v, &each, &neach, &each_cap, copies, &ncopies);
+        else if ((v = opt_value(argc, argv, &i, "--jobs", &missing))) {
+            if (!tool_parse_int(v, 1, 1024, &n))
+                rc = tool_usage_error(cmd, "--jobs: expected a number of models at once from 1 to 1024, got '%s'", v);
+            jobs = n;
+        } else if ((v = opt_value(argc, argv, &i, "--worst-kernels", &missing))) {
             if (!tool_parse_int(v, 1, 100000, &n))
                 rc = tool_usage_error(cmd, "--worst-kernels: expected a number of kernels >= 1, got '%s'", v);
             worst = (int)n;
@@ -309,11 +521,27 @@ int tool_train(int argc, char **argv) {
         else if (worst && !evaluate) rc = tool_usage_error(cmd, "--worst-kernels goes with --evaluate");
         else if (napps && !evaluate)
             rc = tool_usage_error(cmd, "--app goes with --evaluate (to train without an app: --hold-out)");
-        else if (!out && !evaluate) rc = tool_usage_error(cmd, "no weights file to write (-o FILE.weights)");
+        else if (!out && !evaluate)
+            rc = tool_usage_error(cmd, neach ? "no directory to write the models in (-o DIR)"
+                                             : "no weights file to write (-o FILE.weights)");
+        else if (neach && evaluate) rc = tool_usage_error(cmd, "--evaluate trains nothing: drop --hold-out-each");
+        else if (jobs && !neach) rc = tool_usage_error(cmd, "--jobs goes with --hold-out-each");
+    }
+    if (rc == TOOL_OK && neach) {
+        /* the directory: refused now if it cannot be one, made once the samples load */
+        struct stat sb;
+        if (stat(out, &sb) == 0 && !S_ISDIR(sb.st_mode))
+            rc = tool_usage_error(cmd, "-o '%s': with --hold-out-each, -o names a directory, and this is a file", out);
+        for (int k = 0; k < neach && rc == TOOL_OK; k++)
+            if (!strcmp(each[k], "all") && neach > 1)
+                rc = tool_usage_error(cmd, "--hold-out-each: 'all' names every app; give it alone");
+            else if (!each[k][0] || strchr(each[k], '/'))
+                rc = tool_usage_error(cmd, "--hold-out-each: '%s' is not an app name", each[k]);
     }
     if (rc != TOOL_OK) {
         for (int k = 0; k < ncopies; k++) free(copies[k]);
         free(copies);
+        free(each);
         free(apps);
         free(hold);
         free(data);
@@ -420,48 +648,29 @@ int tool_train(int argc, char **argv) {
     o.fine_tune = init != NULL;
     o.progress = true;
     o.log = stdout;
-    train_metrics tm, vm;
-    if (train_run(&d, m, &o, &tm, &vm, err, sizeof err) != 0) {
-        fprintf(stderr, "stagecraft train: %s\n", err);
-        rc = TOOL_INPUT;
+    char model_dev[NN_DEVICE_MAX];
+    model_device(st, device, &d, model_dev, sizeof model_dev);
+    if (neach) {
+        rc = train_each(&d, &o, (const char *const *)each, neach, jobs, out, init ? m : NULL, init, model_dev, valid,
+                        fold, floor_q, from);
         goto done;
     }
-    snprintf(m->device, sizeof m->device, "%s", device ? device : d.device);
-    if (!m->device[0]) {
-        /* samples of several devices: the weights say which */
-        char keys[NN_DEVICE_MAX - 8];
-        if (train_store_device_keys(st, keys, sizeof keys, err, sizeof err) > 1)
-            snprintf(m->device, sizeof m->device, "mixed: %s", keys);
-    }
-    train_summary(&d, &o, &vm, m->summary, sizeof m->summary);
-    if (init) {
-        size_t at = strlen(m->summary);
-        snprintf(m->summary + at, sizeof m->summary - at, "; fine-tuned from %s", init);
-    }
-    if (fold > 0 && valid > 0) {
-        size_t at = strlen(m->summary);
-        int from = train_fold_start((int)valid, (int)fold);
-        snprintf(m->summary + at, sizeof m->summary - at, "; validation fold %lld (hashes %d to %d of 100)", fold, from,
-                 (from + (int)valid - 1) % 100);
-    }
-    if (nn_save(m, out, err, sizeof err) != 0) {
+    train_metrics tm, vm;
+    if (train_run(&d, m, &o, &tm, &vm, err, sizeof err) != 0 ||
+        save_model(&d, m, &o, &vm, model_dev, init, valid, fold, out, err, sizeof err) != 0) {
         fprintf(stderr, "stagecraft train: %s\n", err);
         rc = TOOL_INPUT;
         goto done;
     }
     printf("wrote %s: %s\n", out, m->summary);
-    if (m->floor_ms > 0)
-        printf("instruction floor: %.4g ms per instruction (%.4g instructions per ms; the %g quantile of the "
-               "training samples' rates)\n", m->floor_ms, 1.0 / m->floor_ms, floor_q);
-    if (m->gather_floor_ms > 0)
-        printf("gather floor: %.4g ms per gather (%.4g gathers per ms; the %g quantile of the gathering training "
-               "samples' rates)\n", m->gather_floor_ms, 1.0 / m->gather_floor_ms, floor_q);
+    print_floors(stdout, m, floor_q);
 done:
     if (st) store_close(st);
     train_data_free(&d);
     free(m);
     for (int k = 0; k < ncopies; k++) free(copies[k]);
     free(copies);
+    free(each);
     free(apps);
     free(hold);
     free(hold_pipes);
