@@ -515,39 +515,6 @@ static void test_retile(void) {
     sc_pipeline_free(p);
 }
 
-static int colour_tile(const sched_tile *t) { return t->serial[2] * t->threads[2]; }
-
-/* The tiles (serial x threads) offered to the colour loop of a root stage
- * out(256, 64, channels), as a bit set: bit n for a tile of n. */
-static unsigned colour_tiles(int channels, const target *t, bool prune) {
-    char src[256];
-    snprintf(src, sizeof src,
-             "pipeline rg;\ninput f32 a(256, 64, %d);\nout(x, y, c) = a(x, y, c) * 2.0f;\n"
-             "output out(256, 64, %d);\n", channels, channels);
-    space_opts o = { t, prune, false };
-    return root_tiling_bits(src, &o, colour_tile);
-}
-
-/* On a CPU, pruning drops a root tiling whose tile of a short loop (not
- * the vectorized one) leaves a partial block among three or fewer: 3
- * channels in tiles of 2, 4 or 8 (2 or 1 blocks), where the OpenCL back
- * end finds no interior without the guard.  Tiles that divide stay (1;
- * 2 and 4 of 4 channels), and so does a partial block among four or more
- * (2 of 7 channels); a GPU, and the unpruned space, keep them all. */
-static void test_cpu_prunes_ragged_short_loops(void) {
-    target gpu = fixture_target("a100"), cpu = gpu;
-    cpu.warp_size = 8;
-    cpu.sm_count = 2;
-    cpu.cpu = true;
-    const unsigned t1 = 1u << 1, t2 = 1u << 2, t4 = 1u << 4, t8 = 1u << 8;
-    CHECK((colour_tiles(3, &gpu, true) & (t1 | t2 | t4)) == (t1 | t2 | t4));
-    CHECK((colour_tiles(3, &cpu, false) & (t1 | t2 | t4)) == (t1 | t2 | t4));
-    CHECK((colour_tiles(3, &cpu, true) & (t1 | t2 | t4 | t8)) == t1);
-    CHECK((colour_tiles(4, &cpu, true) & (t1 | t2 | t4)) == (t1 | t2 | t4));
-    CHECK((colour_tiles(7, &cpu, true) & (t1 | t2)) == (t1 | t2));
-    CHECK((colour_tiles(7, &cpu, true) & (t4 | t8)) == 0);
-}
-
 int main(void) {
     RUN(test_retile);
     RUN(test_every_app_gets_random_schedules);
@@ -559,6 +526,5 @@ int main(void) {
     RUN(test_short_loops_unroll_whole);
     RUN(test_cpu_vector_lanes);
     RUN(test_cpu_vector_tiles);
-    RUN(test_cpu_prunes_ragged_short_loops);
     CHECK_EXIT();
 }

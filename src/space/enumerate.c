@@ -289,27 +289,6 @@ static void current_tile(space_enum *e) {
     }
 }
 
-/* Whether a loop of a root tiling on a CPU, other than the one its
- * work-items are vectorized along (the first of extent 16 or more, as
- * tiling_options picks it), has a tile that does not divide its extent
- * and at most three blocks: a colour channel of 3 in tiles of 2 or 4.
- * Its guard then holds in some block of every range the OpenCL back end
- * tries as the interior (the middle three blocks, codegen.c), so no
- * block runs without it and PoCL left the whole kernel scalar:
- * camera_pipe's curved ran 33-38 ms with 2 or 4 channels a work-group
- * against 6.2 ms with 1 or 3 (docs/search.md, "Ragged short loops on a
- * CPU").  Tiles of 1 always divide, so every loop keeps an option. */
-static bool ragged_few_blocks(const sched_tile *t, const int64_t *ext) {
-    int inner = 0;
-    for (int k = 0; k < t->npure; k++) if (ext[k] >= 16) { inner = k; break; }
-    for (int k = 0; k < t->npure; k++) {
-        int64_t tile = (int64_t)t->serial[k] * t->threads[k];
-        if (k == inner || tile <= 1 || ext[k] % tile == 0) continue;
-        if ((ext[k] + tile - 1) / tile <= SPACE_CPU_RAGGED_BLOCKS) return true;
-    }
-    return false;
-}
-
 /* The §6.6 rules for a root tiling (the warp-lane rule is legality's
  * warp-multiple rule, on when pruning). */
 static bool tile_pruned(space_enum *e, const sched_tile *t) {
@@ -323,7 +302,6 @@ static bool tile_pruned(space_enum *e, const sched_tile *t) {
     }
     /* would not be unrolled; a vector tile is a loop by design */
     if (serial >= LEGAL_UNROLL_LIMIT && !e->vector_tile) return true;
-    if (e->o->t && e->o->t->cpu && ragged_few_blocks(t, ext)) return true;
     if (e->o->t) {
         /* idle SMs: fewer than 2 blocks per SM where the stage has the
          * points for 2 warp-sized blocks per SM */

@@ -57,10 +57,6 @@ bool space_pointwise(const sc_pipeline *p, int fid);
 /* An enumeration of the children of one state.  Reentrant: everything it
  * needs is in the struct. */
 #define SPACE_MAX_OPTS 48
-/* On a CPU, pruning drops a root tiling with a loop (not the vectorized
- * one) whose tile leaves a partial block among this many blocks or
- * fewer (enumerate.c, ragged_few_blocks). */
-#define SPACE_CPU_RAGGED_BLOCKS 3
 typedef struct {
     legal_ctx *x;
     const sc_pipeline *p;
