@@ -20,6 +20,11 @@
  *    guards a store of 8 or 16 bits (a partial tile's, generation 18),
  *    not one of f32 or without a guard, which keeps the branch; run
  *    against the reference;
+ *  - a guard of two conjuncts, one of them (a short loop's partial
+ *    block) undecided in every block, leaves the other's blocks an
+ *    interior guarded by the first alone (generation 22), launched apart
+ *    for a CPU, and cg_decides_guards_apart says so where generation
+ *    21's finder found none; run against the reference;
  *  - lowered for a CPU, OpenCL takes a clamped row apart from the first
  *    coordinate ((in_g + (row))[x], cg_access) in the edge code only,
  *    never a data-dependent row, never for a GPU; run against the
@@ -395,10 +400,77 @@ static void test_narrow_splits(void) {
                       false);
 }
 
+/* Three channels in blocks of two and a partial tile along x: the guard
+ * `out_x < 100 && out_c < 3`.  Counted as one conditional (generation 21)
+ * it was undecided in every block, for the last channel block, and no
+ * block got an interior; counted by its conjuncts the blocks before x's
+ * last decide `out_x < 100` and get an interior copy guarded by
+ * `out_c < 3` alone (codegen.c, "Interior blocks"). */
+static const char chan_pipe[] =
+    "pipeline partial_guards;\n"
+    "size W = 100;\n"
+    "input u16 in(W, 20, 3);\n"
+    "out(x, y, c) = u8(in(x, y, c) >> 8);\n"
+    "output out(W, 20, 3);\n";
+
+/* The interior copy of out_s0 in code, up to "} else {" or the kernel's
+ * end: guarded by the channel alone. */
+static bool channel_guard_only(const char *k, bool apart) {
+    const char *at = k ? strstr(k, apart ? "/* phase" : "/* interior blocks") : NULL;
+    const char *end = at ? strstr(at, apart ? "\n}\n" : "} else {") : NULL;
+    if (!end)
+        return false;
+    bool c = false, x = false;
+    for (const char *w = at; w < end; w++) {
+        c |= !strncmp(w, "out_c < 3", 9);
+        x |= !strncmp(w, "out_x < 100", 11);
+    }
+    return c && !x;
+}
+
+static void partial_guard_case(const char *name, const char *sched, bool apart) {
+    fixture_lowered l = fixture_lower_both(chan_pipe, name, sched);
+    if (!l.ok) {
+        fixture_lowered_free(&l);
+        return;
+    }
+    check_report(cg_decides_guards_apart(l.cpu, CG_OPENCL) == apart &&
+                     cg_decides_guards_apart(l.gpu, CG_OPENCL) == apart &&
+                     cg_decides_guards_apart(l.gpu, CG_CUDA) == apart && !cg_decides_guards_apart(l.cpu, CG_C),
+                 "%s: generation 21's finder found %s interior (OpenCL, CUDA; C has none)", name,
+                 apart ? "another" : "the same");
+    if (apart) {
+        char *gcode = cg_generate(l.gpu, CG_OPENCL), *code = cg_generate(l.cpu, CG_OPENCL);
+        char *gk = gcode ? kernel_text(gcode, "out_s0") : NULL;
+        char iname[64];
+        snprintf(iname, sizeof iname, "out_s0%s", CG_INTERIOR_SUFFIX);
+        char *ik = code ? kernel_text(code, iname) : NULL;
+        check_report(gk && strstr(gk, "if (out_x_b <= 80) {") && channel_guard_only(gk, false),
+                     "%s/gpu: out_s0's interior blocks, x's first six, guarded by the channel alone", name);
+        check_report(ik && cg_opencl_splits(l.cpu) && channel_guard_only(ik, true),
+                     "%s/cpu: %s launched apart, guarded by the channel alone", name, iname);
+        free(gk);
+        free(ik);
+        free(gcode);
+        free(code);
+    }
+    fixture_check_runs(devs, ndev, name, l.gpu, l.in, l.ref);
+    fixture_check_cpu_runs(devs, ndev, name, &l);
+}
+
+static void test_partial_guards(void) {
+    partial_guard_case("partial_guard", "schedule partial_guards;\nout: root [x=16x1 y=1x1 c=2x1];\n", true);
+    /* one channel a block: the guard is x's alone, the same either way */
+    partial_guard_case("x_guard", "schedule partial_guards;\nout: root [x=16x1 y=1x1 c=1x1];\n", false);
+    /* the channels in one block of four: `out_c < 3` in its only block */
+    partial_guard_case("one_channel_block", "schedule partial_guards;\nout: root [x=16x1 y=1x1 c=4x1];\n", true);
+}
+
 int main(void) {
     ndev = fixture_open_devices(devs);
     test_rows_apart();
     test_narrow_splits();
+    test_partial_guards();
     cuda = fixture_open_cuda();
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i]);
     if (cuda.dev) cuda.ops->close(cuda.dev);

@@ -1018,6 +1018,49 @@ static void test_narrow_splits(void) {
     fixture_remove_db(db);
 }
 
+/* A sample older than CG_GENERATION_PARTIAL_GUARDS whose kernel guards
+ * `x < 100 && c < 3` (three channels in blocks of two, a partial x tile)
+ * ran with no interior blocks, where this build finds them
+ * (cg_decides_guards_apart): CG_CODE_PARTIAL_GUARDS through OpenCL (CPU
+ * and GPU) and CUDA, rejected (rejected_partial_guards); C's code has no
+ * interior and is kept, as are newer code and a schedule whose guard is
+ * x's alone. */
+static void test_partial_guards(void) {
+    static const char pipe[] = "pipeline chans;\ninput u16 in(100, 20, 3);\n"
+                               "out(x, y, c) = u8(in(x, y, c) >> 8);\noutput out(100, 20, 3);\n";
+    static const char text[] = "schedule chans;\nout: root [x=16x1 y=1x1 c=2x1];\n";
+    static const char xtext[] = "schedule chans;\nout: root [x=16x1 y=1x1 c=1x1];\n";
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_PARTIAL_GUARDS - 1;
+    cg_code_change c[6];
+    for (int i = 0; i < 6; i++) c[i] = CG_CODE_SAME;
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old, false, true, &c[1]) &&
+          rows_change(&fx, text, old, false, false, &c[2]) && rows_change(&fx, text, old, true, false, &c[3]) &&
+          rows_change(&fx, text, old + 1, true, true, &c[4]) && rows_change(&fx, xtext, old, true, true, &c[5]));
+    check_report(c[0] == CG_CODE_PARTIAL_GUARDS && c[1] == CG_CODE_PARTIAL_GUARDS && c[2] == CG_CODE_PARTIAL_GUARDS &&
+                 c[3] == CG_CODE_SAME && c[4] == CG_CODE_SAME && c[5] == CG_CODE_SAME,
+                 "partial guards: generation %d: CPU OpenCL %d, GPU OpenCL %d, CUDA %d, C %d; generation %d %d; "
+                 "x's guard alone %d", old, c[0], c[1], c[2], c[3], old + 1, c[4], c[5]);
+    char db[128], version[64];
+    snprintf(db, sizeof db, "/tmp/test_train_guards_%d.db", (int)getpid());
+    snprintf(version, sizeof version, "abc cg%d", old);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, version, &pid, &devl));
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == 0 && d.rejected_partial_guards == 2);
+    train_data_free(&d);
+    char err[1024];
+    unsigned keep = 0;
+    CHECK(train_keep_changed_parse("partial-guards", &keep, err, sizeof err) == 0 &&
+          (keep >> CG_CODE_PARTIAL_GUARDS & 1u));
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_PARTIAL_GUARDS));
+    /* the CPU's time of this code; the GPU's older one is left out beside it */
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_partial_guards == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -1033,6 +1076,7 @@ int main(void) {
     RUN(test_rows_apart);
     RUN(test_pointer_selects);
     RUN(test_narrow_splits);
+    RUN(test_partial_guards);
     RUN(test_private_picks);
     RUN(test_cyclic_generations);
     RUN(test_conversion_generations);

@@ -254,6 +254,10 @@ struct cg_ctx {
     int64_t private_picks;        /* private arrays' reads printed as a select (cg_expr.c) */
     bool edge_copy;               /* printing the edge blocks' copy of a kernel with an interior one */
     bool probing;                 /* printing into scratch, dropped (push_interior): not counted */
+    bool whole_guards;            /* count an if as one conditional, its conjuncts decided or not
+                                   * (the interior finder before CG_GENERATION_PARTIAL_GUARDS) */
+    bool guards_probe;            /* only compare the two finders (cg_decides_guards_apart) ... */
+    bool guards_apart;            /* ... which found other interior blocks for some kernel */
 };
 
 void *cg_grow(void *p, size_t n);          /* realloc, aborting when out of memory */
@@ -310,5 +314,29 @@ bool cg_fits(sc_type t, int64_t lo, int64_t hi);
 /* Sets the range (or f32 constant) of node id from its operands'. */
 void cg_node_range(cg_ctx *g, int id);
 int64_t cg_wrap(int64_t v, sc_type t);        /* an integer wrapped to t */
+
+/* codegen.c: generating for the queries of cg_changes.c. */
+/* What cg_generate_probe prints: the file, or (a probe) only the kernels with
+ * block bases that split_worthy takes (PROBE_SPLITS), or those of them
+ * it takes for a guarded narrow store alone (PROBE_NARROW_SPLITS), or
+ * of the kernels with block bases and a guard on a conjunction, only
+ * whether generation 21's interior finder finds the same blocks
+ * (PROBE_GUARDS: counts->guards_apart). */
+typedef enum { PROBE_NONE, PROBE_SPLITS, PROBE_NARROW_SPLITS, PROBE_GUARDS } split_probe;
+/* What a file's code prints, counted (cg_generate_probe). */
+typedef struct {
+    int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
+    cg_opencl_forms opencl;              /* OpenCL's forms (cg_opencl_forms_of) */
+    bool guards_apart;                   /* PROBE_GUARDS: the finders differ */
+} code_counts;
+/* The file for prog; *counts (may be NULL) gets what it prints counted,
+ * *launches (may be NULL) the launches that run it (cg_launch, malloc'd).
+ * With a probe, only its kernels are printed, up to the first split (or
+ * difference), and no file: NULL, and the launches so far. */
+char *cg_generate_probe(const lower_program *prog, cg_backend backend, cg_math math, code_counts *counts,
+                        cg_launch **launches, int *nlaunches, split_probe probe);
+/* Whether a CPU's OpenCL code launches kernel k's interior blocks apart
+ * where it has them; *narrow (may be NULL): only for a guarded narrow store. */
+bool cg_split_worthy(const lower_kernel *k, bool *narrow);
 
 #endif

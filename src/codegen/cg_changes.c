@@ -6,8 +6,93 @@
  * that training leaves out (or groups apart) the samples that timed the
  * older code.
  */
+#include <stdlib.h>
+
 #include "cg_backend.h"
 #include "nest_query.h"
+
+/* Whether prog's OpenCL code for a CPU launches some kernel's interior
+ * apart, of the kernels that probe prints. */
+static bool opencl_splits(const lower_program *prog, split_probe probe)
+{
+    bool candidate = false, narrow;
+    for (int i = 0; i < prog->nkernels && !candidate; i++)
+        candidate = prog->kernels[i]->nbases > 0 && cg_split_worthy(prog->kernels[i], &narrow) &&
+                    (probe == PROBE_SPLITS || narrow);
+    if (!prog->cpu || !candidate)
+        return false;
+    cg_launch *launches = NULL;
+    int n = 0;
+    cg_generate_probe(prog, CG_OPENCL, CG_MATH_FAST, NULL, &launches, &n, probe);
+    bool split = false;
+    for (int i = 0; i < n && !split; i++)
+        split = launches[i].interior;
+    free(launches);
+    return split;
+}
+
+bool cg_opencl_splits(const lower_program *prog)
+{
+    return opencl_splits(prog, PROBE_SPLITS);
+}
+
+bool cg_opencl_splits_narrow(const lower_program *prog)
+{
+    return opencl_splits(prog, PROBE_NARROW_SPLITS);
+}
+
+bool cg_decides_guards_apart(const lower_program *prog, cg_backend backend)
+{
+    code_counts n = {0};
+    if (backend != CG_C)
+        cg_generate_probe(prog, backend, CG_MATH_FAST, &n, NULL, NULL, PROBE_GUARDS);
+    return n.guards_apart;
+}
+
+int64_t cg_pow2_shifts(const lower_program *prog)
+{
+    code_counts n = {0};
+    free(cg_generate_probe(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL, PROBE_NONE));
+    return n.pow2_shifts;
+}
+
+/* Whether a kernel of prog keeps a Func, or a staged copy, in a private
+ * array (the only arrays whose reads generation 19 prints as selects). */
+static bool has_private_arrays(const lower_program *prog)
+{
+    for (int i = 0; i < prog->nkernels; i++) {
+        const lower_kernel *k = prog->kernels[i];
+        for (int f = 0; f < prog->p->funcs.n + k->nstaged; f++)
+            if (k->storage[f] && k->storage[f]->mem == MEM_LOCAL) return true;
+    }
+    return false;
+}
+
+cg_opencl_forms cg_opencl_forms_of(const lower_program *prog)
+{
+    code_counts n = {0};
+    if (prog->cpu || has_private_arrays(prog))
+        free(cg_generate_probe(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
+    return n.opencl;
+}
+
+int64_t cg_opencl_pointer_selects(const lower_program *prog)
+{
+    return cg_opencl_forms_of(prog).pointer_selects;
+}
+
+int64_t cg_opencl_private_picks(const lower_program *prog)
+{
+    return cg_opencl_forms_of(prog).private_picks;
+}
+
+int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)
+{
+    cg_opencl_forms n = cg_opencl_forms_of(prog);
+    if (in_edges)
+        *in_edges = n.rows_apart_edge;
+    return n.rows_apart;
+}
 
 static void note_pow2_division(const sc_expr *e, void *user)
 {
@@ -143,6 +228,10 @@ static cg_code_change code_change(int generation, lowered *l, bool opencl)
     cg_code_change c = opencl_forms_change(generation, l, opencl);
     if (c != CG_CODE_SAME)
         return c;
+    /* before the conversions: the interior's code differs more */
+    if (generation < CG_GENERATION_PARTIAL_GUARDS && lowered_program(l) &&
+        cg_decides_guards_apart(lowered_program(l), opencl ? CG_OPENCL : l->cpu ? CG_C : CG_CUDA))
+        return CG_CODE_PARTIAL_GUARDS;
     if (generation < CG_GENERATION_BRANCHLESS_CONVERSIONS && cg_converts_f32(l->p))
         return CG_CODE_CONVERSIONS;
     return CG_CODE_SAME;
@@ -153,8 +242,10 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
 {
     /* generation 20 (cyclic points) changed no older sample's code as the
      * loader models it: the model passed in has the sample's mapping;
-     * generation 21 changed the f32-to-integer helpers (CG_CODE_CONVERSIONS) */
-    _Static_assert(CG_GENERATION == CG_GENERATION_BRANCHLESS_CONVERSIONS,
+     * generation 21 changed the f32-to-integer helpers (CG_CODE_CONVERSIONS);
+     * generation 22 the interior of kernels guarded by a conjunction
+     * (CG_CODE_PARTIAL_GUARDS) */
+    _Static_assert(CG_GENERATION == CG_GENERATION_PARTIAL_GUARDS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, model, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, opencl);

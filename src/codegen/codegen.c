@@ -490,12 +490,6 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
     return false;
 }
 
-/* What a file's code prints, counted (generate). */
-typedef struct {
-    int64_t pow2_shifts;                 /* divisions and modulos by 2^k as shifts and masks */
-    cg_opencl_forms opencl;              /* OpenCL's forms (cg_opencl_forms_of) */
-} code_counts;
-
 /* Whether the loop s gets the back end's unroll pragma. */
 static bool unroll_pragma(const cg_ctx *g, const kstmt *s)
 {
@@ -583,6 +577,17 @@ static void pr_store(cg_ctx *g, const kstmt *s)
     cg_printf(g, ";\n");
 }
 
+/* The conjuncts of condition node c (the operands of its &&s) that the
+ * ranges leave undecided: a partial tile's guard `x < 2561 && c < 3` has
+ * two, one in blocks away from x's last (generation 22). */
+static int64_t undecided_conjuncts(const cg_ctx *g, int c)
+{
+    const cg_node *n = &g->node[c];
+    if (n->e->kind == E_BINARY && n->e->op == SC_AND)
+        return undecided_conjuncts(g, n->kid[0]) + undecided_conjuncts(g, n->kid[1]);
+    return !cg_folds(n);
+}
+
 static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
 {
     if (!s)
@@ -612,7 +617,7 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
             }
             break;
         }
-        g->undecided++;
+        g->undecided += g->whole_guards ? 1 : undecided_conjuncts(g, c);
         cg_st_hoist(g, c);
         cg_put_indent(g);
         cg_printf(g, "if (");
@@ -834,8 +839,13 @@ static int64_t undecided_in(cg_ctx *g, const lower_kernel *k, const int64_t *jlo
  * y_min + 6`, is decided for one block but not for a range, and must
  * not shrink the interior to one block); each base's range of blocks
  * then grows, by bisection on each side, as long as no conditional more
- * is left undecided.  True when some conditional is decided there that is
- * not in every block; jlo, jhi: the interior's blocks per base.
+ * is left undecided.  An if counts each of its conjuncts (since
+ * generation 22): a partial tile's guard `x < 2561 && c < 3`, with three
+ * channels in blocks of two, keeps `c < 3` in every block, and counted
+ * as one it left no interior at all, where PoCL vectorizes the interior
+ * copy guarded by `c < 3` alone (camera_pipe's curved: 37 ms, 6 now).
+ * True when some conditional is decided there that is not in every
+ * block; jlo, jhi: the interior's blocks per base.
  */
 static bool interior_blocks(cg_ctx *g, const lower_kernel *k, int64_t *jlo, int64_t *jhi)
 {
@@ -958,7 +968,7 @@ static bool guards_narrow_store(const kstmt *s, bool guarded)
  * stayed scalar: stencil_chain's baseline (u16 stencils, 64 wide) ran
  * 760-820 ms, 73-112 ms with its kernels split (docs/backends.md,
  * "Generation 18"). */
-static bool split_worthy(const lower_kernel *k, bool *narrow)
+bool cg_split_worthy(const lower_kernel *k, bool *narrow)
 {
     bool n = false, large = large_kernel(k);
     for (int i = 0; i < k->nphases && !n; i++)
@@ -999,13 +1009,23 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
         return;
     }
     int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
+    if (g->guards_probe) {                  /* the finder of generation 21 beside this one's */
+        int64_t olo[SC_MAX_DIMS], ohi[SC_MAX_DIMS];
+        size_t n = sizeof jlo[0] * (size_t)k->nbases;
+        bool now = g->t->interior && interior_blocks(g, k, jlo, jhi);
+        g->whole_guards = true;
+        bool before = g->t->interior && interior_blocks(g, k, olo, ohi);
+        g->whole_guards = false;
+        g->guards_apart |= now != before || (now && (memcmp(jlo, olo, n) || memcmp(jhi, ohi, n)));
+        return;
+    }
     if (!g->t->interior || !interior_blocks(g, k, jlo, jhi)) {
         pr_phases(g, k);
         return;
     }
     char cond[1024];
     size_t n = interior_condition(g, k, jlo, jhi, cond, sizeof cond);
-    if (sp->part == PART_EDGE && n > 0 && blocks_are_bases(k) && split_worthy(k, NULL)) {
+    if (sp->part == PART_EDGE && n > 0 && blocks_are_bases(k) && cg_split_worthy(k, NULL)) {
         sp->split = true;
         sp->ninterior = 1;
         for (int b = 0; b < k->nbases; b++) {
@@ -1251,17 +1271,31 @@ char *cg_generate(const lower_program *prog, cg_backend backend)
     return cg_generate_math(prog, backend, CG_MATH_EXACT);
 }
 
-/* What generate prints: the file, or (a probe) only the kernels with
- * block bases that split_worthy takes (PROBE_SPLITS), or those of them
- * it takes for a guarded narrow store alone (PROBE_NARROW_SPLITS). */
-typedef enum { PROBE_NONE, PROBE_SPLITS, PROBE_NARROW_SPLITS } split_probe;
+/* Whether s guards with a conjunction (KS_IF on &&). */
+static bool stmt_guards_conjunction(const kstmt *s)
+{
+    if (!s)
+        return false;
+    if (s->kind == KS_IF && s->cond->kind == E_BINARY && s->cond->op == SC_AND)
+        return true;
+    if (s->kind == KS_SEQ) {
+        for (int i = 0; i < s->n; i++)
+            if (stmt_guards_conjunction(s->items[i])) return true;
+        return false;
+    }
+    return (s->kind == KS_FOR || s->kind == KS_IF) && stmt_guards_conjunction(s->body);
+}
 
-/* The file for prog; *counts (may be NULL) gets what it prints counted, *launches
- * (may be NULL) the launches that run it (cg_launch, malloc'd).  With a
- * probe, only its kernels are printed, up to the first split, and no
- * file: NULL, and the launches so far. */
-static char *generate(const lower_program *prog, cg_backend backend, cg_math math, code_counts *counts,
-                      cg_launch **launches, int *nlaunches, split_probe probe)
+static bool guards_conjunction(const lower_kernel *k)
+{
+    for (int i = 0; i < k->nphases; i++)
+        if (stmt_guards_conjunction(k->phases[i])) return true;
+    return false;
+}
+
+
+char *cg_generate_probe(const lower_program *prog, cg_backend backend, cg_math math, code_counts *counts,
+                        cg_launch **launches, int *nlaunches, split_probe probe)
 {
     static const cg_target *const targets[] = {
         [CG_C] = &cg_target_c, [CG_OPENCL] = &cg_target_opencl, [CG_CUDA] = &cg_target_cuda,
@@ -1275,13 +1309,17 @@ static char *generate(const lower_program *prog, cg_backend backend, cg_math mat
     g.math = math;
     g.prog = prog;
     g.out = &kernels;
+    g.guards_probe = probe == PROBE_GUARDS;
     for (int i = 0; i < prog->nkernels; i++) {
         bool narrow;
-        if (probe != PROBE_NONE && !(prog->kernels[i]->nbases > 0 && split_worthy(prog->kernels[i], &narrow) &&
-                                     (probe == PROBE_SPLITS || narrow)))
+        if (probe == PROBE_GUARDS && !(prog->kernels[i]->nbases > 0 && guards_conjunction(prog->kernels[i])))
+            continue;
+        if ((probe == PROBE_SPLITS || probe == PROBE_NARROW_SPLITS) &&
+            !(prog->kernels[i]->nbases > 0 && cg_split_worthy(prog->kernels[i], &narrow) &&
+              (probe == PROBE_SPLITS || narrow)))
             continue;
         pr_kernel(&g, i);
-        if (probe != PROBE_NONE && g.nlaunches > 0 && g.launches[g.nlaunches - 1].interior)
+        if (probe != PROBE_NONE && ((g.nlaunches > 0 && g.launches[g.nlaunches - 1].interior) || g.guards_apart))
             break;
     }
     if (probe != PROBE_NONE) {
@@ -1319,6 +1357,7 @@ done:
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
         counts->opencl = (cg_opencl_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects, g.private_picks };
+        counts->guards_apart = g.guards_apart;
     }
     if (launches) {
         *launches = g.launches;
@@ -1330,7 +1369,7 @@ done:
 
 char *cg_generate_math(const lower_program *prog, cg_backend backend, cg_math math)
 {
-    return generate(prog, backend, math, NULL, NULL, NULL, PROBE_NONE);
+    return cg_generate_probe(prog, backend, math, NULL, NULL, NULL, PROBE_NONE);
 }
 
 char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_math math, cg_launch **launches,
@@ -1338,82 +1377,7 @@ char *cg_generate_launches(const lower_program *prog, cg_backend backend, cg_mat
 {
     *launches = NULL;
     *nlaunches = 0;
-    return generate(prog, backend, math, NULL, launches, nlaunches, PROBE_NONE);
-}
-
-/* Whether prog's OpenCL code for a CPU launches some kernel's interior
- * apart, of the kernels that probe prints. */
-static bool opencl_splits(const lower_program *prog, split_probe probe)
-{
-    bool candidate = false, narrow;
-    for (int i = 0; i < prog->nkernels && !candidate; i++)
-        candidate = prog->kernels[i]->nbases > 0 && split_worthy(prog->kernels[i], &narrow) &&
-                    (probe == PROBE_SPLITS || narrow);
-    if (!prog->cpu || !candidate)
-        return false;
-    cg_launch *launches = NULL;
-    int n = 0;
-    generate(prog, CG_OPENCL, CG_MATH_FAST, NULL, &launches, &n, probe);
-    bool split = false;
-    for (int i = 0; i < n && !split; i++)
-        split = launches[i].interior;
-    free(launches);
-    return split;
-}
-
-bool cg_opencl_splits(const lower_program *prog)
-{
-    return opencl_splits(prog, PROBE_SPLITS);
-}
-
-bool cg_opencl_splits_narrow(const lower_program *prog)
-{
-    return opencl_splits(prog, PROBE_NARROW_SPLITS);
-}
-
-int64_t cg_pow2_shifts(const lower_program *prog)
-{
-    code_counts n = {0};
-    free(generate(prog, CG_C, CG_MATH_EXACT, &n, NULL, NULL, PROBE_NONE));
-    return n.pow2_shifts;
-}
-
-/* Whether a kernel of prog keeps a Func, or a staged copy, in a private
- * array (the only arrays whose reads generation 19 prints as selects). */
-static bool has_private_arrays(const lower_program *prog)
-{
-    for (int i = 0; i < prog->nkernels; i++) {
-        const lower_kernel *k = prog->kernels[i];
-        for (int f = 0; f < prog->p->funcs.n + k->nstaged; f++)
-            if (k->storage[f] && k->storage[f]->mem == MEM_LOCAL) return true;
-    }
-    return false;
-}
-
-cg_opencl_forms cg_opencl_forms_of(const lower_program *prog)
-{
-    code_counts n = {0};
-    if (prog->cpu || has_private_arrays(prog))
-        free(generate(prog, CG_OPENCL, CG_MATH_FAST, &n, NULL, NULL, PROBE_NONE));
-    return n.opencl;
-}
-
-int64_t cg_opencl_pointer_selects(const lower_program *prog)
-{
-    return cg_opencl_forms_of(prog).pointer_selects;
-}
-
-int64_t cg_opencl_private_picks(const lower_program *prog)
-{
-    return cg_opencl_forms_of(prog).private_picks;
-}
-
-int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)
-{
-    cg_opencl_forms n = cg_opencl_forms_of(prog);
-    if (in_edges)
-        *in_edges = n.rows_apart_edge;
-    return n.rows_apart;
+    return cg_generate_probe(prog, backend, math, NULL, launches, nlaunches, PROBE_NONE);
 }
 
 /* The options each back end's header comment also names (cg_c.c,

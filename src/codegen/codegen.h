@@ -183,8 +183,18 @@
  *      (docs/backends.md, "Generation 21").  Samples of code converting
  *      f32 to integers are kept, in their own groups (train_load.h,
  *      kept_conversions): on the apps' baselines the old and new code
- *      timed alike but for hist's. */
-#define CG_GENERATION 21
+ *      timed alike but for hist's.
+ *  22  2026-12-06: the interior finder counts the conjuncts of a guard
+ *      that the interior's ranges leave undecided, where it counted the
+ *      guard as one conditional (codegen.c, "Interior blocks"): a
+ *      partial tile's guard `x < 2561 && c < 3`, three channels in tiles
+ *      of two, kept `c < 3` in every block, so no interior was found and
+ *      every block kept `x < 2561`, which PoCL did not vectorize (a
+ *      masked byte gather).  camera_pipe's curved with two channels a
+ *      work-group: 37.1 ms, 5.7 ms now (docs/backends.md, "Generation
+ *      22").  Samples whose code this changed (cg_decides_guards_apart)
+ *      are left out (train_load.h, rejected_partial_guards). */
+#define CG_GENERATION 22
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -226,6 +236,8 @@
 #define CG_GENERATION_CYCLIC_POINTS 20
 /* The first generation whose f32-to-integer helpers have no branches. */
 #define CG_GENERATION_BRANCHLESS_CONVERSIONS 21
+/* The first generation whose interior finder counts a guard's conjuncts. */
+#define CG_GENERATION_PARTIAL_GUARDS 22
 
 #include "lower.h"
 
@@ -314,7 +326,10 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * (CG_CODE_PRIVATE_PICKS: before CG_GENERATION_PRIVATE_PICKS, where
  * cg_opencl_private_picks), or converted f32 to an integer type through
  * a helper with branches (CG_CODE_CONVERSIONS: before
- * CG_GENERATION_BRANCHLESS_CONVERSIONS, where cg_converts_f32).  The model is the sample's own: built with
+ * CG_GENERATION_BRANCHLESS_CONVERSIONS, where cg_converts_f32), or, through
+ * OpenCL or CUDA, found another interior for some kernel, or none, by
+ * counting a guard as one conditional (CG_CODE_PARTIAL_GUARDS: before
+ * CG_GENERATION_PARTIAL_GUARDS, where cg_decides_guards_apart).  The model is the sample's own: built with
  * the mapping of its generation (nest_ctx_set_cyclic off before
  * CG_GENERATION_CYCLIC_POINTS), and the code the checks read is lowered
  * with its mapping, so a change of mapping is no change here. */
@@ -334,8 +349,15 @@ typedef enum {
     CG_CODE_POINTER_SELECTS,
     CG_CODE_NARROW_SPLITS,
     CG_CODE_PRIVATE_PICKS,
-    CG_CODE_CONVERSIONS
+    CG_CODE_CONVERSIONS,
+    CG_CODE_PARTIAL_GUARDS
 } cg_code_change;
+/* Whether code of prog in backend finds other interior blocks than
+ * generation 21's finder, which counted a guard as one conditional where
+ * this build counts its undecided conjuncts (codegen.c, "Interior
+ * blocks"): code that differs from an older generation's.  False for C,
+ * which has no interior copies. */
+bool cg_decides_guards_apart(const lower_program *prog, cg_backend backend);
 /* Whether a definition of p divides or takes the modulo of a signed
  * integer by a constant power of two of at least 2 (a quick test: only
  * where the dividend may be negative did generation 9 change the code,

@@ -112,6 +112,12 @@
  * helpers with branches: they are kept, in their own group (the code
  * generation's), counted as kept_conversions (the apps' baselines timed
  * alike both ways but for hist's: docs/backends.md, "Generation 21").
+ *
+ * Samples older than CG_GENERATION_PARTIAL_GUARDS whose OpenCL or CUDA
+ * code finds another interior now that a guard's conjuncts count apart
+ * (cg_decides_guards_apart; none, where a short loop's partial block kept
+ * one conjunct in every block) ran guarded code that PoCL left scalar
+ * (camera_pipe's curved 6.5x slower): they count as rejected_partial_guards.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
