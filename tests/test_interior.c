@@ -24,7 +24,8 @@
  *    block) undecided in every block, leaves the other's blocks an
  *    interior guarded by the first alone (generation 22), launched apart
  *    for a CPU, and cg_decides_guards_apart says so where generation
- *    21's finder found none; run against the reference;
+ *    21's finder found none; run against the reference, its CUDA code
+ *    compiled;
  *  - lowered for a CPU, OpenCL takes a clamped row apart from the first
  *    coordinate ((in_g + (row))[x], cg_access) in the edge code only,
  *    never a data-dependent row, never for a GPU; run against the
@@ -454,6 +455,14 @@ static void partial_guard_case(const char *name, const char *sched, bool apart) 
         free(gcode);
         free(code);
     }
+    if (cuda.dev) {
+        char err[8192], opts[128], *src = cg_generate(l.gpu, CG_CUDA);
+        snprintf(opts, sizeof opts, "%s -arch=sm_80", cg_required_options(CG_CUDA));
+        rt_module *m = cuda.ops->compile(cuda.dev, src, opts, err, sizeof err);
+        check_report(m != NULL, "%s/cuda: compiles%s%s", name, m ? "" : ": ", m ? "" : err);
+        if (m) cuda.ops->module_free(m);
+        free(src);
+    }
     fixture_check_runs(devs, ndev, name, l.gpu, l.in, l.ref);
     fixture_check_cpu_runs(devs, ndev, name, &l);
 }
@@ -470,8 +479,8 @@ int main(void) {
     ndev = fixture_open_devices(devs);
     test_rows_apart();
     test_narrow_splits();
-    test_partial_guards();
     cuda = fixture_open_cuda();
+    test_partial_guards();
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i]);
     if (cuda.dev) cuda.ops->close(cuda.dev);
     fixture_close_devices(devs, ndev);
