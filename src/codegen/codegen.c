@@ -1010,11 +1010,13 @@ static void pr_kernel_body(cg_ctx *g, const lower_kernel *k, kernel_split *sp)
     }
     int64_t jlo[SC_MAX_DIMS], jhi[SC_MAX_DIMS];
     if (g->guards_probe) {                  /* the finder of generation 21 beside this one's */
+        if (!g->t->interior)
+            return;
         int64_t olo[SC_MAX_DIMS], ohi[SC_MAX_DIMS];
         size_t n = sizeof jlo[0] * (size_t)k->nbases;
-        bool now = g->t->interior && interior_blocks(g, k, jlo, jhi);
+        bool now = interior_blocks(g, k, jlo, jhi);
         g->whole_guards = true;
-        bool before = g->t->interior && interior_blocks(g, k, olo, ohi);
+        bool before = interior_blocks(g, k, olo, ohi);
         g->whole_guards = false;
         g->guards_apart |= now != before || (now && (memcmp(jlo, olo, n) || memcmp(jhi, ohi, n)));
         return;
@@ -1292,7 +1294,6 @@ static bool guards_conjunction(const lower_kernel *k)
         if (stmt_guards_conjunction(k->phases[i])) return true;
     return false;
 }
-
 
 char *cg_generate_probe(const lower_program *prog, cg_backend backend, cg_math math, code_counts *counts,
                         cg_launch **launches, int *nlaunches, split_probe probe)
