@@ -255,6 +255,35 @@ case_ train_each_with_hold_out 0 -o '1 models?, each without one app' -- \
     "$sc" train --data "$tmp/two.txt" -o "$tmp/each2" --hold-out blur --hold-out-each all --epochs 2
 cmp -s "$tmp/each2/chain.weights" "$tmp/no_both.weights"; ok train_each_with_hold_out_same $?
 ok train_each_with_hold_out_only_chain "$([ ! -e "$tmp/each2/blur.weights" ]; echo $?)"
+# --evaluate-held-out: each app's pipelines ranked by its own held-out
+# model, as --evaluate ranks them with that one file
+case_ train_held_out_eval 0 -o '^mean over 2 apps: pairwise [0-9.]+, rho [0-9.-]+ \(each app once\); the pick at [0-9.]+x' -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/each"
+grep -q "^held out in $tmp/each: each app's pipelines ranked by $tmp/each/APP.weights$" "$out"; ok train_held_out_eval_names_dir $?
+grep -E '^blur +[0-9]+ ' "$out" | awk '{print $2, $3, $4}' >"$tmp/ho_blur"
+"$sc" train --data "$tmp/two.txt" --evaluate "$tmp/each/blur.weights" --app blur >"$tmp/ev_blur" 2>&1
+grep -E '^all: ' "$tmp/ev_blur" | sed -E 's/^all: ([0-9]+) samples of [0-9]+ pipelines?: pairwise ([0-9.]+), rho ([0-9.-]+) .*/\1 \2 \3/' >"$tmp/ev_blur1"
+cmp -s "$tmp/ho_blur" "$tmp/ev_blur1" && [ -s "$tmp/ho_blur" ]; ok train_held_out_eval_same_as_evaluate $?
+case_ train_held_out_eval_two 0 -o '^mean over 1 apps: ' -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/each,$tmp/each" --app chain
+ok train_held_out_eval_two_blocks "$(grep -c '^held out in ' "$out" | grep -qx 2; echo $?)"
+ok train_held_out_eval_app_only "$(grep -Ec '^blur +[0-9]' "$out" | grep -qx 0; echo $?)"
+case_ train_held_out_eval_not_dir 1 -e "--evaluate-held-out '$tmp/nodir': not a directory" -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/nodir"
+mkdir -p "$tmp/emptydir"
+case_ train_held_out_eval_no_weights 1 -e "--evaluate-held-out: no APP.weights in $tmp/emptydir" -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/emptydir"
+case_ train_held_out_eval_and_evaluate 2 -e '--evaluate and --evaluate-held-out are exclusive' -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/each" --evaluate "$tmp/no_blur.weights"
+case_ train_held_out_eval_output 2 -e '--evaluate-held-out writes no weights: drop -o' -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/each" -o "$tmp/x2.weights"
+case_ train_held_out_eval_epochs 2 -e '--evaluate-held-out trains nothing: drop --epochs' -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/each" --epochs 3
+case_ train_held_out_eval_unknown_app 2 -e "--app 'harris': no pipeline of that app in $tmp/two.txt" -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/each" --app harris
+printf 'garbage' >"$tmp/bad_each_blur"; mkdir -p "$tmp/bad_each"; cp "$tmp/bad_each_blur" "$tmp/bad_each/blur.weights"
+case_ train_held_out_eval_corrupt 1 -e "$tmp/bad_each/blur.weights" -- \
+    "$sc" train --data "$tmp/two.txt" --evaluate-held-out "$tmp/bad_each"
 # bad usage and input: nothing is written
 case_ train_each_unknown_app 2 -e "--hold-out-each 'harris': no pipeline of that app in $tmp/two.txt \(its apps: chain, blur\)" -- \
     "$sc" train --data "$tmp/two.txt" -o "$tmp/each3" --hold-out-each blur,harris --epochs 1

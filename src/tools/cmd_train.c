@@ -44,6 +44,7 @@ static void train_usage(FILE *out) {
     fprintf(out,
             "usage: stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) -o FILE.weights [options]\n"
             "       stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) --evaluate W [--app A[,B]]\n"
+            "       stagecraft train (--db FILE.db | --data FILE.txt[.xz] [--data ...]) --evaluate-held-out DIR[,DIR]\n"
             "       [--device KEY] [--min-generation N] [--keep-changed LIST]\n"
             "\n"
             "Trains the learned cost model (Anderson et al. 2021) on the measured samples and\n"
@@ -90,7 +91,12 @@ static void train_usage(FILE *out) {
             "  --evaluate W      train nothing: how weights W rank each pipeline's samples (pairwise\n"
             "                    accuracy, Spearman's rho, and the measured time of the sample it\n"
             "                    predicts fastest over the fastest measured), and over all of them\n"
-            "  --app A           with --evaluate: only the pipelines of app A (repeatable, or a,b,c)\n"
+            "  --evaluate-held-out DIR[,DIR...]\n"
+            "                    train nothing: how each app's own model of DIR (DIR/APP.weights,\n"
+            "                    as --hold-out-each writes them) ranks that app's pipelines, a line\n"
+            "                    per app and the mean over the apps, for each DIR\n"
+            "  --app A           with --evaluate or --evaluate-held-out: only the pipelines of app A\n"
+            "                    (repeatable, or a,b,c)\n"
             "  --worst-kernels N  with --evaluate: the N kernels priced furthest under their share\n"
             "                    of their samples' kernel times (default 0)\n"
             "  --intensive       the coefficients from the per-point, per-thread and per-block\n"
@@ -213,6 +219,99 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
     if (worst) print_worst_kernels(d, m, worst);
     free(each);
     return TOOL_OK;
+}
+
+/* `train --evaluate-held-out DIRS`: for every app of d (of apps, where
+ * napps > 0), how DIR/APP.weights of each directory ranks that app's
+ * pipelines, the models --hold-out-each writes: a line per app, then the
+ * mean over the apps, each counted once.  A tool status. */
+static int evaluate_held_out(train_data *d, const char *const *dirs, int ndirs, const char *const *apps, int napps,
+                             const char *from) {
+    char names[8192];
+    if (napps == 0) data_apps(d, NULL, NULL, 0, names, sizeof names);
+    else {
+        size_t at = 0;
+        names[0] = 0;
+        for (int k = 0; k < napps; k++) {
+            if (train_set_role_of_apps(d, 1, &apps[k], TRAIN_ROLE_VALID) == 0) {
+                char all[1024];
+                data_apps(d, NULL, NULL, 0, all, sizeof all);
+                fprintf(stderr, "stagecraft train: --app '%s': no pipeline of that app in %s (its apps: %s)\n",
+                        apps[k], from, all[0] ? all : "none");
+                return TOOL_USAGE;
+            }
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", apps[k]);
+        }
+    }
+    if (!names[0]) {
+        fprintf(stderr, "stagecraft train: --evaluate-held-out: no app's pipelines in %s\n", from);
+        return TOOL_INPUT;
+    }
+    train_pipe_metrics *each = calloc((size_t)d->npipes + 1, sizeof *each);
+    nn_model *m = calloc(1, sizeof *m);
+    if (!each || !m) abort();
+    int rc = TOOL_OK;
+    for (int k = 0; k < ndirs && rc == TOOL_OK; k++) {
+        printf("held out in %s: each app's pipelines ranked by %s/APP.weights\n", dirs[k], dirs[k]);
+        printf("%-28s %8s %9s %8s %10s\n", "app", "samples", "pairwise", "rho", "pick/best");
+        double pair_sum = 0, rho_sum = 0, log_pick = 0;
+        int napp = 0, nrho = 0, npick = 0, missing = 0;
+        char list[8192], *save = NULL;
+        snprintf(list, sizeof list, "%s", names);
+        for (char *app = strtok_r(list, ", ", &save); app; app = strtok_r(NULL, ", ", &save)) {
+            char path[4096], err[1024];
+            snprintf(path, sizeof path, "%s/%s.weights", dirs[k], app);
+            if (access(path, F_OK) != 0) {
+                missing++;
+                continue;
+            }
+            if (nn_load(m, path, err, sizeof err) != 0) {
+                fprintf(stderr, "stagecraft train: %s\n", err);
+                rc = TOOL_INPUT;
+                break;
+            }
+            const char *one[1] = { app };
+            for (int p = 0; p < d->npipes; p++) d->pipes[p].role = TRAIN_ROLE_SKIP;
+            train_set_role_of_apps(d, 1, one, TRAIN_ROLE_VALID);
+            train_metrics all = train_evaluate_pipes(d, m, TRAIN_ROLE_VALID, each);
+            double lp = 0;
+            int np = 0;
+            for (int p = 0; p < d->npipes; p++)
+                if (each[p].samples && isfinite(each[p].pick_over_best) && each[p].pick_over_best > 0) {
+                    lp += log(each[p].pick_over_best);
+                    np++;
+                }
+            double pick = np ? exp(lp / np) : NAN;
+            printf("%-28s %8d %9.4f %8.4f %10.3f\n", app, all.samples, all.pairwise, all.rho, pick);
+            if (isfinite(all.pairwise)) {
+                pair_sum += all.pairwise;
+                napp++;
+            }
+            if (isfinite(all.rho)) {
+                rho_sum += all.rho;
+                nrho++;
+            }
+            if (np) {
+                log_pick += log(pick);
+                npick++;
+            }
+        }
+        if (rc != TOOL_OK) break;
+        if (napp == 0) {
+            fprintf(stderr, "stagecraft train: --evaluate-held-out: no APP.weights in %s for the apps of %s (%s)\n",
+                    dirs[k], from, names);
+            rc = TOOL_INPUT;
+            break;
+        }
+        printf("mean over %d apps: pairwise %.4f, rho %.4f (each app once); the pick at %.3fx the fastest "
+               "(geometric mean)", napp, pair_sum / napp, nrho ? rho_sum / nrho : NAN,
+               npick ? exp(log_pick / npick) : NAN);
+        if (missing) printf("; %d app%s without weights in %s", missing, missing == 1 ? "" : "s", dirs[k]);
+        printf("\n");
+    }
+    free(m);
+    free(each);
+    return rc;
 }
 
 /* The device key a model trained on d records: the one asked for, the
@@ -405,6 +504,9 @@ static int train_each(const train_data *d, const train_opts *o, const char *cons
 
 int tool_train(int argc, char **argv) {
     const char *cmd = "train", *db = NULL, *out = NULL, *device = NULL, *init = NULL, *evaluate = NULL;
+    /* --evaluate-held-out directories, split at commas like --hold-out */
+    const char **held_dirs = calloc((size_t)argc * 2 + 1, sizeof *held_dirs);
+    int nheld_dirs = 0, held_cap = argc * 2;
     /* with --evaluate, the first option that only training uses */
     const char *train_only = NULL;
     /* the --data files, in the order given */
@@ -438,6 +540,7 @@ int tool_train(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             train_usage(stdout);
             free(each);
+            free(held_dirs);
             free(apps);
             for (int k = 0; k < ncopies; k++) free(copies[k]);
             free(copies);
@@ -453,6 +556,8 @@ int tool_train(int argc, char **argv) {
         else if (!strcmp(a, "--intensive")) intensive = true;
         else if (!strcmp(a, "--gather-floor")) gather_floor = true;
         else if ((v = opt_value(argc, argv, &i, "--evaluate", &missing))) evaluate = v;
+        else if ((v = opt_value(argc, argv, &i, "--evaluate-held-out", &missing)))
+            split_names(v, &held_dirs, &nheld_dirs, &held_cap, copies, &ncopies);
         else if ((v = opt_value(argc, argv, &i, "--hold-out", &missing)))
             split_names(v, &hold, &nhold, &cap, copies, &ncopies);
         else if ((v = opt_value(argc, argv, &i, "--hold-out-each", &missing)))
@@ -513,19 +618,38 @@ int tool_train(int argc, char **argv) {
     if (rc == TOOL_OK) {
         if (!db && !ndata) rc = tool_usage_error(cmd, "no samples given (--db FILE or --data FILE)");
         else if (db && ndata) rc = tool_usage_error(cmd, "--db and --data are exclusive");
+        else if (nheld_dirs && evaluate) rc = tool_usage_error(cmd, "--evaluate and --evaluate-held-out are exclusive");
+        else if (nheld_dirs && out) rc = tool_usage_error(cmd, "--evaluate-held-out writes no weights: drop -o");
+        else if (nheld_dirs && init) rc = tool_usage_error(cmd, "--evaluate-held-out and --init are exclusive");
+        else if (nheld_dirs && nhold)
+            rc = tool_usage_error(cmd, "--evaluate-held-out trains nothing to hold out from: --app chooses the apps");
+        else if (nheld_dirs && train_only)
+            rc = tool_usage_error(cmd, "--evaluate-held-out trains nothing: drop %s", train_only);
+        else if (nheld_dirs && neach)
+            rc = tool_usage_error(cmd, "--evaluate-held-out trains nothing: drop --hold-out-each");
         else if (evaluate && out) rc = tool_usage_error(cmd, "--evaluate writes no weights: drop -o");
         else if (evaluate && init) rc = tool_usage_error(cmd, "--evaluate and --init are exclusive");
         else if (evaluate && nhold)
             rc = tool_usage_error(cmd, "--evaluate trains nothing to hold out from: --app chooses the pipelines");
         else if (evaluate && train_only) rc = tool_usage_error(cmd, "--evaluate trains nothing: drop %s", train_only);
         else if (worst && !evaluate) rc = tool_usage_error(cmd, "--worst-kernels goes with --evaluate");
-        else if (napps && !evaluate)
+        else if (napps && !evaluate && !nheld_dirs)
             rc = tool_usage_error(cmd, "--app goes with --evaluate (to train without an app: --hold-out)");
-        else if (!out && !evaluate)
+        else if (!out && !evaluate && !nheld_dirs)
             rc = tool_usage_error(cmd, neach ? "no directory to write the models in (-o DIR)"
                                              : "no weights file to write (-o FILE.weights)");
         else if (neach && evaluate) rc = tool_usage_error(cmd, "--evaluate trains nothing: drop --hold-out-each");
         else if (jobs && !neach) rc = tool_usage_error(cmd, "--jobs goes with --hold-out-each");
+    }
+    for (int k = 0; k < nheld_dirs && rc == TOOL_OK; k++) {
+        /* refused before the samples load, which takes minutes */
+        struct stat sb;
+        if (!held_dirs[k][0]) rc = tool_usage_error(cmd, "--evaluate-held-out: an empty directory name");
+        else if (stat(held_dirs[k], &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "stagecraft train: --evaluate-held-out '%s': not a directory (expected one that "
+                    "--hold-out-each wrote, with APP.weights in it)\n", held_dirs[k]);
+            rc = TOOL_INPUT;
+        }
     }
     if (rc == TOOL_OK && neach) {
         /* the directory: refused now if it cannot be one, made once the samples load */
@@ -542,6 +666,7 @@ int tool_train(int argc, char **argv) {
         for (int k = 0; k < ncopies; k++) free(copies[k]);
         free(copies);
         free(each);
+        free(held_dirs);
         free(apps);
         free(hold);
         free(data);
@@ -633,6 +758,10 @@ int tool_train(int argc, char **argv) {
         rc = evaluate_weights(&d, m, evaluate, apps, napps, from, worst);
         goto done;
     }
+    if (nheld_dirs) {
+        rc = evaluate_held_out(&d, held_dirs, nheld_dirs, apps, napps, from);
+        goto done;
+    }
     train_split_by_hash(&d, (int)valid, (int)fold);
     train_opts o;
     train_opts_default(&o);
@@ -672,6 +801,7 @@ done:
     for (int k = 0; k < ncopies; k++) free(copies[k]);
     free(copies);
     free(each);
+    free(held_dirs);
     free(apps);
     free(hold);
     free(hold_pipes);
