@@ -179,8 +179,10 @@ static void print_worst_kernels(const train_data *d, const nn_model *m, int n) {
     free(w);
 }
 
-static int evaluate_weights(train_data *d, const nn_model *m, const char *path, const char *const *apps, int napps,
-                            const char *from, int worst) {
+/* --app: makes the pipelines of each app the validation role (the others
+ * skipped); every pipeline where napps is 0.  TOOL_USAGE, with a message
+ * naming the apps there are, where an app has no pipeline. */
+static int set_apps_valid(train_data *d, const char *const *apps, int napps, const char *from) {
     for (int p = 0; p < d->npipes; p++) d->pipes[p].role = napps ? TRAIN_ROLE_SKIP : TRAIN_ROLE_VALID;
     for (int k = 0; k < napps; k++)
         if (train_set_role_of_apps(d, 1, &apps[k], TRAIN_ROLE_VALID) == 0) {
@@ -190,29 +192,44 @@ static int evaluate_weights(train_data *d, const nn_model *m, const char *path, 
                     from, names[0] ? names : "none");
             return TOOL_USAGE;
         }
+    return TOOL_OK;
+}
+
+/* The geometric mean of the pipelines' pick over the fastest, over those
+ * evaluated with a finite one (NAN: none); *n their count. */
+static double pick_geomean(const train_data *d, const train_pipe_metrics *each, int *n) {
+    double log_sum = 0;
+    *n = 0;
+    for (int p = 0; p < d->npipes; p++)
+        if (each[p].samples && isfinite(each[p].pick_over_best) && each[p].pick_over_best > 0) {
+            log_sum += log(each[p].pick_over_best);
+            (*n)++;
+        }
+    return *n ? exp(log_sum / *n) : NAN;
+}
+
+static int evaluate_weights(train_data *d, const nn_model *m, const char *path, const char *const *apps, int napps,
+                            const char *from, int worst) {
+    int rc = set_apps_valid(d, apps, napps, from);
+    if (rc != TOOL_OK) return rc;
     train_pipe_metrics *each = calloc((size_t)d->npipes + 1, sizeof *each);
     train_metrics all = train_evaluate_pipes(d, m, TRAIN_ROLE_VALID, each);
     printf("evaluating %s (device %s; %s)\n", path, m->device[0] ? m->device : "unknown", m->summary);
     bool kern = all.kernel_samples > 0;
     printf("%-36s %8s %9s %8s %10s%s\n", "pipeline", "samples", "pairwise", "rho", "pick/best",
            kern ? "  kernels (samples, divergence)" : "");
-    double log_sum = 0;
-    int nlog = 0;
     for (int p = 0; p < d->npipes; p++) {
         const train_pipe_metrics *e = &each[p];
         if (!e->samples) continue;
         printf("%-36s %8d %9.4f %8.4f %10.3f", d->pipes[p].name, e->samples, e->pairwise, e->rho, e->pick_over_best);
         if (kern && e->kernel_samples) printf("  %8d %9.4f", e->kernel_samples, e->kernel_divergence);
         printf("\n");
-        if (isfinite(e->pick_over_best) && e->pick_over_best > 0) {
-            log_sum += log(e->pick_over_best);
-            nlog++;
-        }
     }
+    int nlog;
+    double pick = pick_geomean(d, each, &nlog);
     printf("all: %d samples of %d pipeline%s: pairwise %.4f, rho %.4f (the mean over pipelines of 3 samples or more, "
            "weighted by samples); the pick at %.3fx the fastest (geometric mean over pipelines)\n",
-           all.samples, all.pipelines, all.pipelines == 1 ? "" : "s", all.pairwise, all.rho,
-           nlog ? exp(log_sum / nlog) : NAN);
+           all.samples, all.pipelines, all.pipelines == 1 ? "" : "s", all.pairwise, all.rho, pick);
     if (kern)
         printf("kernels: %d samples with each kernel's time alone; the predicted shares' mean divergence from "
                "them %.4f (docs/costmodel.md)\n", all.kernel_samples, all.kernel_divergence);
@@ -230,18 +247,12 @@ static int evaluate_held_out(train_data *d, const char *const *dirs, int ndirs, 
     char names[8192];
     if (napps == 0) data_apps(d, NULL, NULL, 0, names, sizeof names);
     else {
+        int rc = set_apps_valid(d, apps, napps, from);
+        if (rc != TOOL_OK) return rc;
         size_t at = 0;
         names[0] = 0;
-        for (int k = 0; k < napps; k++) {
-            if (train_set_role_of_apps(d, 1, &apps[k], TRAIN_ROLE_VALID) == 0) {
-                char all[1024];
-                data_apps(d, NULL, NULL, 0, all, sizeof all);
-                fprintf(stderr, "stagecraft train: --app '%s': no pipeline of that app in %s (its apps: %s)\n",
-                        apps[k], from, all[0] ? all : "none");
-                return TOOL_USAGE;
-            }
+        for (int k = 0; k < napps; k++)
             at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", apps[k]);
-        }
     }
     if (!names[0]) {
         fprintf(stderr, "stagecraft train: --evaluate-held-out: no app's pipelines in %s\n", from);
@@ -271,17 +282,10 @@ static int evaluate_held_out(train_data *d, const char *const *dirs, int ndirs, 
                 break;
             }
             const char *one[1] = { app };
-            for (int p = 0; p < d->npipes; p++) d->pipes[p].role = TRAIN_ROLE_SKIP;
-            train_set_role_of_apps(d, 1, one, TRAIN_ROLE_VALID);
+            set_apps_valid(d, one, 1, from);      /* an app of the data: it has pipelines */
             train_metrics all = train_evaluate_pipes(d, m, TRAIN_ROLE_VALID, each);
-            double lp = 0;
-            int np = 0;
-            for (int p = 0; p < d->npipes; p++)
-                if (each[p].samples && isfinite(each[p].pick_over_best) && each[p].pick_over_best > 0) {
-                    lp += log(each[p].pick_over_best);
-                    np++;
-                }
-            double pick = np ? exp(lp / np) : NAN;
+            int np;
+            double pick = pick_geomean(d, each, &np);
             printf("%-28s %8d %9.4f %8.4f %10.3f\n", app, all.samples, all.pairwise, all.rho, pick);
             if (isfinite(all.pairwise)) {
                 pair_sum += all.pairwise;
