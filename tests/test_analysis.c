@@ -242,10 +242,46 @@ static void square_counts(void) {
     sc_pipeline_free(P);
 }
 
+/* Division and remainder by a constant count as the compilers' code:
+ * by a power of two a shift or a mask (an f32 division a multiplication),
+ * by another positive integer a multiply-high and a shift (and, for a
+ * remainder, a multiply-subtract), by 1 nothing; by a variable or an f32
+ * constant that is not a power of two they stay division. */
+static void constant_division_counts(void) {
+    const char *src = "pipeline divs;\ninput i32 in(16);\ninput f32 fin(16);\nparam i32 n = 3;\n"
+                      "a(x) = in(x) / 4 + in(x) % 8;\n"
+                      "b(x) = in(x) / 3 + in(x) % 3;\n"
+                      "c(x) = in(x) / n + in(x) % n + in(x) / 1;\n"
+                      "d(x) = fin(x) / 2.0 + fin(x) / 3.0 + fin(x) / 0.25;\n"
+                      "output a(16);\noutput b(16);\noutput c(16);\noutput d(16);\n";
+    P = sc_parse_string("divs.pipe", src, strlen(src), NULL);
+    CHECK(sc_error_count(P) == 0);
+    for (int i = 0; i < sc_error_count(P); i++) fprintf(stderr, "  %s\n", sc_error_message(P, i));
+    sc_func *a = sc_func_lookup(P, "a"), *b = sc_func_lookup(P, "b");
+    sc_func *c = sc_func_lookup(P, "c"), *d = sc_func_lookup(P, "d");
+    CHECK(a && b && c && d);
+    if (!a || !b || !c || !d) return;
+    ops_result *o = ops_count(P);
+    CHECK(count(o, a, 0, OPS_DIV, SC_I32) == 0 && count(o, a, 0, OPS_MOD, SC_I32) == 0);
+    CHECK(count(o, a, 0, OPS_SHIFT, SC_I32) == 1 && count(o, a, 0, OPS_BITWISE, SC_I32) == 1);
+    CHECK(count(o, a, 0, OPS_MUL, SC_I32) == 0 && count(o, a, 0, OPS_ADD, SC_I32) == 1);
+    CHECK(count(o, b, 0, OPS_DIV, SC_I32) == 0 && count(o, b, 0, OPS_MOD, SC_I32) == 0);
+    CHECK(count(o, b, 0, OPS_MUL, SC_I32) == 3 && count(o, b, 0, OPS_SHIFT, SC_I32) == 2);
+    CHECK(count(o, b, 0, OPS_SUB, SC_I32) == 1 && count(o, b, 0, OPS_ADD, SC_I32) == 1);
+    CHECK(count(o, c, 0, OPS_DIV, SC_I32) == 1 && count(o, c, 0, OPS_MOD, SC_I32) == 1);
+    CHECK(count(o, c, 0, OPS_ADD, SC_I32) == 2 && count(o, c, 0, OPS_MUL, SC_I32) == 0);
+    CHECK(count(o, c, 0, OPS_SHIFT, SC_I32) == 0);
+    CHECK(count(o, d, 0, OPS_MUL, SC_F32) == 2 && count(o, d, 0, OPS_DIV, SC_F32) == 1);
+    CHECK(count(o, d, 0, OPS_ADD, SC_F32) == 2);
+    ops_free(o);
+    sc_pipeline_free(P);
+}
+
 int main(void) {
     RUN(jacobians);
     RUN(update_jacobians);
     RUN(op_counts);
     RUN(square_counts);
+    RUN(constant_division_counts);
     CHECK_EXIT();
 }

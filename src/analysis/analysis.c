@@ -7,6 +7,7 @@
  * analytic cost models read the Jacobians to find strides and reuse.
  */
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base.h"
@@ -389,6 +390,46 @@ static bool const_tree(const sc_expr *e) {
     return true;
 }
 
+/* Whether c (> 0) is a power of two. */
+static bool pow2_int(int64_t c) { return c > 0 && (c & (c - 1)) == 0; }
+
+/* A division or remainder by a constant is counted as what the compilers
+ * make of it: by a power of two, an integer division is one shift and a
+ * remainder one mask, and an f32 division one multiplication (exact: the
+ * reciprocal is a power of two too); by another positive integer
+ * constant, a division is a multiply-high and a shift, a remainder those
+ * and a multiply-subtract; by 1, nothing.  Returns false for the other
+ * divisions (by a variable, a negative or zero integer, another f32
+ * constant), which count as division.  The code generators emit integer
+ * ones as C division, a shift or a mask (cg_expr.c), which the compilers
+ * reduce this way. */
+static bool ops_const_division(const sc_expr *e, ops_walk *w) {
+    if (e->kind != E_BINARY || (e->op != SC_DIV && e->op != SC_MOD)) return false;
+    const sc_expr *d = e->args[1];
+    if (d->kind != E_CONST) return false;
+    sc_type t = e->type;
+    int64_t (*n)[SC_TYPE_COUNT] = w->st->count;
+    if (t == SC_F32) {
+        int ex;
+        if (e->op != SC_DIV || !(d->c.f != 0) || fabs(frexp(d->c.f, &ex)) != 0.5) return false;
+        n[OPS_MUL][t]++;
+        return true;
+    }
+    if (t == SC_BOOL || d->c.i <= 0) return false;
+    if (d->c.i == 1) return true;
+    if (pow2_int(d->c.i)) {
+        n[e->op == SC_DIV ? OPS_SHIFT : OPS_BITWISE][t]++;
+        return true;
+    }
+    n[OPS_MUL][t]++;
+    n[OPS_SHIFT][t]++;
+    if (e->op == SC_MOD) {
+        n[OPS_MUL][t]++;
+        n[OPS_SUB][t]++;
+    }
+    return true;
+}
+
 /* Counts e's nodes; a subtree of constants alone is one constant of its
  * type (`-1.0 / 12` is a constant, not a division). */
 static void ops_expr(const sc_expr *e, ops_walk *w) {
@@ -396,7 +437,7 @@ static void ops_expr(const sc_expr *e, ops_walk *w) {
         w->st->count[OPS_CONST][e->type]++;
         return;
     }
-    ops_visit(e, w);
+    if (!ops_const_division(e, w)) ops_visit(e, w);
     for (int i = 0; i < e->nargs; i++) ops_expr(e->args[i], w);
 }
 

@@ -69,8 +69,11 @@
  * forms of its arguments), a stage's loads once per distinct access, and
  * inlined_calls the distinct calls: what the compiler leaves of an
  * expression tree that repeats them (feat_access.h); and a subtree of
- * constants counts as one constant (ops_count), as the compiler folds it. */
-#define NN_TERMS_VERSION 9
+ * constants counts as one constant (ops_count), as the compiler folds it.
+ * 10 was tried twice and not kept (thread_rows_per_block; math_cost).
+ * 11: a division or remainder by a constant counts as the shift, mask or
+ * multiply-high the compiler emits for it (ops_const_division). */
+#define NN_TERMS_VERSION 11
 
 /* Terms 30 and 31: the arithmetic and the load instructions a stage
  * executes (costmodel.c); their sum is what the instruction floor prices. */
