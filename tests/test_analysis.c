@@ -253,14 +253,15 @@ static void constant_division_counts(void) {
                       "b(x) = in(x) / 3 + in(x) % 3;\n"
                       "c(x) = in(x) / n + in(x) % n + in(x) / 1;\n"
                       "d(x) = fin(x) / 2.0 + fin(x) / 3.0 + fin(x) / 0.25;\n"
-                      "output a(16);\noutput b(16);\noutput c(16);\noutput d(16);\n";
+                      "e(x) = in(x) / -2 + in(x) % -4;\n"
+                      "output a(16);\noutput b(16);\noutput c(16);\noutput d(16);\noutput e(16);\n";
     P = sc_parse_string("divs.pipe", src, strlen(src), NULL);
     CHECK(sc_error_count(P) == 0);
     for (int i = 0; i < sc_error_count(P); i++) fprintf(stderr, "  %s\n", sc_error_message(P, i));
     sc_func *a = sc_func_lookup(P, "a"), *b = sc_func_lookup(P, "b");
-    sc_func *c = sc_func_lookup(P, "c"), *d = sc_func_lookup(P, "d");
-    CHECK(a && b && c && d);
-    if (!a || !b || !c || !d) return;
+    sc_func *c = sc_func_lookup(P, "c"), *d = sc_func_lookup(P, "d"), *e = sc_func_lookup(P, "e");
+    CHECK(a && b && c && d && e);
+    if (!a || !b || !c || !d || !e) return;
     ops_result *o = ops_count(P);
     CHECK(count(o, a, 0, OPS_DIV, SC_I32) == 0 && count(o, a, 0, OPS_MOD, SC_I32) == 0);
     CHECK(count(o, a, 0, OPS_SHIFT, SC_I32) == 1 && count(o, a, 0, OPS_BITWISE, SC_I32) == 1);
@@ -273,6 +274,9 @@ static void constant_division_counts(void) {
     CHECK(count(o, c, 0, OPS_SHIFT, SC_I32) == 0);
     CHECK(count(o, d, 0, OPS_MUL, SC_F32) == 2 && count(o, d, 0, OPS_DIV, SC_F32) == 1);
     CHECK(count(o, d, 0, OPS_ADD, SC_F32) == 2);
+    /* a negative divisor stays a division (C's rounds toward zero) */
+    CHECK(count(o, e, 0, OPS_DIV, SC_I32) == 1 && count(o, e, 0, OPS_MOD, SC_I32) == 1);
+    CHECK(count(o, e, 0, OPS_SHIFT, SC_I32) == 0 && count(o, e, 0, OPS_BITWISE, SC_I32) == 0);
     ops_free(o);
     sc_pipeline_free(P);
 }
