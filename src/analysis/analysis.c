@@ -411,7 +411,8 @@ static bool ops_const_division(const sc_expr *e, ops_walk *w) {
     int64_t (*n)[SC_TYPE_COUNT] = w->st->count;
     if (t == SC_F32) {
         int ex;
-        if (e->op != SC_DIV || !(d->c.f != 0) || fabs(frexp(d->c.f, &ex)) != 0.5) return false;
+        /* frexp's mantissa is +-0.5 for a power of two only (0 for 0) */
+        if (e->op != SC_DIV || fabs(frexp(d->c.f, &ex)) != 0.5) return false;
         n[OPS_MUL][t]++;
         return true;
     }
