@@ -390,9 +390,6 @@ static bool const_tree(const sc_expr *e) {
     return true;
 }
 
-/* Whether c (> 0) is a power of two. */
-static bool pow2_int(int64_t c) { return c > 0 && (c & (c - 1)) == 0; }
-
 /* A division or remainder by a constant is counted as what the compilers
  * make of it: by a power of two, an integer division is one shift and a
  * remainder one mask, and an f32 division one multiplication (exact: the
@@ -418,7 +415,7 @@ static bool ops_const_division(const sc_expr *e, ops_walk *w) {
     }
     if (t == SC_BOOL || d->c.i <= 0) return false;
     if (d->c.i == 1) return true;
-    if (pow2_int(d->c.i)) {
+    if (base_log2_exact(d->c.i) > 0) {
         n[e->op == SC_DIV ? OPS_SHIFT : OPS_BITWISE][t]++;
         return true;
     }

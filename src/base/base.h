@@ -1,6 +1,7 @@
 /*
  * base.h - what every layer shares: allocation that cannot fail quietly,
- * the one error convention of the library, a clock and a median.
+ * the one error convention of the library, a clock, a median, and integer
+ * floor division and exact log2.
  *
  * Errors: a function that can meet a user error takes (char *err, size_t
  * errlen), returns -1 (or NULL) and writes one line into err that names the
@@ -10,6 +11,7 @@
 #ifndef SC_BASE_H
 #define SC_BASE_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* calloc / realloc that abort when memory runs out; a zero size is 1. */
 void *base_calloc(size_t n, size_t size);
@@ -23,6 +25,17 @@ int base_cmp_double(const void *a, const void *b);
 /* The median of v[0..n) (n >= 1; the mean of the two middle values when n
  * is even); sorts v in place. */
 double base_median(double *v, int n);
+
+/* a / b rounded toward minus infinity (b != 0), as the pipeline language
+ * divides integers. */
+static inline int64_t base_floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+/* k when c is 2^k (k >= 0), else -1. */
+static inline int base_log2_exact(int64_t c) {
+    return c > 0 && (c & (c - 1)) == 0 ? __builtin_ctzll((unsigned long long)c) : -1;
+}
 
 /* Seconds of the monotonic clock (for intervals: its origin is arbitrary). */
 double base_now_s(void);

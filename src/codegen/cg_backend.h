@@ -282,8 +282,6 @@ int cg_st_root(cg_ctx *g, const sc_expr *e, int uses);
 void cg_st_hoist(cg_ctx *g, int id);
 /* Prints node id; `top` drops the outer parentheses of an infix form. */
 void cg_expr(cg_ctx *g, int id, bool top);
-/* k when c is 2^k with k >= 1, else -1. */
-int cg_pow2_log(int64_t c);
 /* The flat element index of coordinates coord (nodes) in a, whose mins
  * are the nodes min. */
 void cg_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min);

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "base.h"
 #include "cg_backend.h"
 #include "nest_query.h"
 
@@ -97,7 +98,7 @@ int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges)
 static void note_pow2_division(const sc_expr *e, void *user)
 {
     if (e->kind == E_BINARY && (e->op == SC_DIV || e->op == SC_MOD) && sc_type_is_signed(e->type) &&
-        e->type != SC_F32 && e->args[1]->kind == E_CONST && cg_pow2_log(e->args[1]->c.i) > 0)
+        e->type != SC_F32 && e->args[1]->kind == E_CONST && base_log2_exact(e->args[1]->c.i) > 0)
         *(bool *)user = true;
 }
 

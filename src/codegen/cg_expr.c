@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
 #include "cg_backend.h"
 
 /* ---- hash-consing ------------------------------------------------------------- */
@@ -387,16 +388,6 @@ static void pr_arith(cg_ctx *g, const cg_node *n, bool top)
     }
 }
 
-int cg_pow2_log(int64_t c)
-{
-    if (c < 2 || (c & (c - 1)) != 0)
-        return -1;
-    int k = 0;
-    while ((c >> k) != 1)
-        k++;
-    return k;
-}
-
 /* Floor division and modulo by 2^k (k >= 1) of an integer that may be
  * negative: an arithmetic shift right and a mask, the language's floor
  * semantics for every sign (every back end shifts a negative signed
@@ -448,8 +439,8 @@ static void pr_binary(cg_ctx *g, const cg_node *n, bool top)
         /* plain C division where it is floor division and cannot trap */
         if (na->lo >= 0 && nb->lo > 0 && nb->lo == nb->hi)
             pr_infix(g, c_ops[op], a, b, top);
-        else if (nb->lo == nb->hi && cg_pow2_log(nb->lo) > 0)
-            pr_pow2(g, n, op, a, cg_pow2_log(nb->lo));
+        else if (nb->lo == nb->hi && base_log2_exact(nb->lo) > 0)
+            pr_pow2(g, n, op, a, base_log2_exact(nb->lo));
         else
             helper_call(g, op == SC_DIV ? H_DIV : H_MOD, t, op == SC_DIV ? "div" : "mod", a, b);
         break;

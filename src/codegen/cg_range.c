@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base.h"
 #include "scmath.h"
 #include "cg_backend.h"
 
@@ -55,12 +56,6 @@ int64_t cg_wrap(int64_t v, sc_type t)
     case SC_I16:  return ((v & 0xffff) ^ 0x8000) - 0x8000;
     default:      return ((v & 0xffffffff) ^ 0x80000000) - 0x80000000;
     }
-}
-
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
 static int64_t max_abs(int64_t lo, int64_t hi)
@@ -382,11 +377,11 @@ void cg_node_range(cg_ctx *g, int id)
         }
         case SC_DIV:                            /* Euclidean: see eval.c */
             if (blo == bhi && blo > 0) {
-                lo = floordiv(alo, blo);
-                hi = floordiv(ahi, blo);
+                lo = base_floor_div(alo, blo);
+                hi = base_floor_div(ahi, blo);
             } else if (blo == bhi && blo < 0) {
-                lo = -floordiv(ahi, -blo);
-                hi = -floordiv(alo, -blo);
+                lo = -base_floor_div(ahi, -blo);
+                hi = -base_floor_div(alo, -blo);
             } else {
                 hi = max_abs(alo, ahi);         /* |a / b| <= |a|, and x / 0 == 0 */
                 lo = -hi;

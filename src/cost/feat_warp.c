@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base.h"
 #include "feat_warp.h"
 
 #define LANES 32
@@ -19,17 +20,6 @@
 #define SECTOR (1 << SECTOR_LOG2)
 #define LINE 128
 #define BANKS 32
-
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-/* log2 of b when b is a power of two (an arithmetic shift right by it is
- * floor division by b), else -1. */
-static int shift_of(int64_t b) {
-    return b > 0 && (b & (b - 1)) == 0 ? __builtin_ctzll((unsigned long long)b) : -1;
-}
 
 /* The number of distinct values of v[0..n) (n <= LANES); sorts v. */
 static int distinct(int64_t *v, int n) {
@@ -97,10 +87,10 @@ static void instruction(const feat_storage *st, const int64_t *addr, int m, doub
     int64_t a[LANES];
     memcpy(a, addr, sizeof(int64_t) * (size_t)m);
     distinct(a, m);
-    int units = m > 0, sectors = m > 0, es = shift_of(st->elem);
+    int units = m > 0, sectors = m > 0, es = base_log2_exact(st->elem);
     for (int l = 1; l < m; l++) {
         if (es >= 0) units += (a[l] >> es) != (a[l - 1] >> es);
-        else units += floor_div(a[l], st->elem) != floor_div(a[l - 1], st->elem);
+        else units += base_floor_div(a[l], st->elem) != base_floor_div(a[l - 1], st->elem);
         sectors += (a[l] >> SECTOR_LOG2) != (a[l - 1] >> SECTOR_LOG2);
     }
     *needed = (double)units * st->elem;
@@ -206,7 +196,7 @@ static int find_pattern(feat_warp_pool *pool, const feat_storage *st, const int6
     memcpy(g->rel, rel, sizeof(int64_t) * (size_t)nlanes);
     memset(g->have, 0, sizeof g->have);
     int64_t lines[LANES];
-    for (int l = 0; l < nlanes; l++) lines[l] = floor_div(rel[l], LINE);
+    for (int l = 0; l < nlanes; l++) lines[l] = base_floor_div(rel[l], LINE);
     g->lift = distinct(lines, nlanes);
     pool->h[pool->n] = h;
     pool->next[pool->n] = pool->head[bucket] - 1;
@@ -357,7 +347,7 @@ static int warp_cached(const feat_lanes *ln, int n, const feat_form *const *call
             }
     }
     double sectors = 0, units = 0, gather = 0;
-    int es = shift_of(st->elem);
+    int es = base_log2_exact(st->elem);
     int64_t s[FEAT_MAX_LOOPS] = {0};
     for (int64_t it = 0; it < iters; it++, next_iteration(ln, s)) {
         for (int i = 0; i < n; i++)
@@ -389,7 +379,7 @@ static int warp_cached(const feat_lanes *ln, int n, const feat_form *const *call
             }
             int64_t ps = 0, pe = 0;
             for (int l = 0; l < nlanes; l++) {
-                int64_t a = addr[l], sec = a >> SECTOR_LOG2, el = es >= 0 ? a >> es : floor_div(a, st->elem);
+                int64_t a = addr[l], sec = a >> SECTOR_LOG2, el = es >= 0 ? a >> es : base_floor_div(a, st->elem);
                 if (!l || sec != ps) sectors += set_insert(&seen, mix2(0, sec));
                 if (!l || el != pe) units += set_insert(&seen, mix2(1, el));
                 ps = sec;
@@ -398,7 +388,7 @@ static int warp_cached(const feat_lanes *ln, int n, const feat_form *const *call
             if (it == 0) {
                 /* LIFT's lines: the first iteration's, from lane 0 */
                 int64_t lines[LANES];
-                for (int l = 0; l < nlanes; l++) lines[l] = floor_div(addr[l] - addr[0], LINE);
+                for (int l = 0; l < nlanes; l++) lines[l] = base_floor_div(addr[l] - addr[0], LINE);
                 c->lift_lines += distinct(lines, nlanes);
                 c->lift_n++;
             }

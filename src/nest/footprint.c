@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "base.h"
 #include "footprint.h"
 
 /* ---- expression nodes (lowering mode) ------------------------------------ */
@@ -69,11 +70,6 @@ static uint64_t hash_bin(int op, uint64_t a, uint64_t b) {
 
 /* ---- spans --------------------------------------------------------------- */
 
-static int64_t floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 static fp_span none(void) { fp_span r = { false, false, NULL, 0, 0, 0 }; return r; }
 
 static fp_span konst(int64_t lo, int64_t hi) { fp_span r = { true, true, NULL, 0, lo, hi }; return r; }
@@ -113,12 +109,12 @@ static fp_span combine(ir_arena *arena, int op, fp_span a, fp_span b) {
     case SC_DIV: {
         if (!cb || b.lo <= 0) return none();
         int64_t k = b.lo;
-        if (!a.h) return konst(floordiv(a.lo, k), floordiv(a.hi, k));
+        if (!a.h) return konst(base_floor_div(a.lo, k), base_floor_div(a.hi, k));
         r.h = hash_bin(SC_DIV, a.h, hash_const(k));
         if (arena) r.sym = fp_bin(arena, SC_DIV, a.sym, fp_int(arena, k));
         r.affine = false;
-        r.lo = floordiv(a.lo, k);
-        r.hi = floordiv(a.hi, k) + 1;
+        r.lo = base_floor_div(a.lo, k);
+        r.hi = base_floor_div(a.hi, k) + 1;
         return r;
     }
     case SC_MIN: case SC_MAX: {
