@@ -1061,6 +1061,53 @@ static void test_partial_guards(void) {
     fixture_remove_db(db);
 }
 
+/* An OpenCL sample (a CPU's or a GPU's) of code older than
+ * CG_GENERATION_GUARDED_MINS that read a private array in a partial
+ * tile's edge blocks at an index printed whole, for the producer's
+ * clamped min (cg_opencl_forms_of's guarded_mins), timed the array in
+ * memory: rejected (rejected_guarded_mins), kept with --keep-changed
+ * guarded-mins; a CUDA sample, newer code, and a schedule whose rows in
+ * the thread keep the index whole are kept. */
+static void guarded_mins_case(const char *text, bool changed) {
+    static const char pipe[] = "pipeline gm;\ninput f32 in(100, 20);\nf(x, y) = in(x, y) * 2.0;\n"
+                               "out(x, y) = f(x, y) + f(x + 1, y);\noutput out(99, 20);\n";
+    char db[128], err[1024];
+    snprintf(db, sizeof db, "/tmp/test_train_gmin_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_GUARDED_MINS - 1;
+    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, false, false, &c[3]));
+    cg_code_change want = changed ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
+    check_report(c[0] == want && c[1] == CG_CODE_SAME && c[2] == want && c[3] == CG_CODE_SAME,
+                 "guarded mins: generation %d: CPU OpenCL %d, GPU OpenCL %d, CUDA %d; generation %d: %d (want %d)",
+                 old, c[0], c[2], c[3], old + 1, c[1], want);
+    char version[64];
+    snprintf(version, sizeof version, "abc cg%d", old);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, version, &pid, &devl));
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == (changed ? 0 : 2) && d.rejected_guarded_mins == (changed ? 2 : 0));
+    train_data_free(&d);
+    train_data_init(&d);
+    train_load_opts o = { 0 };
+    CHECK(train_keep_changed_parse("guarded-mins", &o.keep_changed, err, sizeof err) == 0);
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 2 && d.rejected_guarded_mins == 0 &&
+          d.kept_changed == (changed ? 2 : 0));
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_GUARDED_MINS));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_guarded_mins == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
+static void test_guarded_mins(void) {
+    guarded_mins_case("schedule gm;\nout: root [x=16x1 y=4x1];\nf: thread of out;\n", true);
+    /* two rows a work-item, the last block's partial: y's min stays whole */
+    guarded_mins_case("schedule gm;\nout: root [x=16x1 y=4x2];\nf: thread of out;\n", false);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -1078,6 +1125,7 @@ int main(void) {
     RUN(test_narrow_splits);
     RUN(test_partial_guards);
     RUN(test_private_picks);
+    RUN(test_guarded_mins);
     RUN(test_cyclic_generations);
     RUN(test_conversion_generations);
     RUN(test_cold_reference);

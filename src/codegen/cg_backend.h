@@ -200,6 +200,13 @@ typedef struct {
     bool counted;
     bool lane;                        /* may differ between work-items that differ in
                                          local id 0 alone (cg_lane_varying) */
+    /* A LET of min(a, k), a linear and k a constant, with lin -1: a's
+     * linear form (an index in lins) and k, for reads of private arrays
+     * inside a guard that keeps a at most k (cg_expr.c, generation 23);
+     * cmin_lin -1 otherwise. */
+    int cmin_lin;
+    int64_t cmin_k;
+    bool narrowed;                    /* a copy whose hi a guard narrowed (narrow_env) */
 } cg_var;
 typedef struct cg_lin cg_lin;
 
@@ -252,6 +259,8 @@ struct cg_ctx {
     int64_t rows_apart_edge;      /* ... of them in an edge copy (edge_copy) */
     int64_t pointer_selects;      /* selects printed as a load through a selected pointer */
     int64_t private_picks;        /* private arrays' reads printed as a select (cg_expr.c) */
+    int64_t guarded_mins;         /* private arrays' indices printed by counters through a
+                                   * guarded min (cg_expr.c, generation 23) */
     bool edge_copy;               /* printing the edge blocks' copy of a kernel with an interior one */
     bool probing;                 /* printing into scratch, dropped (push_interior): not counted */
     bool whole_guards;            /* count an if as one conditional, its conjuncts decided or not
@@ -305,6 +314,10 @@ static inline bool cg_tracks_lanes(const cg_ctx *g) { return g->t->select_pointe
 /* Node id's linear form (cg_var.lin) stored in g->lins: its index, or -1
  * where it is none. */
 int cg_lin_of(cg_ctx *g, int id);
+/* Where node id, as printed, is min(a, k) of i32 with a linear and k a
+ * constant, and the back end prints loops counted (OpenCL): v->cmin_lin
+ * and v->cmin_k for the LET v of it (cg_var.cmin_lin); else v unchanged. */
+void cg_clamped_min_of(cg_ctx *g, int id, cg_var *v);
 
 /* cg_range.c */
 void cg_type_range(sc_type t, int64_t *lo, int64_t *hi);   /* bool: [0, 1] */

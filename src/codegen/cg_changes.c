@@ -171,14 +171,18 @@ static lower_program *lowered_program(lowered *l)
     return l->prog;
 }
 
-/* The changes of generations 16, 17 and 19, read from OpenCL's forms. */
+/* The changes of generations 16, 17, 19 and 23, read from OpenCL's forms. */
 static cg_code_change opencl_forms_change(int generation, lowered *l, bool opencl)
 {
-    if (generation >= CG_GENERATION_PRIVATE_PICKS || !opencl || !lowered_program(l))
+    if (generation >= CG_GENERATION_GUARDED_MINS || !opencl || !lowered_program(l))
         return CG_CODE_SAME;
     cg_opencl_forms n = cg_opencl_forms_of(lowered_program(l));
+    if (generation >= CG_GENERATION_PRIVATE_PICKS)
+        return n.guarded_mins > 0 ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
     if (n.private_picks > 0)
         return CG_CODE_PRIVATE_PICKS;
+    if (n.guarded_mins > 0)
+        return CG_CODE_GUARDED_MINS;
     if (generation < CG_GENERATION_POINTER_SELECTS && l->cpu) {
         bool rows = generation < CG_GENERATION_ROWS_APART;
         if (rows && n.rows_apart > n.rows_apart_edge)
@@ -245,8 +249,9 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
      * loader models it: the model passed in has the sample's mapping;
      * generation 21 changed the f32-to-integer helpers (CG_CODE_CONVERSIONS);
      * generation 22 the interior of kernels guarded by a conjunction
-     * (CG_CODE_PARTIAL_GUARDS) */
-    _Static_assert(CG_GENERATION == CG_GENERATION_PARTIAL_GUARDS,
+     * (CG_CODE_PARTIAL_GUARDS); generation 23 OpenCL's reads of private
+     * arrays through a guarded min (CG_CODE_GUARDED_MINS) */
+    _Static_assert(CG_GENERATION == CG_GENERATION_GUARDED_MINS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, model, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, opencl);

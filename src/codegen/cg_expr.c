@@ -549,6 +549,7 @@ struct cg_lin {
     int64_t coef[CG_LIN_TERMS];
     int64_t k;
     bool ok;
+    bool capped;        /* a clamped min taken as its operand inside a guard (guard_caps) */
 };
 
 static void lin_term(cg_lin *l, const char *v, bool counter, int64_t c)
@@ -574,9 +575,58 @@ static const cg_var *in_scope(const cg_ctx *g, const char *name)
     return NULL;
 }
 
+/* l += scale * sub's terms and constant. */
+static void lin_add_form(cg_lin *l, const cg_lin *sub, int64_t scale)
+{
+    for (int i = 0; i < sub->n; i++) lin_term(l, sub->var[i], sub->counter[i], scale * sub->coef[i]);
+    l->k += scale * sub->k;
+    l->capped |= sub->capped;
+}
+
+/* Whether a guard in scope keeps the linear form a at most k: a variable
+ * whose hi the guard narrowed (narrow_env) has the linear form a + d
+ * plus unrolled loops' counters with coefficients of at least 0 (each
+ * counter is at least 0), so a <= hi - d, and hi - d <= k.  Inside a
+ * partial tile's guard, `x < 4`, the clamp min(x_t, 3) that keeps a
+ * ragged tile's last work-items' producers in range is x_t itself. */
+static bool guard_caps(const cg_ctx *g, const cg_lin *a, int64_t k)
+{
+    for (int i = g->nenv - 1; i >= 0; i--) {
+        const cg_var *v = &g->env[i];
+        if (!v->narrowed || v->lin < 0) continue;
+        cg_lin f = g->lins[v->lin];
+        if (v->counted) lin_term(&f, v->name, true, 1);
+        lin_add_form(&f, a, -1);
+        bool fits = f.ok && v->hi - f.k <= k;
+        for (int t = 0; t < f.n && fits; t++)
+            fits = f.coef[t] == 0 || (f.counter[t] && f.coef[t] > 0);
+        if (fits) return true;
+    }
+    return false;
+}
+
+void cg_clamped_min_of(cg_ctx *g, int id, cg_var *v)
+{
+    const cg_node *n = &g->node[resolve(g, id)];
+    const sc_expr *e = n->e;
+    if (!g->t->unroll_counted || e->type != SC_I32 || e->kind != E_BINARY || e->op != SC_MIN) return;
+    int a = n->kid[0], k = n->kid[1];
+    if (cg_folds(&g->node[resolve(g, a)])) {
+        a = n->kid[1];
+        k = n->kid[0];
+    }
+    if (!cg_folds(&g->node[resolve(g, k)])) return;
+    int64_t kv = g->node[resolve(g, k)].lo;
+    int lin = cg_lin_of(g, a);
+    if (lin < 0) return;
+    v->cmin_lin = lin;
+    v->cmin_k = kv;
+}
+
 /* l += scale * node id as printed (resolve): a variable with a linear
- * form taken through it (plus its counter for a counted loop's), any
- * other variable as itself. */
+ * form taken through it (plus its counter for a counted loop's), a
+ * clamped min inside a guard that leaves it its operand (guard_caps)
+ * as that operand, any other variable as itself. */
 static void lin_add(const cg_ctx *g, int id, int64_t scale, cg_lin *l)
 {
     if (!l->ok) return;
@@ -588,13 +638,16 @@ static void lin_add(const cg_ctx *g, int id, int64_t scale, cg_lin *l)
         l->k += scale * n->lo;
     } else if (e->kind == E_VAR) {
         const cg_var *v = in_scope(g, e->name);
+        if (v && v->lin < 0 && v->cmin_lin >= 0 && guard_caps(g, &g->lins[v->cmin_lin], v->cmin_k)) {
+            lin_add_form(l, &g->lins[v->cmin_lin], scale);
+            l->capped = true;
+            return;
+        }
         if (!v || v->lin < 0) {
             lin_term(l, e->name, false, scale);
             return;
         }
-        const cg_lin *sub = &g->lins[v->lin];
-        for (int i = 0; i < sub->n; i++) lin_term(l, sub->var[i], sub->counter[i], scale * sub->coef[i]);
-        l->k += scale * sub->k;
+        lin_add_form(l, &g->lins[v->lin], scale);
         if (v->counted) lin_term(l, e->name, true, scale);
     } else if (e->kind == E_BINARY && (e->op == SC_ADD || e->op == SC_SUB)) {
         lin_add(g, n->kid[0], scale, l);
@@ -668,6 +721,7 @@ static bool print_linear_index(cg_ctx *g, const lower_alloc *a, const int *coord
     if (!l.ok) return false;
     for (int i = 0; i < l.n; i++)
         if (l.coef[i] != 0 && !l.counter[i]) return false;
+    g->guarded_mins += l.capped && !g->probing;
     print_counter_sum(g, &l, l.k);
     return true;
 }
@@ -731,6 +785,7 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
     }
     if (n == 0) return false;
     g->private_picks += !g->probing;
+    g->guarded_mins += l.capped && !g->probing;
     cg_printf(g, "(");
     for (int c = 0; c < n; c++) {
         if (c + 1 < n) {
@@ -1151,5 +1206,5 @@ void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi)
     }
     if (!cg_fits(SC_I32, lo, hi))
         cg_type_range(SC_I32, &lo, &hi);
-    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false, false };
+    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false, false, -1, 0, false };
 }

@@ -391,6 +391,9 @@ static void narrow_env(cg_ctx *g, const sc_expr *cond)
                 g->env[g->nenv - 1].lin = was.lin;
                 g->env[g->nenv - 1].counted = was.counted;
                 g->env[g->nenv - 1].lane = was.lane;
+                g->env[g->nenv - 1].cmin_lin = was.cmin_lin;
+                g->env[g->nenv - 1].cmin_k = was.cmin_k;
+                g->env[g->nenv - 1].narrowed = true;
             }
             return;
         }
@@ -648,6 +651,7 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
         cg_env_push(g, s->var, lo, hi);
         g->env[g->nenv - 1].lin = s->value->type == SC_I32 ? cg_lin_of(g, v) : -1;
         g->env[g->nenv - 1].lane = lane;
+        if (s->value->type == SC_I32 && g->env[g->nenv - 1].lin < 0) cg_clamped_min_of(g, v, &g->env[g->nenv - 1]);
         if (s->value->type == SC_F32)
             g->nenv--;                      /* no range for floats */
         break;
@@ -1357,7 +1361,8 @@ done:
     free(g.stab);
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
-        counts->opencl = (cg_opencl_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects, g.private_picks };
+        counts->opencl = (cg_opencl_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects, g.private_picks,
+                                         g.guarded_mins };
         counts->guards_apart = g.guards_apart;
     }
     if (launches) {

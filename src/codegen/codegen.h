@@ -193,8 +193,18 @@
  *      masked byte gather).  camera_pipe's curved with two channels a
  *      work-group: 37.1 ms, 5.7 ms now (docs/backends.md, "Generation
  *      22").  Samples whose code this changed (cg_decides_guards_apart)
- *      are left out (train_load.h, rejected_partial_guards). */
-#define CG_GENERATION 22
+ *      are left out (train_load.h, rejected_partial_guards).
+ *  23  2026-12-07: OpenCL code reads a private array inside a partial
+ *      tile's guard by unrolled loops' counters and a constant also where
+ *      the producer's min is clamped, min(x_t, k), to keep the ragged
+ *      tile's last work-items' producers in range: the guard (x < k + 1)
+ *      leaves the min its operand (cg_expr.c, guard_caps), where the
+ *      index was printed whole, (x - x_min) + ..., and PoCL kept the
+ *      array in memory.  nl_means' one-shot pick (blur_d_y's producers
+ *      in its threads, dx and dy in tiles of 4 and 2 of 7): blur_d_y
+ *      (docs/backends.md, "Generation 23").  Samples of OpenCL code
+ *      with such a read changed (train_load.h, rejected_guarded_mins). */
+#define CG_GENERATION 23
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -238,6 +248,9 @@
 #define CG_GENERATION_BRANCHLESS_CONVERSIONS 21
 /* The first generation whose interior finder counts a guard's conjuncts. */
 #define CG_GENERATION_PARTIAL_GUARDS 22
+/* The first generation whose private arrays' indices see through a
+ * guarded min. */
+#define CG_GENERATION_GUARDED_MINS 23
 
 #include "lower.h"
 
@@ -329,7 +342,10 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * CG_GENERATION_BRANCHLESS_CONVERSIONS, where cg_converts_f32), or, through
  * OpenCL or CUDA, found another interior for some kernel, or none, by
  * counting a guard as one conditional (CG_CODE_PARTIAL_GUARDS: before
- * CG_GENERATION_PARTIAL_GUARDS, where cg_decides_guards_apart).  The model is the sample's own: built with
+ * CG_GENERATION_PARTIAL_GUARDS, where cg_decides_guards_apart), or, through
+ * OpenCL, read a private array inside a guard at an index printed whole
+ * for a clamped min (CG_CODE_GUARDED_MINS: before CG_GENERATION_GUARDED_MINS,
+ * where cg_opencl_forms_of's guarded_mins).  The model is the sample's own: built with
  * the mapping of its generation (nest_ctx_set_cyclic off before
  * CG_GENERATION_CYCLIC_POINTS), and the code the checks read is lowered
  * with its mapping, so a change of mapping is no change here. */
@@ -350,7 +366,8 @@ typedef enum {
     CG_CODE_NARROW_SPLITS,
     CG_CODE_PRIVATE_PICKS,
     CG_CODE_CONVERSIONS,
-    CG_CODE_PARTIAL_GUARDS
+    CG_CODE_PARTIAL_GUARDS,
+    CG_CODE_GUARDED_MINS
 } cg_code_change;
 /* Whether code of prog in backend finds other interior blocks than
  * generation 21's finder, which counted a guard as one conditional where
@@ -387,6 +404,7 @@ int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges);
  * where prog has no private array and is not for a CPU). */
 typedef struct {
     int64_t rows_apart, rows_apart_edge, pointer_selects, private_picks;
+    int64_t guarded_mins;   /* private arrays' indices read through a guarded min (generation 23) */
 } cg_opencl_forms;
 cg_opencl_forms cg_opencl_forms_of(const lower_program *prog);
 /* How many selects OpenCL code of prog for a CPU prints as one load

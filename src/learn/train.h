@@ -99,6 +99,8 @@ typedef struct {
                                          store beside its interior (train_load.h) */
     int64_t rejected_private_picks;   /* OpenCL code reading a private array at an index with a
                                          block's coordinate in it (train_load.h) */
+    int64_t rejected_guarded_mins;    /* OpenCL code reading a private array inside a guard at an
+                                         index printed whole for a clamped min (train_load.h) */
     int64_t rejected_partial_guards;  /* code whose interior a guard's conjuncts now decide
                                          otherwise (train_load.h) */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */

@@ -118,6 +118,12 @@
  * (cg_decides_guards_apart; none, where a short loop's partial block kept
  * one conjunct in every block) ran guarded code that PoCL left scalar
  * (camera_pipe's curved 6.5x slower): they count as rejected_partial_guards.
+ *
+ * Samples of OpenCL code (any device) older than CG_GENERATION_GUARDED_MINS
+ * that read a private array inside a partial tile's guard at an index that
+ * generation 23 prints by counters alone, seeing through the producer's
+ * clamped min (cg_opencl_forms_of's guarded_mins), ran code whose array
+ * PoCL kept in memory: they count as rejected_guarded_mins.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H
