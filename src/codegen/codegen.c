@@ -386,14 +386,13 @@ static void narrow_env(cg_ctx *g, const sc_expr *cond)
         if (!strcmp(g->env[i].name, v->name)) {
             int64_t hi = cond->op == SC_LT ? c->c.i - 1 : c->c.i;
             if (hi < g->env[i].hi) {
-                cg_var was = g->env[i];             /* the copy keeps the linear form */
+                cg_var was = g->env[i];             /* the copy keeps the rest: linear forms, lanes */
                 cg_env_push(g, v->name, was.lo, hi < was.lo ? was.lo : hi);
-                g->env[g->nenv - 1].lin = was.lin;
-                g->env[g->nenv - 1].counted = was.counted;
-                g->env[g->nenv - 1].lane = was.lane;
-                g->env[g->nenv - 1].cmin_lin = was.cmin_lin;
-                g->env[g->nenv - 1].cmin_k = was.cmin_k;
-                g->env[g->nenv - 1].narrowed = true;
+                cg_var *now = &g->env[g->nenv - 1];
+                was.lo = now->lo;
+                was.hi = now->hi;
+                was.narrowed = true;
+                *now = was;
             }
             return;
         }
@@ -651,7 +650,7 @@ static void pr_stmt(cg_ctx *g, const kstmt *s, bool scope_top)
         cg_env_push(g, s->var, lo, hi);
         g->env[g->nenv - 1].lin = s->value->type == SC_I32 ? cg_lin_of(g, v) : -1;
         g->env[g->nenv - 1].lane = lane;
-        if (s->value->type == SC_I32 && g->env[g->nenv - 1].lin < 0) cg_clamped_min_of(g, v, &g->env[g->nenv - 1]);
+        if (g->env[g->nenv - 1].lin < 0) cg_clamped_min_of(g, v, &g->env[g->nenv - 1]);
         if (s->value->type == SC_F32)
             g->nenv--;                      /* no range for floats */
         break;
