@@ -808,27 +808,35 @@ static void test_reduction_tile_loads(void) {
  * point a thread is 36 points of straight-line code (each loop short
  * enough, though their product is over the limit of 16); with 2 points a
  * thread, 72 (8 and 6 under 16); with 8, the 4-long loop times 8 points
- * reaches 32 and stays rolled: 1. */
+ * reaches 32 and stays rolled on a GPU: 1; on a CPU the reduction runs
+ * around the unrolled tile and the whole, 288 points, is under
+ * NEST_UNROLL_AROUND_LIMIT (512; code generation 24): 288; with 14, 504;
+ * with 15, 540 is over 512 and each loop alone too long: rolled, 1. */
 static void test_unrolled_reduction_loops(void) {
     const char *src = "pipeline conv;\ninput f32 in(68, 52, 4);\ninput f32 w(4, 3, 3);\nrdom r(0, 4, 0, 3, 0, 3);\n"
                       "out(x, y) = 0.0;\nout(x, y) += w(r.x, r.y, r.z) * in(x + r.y, y + r.z, r.x);\n"
                       "output out(64, 48);\n";
-    static const struct { const char *tile; double want; } cases[] = {
-        { "x=16x1 y=4x1", 36 }, { "x=16x2 y=4x1", 72 }, { "x=16x8 y=4x1", 1 },
+    static const struct { const char *tile; double gpu, cpu; } cases[] = {
+        { "x=16x1 y=4x1", 36, 36 }, { "x=16x2 y=4x1", 72, 72 }, { "x=16x8 y=4x1", 1, 288 },
+        { "x=16x14 y=4x1", 1, 504 }, { "x=16x15 y=4x1", 1, 1 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char sched[256];
-        snprintf(sched, sizeof sched, "schedule conv;\nout: root [x=16x1 y=4x1] [%s];\n", cases[i].tile);
-        featured x;
-        bool ok = featurize(&x, src, sched);
-        CHECK(ok);
-        if (ok) {
-            double got = fv_stage(&x, "out", 1, "unrolled_loop_extent");
-            if (got != cases[i].want) fprintf(stderr, "  [%s]: %g, expected %g\n", cases[i].tile, got, cases[i].want);
-            CHECK(got == cases[i].want);
+    target cpu = A100;
+    cpu.cpu = true;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int on_cpu = 0; on_cpu < 2; on_cpu++) {
+            char sched[256];
+            snprintf(sched, sizeof sched, "schedule conv;\nout: root [x=16x1 y=4x1] [%s];\n", cases[i].tile);
+            featured x;
+            bool ok = featurize_for(&x, src, sched, on_cpu ? &cpu : &A100);
+            CHECK(ok);
+            double want = on_cpu ? cases[i].cpu : cases[i].gpu;
+            if (ok) {
+                double got = fv_stage(&x, "out", 1, "unrolled_loop_extent");
+                if (got != want) fprintf(stderr, "  [%s] %s: %g, expected %g\n", cases[i].tile, on_cpu ? "CPU" : "GPU", got, want);
+                CHECK(got == want);
+            }
+            featured_free(&x);
         }
-        featured_free(&x);
-    }
 }
 
 /* Footprints of irregular and mixed accesses: over the whole output, a

@@ -34,10 +34,13 @@ typedef struct {
     ir_arena *a;
     sched_state *s;
     lower_program *prog;
+    bool cpu;
 } lowered;
 
-static bool lower_text(lowered *l, const char *src, const char *sched) {
+/* Lowers sched of src for a GPU (lower_text) or a CPU (lower_text_cpu). */
+static bool lower_text_on(lowered *l, const char *src, const char *sched, bool cpu) {
     memset(l, 0, sizeof *l);
+    l->cpu = cpu;
     l->p = sc_parse_string("t.pipe", src, strlen(src), NULL);
     if (sc_error_count(l->p)) {
         fprintf(stderr, "%s\n", sc_error_message(l->p, 0));
@@ -47,10 +50,12 @@ static bool lower_text(lowered *l, const char *src, const char *sched) {
     l->a = ir_arena_new();
     char err[1024];
     l->s = sched_parse(l->a, l->p, "t.sched", sched, err, sizeof err);
-    l->prog = l->s ? lower_schedule(l->a, l->p, l->b, l->s, err, sizeof err) : NULL;
+    l->prog = l->s ? lower_schedule_for(l->a, l->p, l->b, l->s, l->cpu, err, sizeof err) : NULL;
     if (!l->prog) fprintf(stderr, "%s\n", err);
     return l->prog != NULL;
 }
+
+static bool lower_text(lowered *l, const char *src, const char *sched) { return lower_text_on(l, src, sched, false); }
 
 static void lowered_free(lowered *l) {
     if (l->a) ir_arena_free(l->a);
@@ -87,6 +92,14 @@ static int64_t mismatches_on(const rt_ops *ops, const lowered *l) {
 }
 
 static int64_t mismatches_on_c(const lowered *l) { return mismatches_on(&rt_c_ops, l); }
+
+/* l's code matches the reference bit for bit on C, and on OpenCL where
+ * a device is there. */
+static void check_matches(const lowered *l) {
+    CHECK(mismatches_on_c(l) == 0);
+    int64_t bad = mismatches_on(&rt_opencl_ops, l);
+    CHECK(bad == 0 || bad == -2);
+}
 
 /* A CPU target stages nothing (PoCL keeps the array in memory per
  * work-item: docs/backends.md, generation 7): the schedule that stages
@@ -135,9 +148,7 @@ static void test_no_staging_on_cpu(void) {
     feat_free(&fc);
     if (cpu) {
         l.prog = cpu;
-        CHECK(mismatches_on_c(&l) == 0);
-        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
-        CHECK(bad == 0 || bad == -2);
+        check_matches(&l);
     }
     lowered_free(&l);
 }
@@ -170,9 +181,7 @@ static void test_thread_tiles_unrolled(void) {
         CHECK(m && nest_unrolls_thread_tiles(m));
         nest_free(m);
         nest_ctx_free(x);
-        CHECK(mismatches_on_c(&l) == 0);
-        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
-        CHECK(bad == 0 || bad == -2);
+        check_matches(&l);
     }
     lowered_free(&l);
     /* a 2-D tile: out 4 x 8 points a thread reading blur_x's 4 x 10 */
@@ -182,9 +191,7 @@ static void test_thread_tiles_unrolled(void) {
         CHECK(src && strstr(src, "for (int out_x_u_ = 0; out_x_u_ < 4; out_x_u_++)") != NULL);
         CHECK(src && strstr(src, "blur_x_r[out_x_u_ + out_y_u_ * 4 + 8]") != NULL);
         free(src);
-        CHECK(mismatches_on_c(&l) == 0);
-        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
-        CHECK(bad == 0 || bad == -2);
+        check_matches(&l);
     }
     lowered_free(&l);
     /* out's 16 points with blur_x at root: no private array, a loop */
@@ -225,11 +232,80 @@ static void test_thread_tiles_unrolled(void) {
             CHECK(!strncmp(prev + strspn(prev, " "), "#pragma unroll", 14));
         }
         free(src);
-        CHECK(mismatches_on_c(&l) == 0);
-        int64_t bad = mismatches_on(&rt_opencl_ops, &l);
-        CHECK(bad == 0 || bad == -2);
+        check_matches(&l);
     }
     lowered_free(&l);
+}
+
+/* Whether OpenCL code src has the loop over `var` (an unrolled one counts
+ * from 0 as var_u_) unrolled (1), rolled (0), or not at all (-1). */
+static int loop_unrolled(const char *src, const char *var) {
+    char u[96], r[96];
+    snprintf(u, sizeof u, "for (int %s_u_ = 0;", var);
+    snprintf(r, sizeof r, "for (int %s = ", var);
+    return src && strstr(src, u) ? 1 : src && strstr(src, r) ? 0 : -1;
+}
+
+/* On a CPU, a reduction around an unrolled tile unrolls whole where the
+ * tile times the whole reduction is under NEST_UNROLL_AROUND_LIMIT
+ * (generation 24): a convolution's 8 channels a work-item over a 4 x 3 x
+ * 3 reduction (288 points; each loop alone with the tile, 32 and 24
+ * points, was over 16), where the reduction's loops come to about 11,000
+ * nodes (over the 4,096 that cap other loops); not a tile of 16 points (no
+ * unrolled tile), nor 8 channels over a 8 x 3 x 3 reduction (576 points),
+ * whose loops stay as each alone says; one point a thread is unchanged;
+ * and on a GPU nothing changes (the reduction whole spilled registers in
+ * lens_blur's CUDA).  The loop-nest model says the same
+ * (nest_unrolls_reductions_around, and every loop unrolled), and each
+ * runs the reference's result bit for bit on C and OpenCL. */
+static void test_reductions_around_unrolled(void) {
+    static const char *conv =
+        "size W = 64;\nsize H = 48;\ninput f32 in(W + 2, H + 2, 8);\ninput f32 w(8, 8, 3, 3);\n"
+        "rdom r(0, %d, 0, 3, 0, 3);\nl(x, y, c) = 0.5;\n"
+        "l(x, y, c) += w(c, r.x, r.y, r.z) * in(x + r.y, y + r.z, r.x);\noutput l(W, H, 8);\n";
+    struct { int chans; const char *tile; bool cpu; int want; bool changed; } c[] = {
+        { 4, "x=16x1 y=4x1 c=1x8", true, 1, true },     /* 288 points */
+        { 4, "x=16x1 y=4x1 c=1x8", false, 0, false },   /* a GPU's */
+        { 4, "x=16x1 y=4x2 c=1x8", true, 0, false },    /* a tile of 16 */
+        { 8, "x=16x1 y=4x1 c=1x8", true, 0, false },    /* 576 points */
+        { 4, "x=16x1 y=4x1 c=8x1", true, 1, false },    /* one point: unrolled before */
+    };
+    for (int i = 0; i < 5; i++) {
+        char src[512], sched[256];
+        snprintf(src, sizeof src, conv, c[i].chans);
+        snprintf(sched, sizeof sched, "schedule t;\nl: root [x=16x1 y=4x1 c=1x1] [%s];\n", c[i].tile);
+        lowered l;
+        CHECK(lower_text_on(&l, src, sched, c[i].cpu));
+        if (!l.prog) { lowered_free(&l); continue; }
+        char *code = cg_generate(l.prog, CG_OPENCL);
+        const char *k = code ? strstr(code, "void l_s1(") : NULL;
+        CHECK(k != NULL);
+        if (k) {
+            CHECK(loop_unrolled(k, "l_r_x") == c[i].want);
+            CHECK(loop_unrolled(k, "l_r_y") == c[i].want);
+            CHECK(loop_unrolled(k, "l_r_z") == c[i].want);
+        }
+        free(code);
+        /* generation 23 would have left it rolled: the loop of 288
+         * points comes to more than its cap of 4,096 nodes */
+        CHECK(cg_unrolls_whole_past(l.prog) == c[i].changed);
+        char err[1024];
+        nest_ctx *x = nest_ctx_new(l.p, l.b);
+        nest_ctx_set_staging(x, !c[i].cpu);
+        nest *m = nest_build(x, l.s, err, sizeof err);
+        CHECK(m != NULL);
+        if (m) {
+            CHECK(nest_unrolls_reductions_around(m) == c[i].changed);
+            const nest_stage *rec = NULL;
+            for (int fid = 0; fid < m->nfuncs && !rec; fid++)
+                if (m->funcs[fid] && m->funcs[fid]->nstages == 2) rec = m->funcs[fid]->stages[1];
+            CHECK(rec && nest_serial_loops_unrolled(rec) == (c[i].want == 1));
+        }
+        nest_free(m);
+        nest_ctx_free(x);
+        check_matches(&l);
+        lowered_free(&l);
+    }
 }
 
 /* 2x2 points per thread: out reads blur_x over 2x4 points instead of 12
@@ -399,6 +475,7 @@ int main(void) {
     RUN(test_staging_stencil);
     RUN(test_no_staging_on_cpu);
     RUN(test_thread_tiles_unrolled);
+    RUN(test_reductions_around_unrolled);
     RUN(test_staging_needs_reuse_and_unrolling);
     RUN(test_staging_reduction);
     RUN(test_staging_registers);

@@ -368,7 +368,8 @@ static int put_one(store *st, const fixture *fx, int64_t pid, int64_t device, co
 static void test_reduction_order(void) {
     char db[128], err[2048];
     snprintf(db, sizeof db, "/tmp/test_train_order_%d.db", (int)getpid());
-    fixture fx = fixture_load("pipeline mm;\ninput f32 A(64, 64);\ninput f32 B(64, 64);\nrdom r(0, 64);\n"
+    /* a reduction of 256 steps: no tile here unrolls it (generation 24) */
+    fixture fx = fixture_load("pipeline mm;\ninput f32 A(64, 256);\ninput f32 B(256, 64);\nrdom r(0, 256);\n"
                               "prod(i, j) = 0.0;\nprod(i, j) += A(i, r) * B(r, j);\n"
                               "out(i, j) = prod(i, j) * 2.0;\noutput out(64, 64);\n");
     int64_t devc, pid;
@@ -646,9 +647,10 @@ static void test_cpu_minmax(void) {
 static void test_scan_order(void) {
     char db[128];
     snprintf(db, sizeof db, "/tmp/test_train_scan_%d.db", (int)getpid());
-    fixture fx = fixture_load("pipeline scan;\ninput f32 in(64, 48);\nrdom r(1, 47);\n"
+    /* 199 steps: no tile here unrolls the scan (generation 24) */
+    fixture fx = fixture_load("pipeline scan;\ninput f32 in(64, 200);\nrdom r(1, 199);\n"
                               "f(x, y) = in(x, y);\nf(x, r) = f(x, r - 1) * 0.5 + f(x, r);\n"
-                              "output f(64, 48);\n");
+                              "output f(64, 200);\n");
     int64_t devg, pid;
     store *st = one_pipeline_store(db, &fx, &devg, &pid);
     if (!st) return;
@@ -1108,6 +1110,60 @@ static void test_guarded_mins(void) {
     guarded_mins_case("schedule gm;\nout: root [x=16x1 y=4x2];\nf: thread of out;\n", false);
 }
 
+/* A CPU's samples of code older than CG_GENERATION_LONGER_UNROLLS with
+ * loops rolled that generation 24 unrolls: a reduction around an unrolled
+ * tile (8 channels a work-item over 4 x 3 x 3 taps), and such a reduction
+ * of more than 4,096 nodes that the rule for each loop unrolled before
+ * but the node cap left rolled (2 channels over 7 x 7 x 3 taps, 294
+ * points, each loop alone under 16 points with the tile): rejected
+ * (rejected_longer_unrolls), kept with --keep-changed longer-unrolls; a
+ * GPU's (OpenCL or CUDA), a tile of 16 points, one point a thread over 15
+ * x 15 taps (a loop of more than 4,096 nodes, but no reduction around a
+ * tile: still rolled), and newer code, are kept. */
+static void longer_unrolls_case(int rx, int ry, const char *tile, bool changed) {
+    char pipe[512], text[256], db[128], err[1024];
+    snprintf(pipe, sizeof pipe,
+             "pipeline lu;\ninput f32 in(80, 64, 4);\ninput f32 w(8, %d, %d, 3);\nrdom r(0, %d, 0, %d, 0, 3);\n"
+             "l(x, y, c) = 0.5;\nl(x, y, c) += w(c, r.x, r.y, r.z) * in(x + r.y, y + r.z, r.x %% 4);\n"
+             "output l(64, 48, 8);\n", rx, ry, rx, ry);
+    snprintf(text, sizeof text, "schedule lu;\nl: root [x=16x1 y=4x1 c=1x1] [%s];\n", tile);
+    snprintf(db, sizeof db, "/tmp/test_train_unrolls_%d.db", (int)getpid());
+    fixture fx = fixture_load(pipe);
+    const int old = CG_GENERATION_LONGER_UNROLLS - 1;
+    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, false, false, &c[3]));
+    cg_code_change want = changed ? CG_CODE_LONGER_UNROLLS : CG_CODE_SAME;
+    check_report(c[0] == want && c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME && c[3] == CG_CODE_SAME,
+                 "longer unrolls %s: generation %d: CPU OpenCL %d, GPU OpenCL %d, CUDA %d; generation %d: %d "
+                 "(want %d)", tile, old, c[0], c[2], c[3], old + 1, c[1], want);
+    char version[64];
+    snprintf(version, sizeof version, "abc cg%d", old);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, &fx, text, version, &pid, &devl));
+    train_data d;
+    CHECK(load_all(db, &d) && d.nsamples == (changed ? 1 : 2) && d.rejected_longer_unrolls == changed);
+    train_data_free(&d);
+    train_data_init(&d);
+    train_load_opts o = { 0 };
+    CHECK(train_keep_changed_parse("longer-unrolls", &o.keep_changed, err, sizeof err) == 0);
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 2 && d.rejected_longer_unrolls == 0 &&
+          d.kept_changed == changed);
+    train_data_free(&d);
+    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_LONGER_UNROLLS));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_longer_unrolls == 0);
+    train_data_free(&d);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
+static void test_longer_unrolls(void) {
+    longer_unrolls_case(4, 3, "x=16x1 y=4x1 c=1x8", true);
+    longer_unrolls_case(7, 7, "x=16x1 y=4x1 c=1x2", true);
+    longer_unrolls_case(15, 15, "x=16x1 y=4x1 c=8x1", false);
+    longer_unrolls_case(4, 3, "x=16x1 y=4x2 c=1x8", false);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -1126,6 +1182,7 @@ int main(void) {
     RUN(test_partial_guards);
     RUN(test_private_picks);
     RUN(test_guarded_mins);
+    RUN(test_longer_unrolls);
     RUN(test_cyclic_generations);
     RUN(test_conversion_generations);
     RUN(test_cold_reference);

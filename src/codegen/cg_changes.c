@@ -239,6 +239,10 @@ static cg_code_change code_change(int generation, lowered *l, bool opencl)
         return CG_CODE_PARTIAL_GUARDS;
     if (generation < CG_GENERATION_BRANCHLESS_CONVERSIONS && cg_converts_f32(l->p))
         return CG_CODE_CONVERSIONS;
+    if (generation < CG_GENERATION_LONGER_UNROLLS &&
+        (nest_unrolls_reductions_around(model) ||
+         ((opencl || l->cpu) && lowered_program(l) && cg_unrolls_whole_past(lowered_program(l)))))
+        return CG_CODE_LONGER_UNROLLS;
     return CG_CODE_SAME;
 }
 
@@ -250,8 +254,10 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
      * generation 21 changed the f32-to-integer helpers (CG_CODE_CONVERSIONS);
      * generation 22 the interior of kernels guarded by a conjunction
      * (CG_CODE_PARTIAL_GUARDS); generation 23 OpenCL's reads of private
-     * arrays through a guarded min (CG_CODE_GUARDED_MINS) */
-    _Static_assert(CG_GENERATION == CG_GENERATION_GUARDED_MINS,
+     * arrays through a guarded min (CG_CODE_GUARDED_MINS); generation 24
+     * a CPU's reductions around an unrolled tile, unrolled whole up to
+     * 16,384 nodes (CG_CODE_LONGER_UNROLLS) */
+    _Static_assert(CG_GENERATION == CG_GENERATION_LONGER_UNROLLS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, model, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, opencl);

@@ -456,28 +456,29 @@ static void count_unrolled(const kstmt *s, node_count *c)
     }
 }
 
-/* Whether some loop with the unroll hint in s comes to more than lo and
- * at most hi nodes unrolled. */
-static bool unrolls_between(const kstmt *s, int64_t lo, int64_t hi)
+/* Whether some loop with the unroll hint in s (with whole, one of a
+ * reduction unrolled whole) comes to more than lo and at most hi nodes
+ * unrolled. */
+static bool unrolls_between(const kstmt *s, int64_t lo, int64_t hi, bool whole)
 {
     if (!s)
         return false;
     switch (s->kind) {
     case KS_SEQ:
         for (int i = 0; i < s->n; i++)
-            if (unrolls_between(s->items[i], lo, hi))
+            if (unrolls_between(s->items[i], lo, hi, whole))
                 return true;
         return false;
     case KS_FOR:
-        if (s->unroll) {
+        if (s->unroll && (!whole || s->unroll_whole)) {
             node_count c = { 0, hi };
             count_unrolled(s, &c);
             if (c.n > lo && c.n <= hi)
                 return true;
         }
-        return unrolls_between(s->body, lo, hi);
+        return unrolls_between(s->body, lo, hi, whole);
     case KS_IF:
-        return unrolls_between(s->body, lo, hi);
+        return unrolls_between(s->body, lo, hi, whole);
     default:
         return false;
     }
@@ -487,7 +488,16 @@ bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
 {
     for (int k = 0; k < prog->nkernels; k++)
         for (int ph = 0; ph < prog->kernels[k]->nphases; ph++)
-            if (unrolls_between(prog->kernels[k]->phases[ph], before, cg_target_opencl.unroll_nodes))
+            if (unrolls_between(prog->kernels[k]->phases[ph], before, cg_target_opencl.unroll_nodes, false))
+                return true;
+    return false;
+}
+
+bool cg_unrolls_whole_past(const lower_program *prog)
+{
+    for (int k = 0; k < prog->nkernels; k++)
+        for (int ph = 0; ph < prog->kernels[k]->nphases; ph++)
+            if (unrolls_between(prog->kernels[k]->phases[ph], CG_OPENCL_UNROLL_NODES, CG_UNROLL_NODES_WHOLE, true))
                 return true;
     return false;
 }
@@ -499,7 +509,10 @@ static bool unroll_pragma(const cg_ctx *g, const kstmt *s)
         return false;
     if (!g->t->unroll_nodes)
         return true;
-    node_count c = { 0, g->t->unroll_nodes };
+    int64_t cap = g->t->unroll_nodes;
+    if (s->unroll_whole && cap < CG_UNROLL_NODES_WHOLE)
+        cap = CG_UNROLL_NODES_WHOLE;
+    node_count c = { 0, cap };
     count_unrolled(s, &c);
     return c.n <= c.cap;
 }

@@ -203,8 +203,19 @@
  *      array in memory.  nl_means' one-shot pick (blur_d_y's producers
  *      in its threads, dx and dy in tiles of 4 and 2 of 7): blur_d_y
  *      (docs/backends.md, "Generation 23").  Samples of OpenCL code
- *      with such a read changed (train_load.h, rejected_guarded_mins). */
-#define CG_GENERATION 23
+ *      with such a read changed (train_load.h, rejected_guarded_mins).
+ *  24  2026-12-07: on a CPU, a reduction around an unrolled tile is
+ *      unrolled whole where the tile times the whole reduction has fewer than 512
+ *      points (NEST_UNROLL_AROUND_LIMIT, nest_query.h), where each of its
+ *      loops alone had to be short with the tile (16 points, 64 at thread
+ *      level), its loops up to 16,384 expression nodes on OpenCL and C,
+ *      not 4,096 (CG_UNROLL_NODES_WHOLE): learned_demosaic's l1 over 8
+ *      channels a work-item, a 4 x 3 x 3 reduction, had every loop rolled,
+ *      and PoCL ran the kernel one work-item at a time (docs/backends.md,
+ *      "Generation 24").  Samples whose code changed
+ *      (nest_unrolls_reductions_around, cg_unrolls_whole_past) are left
+ *      out (train_load.h, rejected_longer_unrolls). */
+#define CG_GENERATION 24
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -251,6 +262,10 @@
 /* The first generation whose private arrays' indices see through a
  * guarded min. */
 #define CG_GENERATION_GUARDED_MINS 23
+/* The first generation that unrolls a reduction around an unrolled tile
+ * whole where the tile times it is short (NEST_UNROLL_AROUND_LIMIT), up
+ * to 16,384 nodes (CG_UNROLL_NODES_WHOLE). */
+#define CG_GENERATION_LONGER_UNROLLS 24
 
 #include "lower.h"
 
@@ -273,6 +288,12 @@ typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
  * generation 8: harris' out in threads of 1 x 5 points (about 2,100
  * nodes) ran rolled, 19.6 ms on PoCL, against 4.0 ms unrolled. */
 #define CG_OPENCL_UNROLL_NODES 4096
+/* The cap, on OpenCL and C, for the loops of a reduction unrolled whole
+ * around an unrolled tile (kstmt.unroll_whole; since generation 24):
+ * learned_demosaic's l1 over 8 channels a work-item, a 4 x 3 x 3
+ * reduction of about 11,500 nodes, kept its outer loop under 4,096, and
+ * PoCL ran the kernel one work-item at a time, 2x slower. */
+#define CG_UNROLL_NODES_WHOLE 16384
 /* The same cap for the C back end's `#pragma GCC unroll` (since
  * generation 10; CUDA has none). */
 #define CG_C_UNROLL_NODES 4096
@@ -288,6 +309,11 @@ typedef enum { CG_MATH_EXACT, CG_MATH_FAST } cg_math;
  * left rolled (the loop's unrolled size is over before and at most
  * CG_OPENCL_UNROLL_NODES): code that differs from an older generation's. */
 bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before);
+/* Whether code of prog unrolls a loop of a reduction unrolled whole
+ * (kstmt.unroll_whole) of more than CG_OPENCL_UNROLL_NODES nodes, which
+ * generations before CG_GENERATION_LONGER_UNROLLS left rolled (their cap
+ * for OpenCL and C). */
+bool cg_unrolls_whole_past(const lower_program *prog);
 /* Whether OpenCL code of prog launches some kernel's interior blocks apart
  * (prog->cpu and a kernel of CG_SPLIT_NODES nodes or more with interior
  * blocks): code that differs from an older generation's. */
@@ -345,7 +371,12 @@ bool cg_opencl_splits_narrow(const lower_program *prog);
  * CG_GENERATION_PARTIAL_GUARDS, where cg_decides_guards_apart), or, through
  * OpenCL, read a private array inside a guard at an index printed whole
  * for a clamped min (CG_CODE_GUARDED_MINS: before CG_GENERATION_GUARDED_MINS,
- * where cg_opencl_forms_of's guarded_mins).  The model is the sample's own: built with
+ * where cg_opencl_forms_of's guarded_mins), or left rolled a reduction loop
+ * around an unrolled tile that lowering now unrolls with the rest of the
+ * reduction, or, through OpenCL or C, such a whole reduction's loop of
+ * 4,097 to 16,384 nodes (CG_CODE_LONGER_UNROLLS: before
+ * CG_GENERATION_LONGER_UNROLLS, where nest_unrolls_reductions_around or
+ * cg_unrolls_whole_past).  The model is the sample's own: built with
  * the mapping of its generation (nest_ctx_set_cyclic off before
  * CG_GENERATION_CYCLIC_POINTS), and the code the checks read is lowered
  * with its mapping, so a change of mapping is no change here. */
@@ -367,7 +398,8 @@ typedef enum {
     CG_CODE_PRIVATE_PICKS,
     CG_CODE_CONVERSIONS,
     CG_CODE_PARTIAL_GUARDS,
-    CG_CODE_GUARDED_MINS
+    CG_CODE_GUARDED_MINS,
+    CG_CODE_LONGER_UNROLLS
 } cg_code_change;
 /* Whether code of prog in backend finds other interior blocks than
  * generation 21's finder, which counted a guard as one conditional where

@@ -103,6 +103,8 @@ typedef struct {
                                          index printed whole for a clamped min (train_load.h) */
     int64_t rejected_partial_guards;  /* code whose interior a guard's conjuncts now decide
                                          otherwise (train_load.h) */
+    int64_t rejected_longer_unrolls;  /* code with loops rolled that generation 24 unrolls
+                                         (train_load.h) */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
 } train_data;
 

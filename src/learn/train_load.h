@@ -124,6 +124,13 @@
  * generation 23 prints by counters alone, seeing through the producer's
  * clamped min (cg_opencl_forms_of's guarded_mins), ran code whose array
  * PoCL kept in memory: they count as rejected_guarded_mins.
+ *
+ * A CPU's samples older than CG_GENERATION_LONGER_UNROLLS with a
+ * reduction around an unrolled tile that lowering now unrolls whole where
+ * it left a loop of it rolled (nest_unrolls_reductions_around), or whose
+ * whole reduction came to 4,097 to 16,384 nodes, over the older cap
+ * (cg_unrolls_whole_past), ran a kernel body with a loop, which PoCL ran
+ * one work-item at a time: they count as rejected_longer_unrolls.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

@@ -492,17 +492,22 @@ static int stage_producers(ctx *c, const sc_func *f, int st, const nest_stage *r
 }
 
 /* The reduction loops of stg (variables rvar) around body, dimension x
- * innermost; each is unrolled where it and the `total` points of the
- * serial tile with it are short. */
+ * innermost, around the serial tile of `total` points (around) or inside
+ * it; each is unrolled where nest_reduction_unrolls says. */
 static kstmt *reduction_loops(ctx *c, const ir_stage *stg, const char *const *rvar, int64_t total, int lim,
-                              kstmt *body) {
+                              bool around, kstmt *body) {
+    int64_t red[SC_MAX_DIMS];
+    int nred = stg->rdom ? stg->rdom->ndims : 0;
+    for (int d = 0; d < nred; d++) red[d] = stg->rdom->extent[d];
+    bool whole = nest_reduction_unrolls_whole(red, nred, total, lim, around);
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
             kstmt *loop = stmt(c, KS_FOR);
             loop->var = rvar[d];
             loop->min = mk_int(c, stg->rdom->min[d]);
             loop->extent = stg->rdom->extent[d];
-            loop->unroll = nest_reduction_unrolls(stg->rdom->extent[d], total, lim);
+            loop->unroll = nest_reduction_unrolls(red, nred, d, total, lim, around);
+            loop->unroll_whole = whole;
             loop->body = body;
             body = loop;
         }
@@ -558,7 +563,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
     /* the reduction loops: innermost, or around the serial tile
      * (nest_reduction_around_tile) */
     bool red_outer = nest_reduction_around_tile(rec);
-    if (!red_outer) body = reduction_loops(c, stg, rvar, total, rec->unroll_limit, body);
+    if (!red_outer) body = reduction_loops(c, stg, rvar, total, rec->unroll_limit, false, body);
     sc_expr *cond = NULL;
     for (int k = 0; k < np; k++)
         if (limit && limit[k]) {
@@ -592,7 +597,7 @@ static void emit_stage(ctx *c, const sc_func *f, int st, const nest_stage *rec, 
         loop->body = body;
         body = loop;
     }
-    if (red_outer) body = reduction_loops(c, stg, rvar, total, rec->unroll_limit, body);
+    if (red_outer) body = reduction_loops(c, stg, rvar, total, rec->unroll_limit, rec->unroll_whole_ok, body);
     seq_add(c, seq, body);
 }
 

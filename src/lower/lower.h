@@ -85,6 +85,10 @@ struct kstmt {
     sc_expr *min;                 /* KS_FOR */
     int64_t extent;               /* KS_FOR */
     bool unroll;                  /* KS_FOR */
+    bool unroll_whole;            /* KS_FOR: a loop of a reduction unrolled whole
+                                   * around an unrolled tile
+                                   * (nest_reduction_unrolls_whole): the back
+                                   * end's node cap is CG_UNROLL_NODES_WHOLE */
     sc_expr *cond;                /* KS_IF */
     kstmt *body;                  /* KS_FOR, KS_IF */
     sc_expr *value;               /* KS_LET, KS_STORE */

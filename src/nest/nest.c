@@ -438,16 +438,18 @@ static void emit_stage(build *w, const sc_func *f, int st, nest_stage *rec, cons
     for (int k = 0; k < np; k++) total *= n[k];
     int64_t loads = total;
     rec->unroll_limit = nest_unroll_limit(w->s->f[f->id]->loc, private_producers > 0);
+    rec->unroll_whole_ok = x->no_staging;
     bool unrolled = total < NEST_UNROLL_LIMIT;          /* for staging, the base limit */
     int64_t redpts = 1;
     rec->nred = 0;
     if (stg->rdom)
         for (int d = 0; d < stg->rdom->ndims; d++) {
-            unrolled &= nest_reduction_unrolls(stg->rdom->extent[d], total, NEST_UNROLL_LIMIT);
             loads *= stg->rdom->extent[d];
             redpts *= stg->rdom->extent[d];
             rec->red[rec->nred++] = stg->rdom->extent[d];
         }
+    for (int d = 0; d < rec->nred; d++)
+        unrolled &= nest_reduction_unrolls(rec->red, rec->nred, d, total, NEST_UNROLL_LIMIT, false);
     rec->unrolled = total < rec->unroll_limit;
     const inlined_stages *e = w->se[f->id];
     int nc = e->ncalls[st];

@@ -131,6 +131,9 @@ typedef struct {
                                     * threads[0] apart (nest_ctx_set_cyclic) */
     int unroll_limit;              /* loops unrolled below this many points
                                     * (nest_unroll_limit) */
+    bool unroll_whole_ok;          /* a reduction around an unrolled tile may
+                                    * unroll whole (nest_reduction_unrolls_whole):
+                                    * a CPU's context, which stages nothing */
     int nstaged;                   /* producers staged in registers here */
     int64_t staged_elems;
     int64_t realizations_per_block;   /* per block of its kernel */

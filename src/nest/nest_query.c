@@ -27,20 +27,31 @@ int nest_unroll_limit(sched_loc loc, bool reads_private) {
     return loc == SCHED_THREAD || reads_private ? NEST_UNROLL_THREAD_LIMIT : NEST_UNROLL_LIMIT;
 }
 
-bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit) {
-    return extent < limit && tile_points * extent < limit;
+bool nest_reduction_unrolls_whole(const int64_t *red, int nred, int64_t tile_points, int limit, bool around) {
+    if (!around || nred < 1 || tile_points >= limit) return false;
+    int64_t all = tile_points;
+    for (int k = 0; k < nred && all < NEST_UNROLL_AROUND_LIMIT; k++) all *= red[k];
+    return all < NEST_UNROLL_AROUND_LIMIT;
+}
+
+bool nest_reduction_unrolls(const int64_t *red, int nred, int d, int64_t tile_points, int limit, bool around) {
+    return (red[d] < limit && tile_points * red[d] < limit) ||
+           nest_reduction_unrolls_whole(red, nred, tile_points, limit, around);
 }
 
 /* Which loops of rec `limit` unrolls, as bits: its pure tile (bit 0),
  * each reduction loop d (bit 1 + d), and the whole serial tile with the
- * reductions as the features count it (the last bit). */
-static unsigned unrolled_loops(const nest_stage *rec, int limit) {
+ * reductions as the features count it (the last bit); with around, by
+ * lowering's rule since CG_GENERATION_LONGER_UNROLLS, without it by the
+ * rule for each loop alone. */
+static unsigned unrolled_loops(const nest_stage *rec, int limit, bool around) {
     int64_t total = 1;
     for (int k = 0; k < rec->npure; k++) total *= rec->serial[k];
+    around = around && rec->unroll_whole_ok && nest_reduction_around_tile(rec);
     int64_t all = total;
     unsigned bits = total < limit;
     for (int d = 0; d < rec->nred; d++) {
-        bits |= (unsigned)nest_reduction_unrolls(rec->red[d], total, limit) << (1 + d);
+        bits |= (unsigned)nest_reduction_unrolls(rec->red, rec->nred, d, total, limit, around) << (1 + d);
         all *= rec->red[d];
     }
     return bits | (unsigned)(all < limit) << (1 + SC_MAX_DIMS);
@@ -48,7 +59,7 @@ static unsigned unrolled_loops(const nest_stage *rec, int limit) {
 
 bool nest_serial_loops_unrolled(const nest_stage *rec) {
     unsigned every = (1u << (1 + rec->nred)) - 1;    /* the tile's bit and each reduction's */
-    return (unrolled_loops(rec, rec->unroll_limit) & every) == every;
+    return (unrolled_loops(rec, rec->unroll_limit, true) & every) == every;
 }
 
 bool nest_unrolls_thread_tiles(const nest *n) {
@@ -57,7 +68,7 @@ bool nest_unrolls_thread_tiles(const nest *n) {
         if (!f || f->loc != SCHED_THREAD) continue;
         for (int st = 0; st < f->nstages; st++) {
             const nest_stage *rec = f->stages[st];
-            if (rec && unrolled_loops(rec, NEST_UNROLL_LIMIT) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT))
+            if (rec && unrolled_loops(rec, NEST_UNROLL_LIMIT, false) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT, false))
                 return true;
         }
     }
@@ -71,7 +82,19 @@ bool nest_unrolls_private_readers(const nest *n) {
         for (int st = 0; st < f->nstages; st++) {
             const nest_stage *rec = f->stages[st];
             if (rec && rec->unroll_limit == NEST_UNROLL_THREAD_LIMIT &&
-                unrolled_loops(rec, NEST_UNROLL_LIMIT) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT))
+                unrolled_loops(rec, NEST_UNROLL_LIMIT, false) != unrolled_loops(rec, NEST_UNROLL_THREAD_LIMIT, false))
+                return true;
+        }
+    }
+    return false;
+}
+
+bool nest_unrolls_reductions_around(const nest *n) {
+    for (int fid = 0; fid < n->nfuncs; fid++) {
+        const nest_func *f = n->funcs[fid];
+        for (int st = 1; f && st < f->nstages; st++) {
+            const nest_stage *rec = f->stages[st];
+            if (rec && unrolled_loops(rec, rec->unroll_limit, true) != unrolled_loops(rec, rec->unroll_limit, false))
                 return true;
         }
     }

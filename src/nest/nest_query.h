@@ -46,9 +46,29 @@ bool nest_hull_whole(const nest_kernel *k, bool thread);
 #define NEST_UNROLL_LIMIT 16
 #define NEST_UNROLL_THREAD_LIMIT 64
 int nest_unroll_limit(sched_loc loc, bool reads_private);
-/* Whether a reduction loop of `extent` steps around a serial tile of
- * tile_points points unrolls under limit: both below it. */
-bool nest_reduction_unrolls(int64_t extent, int64_t tile_points, int limit);
+/* On a CPU (a context that stages nothing: nest_stage.unroll_whole_ok), a
+ * reduction that runs around an unrolled serial tile (around: the stage
+ * is nest_reduction_around_tile's) unrolls every one of its loops where
+ * the tile times the whole reduction has fewer points than this (since
+ * CG_GENERATION_LONGER_UNROLLS): a convolution's 8 channels a work-item
+ * over its 4 x 3 x 3 taps, 288 points, runs as straight-line code that
+ * keeps its 8 running values in registers, and PoCL vectorizes the
+ * work-items only where the kernel's body has no loop of its own.  By the
+ * rule for each loop alone, 8 x 4 and 8 x 3 were too many, and the kernel
+ * ran one work-item at a time (docs/backends.md, "Generation 24").  A
+ * GPU keeps the rule for each loop: lens_blur's CUDA with reductions
+ * unrolled whole spilled 16 to 64 times the registers. */
+#define NEST_UNROLL_AROUND_LIMIT 512
+/* Whether reduction loop d of the reduction red[0..nred) (loop 0
+ * innermost), around a serial tile of tile_points points (around) or
+ * inside it, unrolls under limit: its extent and the tile times it both
+ * below limit, or, around an unrolled tile (fewer than limit points), the
+ * tile times the whole reduction below NEST_UNROLL_AROUND_LIMIT. */
+bool nest_reduction_unrolls(const int64_t *red, int nred, int d, int64_t tile_points, int limit, bool around);
+/* Whether the reduction red[0..nred) around (around) an unrolled tile of
+ * tile_points (fewer than limit) unrolls whole: the tile times the whole
+ * reduction below NEST_UNROLL_AROUND_LIMIT. */
+bool nest_reduction_unrolls_whole(const int64_t *red, int nred, int64_t tile_points, int limit, bool around);
 /* Whether lowering unrolls every serial loop of rec under its own limit
  * (rec->unroll_limit): the pure tile and each reduction loop, so that a
  * thread runs its points as straight-line code. */
@@ -80,6 +100,12 @@ bool nest_unrolls_private_readers(const nest *n);
  * reduction loop often runs along its input's rows (hist's rows of Y),
  * and around the tile it ran up to 1.8x slower (docs/benchmarks.md). */
 bool nest_reduction_around_tile(const nest_stage *rec);
+
+/* Whether some stage of n has its reduction loops around an unrolled
+ * tile unrolled by NEST_UNROLL_AROUND_LIMIT where the rule for each loop
+ * alone left one rolled: code that lowering made otherwise before
+ * CG_GENERATION_LONGER_UNROLLS (codegen.h). */
+bool nest_unrolls_reductions_around(const nest *n);
 
 /* Whether some stage of n that accumulates in place has its reduction
  * loops around its tile: code that lowering made otherwise before
