@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1063,6 +1064,42 @@ static void test_partial_guards(void) {
     fixture_remove_db(db);
 }
 
+/* The course of a generation's rejection, on fx's schedule text:
+ * cg_code_changed_since at generation gen - 1 for a CPU's OpenCL, a GPU's
+ * OpenCL and CUDA (want, in that order; the same code at gen); then, of a
+ * CPU's and a GPU's OpenCL samples of gen - 1 in db, `rejected` left out
+ * (counted in the train_data field at offset `field`), both kept with
+ * --keep-changed `name`, and the CPU's loaded once timed again by gen. */
+static void rejection_case(fixture *fx, const char *text, const char *db, int gen, const cg_code_change want[3],
+                           const char *name, size_t field, int64_t rejected) {
+    char err[1024];
+    const int old = gen - 1;
+    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    CHECK(rows_change(fx, text, old, true, true, &c[0]) && rows_change(fx, text, old + 1, true, true, &c[1]) &&
+          rows_change(fx, text, old, false, true, &c[2]) && rows_change(fx, text, old, false, false, &c[3]));
+    check_report(c[0] == want[0] && c[1] == CG_CODE_SAME && c[2] == want[1] && c[3] == want[2],
+                 "%s: generation %d: CPU OpenCL %d, GPU OpenCL %d, CUDA %d; generation %d: %d (want %d, %d, %d)",
+                 name, old, c[0], c[2], c[3], old + 1, c[1], want[0], want[1], want[2]);
+    char version[64];
+    snprintf(version, sizeof version, "abc cg%d", old);
+    int64_t pid, devl;
+    CHECK(cpu_and_gpu_samples(db, fx, text, version, &pid, &devl));
+    train_data d;
+#define REJECTED(d) (*(const int64_t *)((const char *)&(d) + field))
+    CHECK(load_all(db, &d) && d.nsamples == 2 - rejected && REJECTED(d) == rejected);
+    train_data_free(&d);
+    train_data_init(&d);
+    train_load_opts o = { 0 };
+    CHECK(train_keep_changed_parse(name, &o.keep_changed, err, sizeof err) == 0);
+    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 2 && REJECTED(d) == 0 &&
+          d.kept_changed == rejected);
+    train_data_free(&d);
+    CHECK(put_generation(db, fx, pid, devl, text, gen));
+    CHECK(load_all(db, &d) && d.nsamples == 1 && REJECTED(d) == 0);
+#undef REJECTED
+    train_data_free(&d);
+}
+
 /* An OpenCL sample (a CPU's or a GPU's) of code older than
  * CG_GENERATION_GUARDED_MINS that read a private array in a partial
  * tile's edge blocks at an index printed whole, for the producer's
@@ -1073,33 +1110,13 @@ static void test_partial_guards(void) {
 static void guarded_mins_case(const char *text, bool changed) {
     static const char pipe[] = "pipeline gm;\ninput f32 in(100, 20);\nf(x, y) = in(x, y) * 2.0;\n"
                                "out(x, y) = f(x, y) + f(x + 1, y);\noutput out(99, 20);\n";
-    char db[128], err[1024];
+    char db[128];
     snprintf(db, sizeof db, "/tmp/test_train_gmin_%d.db", (int)getpid());
     fixture fx = fixture_load(pipe);
-    const int old = CG_GENERATION_GUARDED_MINS - 1;
-    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
-    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
-          rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, false, false, &c[3]));
-    cg_code_change want = changed ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
-    check_report(c[0] == want && c[1] == CG_CODE_SAME && c[2] == want && c[3] == CG_CODE_SAME,
-                 "guarded mins: generation %d: CPU OpenCL %d, GPU OpenCL %d, CUDA %d; generation %d: %d (want %d)",
-                 old, c[0], c[2], c[3], old + 1, c[1], want);
-    char version[64];
-    snprintf(version, sizeof version, "abc cg%d", old);
-    int64_t pid, devl;
-    CHECK(cpu_and_gpu_samples(db, &fx, text, version, &pid, &devl));
-    train_data d;
-    CHECK(load_all(db, &d) && d.nsamples == (changed ? 0 : 2) && d.rejected_guarded_mins == (changed ? 2 : 0));
-    train_data_free(&d);
-    train_data_init(&d);
-    train_load_opts o = { 0 };
-    CHECK(train_keep_changed_parse("guarded-mins", &o.keep_changed, err, sizeof err) == 0);
-    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 2 && d.rejected_guarded_mins == 0 &&
-          d.kept_changed == (changed ? 2 : 0));
-    train_data_free(&d);
-    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_GUARDED_MINS));
-    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_guarded_mins == 0);
-    train_data_free(&d);
+    cg_code_change w = changed ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
+    const cg_code_change want[3] = { w, w, CG_CODE_SAME };
+    rejection_case(&fx, text, db, CG_GENERATION_GUARDED_MINS, want, "guarded-mins",
+                   offsetof(train_data, rejected_guarded_mins), changed ? 2 : 0);
     fixture_unload(&fx);
     fixture_remove_db(db);
 }
@@ -1121,7 +1138,7 @@ static void test_guarded_mins(void) {
  * x 15 taps (a loop of more than 4,096 nodes, but no reduction around a
  * tile: still rolled), and newer code, are kept. */
 static void longer_unrolls_case(int rx, int ry, const char *tile, bool changed) {
-    char pipe[512], text[256], db[128], err[1024];
+    char pipe[512], text[256], db[128];
     snprintf(pipe, sizeof pipe,
              "pipeline lu;\ninput f32 in(80, 64, 4);\ninput f32 w(8, %d, %d, 3);\nrdom r(0, %d, 0, %d, 0, 3);\n"
              "l(x, y, c) = 0.5;\nl(x, y, c) += w(c, r.x, r.y, r.z) * in(x + r.y, y + r.z, r.x %% 4);\n"
@@ -1129,30 +1146,9 @@ static void longer_unrolls_case(int rx, int ry, const char *tile, bool changed) 
     snprintf(text, sizeof text, "schedule lu;\nl: root [x=16x1 y=4x1 c=1x1] [%s];\n", tile);
     snprintf(db, sizeof db, "/tmp/test_train_unrolls_%d.db", (int)getpid());
     fixture fx = fixture_load(pipe);
-    const int old = CG_GENERATION_LONGER_UNROLLS - 1;
-    cg_code_change c[4] = { CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
-    CHECK(rows_change(&fx, text, old, true, true, &c[0]) && rows_change(&fx, text, old + 1, true, true, &c[1]) &&
-          rows_change(&fx, text, old, false, true, &c[2]) && rows_change(&fx, text, old, false, false, &c[3]));
-    cg_code_change want = changed ? CG_CODE_LONGER_UNROLLS : CG_CODE_SAME;
-    check_report(c[0] == want && c[1] == CG_CODE_SAME && c[2] == CG_CODE_SAME && c[3] == CG_CODE_SAME,
-                 "longer unrolls %s: generation %d: CPU OpenCL %d, GPU OpenCL %d, CUDA %d; generation %d: %d "
-                 "(want %d)", tile, old, c[0], c[2], c[3], old + 1, c[1], want);
-    char version[64];
-    snprintf(version, sizeof version, "abc cg%d", old);
-    int64_t pid, devl;
-    CHECK(cpu_and_gpu_samples(db, &fx, text, version, &pid, &devl));
-    train_data d;
-    CHECK(load_all(db, &d) && d.nsamples == (changed ? 1 : 2) && d.rejected_longer_unrolls == changed);
-    train_data_free(&d);
-    train_data_init(&d);
-    train_load_opts o = { 0 };
-    CHECK(train_keep_changed_parse("longer-unrolls", &o.keep_changed, err, sizeof err) == 0);
-    CHECK(train_load(&d, db, NULL, &o, err, sizeof err) == 0 && d.nsamples == 2 && d.rejected_longer_unrolls == 0 &&
-          d.kept_changed == changed);
-    train_data_free(&d);
-    CHECK(put_generation(db, &fx, pid, devl, text, CG_GENERATION_LONGER_UNROLLS));
-    CHECK(load_all(db, &d) && d.nsamples == 1 && d.rejected_longer_unrolls == 0);
-    train_data_free(&d);
+    const cg_code_change want[3] = { changed ? CG_CODE_LONGER_UNROLLS : CG_CODE_SAME, CG_CODE_SAME, CG_CODE_SAME };
+    rejection_case(&fx, text, db, CG_GENERATION_LONGER_UNROLLS, want, "longer-unrolls",
+                   offsetof(train_data, rejected_longer_unrolls), changed ? 1 : 0);
     fixture_unload(&fx);
     fixture_remove_db(db);
 }

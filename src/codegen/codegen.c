@@ -484,22 +484,24 @@ static bool unrolls_between(const kstmt *s, int64_t lo, int64_t hi, bool whole)
     }
 }
 
-bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
+/* unrolls_between over every phase of every kernel of prog. */
+static bool program_unrolls_between(const lower_program *prog, int64_t lo, int64_t hi, bool whole)
 {
     for (int k = 0; k < prog->nkernels; k++)
         for (int ph = 0; ph < prog->kernels[k]->nphases; ph++)
-            if (unrolls_between(prog->kernels[k]->phases[ph], before, cg_target_opencl.unroll_nodes, false))
+            if (unrolls_between(prog->kernels[k]->phases[ph], lo, hi, whole))
                 return true;
     return false;
 }
 
+bool cg_opencl_unrolls_past(const lower_program *prog, int64_t before)
+{
+    return program_unrolls_between(prog, before, cg_target_opencl.unroll_nodes, false);
+}
+
 bool cg_unrolls_whole_past(const lower_program *prog)
 {
-    for (int k = 0; k < prog->nkernels; k++)
-        for (int ph = 0; ph < prog->kernels[k]->nphases; ph++)
-            if (unrolls_between(prog->kernels[k]->phases[ph], CG_OPENCL_UNROLL_NODES, CG_UNROLL_NODES_WHOLE, true))
-                return true;
-    return false;
+    return program_unrolls_between(prog, CG_OPENCL_UNROLL_NODES, CG_UNROLL_NODES_WHOLE, true);
 }
 
 /* Whether the loop s gets the back end's unroll pragma. */
