@@ -101,6 +101,52 @@ static void check_matches(const lowered *l) {
     CHECK(bad == 0 || bad == -2);
 }
 
+/* A Func fused into several consumers takes the hull of their boxes,
+ * found over the combinations of the tile indices each dimension's boxes
+ * depend on; a kernel with more positions than NEST_HULL_POSITIONS (here
+ * 1024 x 1040 threads, and 532,480 blocks of two) keeps that hull rather
+ * than g's whole region (before, 1025 x 1041 elements a thread: over any
+ * register file).  The model and lowering agree, the schedule fits an
+ * A100 and the code matches the reference on C and OpenCL. */
+static void test_hull_past_positions(void) {
+    const char *src = "input f32 in(1026, 1042);\n"
+                      "g(x, y) = in(x, y) * 2.0;\n"
+                      "a(x, y) = g(x, y) + g(x + 1, y);\n"
+                      "b(x, y) = g(x, y) + g(x, y + 1);\n"
+                      "out(x, y) = a(x, y) + b(x, y);\n"
+                      "output out(1024, 1040);\n";
+    const char *texts[2] = {
+        "schedule t;\nout: root [x=16x1 y=16x1];\na: thread of out;\nb: thread of out;\ng: thread of out;\n",
+        "schedule t;\nout: root [x=2x1 y=1x1];\na: block of out [x=2 y=1];\nb: block of out [x=2 y=1];\n"
+        "g: block of out [x=2 y=1];\n" };
+    const int64_t want[2][2] = { { 2, 2 }, { 3, 2 } };
+    for (int i = 0; i < 2; i++) {
+        lowered l;
+        CHECK(lower_text(&l, src, texts[i]));
+        if (!l.prog) { lowered_free(&l); continue; }
+        char err[1024];
+        target a100 = fixture_target("a100");
+        if (sched_check(l.p, l.b, l.s, &a100, false, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            CHECK(false);
+        }
+        nest_ctx *x = nest_ctx_new(l.p, l.b);
+        nest *m = nest_build(x, l.s, err, sizeof err);
+        CHECK(m != NULL);
+        int g = -1;
+        for (int f = 0; f < l.p->funcs.n; f++)
+            if (!strcmp(((const sc_func *)l.p->funcs.items[f])->name, "g")) g = f;
+        const nest_func *gf = m && g >= 0 ? m->funcs[g] : NULL;
+        CHECK(gf && !gf->hull_whole && gf->extent[0] == want[i][0] && gf->extent[1] == want[i][1]);
+        const lower_alloc *ga = l.prog->nkernels == 1 ? l.prog->kernels[0]->storage[g] : NULL;
+        CHECK(ga && ga->extent[0] == want[i][0] && ga->extent[1] == want[i][1]);
+        nest_free(m);
+        nest_ctx_free(x);
+        check_matches(&l);
+        lowered_free(&l);
+    }
+}
+
 /* A CPU target stages nothing (PoCL keeps the array in memory per
  * work-item: docs/backends.md, generation 7): the schedule that stages
  * out's reads of blur_x on a GPU lowers with none for a CPU, its model
@@ -476,6 +522,7 @@ int main(void) {
     RUN(test_no_staging_on_cpu);
     RUN(test_thread_tiles_unrolled);
     RUN(test_reductions_around_unrolled);
+    RUN(test_hull_past_positions);
     RUN(test_staging_needs_reuse_and_unrolling);
     RUN(test_staging_reduction);
     RUN(test_staging_registers);

@@ -308,14 +308,13 @@ static bool footprint(ctx *c, const sc_func *prod, const fp_box *boxes, int nb, 
             return false;
         }
     }
-    bool whole = nest_hull_whole(c->mk, mf->loc == SCHED_THREAD);
     sc_expr **lo = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
     sc_expr **hi = ir_alloc(c->arena, sizeof(sc_expr *) * (size_t)nb);
     for (int d = 0; d < prod->ndims; d++) {
         fp_span u;
         sc_expr *least;
         if (!fp_same_union(c->arena, c->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
-            u = fp_hull_span(c->b, prod, d, least, whole ? -1 : mf->extent[d]);
+            u = fp_hull_span(c->b, prod, d, least, mf->hull_whole >> d & 1 ? -1 : mf->extent[d]);
         /* one algebra: the span's extent is the model's */
         assert(fp_clip_extent(c->b, prod, d, &u) == mf->extent[d]);
         sc_expr *o = fp_clip_origin(c->arena, c->b, prod, d, &u, mf->extent[d], NULL);

@@ -175,12 +175,15 @@ static int64_t by_digits(hull_syms *h, int64_t nthreads, int64_t rmin, int64_t r
     }
     /* a thread digit without mod is the thread index itself: all threads */
     int64_t range[63];
+    double cases = 1;
     for (int j = 0; j < nd; j++) {
         int k = dig[j];
         range[j] = h->dthread[k] && !h->dmod[k] ? (nthreads + h->dbelow[k] - 1) / h->dbelow[k] : h->drange[k];
         if (range[j] < 1) return -2;
+        cases *= (double)range[j];
         h->dval[k] = 0;
     }
+    if (cases > (double)NEST_HULL_POSITIONS) return -2;
     h->by_digit = true;
     int64_t best = 0;
     for (;;) {
@@ -202,13 +205,13 @@ static int64_t by_digits(hull_syms *h, int64_t nthreads, int64_t rmin, int64_t r
 int64_t hull_extent(hull_syms *h, int64_t nblocks, int64_t nthreads, const bounds_func *pb, int d, int n,
                     const fp_span *sp, int stride) {
     int64_t nt = nthreads > 0 ? nthreads : 1, best = 0;
-    if ((double)nblocks * (double)nt > (double)NEST_HULL_POSITIONS) return -1;
     int64_t rmin = pb->min[d], rmax = pb->min[d] + pb->extent[d] - 1;
     int64_t e = by_digits(h, nthreads, rmin, rmax, n, sp, stride);
     if (e != -2) return e;
     bool any_tid = false;
     for (int i = 0; i < n; i++) any_tid |= sp[i * stride].sym && uses_tid(h, sp[i * stride].sym);
     if (!any_tid) nt = 1;
+    if ((double)nblocks * (double)nt > (double)NEST_HULL_POSITIONS) return -1;
     h->has_tid = nthreads > 0;
     for (int64_t b = 0; b < nblocks && best >= 0; b++) {
         h->bid = b;

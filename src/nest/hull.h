@@ -66,7 +66,9 @@ sc_expr *hull_digit(hull_syms *h, int split, bool thread, int64_t below, int64_t
  * of dimension d of a Func of region pb, each clamped into the region,
  * over nblocks blocks and nthreads threads each (0: block level, the
  * thread index unbound); -1 when something cannot be evaluated or there
- * are more than NEST_HULL_POSITIONS positions (nest.h). */
+ * are more than NEST_HULL_POSITIONS cases to evaluate (nest.h): digit
+ * combinations, or positions where the spans' digits do not allow that.
+ * The caller then takes the whole region (nest_func.hull_whole). */
 int64_t hull_extent(hull_syms *h, int64_t nblocks, int64_t nthreads, const bounds_func *pb, int d, int n,
                     const fp_span *sp, int stride);
 

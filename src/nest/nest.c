@@ -72,6 +72,7 @@ struct nest_ctx {
     int *mem_ids;
     org *fmin, *bmin;              /* a build's footprints, written before they are read */
     int64_t *fext, *bext;
+    unsigned *fwhole;
     uintptr_t *key;                /* a kernel key: every decision with all its tiles */
 };
 
@@ -101,6 +102,7 @@ nest_ctx *nest_ctx_new(const sc_pipeline *p, const bounds_result *b) {
     x->bmin = base_calloc(n * SC_MAX_DIMS, sizeof(org));
     x->fext = base_calloc(n * SC_MAX_DIMS, sizeof(int64_t));
     x->bext = base_calloc(n * SC_MAX_DIMS, sizeof(int64_t));
+    x->fwhole = base_calloc(n, sizeof(unsigned));
     size_t words = 8;
     for (int i = 0; i < x->n; i++) words += 4 + (size_t)func_at(p, i)->nstages * (1 + SC_MAX_DIMS);
     x->key = base_calloc(words, sizeof(uintptr_t));
@@ -124,6 +126,7 @@ void nest_ctx_free(nest_ctx *x) {
     free(x->bmin);
     free(x->fext);
     free(x->bext);
+    free(x->fwhole);
     free(x->key);
     fusion_graph_free(x->graph);
     free(x->uses);
@@ -185,6 +188,8 @@ typedef struct {
     int *first, *next_mem;         /* [root fid] its first fused Func, [fid] the next: id order */
     org *fmin, *bmin;              /* [fid * SC_MAX_DIMS]: footprint per realization, */
     int64_t *fext, *bext;          /* and per block of the kernel */
+    unsigned *fwhole;              /* [fid] the dimensions whose hull per
+                                    * realization is the whole region */
     char *err;
     size_t errlen;
     bool failed;
@@ -349,7 +354,7 @@ static int footprint(build *w, const sc_func *prod, int nb, const fp_box *const 
  * definitions.  per_thread: boxes of a thread tile (a THREAD Func's
  * realization); else boxes of what a block computes. */
 static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *boxes, bool per_thread, org *mins,
-                           int64_t *ext) {
+                           int64_t *ext, unsigned *whole) {
     if (nb == 0) return failf(w, "nothing uses %s where it is computed", prod->name);
     fp_span *sp = base_calloc((size_t)nb * SC_MAX_DIMS, sizeof(fp_span));
     int rc = 0;
@@ -368,13 +373,16 @@ static int footprint_exact(build *w, const sc_func *prod, int nb, const fp_box *
         free(bx);
     }
     sc_expr **lo = base_calloc((size_t)nb, sizeof(sc_expr *)), **hi = base_calloc((size_t)nb, sizeof(sc_expr *));
+    if (whole) *whole = 0;
     for (int d = 0; d < prod->ndims && !rc; d++) {
         fp_span u;
         sc_expr *least;
-        if (!fp_same_union(w->hs.xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least))
-            u = fp_hull_span(w->x->b, prod, d, least,
-                             hull_extent(&w->hs, w->ke->k.nblocks, per_thread ? w->ke->k.nthreads : 0,
-                                         &w->x->b->funcs[prod->id], d, nb, &sp[d], SC_MAX_DIMS));
+        if (!fp_same_union(w->hs.xa, w->x->b, prod, d, nb, &sp[d], SC_MAX_DIMS, &u, lo, hi, &least)) {
+            int64_t e = hull_extent(&w->hs, w->ke->k.nblocks, per_thread ? w->ke->k.nthreads : 0,
+                                    &w->x->b->funcs[prod->id], d, nb, &sp[d], SC_MAX_DIMS);
+            if (e < 0 && whole) *whole |= 1u << d;
+            u = fp_hull_span(w->x->b, prod, d, least, e);
+        }
         ext[d] = fp_clip_extent(w->x->b, prod, d, &u);
         sc_expr *o = fp_clip_origin(w->hs.xa, w->x->b, prod, d, &u, ext[d], NULL);
         mins[d] = o->kind == E_CONST ? konst(o->c.i) : fresh_def(w, o);
@@ -615,15 +623,16 @@ static int fused_group(build *w, sched_loc level, const sc_func *owner, int osta
         int64_t *fe = &w->fext[g->id * SC_MAX_DIMS], *be = &w->bext[g->id * SC_MAX_DIMS];
         int rc;
         if (w->hs.xa) {
-            rc = footprint_exact(w, g, nu, boxes, level == SCHED_THREAD, fm, fe);
+            rc = footprint_exact(w, g, nu, boxes, level == SCHED_THREAD, fm, fe, &w->fwhole[g->id]);
         } else {
+            w->fwhole[g->id] = 0;
             const fp_box *one = &boxes[0];
             rc = nu == 1 ? footprint(w, g, 1, &one, fm, fe) : failf(w, "%s: several consumers", g->name);
         }
         if (!rc && level == SCHED_THREAD) {
             /* what a block computes of it: with several consumers the hull
              * of theirs, as lowering would allocate it per block */
-            rc = w->hs.xa ? footprint_exact(w, g, nu, bboxes, false, bm, be) : footprint(w, g, nu, bptr, bm, be);
+            rc = w->hs.xa ? footprint_exact(w, g, nu, bboxes, false, bm, be, NULL) : footprint(w, g, nu, bptr, bm, be);
         } else if (!rc) {
             memcpy(bm, fm, sizeof(org) * SC_MAX_DIMS);
             memcpy(be, fe, sizeof(int64_t) * SC_MAX_DIMS);
@@ -641,6 +650,7 @@ static void alloc_member(build *w, nest_func *m, const sc_func *prod, nest_mem m
     m->mem = mem;
     m->ndims = prod->ndims;
     m->elems = 1;
+    m->hull_whole = w->fwhole[prod->id];
     for (int d = 0; d < prod->ndims; d++) {
         m->extent[d] = w->fext[prod->id * SC_MAX_DIMS + d];
         m->elems *= m->extent[d];
@@ -1071,6 +1081,7 @@ nest *nest_build(nest_ctx *x, const sched_state *s, char *err, size_t errlen) {
     w.fmin = x->fmin;
     w.bmin = x->bmin;
     w.fext = x->fext;
+    w.fwhole = x->fwhole;
     w.bext = x->bext;
     uintptr_t *key = x->key;
     int *mem_ids = x->mem_ids;

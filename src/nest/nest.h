@@ -57,9 +57,10 @@
  * LEGAL_STAGED_REGISTERS is this). */
 #define NEST_STAGED_REGISTERS 64
 /* A Func fused into several consumers gets the hull of their boxes; its
- * extent is found by evaluating every block (and thread, at thread
- * level) of the kernel, up to this many positions, else the whole region
- * is taken (lowering and the model alike). */
+ * extent is found by evaluating every combination of the tile indices
+ * its boxes depend on (one dimension at a time), or else every block (and
+ * thread, at thread level) of the kernel, up to this many cases, else the
+ * whole region is taken (lowering and the model alike: hull.h). */
 #define NEST_HULL_POSITIONS (1 << 18)
 
 typedef enum { NEST_GLOBAL, NEST_SHARED, NEST_REGISTER } nest_mem;
@@ -153,6 +154,9 @@ typedef struct {
     nest_mem mem;                  /* its allocation */
     int ndims;
     int64_t extent[SC_MAX_DIMS];   /* ROOT: its region; fused: per realization */
+    unsigned hull_whole;           /* fused into several consumers: bit d set where
+                                    * the hull of their boxes in dimension d is the
+                                    * whole region (hull_extent gave up) */
     int64_t elems, bytes;
     int nstages;
     const nest_stage **stages;

@@ -136,8 +136,3 @@ bool nest_merges_thread_loops(const nest *n) {
     }
     return false;
 }
-
-bool nest_hull_whole(const nest_kernel *k, bool thread) {
-    double positions = (double)k->nblocks * (double)(thread && k->nthreads > 0 ? k->nthreads : 1);
-    return positions > (double)NEST_HULL_POSITIONS;
-}

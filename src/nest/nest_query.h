@@ -25,13 +25,6 @@ void nest_owner(const nest *n, int fid, int *owner, int *owner_stage);
  * NEST_MAX_STAGED.  Returns the count. */
 int nest_staged_producers(const nest_stage *rec, const sc_func **out);
 
-/* Whether the hull of a Func fused into several consumers of kernel k
- * (at thread level: thread true) was taken as the Func's whole region
- * because the kernel has more than NEST_HULL_POSITIONS positions to
- * evaluate (hull.h: hull_extent then gives up).  Otherwise the model's
- * extent is the hull's. */
-bool nest_hull_whole(const nest_kernel *k, bool thread);
-
 /* Loops of a stage with fewer points than this (its serial tile, times a
  * reduction loop's extent for that loop) are unrolled: NEST_UNROLL_LIMIT,
  * or NEST_UNROLL_THREAD_LIMIT for a Func computed at thread level, whose
