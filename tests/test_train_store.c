@@ -1100,6 +1100,21 @@ static void rejection_case(fixture *fx, const char *text, const char *db, int ge
     train_data_free(&d);
 }
 
+/* rejection_case for a change of OpenCL code on any device (a CPU's and a
+ * GPU's samples rejected where changed, a CUDA sample kept), on pipeline
+ * pipe, with a database of its own named after tag. */
+static void opencl_rejection_case(const char *pipe, const char *tag, const char *text, bool changed, int gen,
+                                  cg_code_change change, const char *name, size_t field) {
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/test_train_%s_%d.db", tag, (int)getpid());
+    fixture fx = fixture_load(pipe);
+    cg_code_change w = changed ? change : CG_CODE_SAME;
+    const cg_code_change want[3] = { w, w, CG_CODE_SAME };
+    rejection_case(&fx, text, db, gen, want, name, field, changed ? 2 : 0);
+    fixture_unload(&fx);
+    fixture_remove_db(db);
+}
+
 /* An OpenCL sample (a CPU's or a GPU's) of code older than
  * CG_GENERATION_GUARDED_MINS that read a private array in a partial
  * tile's edge blocks at an index printed whole, for the producer's
@@ -1110,15 +1125,8 @@ static void rejection_case(fixture *fx, const char *text, const char *db, int ge
 static void guarded_mins_case(const char *text, bool changed) {
     static const char pipe[] = "pipeline gm;\ninput f32 in(100, 20);\nf(x, y) = in(x, y) * 2.0;\n"
                                "out(x, y) = f(x, y) + f(x + 1, y);\noutput out(99, 20);\n";
-    char db[128];
-    snprintf(db, sizeof db, "/tmp/test_train_gmin_%d.db", (int)getpid());
-    fixture fx = fixture_load(pipe);
-    cg_code_change w = changed ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
-    const cg_code_change want[3] = { w, w, CG_CODE_SAME };
-    rejection_case(&fx, text, db, CG_GENERATION_GUARDED_MINS, want, "guarded-mins",
-                   offsetof(train_data, rejected_guarded_mins), changed ? 2 : 0);
-    fixture_unload(&fx);
-    fixture_remove_db(db);
+    opencl_rejection_case(pipe, "gmin", text, changed, CG_GENERATION_GUARDED_MINS, CG_CODE_GUARDED_MINS,
+                          "guarded-mins", offsetof(train_data, rejected_guarded_mins));
 }
 
 static void test_guarded_mins(void) {
@@ -1160,6 +1168,26 @@ static void test_longer_unrolls(void) {
     longer_unrolls_case(4, 3, "x=16x1 y=4x2 c=1x8", false);
 }
 
+/* An OpenCL sample (a CPU's or a GPU's) of code older than
+ * CG_GENERATION_DATA_PICKS that read a private array at a level computed
+ * from data (cg_opencl_forms_of's data_picks), timed the array in memory:
+ * rejected (rejected_data_picks), kept with --keep-changed data-picks; a
+ * CUDA sample, newer code, and a schedule with the levels at root (no
+ * private array) are kept. */
+static void data_picks_case(const char *text, bool changed) {
+    static const char pipe[] =
+        "pipeline dp;\ninput f32 in(64, 48);\nlv(x, y, k) = in(x, y) * f32(k + 1) - 0.5;\n"
+        "out(x, y) = lv(x, y, clamp(i32(in(x, y) * 4.0), 0, 3)) + lv(x, y, clamp(i32(in(x, y) * 4.0), 0, 3) + 1);\n"
+        "output out(64, 48);\n";
+    opencl_rejection_case(pipe, "dpick", text, changed, CG_GENERATION_DATA_PICKS, CG_CODE_DATA_PICKS, "data-picks",
+                          offsetof(train_data, rejected_data_picks));
+}
+
+static void test_data_picks(void) {
+    data_picks_case("schedule dp;\nout: root [x=16x1 y=1x2];\nlv: thread of out;\n", true);
+    data_picks_case("schedule dp;\nout: root [x=16x1 y=1x2];\nlv: root [x=16x1 y=1x1 k=1x1];\n", false);
+}
+
 int main(void) {
     A100 = fixture_target("a100");
     RUN(test_from_store);
@@ -1179,6 +1207,7 @@ int main(void) {
     RUN(test_private_picks);
     RUN(test_guarded_mins);
     RUN(test_longer_unrolls);
+    RUN(test_data_picks);
     RUN(test_cyclic_generations);
     RUN(test_conversion_generations);
     RUN(test_cold_reference);

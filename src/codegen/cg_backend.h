@@ -56,6 +56,11 @@ typedef struct cg_target {
                                              condition is the same for every lane
                                              loads through the selected pointer
                                              (OpenCL: cg_expr, generation 17) */
+    const char *lane_select;              /* a function select(a, b, c), c ? b : a with c an
+                                             integer of a's width, that compiles to a select
+                                             and not a branch: a private array's read at a
+                                             temporary's values (OpenCL: cg_expr.c,
+                                             generation 25); NULL where there is none */
     void (*prologue)(cg_ctx *g);          /* includes, typedefs, pragmas */
     void (*kernel_open)(cg_ctx *g, const lower_kernel *k);
     void (*phase_open)(cg_ctx *g, const lower_kernel *k, int phase);
@@ -258,7 +263,8 @@ struct cg_ctx {
     int64_t rows_apart;           /* accesses printed (a + row)[x] (cg_access) ... */
     int64_t rows_apart_edge;      /* ... of them in an edge copy (edge_copy) */
     int64_t pointer_selects;      /* selects printed as a load through a selected pointer */
-    int64_t private_picks;        /* private arrays' reads printed as a select (cg_expr.c) */
+    int64_t private_picks;        /* private arrays' reads printed as a select over variables (cg_expr.c) */
+    int64_t data_picks;           /* ... over temporaries' values (cg_expr.c, generation 25) */
     int64_t guarded_mins;         /* private arrays' indices printed by counters through a
                                    * guarded min (cg_expr.c, generation 23) */
     bool edge_copy;               /* printing the edge blocks' copy of a kernel with an interior one */

@@ -171,14 +171,17 @@ static lower_program *lowered_program(lowered *l)
     return l->prog;
 }
 
-/* The changes of generations 16, 17, 19 and 23, read from OpenCL's forms. */
+/* The changes of generations 16, 17, 19, 23 and 25, read from OpenCL's
+ * forms. */
 static cg_code_change opencl_forms_change(int generation, lowered *l, bool opencl)
 {
-    if (generation >= CG_GENERATION_GUARDED_MINS || !opencl || !lowered_program(l))
+    if (generation >= CG_GENERATION_DATA_PICKS || !opencl || !lowered_program(l))
         return CG_CODE_SAME;
     cg_opencl_forms n = cg_opencl_forms_of(lowered_program(l));
+    if (generation >= CG_GENERATION_GUARDED_MINS)
+        return n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
     if (generation >= CG_GENERATION_PRIVATE_PICKS)
-        return n.guarded_mins > 0 ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
+        return n.guarded_mins > 0 ? CG_CODE_GUARDED_MINS : n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
     if (n.private_picks > 0)
         return CG_CODE_PRIVATE_PICKS;
     if (n.guarded_mins > 0)
@@ -192,7 +195,7 @@ static cg_code_change opencl_forms_change(int generation, lowered *l, bool openc
         if (rows && n.rows_apart > 0)
             return CG_CODE_ROWS_APART_EDGES;
     }
-    return CG_CODE_SAME;
+    return n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
 }
 
 static cg_code_change code_change(int generation, lowered *l, bool opencl)
@@ -256,8 +259,9 @@ cg_code_change cg_code_changed_since(int generation, sc_pipeline *p, const bound
      * (CG_CODE_PARTIAL_GUARDS); generation 23 OpenCL's reads of private
      * arrays through a guarded min (CG_CODE_GUARDED_MINS); generation 24
      * a CPU's reductions around an unrolled tile, unrolled whole up to
-     * 16,384 nodes (CG_CODE_LONGER_UNROLLS) */
-    _Static_assert(CG_GENERATION == CG_GENERATION_LONGER_UNROLLS,
+     * 16,384 nodes (CG_CODE_LONGER_UNROLLS); generation 25 OpenCL's reads
+     * of private arrays at a temporary's values (CG_CODE_DATA_PICKS) */
+    _Static_assert(CG_GENERATION == CG_GENERATION_DATA_PICKS,
                    "a new generation: say here which older code it changed");
     lowered l = { p, b, s, model, cpu, false, NULL, NULL };
     cg_code_change c = code_change(generation, &l, opencl);

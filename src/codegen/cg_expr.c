@@ -541,7 +541,7 @@ static void pr_math(cg_ctx *g, const cg_node *n)
 /* An i32 value as the sum of coef[i] * term[i] plus k, a term being a
  * variable or (counter) the counter v_u_ of a loop printed counted; ok
  * false where it is not one (a division, a call, too many terms). */
-enum { CG_LIN_TERMS = 24 };
+enum { CG_LIN_TERMS = 24, CG_LIN_TEMPS = 3 };
 struct cg_lin {
     int n;
     const char *var[CG_LIN_TERMS];
@@ -550,6 +550,13 @@ struct cg_lin {
     int64_t k;
     bool ok;
     bool capped;        /* a clamped min taken as its operand inside a guard (guard_caps) */
+    /* With temps_ok (a private array's index for print_private_pick): the
+     * temporaries (nodes printed sc_tN) of a few values that are not
+     * linear forms, each a term of its own (lin_temp), ntemp of them. */
+    bool temps_ok;
+    int ntemp;
+    int temp[CG_LIN_TEMPS];
+    int64_t tcoef[CG_LIN_TEMPS];
 };
 
 static void lin_term(cg_lin *l, const char *v, bool counter, int64_t c)
@@ -623,6 +630,28 @@ void cg_clamped_min_of(cg_ctx *g, int id, cg_var *v)
     v->cmin_k = kv;
 }
 
+enum { PRIVATE_PICK_CASES = 8, PRIVATE_PICK_TERMS = 3 };
+
+/* l += scale * temporary t (a node printed sc_tN) where l takes them and t
+ * has at most PRIVATE_PICK_CASES values: a data-dependent index, as
+ * local_laplacian's level k = clamp(int(gray * 7), 0, 6).  False where it
+ * cannot be a term. */
+static bool lin_temp(const cg_ctx *g, cg_lin *l, int t, int64_t scale)
+{
+    const cg_node *n = &g->node[t];
+    if (!l->temps_ok || n->tmp < 0 || n->e->type != SC_I32 || n->hi < n->lo || n->hi - n->lo >= PRIVATE_PICK_CASES)
+        return false;
+    for (int i = 0; i < l->ntemp; i++)
+        if (l->temp[i] == t) {
+            l->tcoef[i] += scale;
+            return true;
+        }
+    if (l->ntemp == CG_LIN_TEMPS) return false;
+    l->temp[l->ntemp] = t;
+    l->tcoef[l->ntemp++] = scale;
+    return true;
+}
+
 /* l += scale * node id as printed (resolve): a variable with a linear
  * form taken through it (plus its counter for a counted loop's), a
  * clamped min inside a guard that leaves it its operand (guard_caps)
@@ -630,7 +659,8 @@ void cg_clamped_min_of(cg_ctx *g, int id, cg_var *v)
 static void lin_add(const cg_ctx *g, int id, int64_t scale, cg_lin *l)
 {
     if (!l->ok) return;
-    const cg_node *n = &g->node[resolve(g, id)];
+    int r = resolve(g, id);
+    const cg_node *n = &g->node[r];
     const sc_expr *e = n->e;
     if (e->type != SC_I32) {
         l->ok = false;
@@ -656,7 +686,7 @@ static void lin_add(const cg_ctx *g, int id, int64_t scale, cg_lin *l)
         lin_add(g, n->kid[0], scale * g->node[resolve(g, n->kid[1])].lo, l);
     } else if (e->kind == E_BINARY && e->op == SC_MUL && cg_folds(&g->node[resolve(g, n->kid[0])])) {
         lin_add(g, n->kid[1], scale * g->node[resolve(g, n->kid[0])].lo, l);
-    } else {
+    } else if (!lin_temp(g, l, g->node[id].tmp >= 0 ? id : r, scale)) {
         l->ok = false;
     }
 }
@@ -696,9 +726,9 @@ static void print_counter_sum(cg_ctx *g, const cg_lin *l, int64_t k)
 
 /* The flat index of (coord) in private array a less its mins, as a
  * linear form (ok false where it is none). */
-static cg_lin private_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
+static cg_lin private_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min, bool temps)
 {
-    cg_lin l = { .ok = true };
+    cg_lin l = { .ok = true, .temps_ok = temps };
     for (int d = 0; d < a->ndims && l.ok; d++) {
         lin_add(g, coord[d], a->stride[d], &l);
         lin_add(g, min[d], -a->stride[d], &l);
@@ -717,7 +747,7 @@ static cg_lin private_index(cg_ctx *g, const lower_alloc *a, const int *coord, c
  * loops counted: cg_target.unroll_counted). */
 static bool print_linear_index(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
 {
-    cg_lin l = private_index(g, a, coord, min);
+    cg_lin l = private_index(g, a, coord, min, false);
     if (!l.ok) return false;
     for (int i = 0; i < l.n; i++)
         if (l.coef[i] != 0 && !l.counter[i]) return false;
@@ -728,49 +758,83 @@ static bool print_linear_index(cg_ctx *g, const lower_alloc *a, const int *coord
 
 /* ---- private arrays read at one of a few values of other variables ---- */
 
-enum { PRIVATE_PICK_CASES = 8, PRIVATE_PICK_TERMS = 3 };
-
 /* A private array's read (OpenCL: loops printed counted) whose flat index
  * is a sum of unrolled loops' counters, a constant and up to
- * PRIVATE_PICK_TERMS other variables of at most PRIVATE_PICK_CASES values
- * together (their ranges): a block's coordinate that the tile of a Func
- * in its threads spans whole, as interpolate's out, one channel c a
- * block, reads channels c and 3 of interp_0 computed for all four.  It
- * is printed as a select over those values whose sides index the array
- * by counters and constants alone, (c == 0 ? r[u + 0] : c == 1 ? r[u +
- * 2] : r[u + 4]): PoCL keeps an array in memory, and its work-item loop
+ * PRIVATE_PICK_TERMS other variables or temporaries of at most
+ * PRIVATE_PICK_CASES values together (their ranges): a block's coordinate
+ * that the tile of a Func in its threads spans whole, as interpolate's
+ * out, one channel c a block, reads channels c and 3 of interp_0 computed
+ * for all four; or a value computed from data, as local_laplacian's out
+ * reads lp_0, computed in its threads for all 8 levels, at levels k and
+ * k + 1 of the pixel's gray value (a temporary, k in [0, 6]).  It is
+ * printed as a select over those values whose sides index the array by
+ * counters and constants alone, (c == 0 ? r[u + 0] : c == 1 ? r[u + 2] :
+ * r[u + 4]): PoCL keeps an array in memory, and its work-item loop
  * scalar, where an index into it is not plainly a constant (codegen.h,
- * generation 19).  Values whose constant is past the array's end, with
- * no counter counting down, never occur and are left out; the last value
- * left is the select's default.  False (nothing printed) for anything
- * else. */
+ * generations 19 and 25).  Values whose constant is past the array's end,
+ * with no counter counting down, never occur and are left out; the last
+ * value left is the select's default.  False (nothing printed) for
+ * anything else. */
+/* A pick's case: its terms equal to their values (print_private_pick). */
+static void pick_case(cg_ctx *g, const cg_lin *l, const int *var, const int *tmp, int nterm, const int64_t *value)
+{
+    for (int t = 0; t < nterm; t++) {
+        cg_printf(g, t ? " && " : "");
+        if (tmp[t] >= 0)
+            cg_printf(g, "sc_t%d", tmp[t]);
+        else
+            cg_printf(g, "%s", cg_name(g, l->var[var[t]]));
+        cg_printf(g, " == %" PRId64, value[t]);
+    }
+}
+
+/* A pick's element: the array at l's counters plus the constant k. */
+static void pick_element(cg_ctx *g, const lower_alloc *a, const cg_lin *l, int64_t k)
+{
+    cg_printf(g, "%s[", cg_name(g, a->name));
+    print_counter_sum(g, l, k);
+    cg_printf(g, "]");
+}
+
 static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
 {
     if (!g->t->unroll_counted || a->mem != MEM_LOCAL || a->count > INT32_MAX)
         return false;
-    cg_lin l = private_index(g, a, coord, min);
+    cg_lin l = private_index(g, a, coord, min, true);
     if (!l.ok) return false;
-    int term[PRIVATE_PICK_TERMS], nterm = 0;
-    int64_t lo[PRIVATE_PICK_TERMS], span[PRIVATE_PICK_TERMS];
+    /* the terms: variables (var >= 0) and temporaries (tmp >= 0) */
+    int var[PRIVATE_PICK_TERMS], tmp[PRIVATE_PICK_TERMS], nterm = 0;
+    int64_t lo[PRIVATE_PICK_TERMS], span[PRIVATE_PICK_TERMS], coef[PRIVATE_PICK_TERMS];
     bool down = false;
     int64_t cases = 1;
-    for (int i = 0; i < l.n; i++) {
-        if (l.coef[i] == 0) continue;
-        if (l.counter[i]) {
-            down |= l.coef[i] < 0;
+    for (int i = 0; i < l.n + l.ntemp; i++) {
+        int64_t c = i < l.n ? l.coef[i] : l.tcoef[i - l.n], vlo, vhi;
+        if (c == 0) continue;
+        if (i < l.n && l.counter[i]) {
+            down |= c < 0;
             continue;
         }
-        const cg_var *v = in_scope(g, l.var[i]);
-        if (!v || nterm == PRIVATE_PICK_TERMS || v->hi < v->lo || v->hi - v->lo >= PRIVATE_PICK_CASES)
+        if (i < l.n) {
+            const cg_var *v = in_scope(g, l.var[i]);
+            if (!v) return false;
+            vlo = v->lo;
+            vhi = v->hi;
+        } else {
+            vlo = g->node[l.temp[i - l.n]].lo;
+            vhi = g->node[l.temp[i - l.n]].hi;
+        }
+        if (nterm == PRIVATE_PICK_TERMS || vhi < vlo || vhi - vlo >= PRIVATE_PICK_CASES)
             return false;
-        cases *= v->hi - v->lo + 1;
+        cases *= vhi - vlo + 1;
         if (cases > PRIVATE_PICK_CASES) return false;
-        lo[nterm] = v->lo;
-        span[nterm] = v->hi - v->lo + 1;
-        term[nterm++] = i;
+        var[nterm] = i < l.n ? i : -1;
+        tmp[nterm] = i < l.n ? -1 : g->node[l.temp[i - l.n]].tmp;
+        lo[nterm] = vlo;
+        span[nterm] = vhi - vlo + 1;
+        coef[nterm++] = c;
     }
     if (nterm == 0) return false;
-    /* the cases that may occur, each its variables' values (digits) */
+    /* the cases that may occur, each its terms' values (digits) */
     int64_t value[PRIVATE_PICK_CASES][PRIVATE_PICK_TERMS], konst[PRIVATE_PICK_CASES];
     int n = 0;
     for (int64_t c = 0; c < cases; c++) {
@@ -778,26 +842,50 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
         for (int t = 0; t < nterm; t++) {
             value[n][t] = lo[t] + rest % span[t];
             rest /= span[t];
-            k += l.coef[term[t]] * value[n][t];
+            k += coef[t] * value[n][t];
         }
         if (!down && k >= a->count) continue;
         konst[n++] = k;
     }
     if (n == 0) return false;
-    g->private_picks += !g->probing;
-    g->guarded_mins += l.capped && !g->probing;
-    cg_printf(g, "(");
-    for (int c = 0; c < n; c++) {
-        if (c + 1 < n) {
-            for (int t = 0; t < nterm; t++)
-                cg_printf(g, "%s%s == %" PRId64, t ? " && " : "", cg_name(g, l.var[term[t]]), value[c][t]);
-            cg_printf(g, " ? ");
-        }
-        cg_printf(g, "%s[", cg_name(g, a->name));
-        print_counter_sum(g, &l, konst[c]);
-        cg_printf(g, "]%s", c + 1 < n ? " : " : "");
+    bool data = false;
+    for (int t = 0; t < nterm; t++) data |= tmp[t] >= 0;
+    if (data && !g->t->lane_select) return false;
+    if (!g->probing) {
+        g->private_picks += !data;
+        g->data_picks += data;
+        g->guarded_mins += l.capped;
     }
-    cg_printf(g, ")");
+    if (!data) {
+        /* (c == 0 ? r[u] : c == 1 ? r[u + 2] : r[u + 4]): the same case in
+         * every lane, a branch the compiler takes out of the work-item loop */
+        cg_printf(g, "(");
+        for (int c = 0; c < n; c++) {
+            if (c + 1 < n) {
+                pick_case(g, &l, var, tmp, nterm, value[c]);
+                cg_printf(g, " ? ");
+            }
+            pick_element(g, a, &l, konst[c]);
+            cg_printf(g, "%s", c + 1 < n ? " : " : "");
+        }
+        cg_printf(g, ")");
+        return true;
+    }
+    /* select(select(r[u + 6], r[u + 5], (int)(k == 5)), ..., r[u], (int)(k == 0)):
+     * lanes that differ in k, and a chain of branches on k, which LLVM
+     * makes a switch, left PoCL's work-item loop scalar (the cases are
+     * disjoint, so their order does not matter) */
+    sc_type et = a->func->type;   /* bool is an int in the generated code */
+    const char *cond = et == SC_U8 || et == SC_I8 ? "char" : et == SC_U16 || et == SC_I16 ? "short" : "int";
+    for (int c = 0; c + 1 < n; c++) cg_printf(g, "%s(", g->t->lane_select);
+    pick_element(g, a, &l, konst[n - 1]);
+    for (int c = n - 2; c >= 0; c--) {
+        cg_printf(g, ", ");
+        pick_element(g, a, &l, konst[c]);
+        cg_printf(g, ", (%s)(", cond);
+        pick_case(g, &l, var, tmp, nterm, value[c]);
+        cg_printf(g, "))");
+    }
     return true;
 }
 

@@ -87,6 +87,7 @@ const cg_target cg_target_opencl = {
     .interior = true,
     .row_apart_on_cpu = true,
     .select_pointer_on_cpu = true,
+    .lane_select = "select",
     .split_on_cpu = true,
     .prologue = cl_prologue,
     .kernel_open = cl_kernel_open,

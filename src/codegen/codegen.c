@@ -1376,7 +1376,7 @@ done:
     if (counts) {
         counts->pow2_shifts = g.pow2_shifts;
         counts->opencl = (cg_opencl_forms){ g.rows_apart, g.rows_apart_edge, g.pointer_selects, g.private_picks,
-                                         g.guarded_mins };
+                                         g.guarded_mins, g.data_picks };
         counts->guards_apart = g.guards_apart;
     }
     if (launches) {

@@ -214,8 +214,18 @@
  *      and PoCL ran the kernel one work-item at a time (docs/backends.md,
  *      "Generation 24").  Samples whose code changed
  *      (nest_unrolls_reductions_around, cg_unrolls_whole_past) are left
- *      out (train_load.h, rejected_longer_unrolls). */
-#define CG_GENERATION 24
+ *      out (train_load.h, rejected_longer_unrolls).
+ *  25  2026-12-08: OpenCL code reads a private array at an index with a
+ *      temporary of at most 8 values in it (a value computed from data,
+ *      local_laplacian's level k = clamp(int(gray * 7), 0, 6)) as a chain
+ *      of select() over constant indices, where it printed the index
+ *      whole: PoCL kept the array in memory and left the work-item loop
+ *      scalar (the select's chain of branches, had it been printed with ?:,
+ *      became a switch, scalar too).  local_laplacian's held-out one-shot
+ *      pick (lp_0 in out's threads, all 8 levels): out 95 ms before, 60 ms
+ *      after (docs/backends.md, "Generation 25").  Samples of OpenCL code
+ *      with such a read changed (train_load.h, rejected_data_picks). */
+#define CG_GENERATION 25
 /* The first generation whose CPU code has no register staging. */
 #define CG_GENERATION_CPU_UNSTAGED 7
 /* The first generation that unrolls thread-level tiles up to 64 points. */
@@ -266,6 +276,9 @@
  * whole where the tile times it is short (NEST_UNROLL_AROUND_LIMIT), up
  * to 16,384 nodes (CG_UNROLL_NODES_WHOLE). */
 #define CG_GENERATION_LONGER_UNROLLS 24
+/* The first generation whose OpenCL code reads a private array at a
+ * temporary's values as a chain of select() over constant indices. */
+#define CG_GENERATION_DATA_PICKS 25
 
 #include "lower.h"
 
@@ -399,7 +412,8 @@ typedef enum {
     CG_CODE_CONVERSIONS,
     CG_CODE_PARTIAL_GUARDS,
     CG_CODE_GUARDED_MINS,
-    CG_CODE_LONGER_UNROLLS
+    CG_CODE_LONGER_UNROLLS,
+    CG_CODE_DATA_PICKS
 } cg_code_change;
 /* Whether code of prog in backend finds other interior blocks than
  * generation 21's finder, which counted a guard as one conditional where
@@ -437,6 +451,7 @@ int64_t cg_opencl_rows_apart(const lower_program *prog, int64_t *in_edges);
 typedef struct {
     int64_t rows_apart, rows_apart_edge, pointer_selects, private_picks;
     int64_t guarded_mins;   /* private arrays' indices read through a guarded min (generation 23) */
+    int64_t data_picks;     /* private arrays read as a select over a temporary's values (generation 25) */
 } cg_opencl_forms;
 cg_opencl_forms cg_opencl_forms_of(const lower_program *prog);
 /* How many selects OpenCL code of prog for a CPU prints as one load

@@ -218,6 +218,7 @@ static int loader_sample(const store_sample *s, void *ud) {
         else if (change == CG_CODE_PARTIAL_GUARDS) d->rejected_partial_guards++;
         else if (change == CG_CODE_GUARDED_MINS) d->rejected_guarded_mins++;
         else if (change == CG_CODE_LONGER_UNROLLS) d->rejected_longer_unrolls++;
+        else if (change == CG_CODE_DATA_PICKS) d->rejected_data_picks++;
         else d->rejected_unrolled++;
         return 0;
     }
@@ -262,6 +263,7 @@ static const struct {
     { "pointer-selects", CG_CODE_POINTER_SELECTS }, { "narrow-store", CG_CODE_NARROW_SPLITS },
     { "private-picks", CG_CODE_PRIVATE_PICKS }, { "partial-guards", CG_CODE_PARTIAL_GUARDS },
     { "guarded-mins", CG_CODE_GUARDED_MINS }, { "longer-unrolls", CG_CODE_LONGER_UNROLLS },
+    { "data-picks", CG_CODE_DATA_PICKS },
 };
 
 int train_keep_changed_parse(const char *list, unsigned *mask, char *err, size_t errlen) {

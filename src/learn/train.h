@@ -105,6 +105,8 @@ typedef struct {
                                          otherwise (train_load.h) */
     int64_t rejected_longer_unrolls;  /* code with loops rolled that generation 24 unrolls
                                          (train_load.h) */
+    int64_t rejected_data_picks;      /* OpenCL code reading a private array at an index computed
+                                         from data (train_load.h) */
     char device[NN_DEVICE_MAX];       /* the device key of the samples ("" mixed or unknown) */
 } train_data;
 

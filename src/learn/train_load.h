@@ -131,6 +131,12 @@
  * whole reduction came to 4,097 to 16,384 nodes, over the older cap
  * (cg_unrolls_whole_past), ran a kernel body with a loop, which PoCL ran
  * one work-item at a time: they count as rejected_longer_unrolls.
+ *
+ * Samples of OpenCL code (any device) older than CG_GENERATION_DATA_PICKS
+ * that read a private array at an index with a temporary of a few values
+ * in it (cg_opencl_forms_of's data_picks: a value computed from data) ran
+ * code whose array PoCL kept in memory, its work-item loop scalar: they
+ * count as rejected_data_picks.
  */
 #ifndef SC_TRAIN_LOAD_H
 #define SC_TRAIN_LOAD_H

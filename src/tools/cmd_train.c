@@ -62,7 +62,7 @@ static void train_usage(FILE *out) {
             "  --keep-changed LIST  keep, with the times of their older code, the samples whose\n"
             "                    code changed since they were timed in these ways (comma-separated:\n"
             "                    rows-apart, narrow-store, pointer-selects, private-picks, partial-guards,\n"
-            "                    guarded-mins, longer-unrolls, interior, minmax, ..., all; default:\n"
+            "                    guarded-mins, longer-unrolls, data-picks, interior, minmax, ..., all; default:\n"
             "                    none, they are\n"
             "                    rejected; docs/costmodel.md)\n"
             "  --hold-out APP    leave out the pipelines of app APP (repeatable, or a,b,c)\n"
@@ -732,6 +732,7 @@ int tool_train(int argc, char **argv) {
            "%lld of code whose interior a guard's conjuncts now decide otherwise, "
            "%lld of OpenCL code reading a private array through a guarded min, "
            "%lld of code with loops rolled that generation 24 unrolls, "
+           "%lld of OpenCL code reading a private array at an index computed from data, "
            "%lld of code older than generation %lld; "
            "held out: %lld; kept: %lld of CPU OpenCL code indexing rows by a sum at the edges only, %lld of code "
            "converting f32 to integers through branches, "
@@ -744,7 +745,7 @@ int tool_train(int argc, char **argv) {
            (long long)d.rejected_pointer_selects, (long long)d.rejected_narrow_splits,
            (long long)d.rejected_private_picks, (long long)d.rejected_partial_guards,
            (long long)d.rejected_guarded_mins, (long long)d.rejected_longer_unrolls,
-           (long long)d.rejected_generation,
+           (long long)d.rejected_data_picks, (long long)d.rejected_generation,
            min_generation > 1 ? min_generation : 1, (long long)d.held_out, (long long)d.kept_rows_apart,
            (long long)d.kept_conversions, (long long)d.kept_changed);
     if (d.kernel_samples || d.kernel_unmatched)
