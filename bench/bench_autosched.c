@@ -9,7 +9,7 @@
  *        [--random 80] [--k 5] [--samples 80] [--weights W] [--weights-dir D]
  *        [--autotune a,b] [--iterations 5] [--batch 80] [--timeout-ms 10000]
  *        [--jobs J] [--tsv DIR] [--margin R] [--spread S] [--freeze-min N]
- *        [--unroll-whole]
+ *        [--unroll-whole | --no-unroll-whole]
  *
  * Every schedule is measured as src/driver/measure.h describes, in turn
  * with the app's baseline in the same process: a mode's speed-up is the
@@ -40,7 +40,9 @@
  * Funcs (search_opts.freeze_min; `schedule --freeze-min N`).
  *
  * --unroll-whole: every mode's space also offers a root loop of extent 3
- * to 7 unrolled whole (space_opts.unroll_whole; `schedule --unroll-whole`).
+ * to 7 unrolled whole (space_opts.unroll_whole; `schedule --unroll-whole`);
+ * the default on a CPU target (space_unroll_whole_for), --no-unroll-whole
+ * leaves it out there.
  *
  * Under each app a line gives the model's predictions for the baseline
  * and for one-shot's pick beside their measured times (the two numbers
@@ -181,11 +183,13 @@ int main(int argc, char **argv) {
     int nrandom = 80, k = 5, samples = 80, iterations = 5, batch = 80, timeout_ms = 10000;
     int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), freeze_min = SEARCH_FREEZE_MIN;
     double margin = 0, spread = 0;
-    bool small = false, unroll_whole = false;
+    bool small = false;
+    int unroll_whole = SPACE_UNROLL_WHOLE_BY_TARGET;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--small")) { small = true; continue; }
-        if (!strcmp(a, "--unroll-whole")) { unroll_whole = true; continue; }
+        if (!strcmp(a, "--unroll-whole")) { unroll_whole = 1; continue; }
+        if (!strcmp(a, "--no-unroll-whole")) { unroll_whole = 0; continue; }
         if (!v) { fprintf(stderr, "bench_autosched: %s needs a value (see the comment at the top of the file)\n", a); return 2; }
         i++;
         if (!strcmp(a, "--apps")) apps = v;
@@ -312,7 +316,7 @@ int main(int argc, char **argv) {
         }
         /* random schedules */
         result rr = { INFINITY, 0 };
-        space_opts so = { &t, true, unroll_whole };
+        space_opts so = { &t, true, space_unroll_whole_for(unroll_whole, &t) };
         sched_state **rs = calloc((size_t)nrandom + 1, sizeof *rs);
         int nr = 0;
         for (int s = 1; s <= nrandom; s++)
@@ -341,7 +345,7 @@ int main(int argc, char **argv) {
             search_opts_default(&o, &t, cm);
             o.spread = spread;
             o.freeze_min = freeze_min;
-            o.unroll_whole = unroll_whole;
+            o.unroll_whole = space_unroll_whole_for(unroll_whole, &t);
             search_sample *bt = malloc(sizeof *bt * (size_t)samples);
             double c0 = cpu_s();
             int n = search_batch(a, ac.p, ac.b, &o, samples, bt, NULL, err, sizeof err);

@@ -58,7 +58,7 @@ typedef struct {
     int check;
     int halide;
     int prune;
-    int unroll_whole;             /* --unroll-whole */
+    int unroll_whole;             /* --unroll-whole 1, --no-unroll-whole 0, else by target */
     int warmup, runs, samples, timeout_ms;
     int json;
     int per_kernel;               /* bench --per-kernel */
@@ -114,7 +114,7 @@ static void print_help(const char *cmd) {
     if (!strcmp(cmd, "schedule"))
         printf(" --strategy %s [--seed N] [-o F.sched] [--halide]\n"
                "       [--weights W[,W...]] [--beam 32] [--passes 5] [--samples 80] [--explain] [--margin R]\n"
-               "       [--spread S] [--freeze-min N] [--unroll-whole]\n"
+               "       [--spread S] [--freeze-min N] [--unroll-whole | --no-unroll-whole]\n"
                "       [--k 5 --device %s [--math fast|exact] [--jobs J]]", strategies, devices);
     if (!strcmp(cmd, "compile")) printf(" [--schedule F.sched | --strategy S] --backend %s -o DIR\n"
                                         "       [--math exact|fast]", devices);
@@ -168,7 +168,8 @@ static void print_help(const char *cmd) {
                "                 opencl or c)\n"
                "  --prune        apply the pruning rules of Anderson et al. 2021 s6.6\n"
                "  --unroll-whole (random, oneshot, topk) also offer a root loop of extent 3\n"
-               "                 to 7 unrolled whole (a colour channel: its selects fold)\n"
+               "                 to 7 unrolled whole (a colour channel: its selects fold);\n"
+               "                 the default on a CPU target, --no-unroll-whole: not offered\n"
                "  --halide       also print the equivalent Halide schedule\n"
                "With --strategy oneshot (docs/search.md; the prediction and the search's\n"
                "statistics are printed as '#' lines):\n"
@@ -287,6 +288,7 @@ static const char **string_option(options *o, const char *a) {
 
 static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
+    o->unroll_whole = SPACE_UNROLL_WHOLE_BY_TARGET;
     o->seed = 1;
     o->warmup = 3;
     o->runs = 10;
@@ -319,6 +321,7 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--halide")) { o->halide = 1; continue; }
         if (!strcmp(a, "--prune")) { o->prune = 1; continue; }
         if (!strcmp(a, "--unroll-whole")) { o->unroll_whole = 1; continue; }
+        if (!strcmp(a, "--no-unroll-whole")) { o->unroll_whole = 0; continue; }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--per-kernel")) { o->per_kernel = 1; continue; }
         if (!strcmp(a, "--explain")) { o->explain = 1; continue; }
@@ -435,8 +438,9 @@ static int parse_options(int argc, char **argv, options *o) {
     if (o->spread >= 0 && !oneshot) return usage_error("--spread is an option of --strategy oneshot and topk%s", "");
     if (o->freeze_min && !oneshot)
         return usage_error("--freeze-min is an option of --strategy oneshot and topk%s", "");
-    if (o->unroll_whole && !oneshot && !(o->strategy && !strcmp(o->strategy, "random")))
-        return usage_error("--unroll-whole is an option of --strategy random, oneshot and topk%s", "");
+    if (o->unroll_whole != SPACE_UNROLL_WHOLE_BY_TARGET && !oneshot && !(o->strategy && !strcmp(o->strategy, "random")))
+        return usage_error("--unroll-whole and --no-unroll-whole are options of --strategy random, oneshot and topk%s",
+                           "");
     if (!topk && (o->k || o->jobs)) return usage_error("--k and --jobs are options of --strategy topk%s", "");
     if (topk && !strcmp(o->cmd, "schedule") && !o->device)
         return usage_error("--strategy topk measures its candidates: give --device D%s", "");

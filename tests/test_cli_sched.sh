@@ -44,10 +44,22 @@ for s in $(seq 1 24); do
     grep -q ' c=[0-9]*x3[] ]' "$tmp/p$s.sched" && plain=$((plain + 1))
 done
 ok schedule_unroll_whole_offers_c3 "$([ $whole -gt 0 ] && [ $plain -eq 0 ]; echo $?)"
+# on a CPU target the space offers it by default; --no-unroll-whole takes it out
+cpu=0 none=0
+for s in $(seq 1 24); do
+    "$sc" schedule "$app" --small --target host-opencl --strategy random --seed $s -o "$tmp/h$s.sched" >/dev/null 2>&1
+    grep -q ' c=[0-9]*x3[] ]' "$tmp/h$s.sched" && cpu=$((cpu + 1))
+    "$sc" schedule "$app" --small --target host-opencl --strategy random --seed $s --no-unroll-whole \
+        -o "$tmp/n$s.sched" >/dev/null 2>&1
+    grep -q ' c=[0-9]*x3[] ]' "$tmp/n$s.sched" && none=$((none + 1))
+done
+ok schedule_unroll_whole_cpu_default "$([ $cpu -gt 0 ] && [ $none -eq 0 ]; echo $?)"
 case_ schedule_unroll_whole_runs 0 -o 'matches the reference' -- \
     "$sc" run "$app" --small --schedule "$tmp/whole.sched" --device c --check --math exact
-case_ schedule_unroll_whole_fixed 2 -e '--unroll-whole is an option of --strategy random, oneshot and topk' -- \
+case_ schedule_unroll_whole_fixed 2 -e '--unroll-whole and --no-unroll-whole are options of --strategy random, oneshot and topk' -- \
     "$sc" schedule "$app" --small --strategy baseline --unroll-whole
+case_ schedule_no_unroll_whole_fixed 2 -e '--unroll-whole and --no-unroll-whole are options of --strategy random' -- \
+    "$sc" schedule "$app" --small --strategy root --no-unroll-whole
 case_ schedule_stdout 0 -o '^out: root \[' -- "$sc" schedule "$app" --small --target a100 --strategy root
 case_ schedule_halide 0 -o 'compute_root\(\)' -- "$sc" schedule "$app" --small --target a100 --strategy baseline --halide
 case_ schedule_halide_gpu 0 -o 'gpu_(blocks|tile|threads)' -- "$sc" schedule "$app" --small --target a100 --strategy baseline --halide

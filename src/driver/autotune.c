@@ -16,7 +16,7 @@
 void autotune_opts_default(autotune_opts *o) {
     memset(o, 0, sizeof *o);
     o->measure = (collect_opts){ .device = "opencl", .math = CG_MATH_FAST, .jobs = 1, .timeout_ms = 10000, .prune = true,
-                                 .log = stderr };
+                                 .log = stderr, .unroll_whole = SPACE_UNROLL_WHOLE_BY_TARGET };
     o->iterations = 20;
     o->batch = 80;
     o->epochs = 40;
@@ -145,7 +145,7 @@ int autotune_run(store *st, const char *name, const char *text, const char *sour
         search_opts so;
         search_opts_default(&so, t, cm);
         so.prune = o->measure.prune;
-        so.unroll_whole = o->measure.unroll_whole;
+        so.unroll_whole = space_unroll_whole_for(o->measure.unroll_whole, t);
         so.dropout = o->dropout;
         so.seed = o->seed + (uint64_t)it * AUTOTUNE_SEED_STRIDE;
         int got = search_batch(collect_pipe_arena(cp), collect_pipe_pipeline(cp), collect_pipe_bounds(cp), &so,

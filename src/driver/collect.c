@@ -345,7 +345,7 @@ static int consider_retilings(collect_ctx *c, collect_pipe *cp, sched_state *con
  * returned (the count; texts and states in the arrays, room for want). */
 static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **texts, int want, char *err,
                 size_t errlen) {
-    space_opts so = { &c->t, c->o.prune, c->o.unroll_whole };
+    space_opts so = { &c->t, c->o.prune, space_unroll_whole_for(c->o.unroll_whole, &c->t) };
     int n = 0, distinct = 0, bad = 0;
     char **seen = NULL;
     for (int k = 0; k < 2 && distinct < want && !bad; k++) {
@@ -364,7 +364,7 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
         search_opts o;
         search_opts_default(&o, &c->t, c->model);
         o.prune = c->o.prune;
-        o.unroll_whole = c->o.unroll_whole;
+        o.unroll_whole = space_unroll_whole_for(c->o.unroll_whole, &c->t);
         int got = search_batch(cp->a, cp->p, cp->b, &o, COLLECT_PICK_BATCH, batch, NULL, err, errlen);
         bad = got < 0;
         int nb = got < COLLECT_PICKS ? got : COLLECT_PICKS;
@@ -384,7 +384,7 @@ static int draw(collect_ctx *c, collect_pipe *cp, sched_state **states, char **t
             search_opts o;
             search_opts_default(&o, &c->t, c->model);
             o.prune = c->o.prune;
-            o.unroll_whole = c->o.unroll_whole;
+            o.unroll_whole = space_unroll_whole_for(c->o.unroll_whole, &c->t);
             o.dropout = c->o.dropout;
             o.seed = (uint64_t)round * (uint64_t)want + 1;
             int got = search_batch(cp->a, cp->p, cp->b, &o, want, batch, NULL, err, errlen);

@@ -60,7 +60,8 @@ typedef struct {
      * four best of a one-shot batch, then re-tilings of each in turn
      * (`--sampler picks`). */
     bool retile;
-    bool unroll_whole;            /* the space's short loops also unrolled whole (space_opts) */
+    int unroll_whole;             /* the space's short loops also unrolled whole (space_opts):
+                                   * 0 off, 1 on, or SPACE_UNROLL_WHOLE_BY_TARGET (space.h) */
 } collect_opts;
 
 typedef struct collect_ctx collect_ctx;

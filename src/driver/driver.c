@@ -78,7 +78,7 @@ int driver_schedule(driver_state *d, const driver_sched_opts *o, FILE *err_out) 
         fprintf(err_out, "%s\n", err);
         return -1;
     }
-    space_opts so = { &d->t, o->prune, o->unroll_whole };
+    space_opts so = { &d->t, o->prune, space_unroll_whole_for(o->unroll_whole, &d->t) };
     if (o->schedule_path) {
         char *text = driver_read_text(o->schedule_path, err, sizeof err);
         if (!text) { fprintf(err_out, "%s\n", err); return -1; }

@@ -29,7 +29,8 @@ typedef struct {
                                    * best device's own */
     const char *targets_dir;      /* NULL = "targets" */
     bool prune;
-    bool unroll_whole;            /* space_opts.unroll_whole */
+    int unroll_whole;             /* space_opts.unroll_whole: 0 off, 1 on, or
+                                   * SPACE_UNROLL_WHOLE_BY_TARGET (space.h) */
     const space_search_args *search;  /* a searching strategy's options, or NULL */
     /* After a one-shot batch (choose.h): top-K measures the k best on the
      * device (topk_device, math, jobs parallel compiles, timeout_ms per

@@ -35,6 +35,16 @@ typedef struct {
     bool unroll_whole;          /* a root loop of extent 3 to 7 may also be unrolled whole (false) */
 } space_opts;
 
+/* A command's choice of space_opts.unroll_whole: SPACE_UNROLL_WHOLE_BY_TARGET
+ * (the commands' default) offers it on a CPU target, where one-shot with it
+ * beat the baseline on 15 of 18 apps in each of three runs against 14, 14
+ * and 16 (two ties) without it (the eightieth run, docs/autosched_runs_5.md),
+ * and not on a GPU, whose models never saw such schedules; 0 off, 1 on. */
+#define SPACE_UNROLL_WHOLE_BY_TARGET (-1)
+static inline bool space_unroll_whole_for(int choice, const target *t) {
+    return choice == SPACE_UNROLL_WHOLE_BY_TARGET ? t->cpu : choice > 0;
+}
+
 /* A small deterministic generator (splitmix64). */
 typedef struct { uint64_t s; } space_rng;
 uint64_t space_rand(space_rng *r);

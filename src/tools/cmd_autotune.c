@@ -16,7 +16,7 @@ static void autotune_help(void) {
     printf("usage: stagecraft autotune FILE.pipe --device opencl|c|cuda --db F [--iterations 20]\n"
            "       [--batch 80] [--jobs J] [-o best.sched] [--weights W | --from-scratch]\n"
            "       [--save-weights W] [--epochs 40] [--dropout 0.3] [--seed 1] [--math fast|exact]\n"
-           "       [--timeout-ms MS] [--small] [--no-prune] [--unroll-whole]\n\n"
+           "       [--timeout-ms MS] [--small] [--no-prune] [--[no-]unroll-whole]\n\n"
            "Autotunes the pipeline (Anderson et al. 2021 s8): each iteration draws a batch\n"
            "of schedules from the beam search guided by the learned model (one beam search\n"
            "and greedy samples, children dropped at random), compiles them J at a time,\n"
@@ -44,7 +44,7 @@ static void autotune_help(void) {
            "  --small          the pipeline's small sizes\n"
            "  --no-prune       search the whole space, without Anderson's s6.6 pruning\n"
            "  --unroll-whole   the space also offers a root loop of extent 3 to 7 unrolled\n"
-           "                   whole\n");
+           "                   whole (the default on a CPU; --no-unroll-whole: not offered)\n");
 }
 
 int tool_autotune(int argc, char **argv) {
@@ -59,7 +59,8 @@ int tool_autotune(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { autotune_help(); return TOOL_OK; }
         if (!strcmp(a, "--small")) { o.small = true; continue; }
         if (!strcmp(a, "--no-prune")) { o.measure.prune = false; continue; }
-        if (!strcmp(a, "--unroll-whole")) { o.measure.unroll_whole = true; continue; }
+        if (!strcmp(a, "--unroll-whole")) { o.measure.unroll_whole = 1; continue; }
+        if (!strcmp(a, "--no-unroll-whole")) { o.measure.unroll_whole = 0; continue; }
         if (!strcmp(a, "--from-scratch")) { o.from_scratch = true; continue; }
         if (a[0] != '-') {
             if (pipe) return tool_usage_error("autotune", "more than one pipeline file given ('%s')", a);

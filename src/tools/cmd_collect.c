@@ -20,7 +20,7 @@ static void collect_help(void) {
     printf("usage: stagecraft collect --db F --device opencl|c|cuda [FILE.pipe...]\n"
            "       [--random N [--first-seed S] [--ops classic|lookups|layers]] [--schedules K] [--jobs J]\n"
            "       [--budget MINUTES] [--timeout-ms MS]\n"
-           "       [--math fast|exact] [--small] [--no-prune] [--unroll-whole] [--sampler random|shapes|beam|picks [--weights W]\n"
+           "       [--math fast|exact] [--small] [--no-prune] [--[no-]unroll-whole] [--sampler random|shapes|beam|picks [--weights W]\n"
            "       [--dropout P]] [--remeasure] [--add-kernel-times]\n\n"
            "Measures K schedules (the baseline, root, then random walks of the schedule\n"
            "space, seeds 1, 2, ..., re-tilings of the baseline or beam-search samples;\n"
@@ -50,7 +50,8 @@ static void collect_help(void) {
            "  --small          the pipelines' small sizes\n"
            "  --no-prune       draw from the whole space, without Anderson's s6.6 pruning\n"
            "  --unroll-whole   the space also offers a root loop of extent 3 to 7 unrolled\n"
-           "                   whole (random, beam and picks samplers)\n"
+           "                   whole (random, beam and picks samplers; the default on a CPU;\n"
+           "                   --no-unroll-whole: not offered)\n"
            "  --sampler S      random (default): random walks; beam: the batches of the\n"
            "                   one-shot search (one beam search and greedy samples) guided\n"
            "                   by the learned model, children dropped at random; shapes:\n"
@@ -95,7 +96,8 @@ int tool_collect(int argc, char **argv) {
     int npipes = 0;
     long long nrandom = 0, first_seed = 1;
     long long schedules = 80, jobs = sysconf(_SC_NPROCESSORS_ONLN), budget = 0, timeout_ms = 10000;
-    collect_opts o = { .math = CG_MATH_FAST, .jobs = 1, .prune = true, .log = stderr, .dropout = 0.3 };
+    collect_opts o = { .math = CG_MATH_FAST, .jobs = 1, .prune = true, .log = stderr, .dropout = 0.3,
+                       .unroll_whole = SPACE_UNROLL_WHOLE_BY_TARGET };
     bool small = false;
     const char *sampler = "random", *weights = NULL;
     randpipe_ops ops = RANDPIPE_OPS_CLASSIC;
@@ -106,7 +108,8 @@ int tool_collect(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { collect_help(); return TOOL_OK; }
         if (!strcmp(a, "--small")) { small = true; continue; }
         if (!strcmp(a, "--no-prune")) { o.prune = false; continue; }
-        if (!strcmp(a, "--unroll-whole")) { o.unroll_whole = true; continue; }
+        if (!strcmp(a, "--unroll-whole")) { o.unroll_whole = 1; continue; }
+        if (!strcmp(a, "--no-unroll-whole")) { o.unroll_whole = 0; continue; }
         if (!strcmp(a, "--remeasure")) { o.remeasure = true; continue; }
         if (!strcmp(a, "--add-kernel-times")) { o.add_kernel_times = true; continue; }
         if (a[0] != '-') {

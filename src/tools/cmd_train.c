@@ -883,7 +883,8 @@ int tool_predict(int argc, char **argv) {
         driver_free(&d);
         return TOOL_INPUT;
     }
-    driver_sched_opts so = { .schedule_path = sched, .strategy = strategy, .seed = (uint64_t)seed, .target = tname };
+    driver_sched_opts so = { .schedule_path = sched, .strategy = strategy, .seed = (uint64_t)seed, .target = tname,
+                             .unroll_whole = SPACE_UNROLL_WHOLE_BY_TARGET };
     feat_result r = { 0 };
     nn_model *models[SPACE_MAX_WEIGHTS];
     int nm = 0;
