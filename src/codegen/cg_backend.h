@@ -212,6 +212,7 @@ typedef struct {
     int cmin_lin;
     int64_t cmin_k;
     bool narrowed;                    /* a copy whose hi a guard narrowed (narrow_env) */
+    int64_t extent;                   /* a loop printed counted: its trip count (v_u_ < extent) */
 } cg_var;
 typedef struct cg_lin cg_lin;
 

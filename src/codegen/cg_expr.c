@@ -758,23 +758,6 @@ static bool print_linear_index(cg_ctx *g, const lower_alloc *a, const int *coord
 
 /* ---- private arrays read at one of a few values of other variables ---- */
 
-/* A private array's read (OpenCL: loops printed counted) whose flat index
- * is a sum of unrolled loops' counters, a constant and up to
- * PRIVATE_PICK_TERMS other variables or temporaries of at most
- * PRIVATE_PICK_CASES values together (their ranges): a block's coordinate
- * that the tile of a Func in its threads spans whole, as interpolate's
- * out, one channel c a block, reads channels c and 3 of interp_0 computed
- * for all four; or a value computed from data, as local_laplacian's out
- * reads lp_0, computed in its threads for all 8 levels, at levels k and
- * k + 1 of the pixel's gray value (a temporary, k in [0, 6]).  It is
- * printed as a select over those values whose sides index the array by
- * counters and constants alone, (c == 0 ? r[u + 0] : c == 1 ? r[u + 2] :
- * r[u + 4]): PoCL keeps an array in memory, and its work-item loop
- * scalar, where an index into it is not plainly a constant (codegen.h,
- * generations 19 and 25).  Values whose constant is past the array's end,
- * with no counter counting down, never occur and are left out; the last
- * value left is the select's default.  False (nothing printed) for
- * anything else. */
 /* A pick's case: its terms equal to their values (print_private_pick). */
 static void pick_case(cg_ctx *g, const cg_lin *l, const int *var, const int *tmp, int nterm, const int64_t *value)
 {
@@ -796,6 +779,23 @@ static void pick_element(cg_ctx *g, const lower_alloc *a, const cg_lin *l, int64
     cg_printf(g, "]");
 }
 
+/* A private array's read (OpenCL: loops printed counted) whose flat index
+ * is a sum of unrolled loops' counters, a constant and up to
+ * PRIVATE_PICK_TERMS other variables or temporaries of at most
+ * PRIVATE_PICK_CASES values together (their ranges): a block's coordinate
+ * that the tile of a Func in its threads spans whole, as interpolate's
+ * out, one channel c a block, reads channels c and 3 of interp_0 computed
+ * for all four; or a value computed from data, as local_laplacian's out
+ * reads lp_0, computed in its threads for all 8 levels, at levels k and
+ * k + 1 of the pixel's gray value (a temporary, k in [0, 6]).  It is
+ * printed as a select over those values whose sides index the array by
+ * counters and constants alone, (c == 0 ? r[u + 0] : c == 1 ? r[u + 2] :
+ * r[u + 4]): PoCL keeps an array in memory, and its work-item loop
+ * scalar, where an index into it is not plainly a constant (codegen.h,
+ * generations 19 and 25).  Values whose constant is past the array's end,
+ * with no counter counting down, never occur and are left out; the last
+ * value left is the select's default.  False (nothing printed) for
+ * anything else. */
 static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord, const int *min)
 {
     if (!g->t->unroll_counted || a->mem != MEM_LOCAL || a->count > INT32_MAX)
@@ -834,6 +834,21 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
         coef[nterm++] = c;
     }
     if (nterm == 0) return false;
+    bool data = false;
+    for (int t = 0; t < nterm; t++) data |= tmp[t] >= 0;
+    if (data && !g->t->lane_select) return false;
+    /* select() reads every case's element, so (data) each case's indices
+     * over the counters' ranges must lie in the array or out of it whole
+     * (a case that never occurs); ?: reads only the case that occurs */
+    int64_t umin = 0, umax = 0;
+    for (int i = 0; data && i < l.n; i++) {
+        const cg_var *v = l.counter[i] && l.coef[i] ? in_scope(g, l.var[i]) : NULL;
+        if (!l.counter[i] || !l.coef[i]) continue;
+        if (!v || !v->counted || v->extent < 1) return false;
+        int64_t span_u = l.coef[i] * (v->extent - 1);
+        umin += span_u < 0 ? span_u : 0;
+        umax += span_u > 0 ? span_u : 0;
+    }
     /* the cases that may occur, each its terms' values (digits) */
     int64_t value[PRIVATE_PICK_CASES][PRIVATE_PICK_TERMS], konst[PRIVATE_PICK_CASES];
     int n = 0;
@@ -844,13 +859,15 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
             rest /= span[t];
             k += coef[t] * value[n][t];
         }
-        if (!down && k >= a->count) continue;
+        if (data) {
+            if (k + umax < 0 || k + umin >= a->count) continue;
+            if (k + umin < 0 || k + umax >= a->count) return false;
+        } else if (!down && k >= a->count) {
+            continue;
+        }
         konst[n++] = k;
     }
     if (n == 0) return false;
-    bool data = false;
-    for (int t = 0; t < nterm; t++) data |= tmp[t] >= 0;
-    if (data && !g->t->lane_select) return false;
     if (!g->probing) {
         g->private_picks += !data;
         g->data_picks += data;
@@ -1294,5 +1311,5 @@ void cg_env_push(cg_ctx *g, const char *name, int64_t lo, int64_t hi)
     }
     if (!cg_fits(SC_I32, lo, hi))
         cg_type_range(SC_I32, &lo, &hi);
-    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false, false, -1, 0, false };
+    g->env[g->nenv++] = (cg_var){ name, lo, hi, -1, false, false, -1, 0, false, 0 };
 }

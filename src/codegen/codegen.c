@@ -563,6 +563,7 @@ static void pr_for(cg_ctx *g, const kstmt *s)
     if (pragma && g->t->unroll_counted) {
         g->env[g->nenv - 1].lin = cg_lin_of(g, m);
         g->env[g->nenv - 1].counted = true;
+        g->env[g->nenv - 1].extent = s->extent;
     }
     pr_body(g, s->body);
     g->nenv = saved;
