@@ -34,6 +34,14 @@ grep -q '^# predicted cost per stage' "$out"; ok oneshot_explain_header $?
 case_ oneshot_unroll_whole 0 -o 'check: matches the reference' -- \
     "$sc" run apps/unsharp.pipe --strategy oneshot "${opts[@]}" --unroll-whole --device c --check --math exact
 
+# a CPU's default space (short loops unrolled whole, docs/schedule.md) with
+# the shipped weights: every app's one-shot schedule matches the reference
+# bit for bit on the OpenCL back end
+for a in apps/*.pipe; do
+    case_ "oneshot_cpu_default_$(basename "$a" .pipe)" 0 -o 'check: matches the reference' -- \
+        "$sc" run "$a" --small --strategy oneshot --device opencl --check --math exact
+done
+
 # a mean of two models: named in the report, deterministic, and checked
 case_ oneshot_train2 0 -- "$sc" train --data "$data" -o "$tmp/w2.weights" --epochs 10 --seed 2
 mopts=(--small --target a100 --weights "$w,$tmp/w2.weights" --beam 8 --passes 2 --samples 5 --seed 4)
