@@ -126,7 +126,7 @@ static void pick_case(const char *name, const char *pipe, const char *sched, con
         check_report(codes[d] && form(codes[d], arr) == want && (counts[d] > 0) == want,
                      "%s/%s: %s %s (%lld counted)", name, dev[d], want ? "reads the private array through" : "no",
                      want ? what : "select of private reads", (long long)counts[d]);
-    check_report(ccode && !form(ccode, arr), "%s/c: no %s of private reads", name, what);
+    check_report(ccode && !form(ccode, arr), "%s/c: no %s of private reads", name, data ? "select()" : "select");
     free(code);
     free(gcode);
     free(ccode);

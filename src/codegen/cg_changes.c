@@ -171,31 +171,38 @@ static lower_program *lowered_program(lowered *l)
     return l->prog;
 }
 
+/* The changes of generations 16, 17, 19 and 23 in OpenCL's forms n. */
+static cg_code_change older_forms_change(int generation, const lowered *l, const cg_opencl_forms *n)
+{
+    if (generation >= CG_GENERATION_GUARDED_MINS)
+        return CG_CODE_SAME;
+    if (generation >= CG_GENERATION_PRIVATE_PICKS)
+        return n->guarded_mins > 0 ? CG_CODE_GUARDED_MINS : CG_CODE_SAME;
+    if (n->private_picks > 0)
+        return CG_CODE_PRIVATE_PICKS;
+    if (n->guarded_mins > 0)
+        return CG_CODE_GUARDED_MINS;
+    if (generation < CG_GENERATION_POINTER_SELECTS && l->cpu) {
+        bool rows = generation < CG_GENERATION_ROWS_APART;
+        if (rows && n->rows_apart > n->rows_apart_edge)
+            return CG_CODE_ROWS_APART;
+        if (n->pointer_selects > 0)
+            return CG_CODE_POINTER_SELECTS;
+        if (rows && n->rows_apart > 0)
+            return CG_CODE_ROWS_APART_EDGES;
+    }
+    return CG_CODE_SAME;
+}
+
 /* The changes of generations 16, 17, 19, 23 and 25, read from OpenCL's
- * forms. */
+ * forms: an older one's first, else generation 25's. */
 static cg_code_change opencl_forms_change(int generation, lowered *l, bool opencl)
 {
     if (generation >= CG_GENERATION_DATA_PICKS || !opencl || !lowered_program(l))
         return CG_CODE_SAME;
     cg_opencl_forms n = cg_opencl_forms_of(lowered_program(l));
-    if (generation >= CG_GENERATION_GUARDED_MINS)
-        return n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
-    if (generation >= CG_GENERATION_PRIVATE_PICKS)
-        return n.guarded_mins > 0 ? CG_CODE_GUARDED_MINS : n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
-    if (n.private_picks > 0)
-        return CG_CODE_PRIVATE_PICKS;
-    if (n.guarded_mins > 0)
-        return CG_CODE_GUARDED_MINS;
-    if (generation < CG_GENERATION_POINTER_SELECTS && l->cpu) {
-        bool rows = generation < CG_GENERATION_ROWS_APART;
-        if (rows && n.rows_apart > n.rows_apart_edge)
-            return CG_CODE_ROWS_APART;
-        if (n.pointer_selects > 0)
-            return CG_CODE_POINTER_SELECTS;
-        if (rows && n.rows_apart > 0)
-            return CG_CODE_ROWS_APART_EDGES;
-    }
-    return n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
+    cg_code_change c = older_forms_change(generation, l, &n);
+    return c != CG_CODE_SAME ? c : n.data_picks > 0 ? CG_CODE_DATA_PICKS : CG_CODE_SAME;
 }
 
 static cg_code_change code_change(int generation, lowered *l, bool opencl)

@@ -842,8 +842,8 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
      * (a case that never occurs); ?: reads only the case that occurs */
     int64_t umin = 0, umax = 0;
     for (int i = 0; data && i < l.n; i++) {
-        const cg_var *v = l.counter[i] && l.coef[i] ? in_scope(g, l.var[i]) : NULL;
         if (!l.counter[i] || !l.coef[i]) continue;
+        const cg_var *v = in_scope(g, l.var[i]);
         if (!v || !v->counted || v->extent < 1) return false;
         int64_t span_u = l.coef[i] * (v->extent - 1);
         umin += span_u < 0 ? span_u : 0;
@@ -892,8 +892,8 @@ static bool print_private_pick(cg_ctx *g, const lower_alloc *a, const int *coord
      * lanes that differ in k, and a chain of branches on k, which LLVM
      * makes a switch, left PoCL's work-item loop scalar (the cases are
      * disjoint, so their order does not matter) */
-    sc_type et = a->func->type;   /* bool is an int in the generated code */
-    const char *cond = et == SC_U8 || et == SC_I8 ? "char" : et == SC_U16 || et == SC_I16 ? "short" : "int";
+    int bits = sc_type_bits(a->func->type);   /* bool (1 bit) is an int in the generated code */
+    const char *cond = bits == 8 ? "char" : bits == 16 ? "short" : "int";
     for (int c = 0; c + 1 < n; c++) cg_printf(g, "%s(", g->t->lane_select);
     pick_element(g, a, &l, konst[n - 1]);
     for (int c = n - 2; c >= 0; c--) {
